@@ -1,0 +1,368 @@
+"""Command line: click commands only — parse, call, print, exit.
+
+Heavy modules are imported inside the commands so that `skill-evals --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from . import __version__
+from .codes import INTERNAL, INVALID
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def _fail(message: str, code: int = INVALID) -> NoReturn:
+    click.echo(f"skill-evals: error: {message}", err=True)
+    sys.exit(code)
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="skill-evals")
+@click.option("--debug", is_flag=True, help="Print a traceback on internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Gate pull requests and releases on agent skills.
+
+    Measures trigger precision/recall/F1 and paired uplift for a skill, proves from the run's
+    own records which skills were loaded, and exits with a documented code (`skill-evals codes`).
+    """
+    ctx.obj = {"debug": debug}
+
+
+# ---------------------------------------------------------------------------------------- test
+
+_OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--skill", "skill", required=True, type=click.Path(path_type=Path),
+              help="Skill directory holding SKILL.md.")
+@click.option("--cases", "cases", required=True, type=click.Path(path_type=Path),
+              help="Case file (.jsonl, .yaml, .yml).")
+@click.option("--runner", default=None, help="Runner command (split like a shell, run without one).")
+@click.option("--observations", type=click.Path(path_type=Path), default=None,
+              help="Recorded observations instead of a runner.")
+@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "junit"]),
+              default="text", show_default=True, help="What stdout gets.")
+@click.option("--report", type=_OUTPUT_PATH, default=None, help="Also write the JSON report.")
+@click.option("--junit", type=_OUTPUT_PATH, default=None, help="Also write JUnit XML.")
+@click.option("--markdown", type=_OUTPUT_PATH, default=None, help="Also write Markdown.")
+@click.option("--min-trigger-f1", type=click.FloatRange(0, 1), default=None)
+@click.option("--min-uplift", type=click.FloatRange(-1, 1), default=None,
+              help="Gate on the interval's lower bound.")
+@click.option("--timeout-ms", type=click.IntRange(1, 600_000), default=30_000, show_default=True)
+@click.option("--max-bytes", type=click.IntRange(1, 10_000_000), default=1_000_000,
+              show_default=True)
+@click.option("--jobs", type=click.IntRange(1, 64), default=4, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=42, show_default=True)
+@click.option("--bootstrap-samples", type=click.IntRange(1000, 1_000_000), default=10_000,
+              show_default=True)
+@click.option("--record", type=_OUTPUT_PATH, default=None,
+              help="Append every observation as it completes.")
+@click.option("--resume", type=click.Path(path_type=Path), default=None,
+              help="Reuse recorded observations; run only the missing ones.")
+@click.option("--keep-going", is_flag=True, help="Keep starting invocations after a failure.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+def test(
+    skill: Path,
+    cases: Path,
+    runner: str | None,
+    observations: Path | None,
+    trials: int,
+    fmt: str,
+    report: Path | None,
+    junit: Path | None,
+    markdown: Path | None,
+    min_trigger_f1: float | None,
+    min_uplift: float | None,
+    timeout_ms: int,
+    max_bytes: int,
+    jobs: int,
+    seed: int,
+    bootstrap_samples: int,
+    record: Path | None,
+    resume: Path | None,
+    keep_going: bool,
+    quiet: bool,
+) -> None:
+    """Evaluate one skill: trigger F1, uplift, loading evidence."""
+    from .pipeline import TestOptions, run_test
+    from .progress import ProgressPrinter
+
+    outputs = tuple(p for p in (report, junit, markdown, record) if p is not None)
+    options = TestOptions(
+        skill=skill,
+        cases=cases,
+        runner=runner,
+        observations=observations,
+        trials=trials,
+        seed=seed,
+        bootstrap_samples=bootstrap_samples,
+        timeout_ms=timeout_ms,
+        max_bytes=max_bytes,
+        jobs=jobs,
+        min_trigger_f1=min_trigger_f1,
+        min_uplift=min_uplift,
+        record=record,
+        resume=resume,
+        keep_going=keep_going,
+        outputs=outputs,
+    )
+    printer = None if quiet else ProgressPrinter(sys.stderr)
+    result = run_test(options, progress=printer)
+    _write_outputs(result, fmt, report, junit, markdown)
+    sys.exit(int(result["exitCode"]))
+
+
+def _write_outputs(
+    report: dict[str, Any],
+    fmt: str,
+    report_path: Path | None,
+    junit_path: Path | None,
+    markdown_path: Path | None,
+) -> None:
+    from .render.json import render_json
+    from .render.junit import render_junit
+    from .render.markdown import render_markdown
+    from .render.text import render_text
+
+    name = (report.get("skill") or {}).get("name") or "skill"
+
+    def junit() -> str:
+        return render_junit([(name, report, None)])
+
+    renderers = {
+        "text": lambda: render_text(report),
+        "json": lambda: render_json(report),
+        "markdown": lambda: render_markdown(report),
+        "junit": junit,
+    }
+    for path, render in ((report_path, renderers["json"]), (junit_path, junit),
+                         (markdown_path, renderers["markdown"])):
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(render(), encoding="utf-8")
+            except OSError as exc:
+                _fail(f"{path}: cannot write ({exc.strerror})")
+    if report["exitCode"] in (5, 6, 7) and fmt == "text":
+        # One clear line on stderr for errors decided before scoring; the text report follows.
+        for message in report.get("messages", [])[:1]:
+            click.echo(f"skill-evals: error: {message}", err=True)
+    click.echo(renderers[fmt](), nl=False)
+
+
+# ------------------------------------------------------------------------------------ validate
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+def validate(dirs: tuple[Path, ...]) -> None:
+    """Check skills against the Agent Skills format; print PATH: message per problem."""
+    from .skill import validate_skill
+
+    problems = [p for d in dirs for p in validate_skill(d)]
+    for problem in problems:
+        click.echo(problem)
+    if not problems:
+        click.echo(f"{len(dirs)} skill(s) valid")
+    sys.exit(1 if problems else 0)
+
+
+@cli.command(context_settings=CONTEXT)
+def codes() -> None:
+    """Print the exit-code table."""
+    from .codes import render_table
+
+    click.echo(render_table())
+
+
+# -------------------------------------------------------------------------------------- runner
+
+
+@cli.group(context_settings=CONTEXT)
+def runner() -> None:
+    """Built-in runners for --runner (real agents, isolated; and an offline simulation)."""
+
+
+def _agent_options(func: Any) -> Any:
+    options = [
+        click.option("--model", default=None, help="Model name passed to the agent."),
+        click.option("--max-turns", type=click.IntRange(1, 1000), default=None),
+        click.option("--with-skill", "with_skills", multiple=True,
+                     type=click.Path(file_okay=False, path_type=Path),
+                     help="A neighbour skill offered in both variants (repeatable)."),
+        click.option("--fixture", type=click.Path(file_okay=False, path_type=Path), default=None,
+                     help="Directory copied into the fresh project."),
+        click.option("--bin", "bin_", default=None, help="Agent binary (default: on PATH)."),
+        click.option("--delivery", type=click.Choice(["native", "mcp"]), default="native",
+                     show_default=True, help="Offer skills natively or through mcp-serve."),
+        click.option("--keep-workspace", is_flag=True, help="Leave the temp dirs (debugging)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _run_agent(agent: str, **kwargs: Any) -> None:
+    from .agents.base import AgentOptions, RunnerSetupError, read_invocation
+
+    opts = AgentOptions(
+        model=kwargs["model"],
+        max_turns=kwargs["max_turns"],
+        with_skills=tuple(kwargs["with_skills"]),
+        fixture=kwargs["fixture"],
+        bin=kwargs["bin_"],
+        delivery=kwargs["delivery"],
+        keep_workspace=kwargs["keep_workspace"],
+    )
+    try:
+        invocation = read_invocation()
+        if agent == "claude-code":
+            from .agents import claude_code as module
+        elif agent == "codex":
+            from .agents import codex as module  # type: ignore[no-redef]
+        else:
+            from .agents import pi as module  # type: ignore[no-redef]
+        result = module.run(invocation, opts)
+    except RunnerSetupError as exc:
+        click.echo(f"skill-evals runner {agent}: {exc}", err=True)
+        sys.exit(2)
+    sys.stdout.write(result.to_line())
+    sys.stdout.flush()
+
+
+@runner.command("claude-code", context_settings=CONTEXT)
+@_agent_options
+def runner_claude_code(**kwargs: Any) -> None:
+    """Claude Code (`claude -p --verbose --output-format stream-json`), isolated."""
+    _run_agent("claude-code", **kwargs)
+
+
+@runner.command("codex", context_settings=CONTEXT)
+@_agent_options
+def runner_codex(**kwargs: Any) -> None:
+    """Codex (`codex exec --json`), isolated."""
+    _run_agent("codex", **kwargs)
+
+
+@runner.command("pi", context_settings=CONTEXT)
+@_agent_options
+def runner_pi(**kwargs: Any) -> None:
+    """pi (`pi --mode json --no-skills`), isolated."""
+    _run_agent("pi", **kwargs)
+
+
+@runner.command("simulated", context_settings=CONTEXT)
+def runner_simulated() -> None:
+    """SIMULATION, not a model: loads the skill when enough prompt words occur in its
+    description (never in `without`); for demos and self-tests."""
+    from .agents.base import RunnerSetupError, read_invocation
+    from .agents.simulated import run as run_simulated
+
+    try:
+        result = run_simulated(read_invocation())
+    except RunnerSetupError as exc:
+        click.echo(f"skill-evals runner simulated: {exc}", err=True)
+        sys.exit(2)
+    sys.stdout.write(result.to_line())
+    sys.stdout.flush()
+
+
+# ------------------------------------------------------------------------------------ evidence
+
+
+@cli.command(context_settings=CONTEXT)
+@click.option("--agent", required=True, type=click.Choice(["claude-code", "codex", "pi"]))
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="Config with evidence.toolPatterns / evidence.uriPatterns.")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+def evidence(agent: str, config_path: Path | None, file: Path) -> None:
+    """Print the loading evidence found in a saved agent transcript (JSON)."""
+    from .agents.evidence import EvidencePatterns, find_loads, read_events
+
+    patterns = EvidencePatterns()
+    if config_path is not None:
+        from .ci.config import load_config
+
+        patterns = load_config(config_path).evidence
+    try:
+        events = read_events(file)
+    except OSError as exc:
+        _fail(f"{file}: cannot read ({exc.strerror})")
+    loads = find_loads(agent, events, patterns)  # type: ignore[arg-type]
+    click.echo(json.dumps([load.to_json() for load in loads], indent=2))
+
+
+# ----------------------------------------------------------------------------------- mcp-serve
+
+
+@cli.command("mcp-serve", context_settings=CONTEXT)
+@click.option("--skill", "skills", multiple=True, required=True,
+              type=click.Path(file_okay=False, path_type=Path), help="Skill dir (repeatable).")
+@click.option("--http", "http", default=None, metavar="HOST:PORT",
+              help="Serve streamable HTTP instead of stdio.")
+def mcp_serve(skills: tuple[Path, ...], http: str | None) -> None:
+    """MCP server offering each skill as load_<name>_skill and skill://<name>/SKILL.md."""
+    from .agents import mcp_server
+
+    try:
+        server = mcp_server.SkillServer.from_dirs(list(skills))
+    except ValueError as exc:
+        _fail(str(exc))
+    if http is None:
+        mcp_server.serve_stdio(server)
+        return
+    host, sep, port = http.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        _fail(f"--http {http}: expected HOST:PORT, e.g. 127.0.0.1:8765")
+    mcp_server.serve_http(server, host, int(port))
+
+
+# -------------------------------------------------------------------------- ci, lock, changed
+
+from .ci.commands import changed, ci, lock  # noqa: E402  (click commands only; lazy inside)
+
+cli.add_command(ci)
+cli.add_command(lock)
+cli.add_command(changed)
+
+
+# ---------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Console entry point: click usage errors exit 5, internal errors 70."""
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="skill-evals", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("skill-evals: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        # Usage errors (bad option, out of range, missing argument) → exit 5, one line.
+        _fail(exc.format_message())
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("skill-evals: interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        click.echo(
+            f"skill-evals: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+            err=True,
+        )
+        sys.exit(INTERNAL)
+    sys.exit(0)

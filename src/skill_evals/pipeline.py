@@ -1,0 +1,140 @@
+"""`skill-evals test` from options to report: load → plan → run → score.
+
+Shared by the `test` command and the CI gate. Everything that can be decided before a runner
+starts (exit 5, then 6, then the exit-7 cases that need no run) is decided before one starts, so
+no money is spent on a run that cannot pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cases import MIN_UNITS, CaseSuite, load_cases
+from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
+from .evaluate import Report, Settings, error_report, evaluate
+from .execute import ExecutionPlan, ExecutionResult, Progress, execute
+from .observations import load_observations, load_recorded
+from .runner import split_command
+from .skill import Skill, directory_sha256, load_skill
+
+
+@dataclass(frozen=True)
+class TestOptions:
+    """Everything `skill-evals test` takes (already range-checked by the CLI)."""
+
+    skill: Path
+    cases: Path
+    runner: str | None = None
+    observations: Path | None = None
+    trials: int = 3
+    seed: int = 42
+    bootstrap_samples: int = 10_000
+    timeout_ms: int = 30_000
+    max_bytes: int = 1_000_000
+    jobs: int = 4
+    min_trigger_f1: float | None = None
+    min_uplift: float | None = None
+    record: Path | None = None
+    resume: Path | None = None
+    keep_going: bool = False
+    outputs: tuple[Path, ...] = ()  # every path we will write: must lie outside the skill dir
+    env: Mapping[str, str] | None = None
+
+    def settings(self) -> Settings:
+        """The report's settings block."""
+        return Settings(
+            mode="observations" if self.observations is not None else "runner",
+            trials=self.trials,
+            seed=self.seed,
+            bootstrap_samples=self.bootstrap_samples,
+            timeout_ms=self.timeout_ms,
+            max_bytes=self.max_bytes,
+            jobs=self.jobs,
+            min_trigger_f1=self.min_trigger_f1,
+            min_uplift=self.min_uplift,
+        )
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _task_units(suite: CaseSuite) -> int:
+    return len({c.unit for c in suite.cases if c.task is not None})
+
+
+def run_test(
+    options: TestOptions, progress: Callable[[Progress], None] | None = None
+) -> Report:
+    """Run one skill's evaluation and return its report (``report["exitCode"]`` is the exit)."""
+    settings = options.settings()
+    skill: Skill | None = None
+    suite: CaseSuite | None = None
+    try:
+        if (options.runner is None) == (options.observations is None):
+            raise InvalidInput("give exactly one of --runner or --observations")
+        skill = load_skill(options.skill)
+        for out in options.outputs:
+            if _inside(out, skill.path):
+                raise InvalidInput(
+                    f"{out}: output path lies inside the skill directory {skill.path}; "
+                    "write reports elsewhere (it would change the skill's hash)"
+                )
+        suite = load_cases(options.cases, skill.name)
+        command = split_command(options.runner) if options.runner is not None else ()
+        resumed = (
+            load_recorded(options.resume, suite, options.trials)
+            if options.resume is not None
+            else []
+        )
+        if options.observations is not None:
+            observations, failures = load_observations(
+                options.observations, suite, options.trials, skill.name
+            )
+        if suite.unit_count < MIN_UNITS:
+            raise InsufficientUnits(
+                f"{suite.path}: {suite.unit_count} independent case(s) after normalising "
+                f"prompts; at least {MIN_UNITS} are needed"
+            )
+        if options.min_uplift is not None:
+            task_units = _task_units(suite)
+            if task_units == 0:
+                raise EvidenceUnavailable(
+                    f"--min-uplift is set but no case in {suite.path} has a task check"
+                )
+            if task_units < MIN_UNITS:
+                raise InsufficientUnits(
+                    f"--min-uplift needs at least {MIN_UNITS} independent cases with a task "
+                    f"check; {suite.path} has {task_units}"
+                )
+        if options.observations is not None:
+            result = ExecutionResult(observations=observations, failures=failures)
+            return evaluate(skill, suite, settings, result)
+        plan = ExecutionPlan(
+            command=command,
+            suite=suite,
+            skill_name=skill.name,
+            skill_dir=skill.path,
+            trials=options.trials,
+            jobs=options.jobs,
+            timeout_ms=options.timeout_ms,
+            max_bytes=options.max_bytes,
+            keep_going=options.keep_going,
+            record=options.record,
+            resumed=resumed,
+            base_env=options.env,
+        )
+        result = execute(plan, progress)
+        try:
+            changed = directory_sha256(skill.path) != skill.directory_sha256
+        except InvalidInput:
+            changed = True
+        return evaluate(skill, suite, settings, result, skill_changed=changed)
+    except EvalError as exc:
+        return error_report(exc.exit_code, str(exc), settings, skill, suite)

@@ -1,0 +1,1 @@
+"""Renderers: a report dict in, text out. Owner: scoring (html: ci)."""

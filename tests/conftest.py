@@ -1,0 +1,58 @@
+"""Shared test helpers: skill/case factories and report-schema validation."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from skill_evals.schemas import load_schema
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE_SKILL = REPO / "examples" / "skills" / "refund-policy"
+
+
+def write_skill(
+    root: Path,
+    name: str = "refund-policy",
+    description: str = "Answer questions about refunds, returns and receipts for store purchases.",
+    body: str = "# Refund policy\n\nRefunds within 30 days with a receipt.\n",
+    extra: Mapping[str, str] | None = None,
+) -> Path:
+    """Create ``root/<name>/SKILL.md`` (plus extra files) and return the skill dir."""
+    skill = root / name
+    skill.mkdir(parents=True, exist_ok=True)
+    (skill / "SKILL.md").write_text(
+        f"---\nname: {name}\ndescription: {description}\n---\n{body}", encoding="utf-8"
+    )
+    for rel, text in (extra or {}).items():
+        target = skill / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return skill
+
+
+def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:
+    """Write records as JSONL and return the path."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def assert_valid_report(report: Mapping[str, Any]) -> None:
+    """Validate a §1.7 report against the shipped schema."""
+    jsonschema.Draft202012Validator(load_schema("report.schema.json")).validate(report)
+
+
+@pytest.fixture
+def validate_report() -> Callable[[Mapping[str, Any]], None]:
+    return assert_valid_report
+
+
+@pytest.fixture
+def python_exe() -> str:
+    return sys.executable
