@@ -1,0 +1,119 @@
+"""A SIMULATION of an agent, not a model: `skill-evals runner simulated`.
+
+It exists so the whole pipeline runs on a fresh machine with no API key, and it says so on
+stderr on every invocation. Its behaviour is deterministic and deliberately simple:
+
+* trigger: in the ``with`` variant only, the skill is loaded when at least ``MIN_SHARED_WORDS``
+  distinct content words of the prompt occur in the skill's description (words are lower-cased,
+  a plural ``s`` is dropped, short and common words are ignored). It never loads in ``without``.
+* answer: when loaded, the section of the SKILL.md body that shares most words with the prompt
+  (a fenced ``json`` block verbatim when the prompt asks for JSON); otherwise a generic answer.
+
+It measures nothing about a real model; use it for demos, tutorials and self-tests.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+from ..skill import parse_frontmatter
+from .base import AgentInvocation, AgentResult, RunnerSetupError
+
+MIN_SHARED_WORDS = 2
+LABEL = "SIMULATION: no model was called; results say nothing about a real agent"
+GENERIC_ANSWER = (
+    "[simulated] I can't answer that with any specific policy or procedure; "
+    "please check the relevant documentation."
+)
+
+_STOPWORDS = frozenset(
+    """
+    about after again all also and any are ask back bee been before but can cannot could did
+    does doing done for from get got had has have how into its just like may more most much
+    not now off once only other our out over own same she should some such than that the their
+    them then there these they this those too under until very was way were what when where
+    which while who why will with would you your yours please tell give want need make
+    """.split()
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_JSON_BLOCK = re.compile(r"```json\s*\n(.*?)\n```", re.DOTALL)
+
+
+def content_words(text: str) -> set[str]:
+    """Lower-cased words of 3+ characters, plural ``s`` dropped, common words removed."""
+    words = set()
+    for word in _WORD.findall(text.lower()):
+        if len(word) < 3 or word in _STOPWORDS:
+            continue
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        words.add(word)
+    return words
+
+
+def should_load(prompt: str, description: str) -> bool:
+    """The simulated routing decision."""
+    return len(content_words(prompt) & content_words(description)) >= MIN_SHARED_WORDS
+
+
+@dataclass(frozen=True)
+class _Section:
+    heading: str
+    text: str
+
+
+def _sections(body: str) -> list[_Section]:
+    sections: list[_Section] = []
+    heading, lines = "", []
+    for line in body.splitlines():
+        if line.startswith("#"):
+            if lines or heading:
+                sections.append(_Section(heading, "\n".join(lines).strip()))
+            heading, lines = line.lstrip("#").strip(), []
+        else:
+            lines.append(line)
+    sections.append(_Section(heading, "\n".join(lines).strip()))
+    return [s for s in sections if s.text]
+
+
+def answer_from_body(prompt: str, body: str) -> str:
+    """The best-matching section of the skill body (ties: the earlier section)."""
+    wanted = content_words(prompt)
+    sections = _sections(body)
+    if not sections:
+        return GENERIC_ANSWER
+    best = max(
+        sections,
+        key=lambda s: len(wanted & content_words(s.heading + " " + s.text)),
+    )
+    if "json" in wanted:
+        match = _JSON_BLOCK.search(best.text)
+        if match:
+            return match.group(1).strip()
+    return f"[simulated] {best.text}"
+
+
+def run(invocation: AgentInvocation) -> AgentResult:
+    """Answer one invocation of the runner contract."""
+    print(f"skill-evals runner simulated: {LABEL}", file=sys.stderr)
+    md = invocation.skill_dir / "SKILL.md"
+    try:
+        front, body = parse_frontmatter(md.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RunnerSetupError(f"{md}: cannot read the skill ({type(exc).__name__})") from exc
+    name = front.get("name")
+    skill_name = name if isinstance(name, str) and name else invocation.skill_dir.name
+    description = front.get("description")
+    description = description if isinstance(description, str) else ""
+    if invocation.variant == "with" and should_load(invocation.prompt, description):
+        return AgentResult(
+            variant=invocation.variant,
+            invoked_skills=[skill_name],
+            output=answer_from_body(invocation.prompt, body),
+            exit_code=0,
+        )
+    return AgentResult(
+        variant=invocation.variant, invoked_skills=[], output=GENERIC_ANSWER, exit_code=0
+    )
