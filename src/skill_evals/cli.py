@@ -5,6 +5,7 @@ Heavy modules are imported inside the commands so that `skill-evals --help` star
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -42,33 +43,66 @@ _OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("--skill", "skill", required=True, type=click.Path(path_type=Path),
-              help="Skill directory holding SKILL.md.")
-@click.option("--cases", "cases", required=True, type=click.Path(path_type=Path),
-              help="Case file (.jsonl, .yaml, .yml).")
-@click.option("--runner", default=None, help="Runner command (split like a shell, run without one).")
-@click.option("--observations", type=click.Path(path_type=Path), default=None,
-              help="Recorded observations instead of a runner.")
+@click.option(
+    "--skill",
+    "skill",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Skill directory holding SKILL.md.",
+)
+@click.option(
+    "--cases",
+    "cases",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Case file (.jsonl, .yaml, .yml).",
+)
+@click.option(
+    "--runner", default=None, help="Runner command (split like a shell; no shell runs it)."
+)
+@click.option(
+    "--observations",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Recorded observations instead of a runner.",
+)
 @click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "junit"]),
-              default="text", show_default=True, help="What stdout gets.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown", "junit"]),
+    default="text",
+    show_default=True,
+    help="What stdout gets.",
+)
 @click.option("--report", type=_OUTPUT_PATH, default=None, help="Also write the JSON report.")
 @click.option("--junit", type=_OUTPUT_PATH, default=None, help="Also write JUnit XML.")
 @click.option("--markdown", type=_OUTPUT_PATH, default=None, help="Also write Markdown.")
 @click.option("--min-trigger-f1", type=click.FloatRange(0, 1), default=None)
-@click.option("--min-uplift", type=click.FloatRange(-1, 1), default=None,
-              help="Gate on the interval's lower bound.")
+@click.option(
+    "--min-uplift",
+    type=click.FloatRange(-1, 1),
+    default=None,
+    help="Gate on the interval's lower bound.",
+)
 @click.option("--timeout-ms", type=click.IntRange(1, 600_000), default=30_000, show_default=True)
-@click.option("--max-bytes", type=click.IntRange(1, 10_000_000), default=1_000_000,
-              show_default=True)
+@click.option(
+    "--max-bytes", type=click.IntRange(1, 10_000_000), default=1_000_000, show_default=True
+)
 @click.option("--jobs", type=click.IntRange(1, 64), default=4, show_default=True)
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=42, show_default=True)
-@click.option("--bootstrap-samples", type=click.IntRange(1000, 1_000_000), default=10_000,
-              show_default=True)
-@click.option("--record", type=_OUTPUT_PATH, default=None,
-              help="Append every observation as it completes.")
-@click.option("--resume", type=click.Path(path_type=Path), default=None,
-              help="Reuse recorded observations; run only the missing ones.")
+@click.option(
+    "--bootstrap-samples", type=click.IntRange(1000, 1_000_000), default=10_000, show_default=True
+)
+@click.option(
+    "--record", type=_OUTPUT_PATH, default=None, help="Append every observation as it completes."
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Reuse recorded observations; run only the missing ones.",
+)
 @click.option("--keep-going", is_flag=True, help="Keep starting invocations after a failure.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 def test(
@@ -145,8 +179,11 @@ def _write_outputs(
         "markdown": lambda: render_markdown(report),
         "junit": junit,
     }
-    for path, render in ((report_path, renderers["json"]), (junit_path, junit),
-                         (markdown_path, renderers["markdown"])):
+    for path, render in (
+        (report_path, renderers["json"]),
+        (junit_path, junit),
+        (markdown_path, renderers["markdown"]),
+    ):
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -197,14 +234,27 @@ def _agent_options(func: Any) -> Any:
     options = [
         click.option("--model", default=None, help="Model name passed to the agent."),
         click.option("--max-turns", type=click.IntRange(1, 1000), default=None),
-        click.option("--with-skill", "with_skills", multiple=True,
-                     type=click.Path(file_okay=False, path_type=Path),
-                     help="A neighbour skill offered in both variants (repeatable)."),
-        click.option("--fixture", type=click.Path(file_okay=False, path_type=Path), default=None,
-                     help="Directory copied into the fresh project."),
+        click.option(
+            "--with-skill",
+            "with_skills",
+            multiple=True,
+            type=click.Path(file_okay=False, path_type=Path),
+            help="A neighbour skill offered in both variants (repeatable).",
+        ),
+        click.option(
+            "--fixture",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="Directory copied into the fresh project.",
+        ),
         click.option("--bin", "bin_", default=None, help="Agent binary (default: on PATH)."),
-        click.option("--delivery", type=click.Choice(["native", "mcp"]), default="native",
-                     show_default=True, help="Offer skills natively or through mcp-serve."),
+        click.option(
+            "--delivery",
+            type=click.Choice(["native", "mcp"]),
+            default="native",
+            show_default=True,
+            help="Offer skills natively or through mcp-serve.",
+        ),
         click.option("--keep-workspace", is_flag=True, help="Leave the temp dirs (debugging)."),
     ]
     for option in reversed(options):
@@ -226,12 +276,8 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
     )
     try:
         invocation = read_invocation()
-        if agent == "claude-code":
-            from .agents import claude_code as module
-        elif agent == "codex":
-            from .agents import codex as module  # type: ignore[no-redef]
-        else:
-            from .agents import pi as module  # type: ignore[no-redef]
+        # claude-code → agents.claude_code, codex → agents.codex, pi → agents.pi
+        module = importlib.import_module(f".agents.{agent.replace('-', '_')}", __package__)
         result = module.run(invocation, opts)
     except RunnerSetupError as exc:
         click.echo(f"skill-evals runner {agent}: {exc}", err=True)
@@ -282,8 +328,13 @@ def runner_simulated() -> None:
 
 @cli.command(context_settings=CONTEXT)
 @click.option("--agent", required=True, type=click.Choice(["claude-code", "codex", "pi"]))
-@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Config with evidence.toolPatterns / evidence.uriPatterns.")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Config with evidence.toolPatterns / evidence.uriPatterns.",
+)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 def evidence(agent: str, config_path: Path | None, file: Path) -> None:
     """Print the loading evidence found in a saved agent transcript (JSON)."""
@@ -306,10 +357,21 @@ def evidence(agent: str, config_path: Path | None, file: Path) -> None:
 
 
 @cli.command("mcp-serve", context_settings=CONTEXT)
-@click.option("--skill", "skills", multiple=True, required=True,
-              type=click.Path(file_okay=False, path_type=Path), help="Skill dir (repeatable).")
-@click.option("--http", "http", default=None, metavar="HOST:PORT",
-              help="Serve streamable HTTP instead of stdio.")
+@click.option(
+    "--skill",
+    "skills",
+    multiple=True,
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Skill dir (repeatable).",
+)
+@click.option(
+    "--http",
+    "http",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP instead of stdio.",
+)
 def mcp_serve(skills: tuple[Path, ...], http: str | None) -> None:
     """MCP server offering each skill as load_<name>_skill and skill://<name>/SKILL.md."""
     from .agents import mcp_server

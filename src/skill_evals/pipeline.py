@@ -69,9 +69,7 @@ def _task_units(suite: CaseSuite) -> int:
     return len({c.unit for c in suite.cases if c.task is not None})
 
 
-def run_test(
-    options: TestOptions, progress: Callable[[Progress], None] | None = None
-) -> Report:
+def run_test(options: TestOptions, progress: Callable[[Progress], None] | None = None) -> Report:
     """Run one skill's evaluation and return its report (``report["exitCode"]`` is the exit)."""
     settings = options.settings()
     skill: Skill | None = None

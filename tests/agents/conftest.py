@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-AGENT_BIN_DIR = Path(os.environ.get("SKILL_EVALS_AGENT_BIN_DIR", REPO / ".cache/agents/node_modules/.bin"))
+AGENT_BIN_DIR = Path(
+    os.environ.get("SKILL_EVALS_AGENT_BIN_DIR", REPO / ".cache/agents/node_modules/.bin")
+)
 
 
 def agent_binary(name: str) -> str:

@@ -202,9 +202,7 @@ _LEAKY_VARS = (
 def isolated_env(base: Mapping[str, str], home: Path) -> dict[str, str]:
     """The caller's environment (auth variables included) with HOME and the XDG dirs moved into
     the fresh ``home`` and every agent-config pointer removed; the EVALGATE_* vars are dropped."""
-    env = {
-        k: v for k, v in base.items() if k not in _LEAKY_VARS and not k.startswith("EVALGATE_")
-    }
+    env = {k: v for k, v in base.items() if k not in _LEAKY_VARS and not k.startswith("EVALGATE_")}
     env["HOME"] = str(home)
     env["XDG_CONFIG_HOME"] = str(home / ".config")
     env["XDG_DATA_HOME"] = str(home / ".local" / "share")

@@ -66,7 +66,7 @@ class _Section:
 
 def _sections(body: str) -> list[_Section]:
     sections: list[_Section] = []
-    heading, lines = "", []
+    heading, lines = "", list[str]()
     for line in body.splitlines():
         if line.startswith("#"):
             if lines or heading:
