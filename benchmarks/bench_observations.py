@@ -1,0 +1,98 @@
+"""SPEC §5: scoring --observations is linear — a 50 MB observations file is validated and scored
+in at most 3× the time a bare ``json.loads`` loop over its lines takes.
+
+The file: 2,500 cases (every one with an exit_code task check) × 100 trials × 2 variants =
+500,000 observation lines padded to ~50 MB. Scoring is the whole `test --observations` pipeline
+(strict reading, completeness checks, trigger metrics, uplift with the minimum 1,000 bootstrap
+samples — the bootstrap's own O(B·n) cost is measured by bench_bootstrap.py). Also prints the
+time for a quarter of the file, to show linear growth.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import verdict, write_cases, write_skill
+
+from skill_evals.pipeline import TestOptions, run_test
+
+CASES = 2500
+TRIALS = 100
+TARGET_BYTES = 50_000_000
+
+
+def write_observations(path: Path, cases: int, trials: int, pad: int) -> int:
+    filler = "x" * pad
+    with path.open("w", encoding="utf-8") as fh:
+        for i in range(cases):
+            for trial in range(1, trials + 1):
+                for variant in ("with", "without"):
+                    triggered = variant == "with" and (i + trial) % 3 != 0
+                    fh.write(
+                        json.dumps(
+                            {
+                                "caseId": f"case-{i}",
+                                "trial": trial,
+                                "variant": variant,
+                                "invokedSkills": ["bench-skill"] if triggered else [],
+                                "output": f"answer {i} {filler}",
+                                "exitCode": 0 if (variant == "with" or trial % 2) else 1,
+                            },
+                            separators=(",", ":"),
+                        )
+                        + "\n"
+                    )
+    return path.stat().st_size
+
+
+def bare_loop(path: Path) -> float:
+    start = time.perf_counter()
+    with path.open("rb") as fh:
+        for line in fh:
+            json.loads(line)
+    return time.perf_counter() - start
+
+
+def score(skill: Path, cases: Path, observations: Path, trials: int) -> float:
+    options = TestOptions(
+        skill=skill,
+        cases=cases,
+        observations=observations,
+        trials=trials,
+        bootstrap_samples=1000,
+    )
+    start = time.perf_counter()
+    report = run_test(options)
+    elapsed = time.perf_counter() - start
+    assert report["exitCode"] == 0, report["messages"]
+    return elapsed
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        skill = write_skill(root)
+        cases = write_cases(root / "cases.jsonl", CASES)
+        lines = CASES * TRIALS * 2
+        pad = max(0, TARGET_BYTES // lines - 110)
+        full = root / "observations.jsonl"
+        size = write_observations(full, CASES, TRIALS, pad)
+        quarter = root / "quarter.jsonl"
+        write_observations(quarter, CASES, TRIALS // 4, pad)
+        print(f"file: {size / 1e6:.1f} MB, {lines} lines")
+        bare = min(bare_loop(full) for _ in range(2))
+        quarter_time = score(skill, cases, quarter, TRIALS // 4)
+        full_time = min(score(skill, cases, full, TRIALS) for _ in range(2))
+        print(
+            f"scoring a quarter of the file: {quarter_time:.2f} s; the whole: {full_time:.2f} s "
+            f"(×{full_time / quarter_time:.1f} for ×4 the lines)"
+        )
+    return 0 if verdict("observations 50 MB vs bare json.loads loop", full_time, bare, 3.0) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
