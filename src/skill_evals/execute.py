@@ -2,16 +2,37 @@
 SIGINT/SIGTERM (SPEC §1.4).
 
 Owner: execution.
+
+``jobs`` worker threads take the next missing (case, trial, variant) of the plan from a shared
+queue under one lock — no polling — and each runs its invocation to the end. The main thread
+only waits; it is where Python delivers SIGINT/SIGTERM, whose handler sets the cancel event that
+every running invocation watches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from .cases import CaseSuite
-from .observations import Observation, RunnerFailure, Variant
+from .errors import EvalError
+from .observations import (
+    Observation,
+    RecordWriter,
+    RunnerFailure,
+    Variant,
+    isolation_breach,
+    plan_keys,
+)
+from .runner import InvocationSpec, invocation_env, run_invocation
 
 
 @dataclass(frozen=True)
@@ -59,6 +80,123 @@ class ExecutionResult:
     not_run: int = 0  # skipped after a failure (fail-fast) or an interrupt
 
 
+@contextmanager
+def _signals_cancel(cancel: threading.Event) -> Iterator[None]:
+    """While inside, SIGINT/SIGTERM set ``cancel`` (main thread only; old handlers restored)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        cancel.set()
+
+    previous: dict[signal.Signals, Any] = {}
+    try:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, handler)
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+class _Scheduler:
+    """Shared state of one execute() call; every field is guarded by ``lock``."""
+
+    def __init__(
+        self,
+        plan: ExecutionPlan,
+        todo: list[tuple[str, int, Variant]],
+        done: int,
+        total: int,
+        writer: RecordWriter | None,
+        progress: Callable[[Progress], None] | None,
+    ) -> None:
+        self.plan = plan
+        self.lock = threading.Lock()
+        self.cancel = threading.Event()
+        self.todo = todo
+        self.next_index = 0
+        self.done = done
+        self.total = total
+        self.writer = writer
+        self.progress = progress
+        self.stop_starting = False
+        self.started = 0
+        self.observations: dict[tuple[str, int, str], Observation] = {}
+        self.failures: dict[tuple[str, int, str], RunnerFailure] = {}
+        self.error: BaseException | None = None
+        base = os.environ if plan.base_env is None else plan.base_env
+        self.base_env: Mapping[str, str] = base
+        self.skill_dir = str(Path(plan.skill_dir).resolve())
+        self.prompts = {case.id: case.prompt for case in plan.suite.cases}
+
+    def take(self) -> tuple[str, int, Variant] | None:
+        """The next key to run, or None when nothing more may start."""
+        with self.lock:
+            if self.stop_starting or self.cancel.is_set() or self.next_index >= len(self.todo):
+                return None
+            key = self.todo[self.next_index]
+            self.next_index += 1
+            self.started += 1
+            return key
+
+    def run_one(self, key: tuple[str, int, Variant]) -> None:
+        case_id, trial, variant = key
+        spec = InvocationSpec(
+            argv=tuple(self.plan.command),
+            prompt=self.prompts[case_id],
+            env=invocation_env(self.base_env, variant, self.skill_dir, case_id, trial),
+            case_id=case_id,
+            trial=trial,
+            variant=variant,
+            timeout_ms=self.plan.timeout_ms,
+            max_bytes=self.plan.max_bytes,
+        )
+        result = run_invocation(spec, self.cancel)
+        outcome = result.outcome
+        if isinstance(outcome, RunnerFailure) and self.cancel.is_set():
+            return  # killed by our own interrupt: not the runner's failure, just not run
+        if isinstance(outcome, Observation):
+            breach = isolation_breach(outcome, self.plan.skill_name)
+            if breach is not None:
+                outcome = breach
+        with self.lock:
+            if isinstance(outcome, Observation):
+                if self.writer is not None:
+                    self.writer.write(outcome)  # before anything else sees it: nothing is lost
+                self.observations[key] = outcome
+            else:
+                self.failures[key] = outcome
+                if not self.plan.keep_going:
+                    self.stop_starting = True
+            self.done += 1
+            if self.progress is not None:
+                self.progress(
+                    Progress(
+                        done=self.done,
+                        total=self.total,
+                        skill=self.plan.skill_name,
+                        case_id=case_id,
+                        trial=trial,
+                        variant=variant,
+                        ok=isinstance(outcome, Observation),
+                        elapsed_ms=result.elapsed_ms,
+                    )
+                )
+
+    def worker(self) -> None:
+        try:
+            while (key := self.take()) is not None:
+                self.run_one(key)
+        except BaseException as exc:  # a record write error or a bug: stop everything
+            with self.lock:
+                if self.error is None:
+                    self.error = exc
+                self.stop_starting = True
+            self.cancel.set()
+
+
 def execute(
     plan: ExecutionPlan, progress: Callable[[Progress], None] | None = None
 ) -> ExecutionResult:
@@ -66,5 +204,46 @@ def execute(
 
     A ``without`` observation that lists the tested skill becomes a RunnerFailure
     ("isolation breach"). After the first failure no new invocation starts unless keep_going.
-    SIGINT/SIGTERM: stop starting, kill running groups, return with interrupted=True."""
-    raise NotImplementedError
+    SIGINT/SIGTERM: stop starting, kill running groups, return with interrupted=True.
+
+    Only valid observations are appended to ``plan.record`` (resumed ones are not written again).
+    Progress counts over the whole plan: resumed observations count as already done."""
+    started = time.monotonic()
+    keys = plan_keys(plan.suite, plan.trials)
+    wanted = set(keys)
+    resumed = {o.key: o for o in plan.resumed if o.key in wanted}
+    todo = [k for k in keys if k not in resumed]
+    writer = RecordWriter(plan.record) if plan.record is not None else None
+    sched = _Scheduler(plan, todo, len(resumed), len(keys), writer, progress)
+    try:
+        with _signals_cancel(sched.cancel):
+            threads = [
+                threading.Thread(target=sched.worker, name=f"skill-evals-job-{i}", daemon=True)
+                for i in range(max(1, min(plan.jobs, len(todo))))
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()  # interruptible: the signal handler runs meanwhile
+    finally:
+        if writer is not None:
+            writer.close()
+    if sched.error is not None:
+        if isinstance(sched.error, EvalError):
+            raise sched.error
+        raise RuntimeError("an invocation worker failed") from sched.error
+    interrupted = sched.cancel.is_set()
+    observations = [
+        resumed.get(k) or sched.observations[k]
+        for k in keys
+        if k in resumed or k in sched.observations
+    ]
+    failures = [sched.failures[k] for k in keys if k in sched.failures]
+    return ExecutionResult(
+        observations=observations,
+        failures=failures,
+        invocations=sched.started,
+        wall_ms=(time.monotonic() - started) * 1000.0,
+        interrupted=interrupted,
+        not_run=len(keys) - len(observations) - len(failures),
+    )

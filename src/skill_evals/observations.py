@@ -1,20 +1,42 @@
 """Observations: the runner contract object (§1.4), recorded files (§1.4.1), --record/--resume.
 
 Owner: execution.
+
+Decisions where SPEC is silent (see docs/runner-contract.md):
+
+- ``meta`` keys other than the four recognised ones are ignored (not a failure): ``meta`` is the
+  runner's free-form annex and EvalGate-style runners put more there. A recognised key must be a
+  finite number >= 0 (``null`` counts as absent).
+- ``exitCode`` must be a JSON integer (``0.0`` and ``true`` are rejected) within ±(2^53-1).
+- ``--resume`` keeps the first record of a key (later duplicates are ignored) and ignores records
+  whose trial is outside 1..--trials (so lowering --trials keeps working).
+- Only valid observations are recorded; a runner failure is never written to a --record file, so
+  ``--resume`` runs it again instead of treating it as a success.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from .cases import CaseSuite
+from .errors import InvalidInput
 
 Variant = Literal["with", "without"]
 VARIANTS: tuple[Variant, Variant] = ("with", "without")
 META_KEYS = ("durationMs", "costUsd", "inputTokens", "outputTokens")
+RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode", "meta")
+REQUIRED_RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode")
+MAX_SAFE_INTEGER = 9_007_199_254_740_991
+MAX_TRIALS = 100  # the --trials upper bound; sizes the --resume population bound
+
+_KEY_SHOWN = 40  # key names come from the runner: show at most this many characters
 
 
 @dataclass(frozen=True)
@@ -36,7 +58,17 @@ class Observation:
 
     def to_record(self) -> dict[str, Any]:
         """The §1.4.1 line for this observation (``meta`` only when non-empty)."""
-        raise NotImplementedError
+        record: dict[str, Any] = {
+            "caseId": self.case_id,
+            "trial": self.trial,
+            "variant": self.variant,
+            "invokedSkills": list(self.invoked_skills),
+            "output": self.output,
+            "exitCode": self.exit_code,
+        }
+        if self.meta:
+            record["meta"] = dict(self.meta)
+        return record
 
 
 @dataclass(frozen=True)
@@ -48,16 +80,160 @@ class RunnerFailure:
     variant: Variant
     reason: str
 
+    @property
+    def key(self) -> tuple[str, int, str]:
+        """(case id, trial, variant)."""
+        return (self.case_id, self.trial, self.variant)
+
 
 class ContractError(ValueError):
     """The runner's stdout broke the §1.4 contract; str() is a safe reason."""
 
 
+def _show_key(key: str) -> str:
+    """A key name for a message: repr'd and cut, since it comes from untrusted output."""
+    if len(key) > _KEY_SHOWN:
+        return repr(key[:_KEY_SHOWN]) + "…"
+    return repr(key)
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
 def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, Any]:
     """Validate one runner object (keys variant, invokedSkills, output, exitCode, optional meta).
 
-    Returns the normalised fields; raises ContractError with a reason that names the field."""
-    raise NotImplementedError
+    Returns ``{"variant", "invoked_skills" (tuple), "output", "exit_code", "meta" (dict)}``;
+    raises ContractError with a reason that names the field (never its value)."""
+    if not isinstance(value, dict):
+        raise ContractError(f"not a JSON object (got {_type_name(value)})")
+    for key in value:
+        if key not in RUNNER_KEYS:
+            raise ContractError(
+                f"extra key {_show_key(key)}; allowed: variant, invokedSkills, output, "
+                "exitCode, meta"
+            )
+    for key in REQUIRED_RUNNER_KEYS:
+        if key not in value:
+            raise ContractError(f"missing key '{key}'")
+    variant = value["variant"]
+    if variant not in VARIANTS:
+        raise ContractError('wrong-typed key \'variant\': must be "with" or "without"')
+    if variant != expected_variant:
+        raise ContractError(
+            f"variant mismatch: reported {variant!r}, expected {expected_variant!r}"
+        )
+    skills = value["invokedSkills"]
+    if not isinstance(skills, list) or not all(isinstance(s, str) for s in skills):
+        raise ContractError("wrong-typed key 'invokedSkills': must be an array of strings")
+    output = value["output"]
+    if not isinstance(output, str):
+        raise ContractError(f"wrong-typed key 'output': must be a string, got {_type_name(output)}")
+    code = value["exitCode"]
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise ContractError(
+            f"wrong-typed key 'exitCode': must be an integer, got {_type_name(code)}"
+        )
+    if abs(code) > MAX_SAFE_INTEGER:
+        raise ContractError("wrong-typed key 'exitCode': outside the safe integer range")
+    meta: dict[str, float] = {}
+    if "meta" in value:
+        raw_meta = value["meta"]
+        if not isinstance(raw_meta, dict):
+            raise ContractError(
+                f"wrong-typed key 'meta': must be an object, got {_type_name(raw_meta)}"
+            )
+        for key in META_KEYS:
+            item = raw_meta.get(key)
+            if item is None:
+                continue  # absent or null: unknown to the runner
+            if (
+                not isinstance(item, (int, float))
+                or isinstance(item, bool)
+                or not math.isfinite(item)
+                or item < 0
+            ):
+                raise ContractError(
+                    f"wrong-typed key 'meta.{key}': must be a number >= 0, got {_type_name(item)}"
+                )
+            meta[key] = item
+    return {
+        "variant": variant,
+        "invoked_skills": tuple(skills),
+        "output": output,
+        "exit_code": code,
+        "meta": meta,
+    }
+
+
+# ------------------------------------------------------------------------------------ files
+
+
+def _record_key(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int, Variant]:
+    """The (caseId, trial, variant) of a §1.4.1 record; InvalidInput naming the line."""
+    case_id = value.get("caseId")
+    if not isinstance(case_id, str):
+        what = "missing" if case_id is None else "must be a string"
+        raise InvalidInput(f"{path}:{line}: key 'caseId' {what}")
+    trial = value.get("trial")
+    if not isinstance(trial, int) or isinstance(trial, bool):
+        what = "missing" if trial is None else "must be an integer"
+        raise InvalidInput(f"{path}:{line}: key 'trial' {what}")
+    variant = value.get("variant")
+    if variant not in VARIANTS:
+        what = "missing" if variant is None else 'must be "with" or "without"'
+        raise InvalidInput(f"{path}:{line}: key 'variant' {what}")
+    return case_id, trial, "with" if variant == "with" else "without"
+
+
+def _record_observation(
+    path: Path, line: int, value: dict[str, Any], key: tuple[str, int, Variant]
+) -> Observation:
+    body = {k: v for k, v in value.items() if k not in ("caseId", "trial")}
+    try:
+        fields = parse_runner_object(body, key[2])
+    except ContractError as exc:
+        raise InvalidInput(f"{path}:{line}: {exc}") from None
+    return Observation(
+        case_id=key[0],
+        trial=key[1],
+        variant=key[2],
+        invoked_skills=fields["invoked_skills"],
+        output=fields["output"],
+        exit_code=fields["exit_code"],
+        meta=fields["meta"],
+    )
+
+
+def _describe(key: tuple[str, int, str]) -> str:
+    case_id, trial, variant = key
+    return f"caseId {case_id!r} trial {trial} variant {variant!r}"
+
+
+def isolation_breach(observation: Observation, skill_name: str) -> RunnerFailure | None:
+    """A failure when a ``without`` observation reports the tested skill, else None."""
+    if observation.variant == "without" and skill_name in observation.invoked_skills:
+        return RunnerFailure(
+            observation.case_id,
+            observation.trial,
+            observation.variant,
+            f"isolation breach: the without variant reported loading the tested skill "
+            f"{skill_name!r}",
+        )
+    return None
 
 
 def load_observations(
@@ -67,26 +243,141 @@ def load_observations(
 
     Duplicate/missing/extra/unknown caseId → InvalidInput (exit 5) naming the key (the whole file
     is checked first). A ``without`` observation listing ``skill_name`` is returned as a
-    RunnerFailure "isolation breach" (the evaluation then exits 7), not as an observation."""
-    raise NotImplementedError
+    RunnerFailure "isolation breach" (the evaluation then exits 7), not as an observation.
+    Both lists come back in plan order (case-file order, trial, with before without)."""
+    from .jsonl import check_regular_file, read_jsonl
+
+    check_regular_file(path, "--observations")
+    case_ids = suite.by_id()
+    seen: dict[tuple[str, int, str], int] = {}
+    found: dict[tuple[str, int, str], Observation] = {}
+    bound = len(suite.cases) * trials * 2
+    for record in read_jsonl(path, max_records=bound):
+        key = _record_key(path, record.line, record.value)
+        if key[0] not in case_ids:
+            raise InvalidInput(
+                f"{path}:{record.line}: unknown caseId {key[0]!r} (not in {suite.path})"
+            )
+        if not 1 <= key[1] <= trials:
+            raise InvalidInput(
+                f"{path}:{record.line}: extra observation {_describe(key)}: trial must be "
+                f"1..{trials} (--trials {trials})"
+            )
+        if key in seen:
+            raise InvalidInput(
+                f"{path}:{record.line}: duplicate observation {_describe(key)} "
+                f"(first on line {seen[key]})"
+            )
+        seen[key] = record.line
+        found[key] = _record_observation(path, record.line, record.value, key)
+    missing = [k for k in plan_keys(suite, trials) if k not in found]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise InvalidInput(
+            f"{path}: missing observation {_describe(missing[0])}{more}; every case × trial "
+            f"1..{trials} × variant (with, without) needs exactly one"
+        )
+    observations: list[Observation] = []
+    failures: list[RunnerFailure] = []
+    for key in plan_keys(suite, trials):
+        observation = found[key]
+        breach = isolation_breach(observation, skill_name)
+        if breach is None:
+            observations.append(observation)
+        else:
+            failures.append(breach)
+    return observations, failures
 
 
 def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation]:
     """Read a --resume file: keep observations matching current cases and trials (missing ones
-    are fine; later duplicates of a key are ignored). Unknown caseId → InvalidInput (exit 5)."""
-    raise NotImplementedError
+    are fine; later duplicates of a key are ignored; trials outside 1..``trials`` are ignored).
+    Unknown caseId → InvalidInput (exit 5). Returned in plan order."""
+    from .jsonl import check_regular_file, read_jsonl
+
+    check_regular_file(path, "--resume")
+    case_ids = suite.by_id()
+    found: dict[tuple[str, int, str], Observation] = {}
+    # Bound by the largest --trials so that a file recorded with more trials still resumes.
+    bound = len(suite.cases) * max(trials, MAX_TRIALS) * 2
+    for record in read_jsonl(path, max_records=bound):
+        key = _record_key(path, record.line, record.value)
+        if key[0] not in case_ids:
+            raise InvalidInput(
+                f"{path}:{record.line}: unknown caseId {key[0]!r} (not in {suite.path}); "
+                "resume only with the case file the observations were recorded for"
+            )
+        observation = _record_observation(path, record.line, record.value, key)
+        if not 1 <= key[1] <= trials or key in found:
+            continue
+        found[key] = observation
+    return [found[k] for k in plan_keys(suite, trials) if k in found]
+
+
+def plan_keys(suite: CaseSuite, trials: int) -> list[tuple[str, int, Variant]]:
+    """Every (caseId, trial, variant) in plan order: case-file order, trial, with before without."""
+    return [
+        (case.id, trial, variant)
+        for case in suite.cases
+        for trial in range(1, trials + 1)
+        for variant in VARIANTS
+    ]
 
 
 class RecordWriter:
-    """Appends observations to a --record file, flushing and fsyncing each line."""
+    """Appends observations to a --record file, flushing and fsyncing each line. Thread-safe."""
 
     def __init__(self, path: Path) -> None:
-        raise NotImplementedError
+        self._path = path
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise InvalidInput(
+                f"--record {path}: cannot open for appending ({exc.strerror})"
+            ) from None
+        try:
+            # A previous run killed mid-line leaves no final newline: start on a fresh line so the
+            # damage stays on that one line (which --resume then reports).
+            size = os.fstat(self._fd).st_size
+            if size > 0 and os.pread(self._fd, 1, size - 1) != b"\n":
+                os.write(self._fd, b"\n")
+        except OSError as exc:
+            os.close(self._fd)
+            raise InvalidInput(f"--record {path}: cannot write ({exc.strerror})") from None
+        self._closed = False
+
+    @property
+    def path(self) -> Path:
+        """The file being appended to."""
+        return self._path
 
     def write(self, observation: Observation) -> None:
-        """Append one §1.4.1 line and flush it to disk."""
-        raise NotImplementedError
+        """Append one §1.4.1 line and flush it to disk (raises InvalidInput if that fails)."""
+        line = (
+            json.dumps(
+                observation.to_record(), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+            )
+            + "\n"
+        ).encode("utf-8")
+        with self._lock:
+            if self._closed:
+                raise ValueError("RecordWriter is closed")
+            try:
+                view = memoryview(line)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise InvalidInput(
+                    f"--record {self._path}: cannot write ({exc.strerror})"
+                ) from None
 
     def close(self) -> None:
-        """Close the file."""
-        raise NotImplementedError
+        """Close the file (idempotent)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                os.close(self._fd)

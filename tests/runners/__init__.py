@@ -1,0 +1,1 @@
+"""Small runner programs used by the execution tests (run with sys.executable)."""
