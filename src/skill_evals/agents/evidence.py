@@ -3,16 +3,33 @@
 The shared pieces live here (the Load record, MCP tool/URI matching, SKILL.md path matching);
 each agent module provides ``find_loads(events, patterns, known)`` for its own event format.
 Only completed loads count; skills that were merely available never count.
+
+Matching rules (exact, case-sensitive):
+
+- MCP tool: Claude's ``mcp__<server>__<tool>`` is split first; the tool name must be *entirely*
+  ``load_<name>_skill`` (or match a custom ``evidence.toolPatterns`` regex entirely); ``_`` in the
+  captured name becomes ``-`` (skill names never contain ``_``; tool names cannot always carry
+  ``-``).
+- MCP resource: the URI must be entirely ``skill://<name>/SKILL.md`` (or match a custom
+  ``evidence.uriPatterns`` regex entirely); the captured name is used as is.
+- SKILL.md path: ``…/skills/<name>/SKILL.md``; with ``known`` given, only those names count.
+
+Custom patterns are regular expressions with a named group ``name``; they are tried after the
+built-in pattern and the first match wins. An invalid one is refused when ``EvidencePatterns`` is
+built (``InvalidPattern``, exit 5); the config loader reports it with the file and JSON path first.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+from ..errors import InvalidInput
 
 Agent = Literal["claude-code", "codex", "pi"]
 AGENTS: tuple[Agent, ...] = ("claude-code", "codex", "pi")
@@ -33,76 +50,144 @@ class Load:
         return asdict(self)
 
 
-_DEFAULT_TOOL = re.compile(r"^load_(?P<name>[A-Za-z0-9_-]+)_skill$")
-_DEFAULT_URI = re.compile(r"^skill://(?P<name>[^/]+)/SKILL\.md$")
+class InvalidPattern(InvalidInput, ValueError):
+    """A custom evidence pattern that is not a usable regular expression (exit 5)."""
+
+
+_DEFAULT_TOOL = re.compile(r"load_(?P<name>[A-Za-z0-9_-]+)_skill")
+_DEFAULT_URI = re.compile(r"skill://(?P<name>[^/]+)/SKILL\.md")
 _SKILL_MD_PATH = re.compile(r"(?:^|/)skills/(?P<name>[^/]+)/SKILL\.md$")
+
+
+def _compile(pattern: str, where: str) -> re.Pattern[str]:
+    if not isinstance(pattern, str):
+        raise InvalidPattern(f"{where}: must be a string (a regular expression)")
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise InvalidPattern(f"{where}: not a regular expression ({exc})") from None
+    if "name" not in compiled.groupindex:
+        raise InvalidPattern(
+            f"{where}: needs a named group (?P<name>...) that captures the skill name"
+        )
+    return compiled
 
 
 @dataclass(frozen=True)
 class EvidencePatterns:
     """Custom patterns from the config (``evidence.toolPatterns`` / ``evidence.uriPatterns``):
-    regular expressions with a named group ``name``, tried after the defaults."""
+    regular expressions with a named group ``name``, tried after the defaults, each matched
+    against the whole tool name / URI. Raises InvalidPattern when one does not compile or has
+    no ``name`` group."""
 
     tool_patterns: tuple[str, ...] = ()
     uri_patterns: tuple[str, ...] = ()
+    _tools: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _uris: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Compiled once here so a bad pattern fails before any run, not mid-transcript.
+        tools = tuple(
+            _compile(p, f"evidence.toolPatterns[{i}]") for i, p in enumerate(self.tool_patterns)
+        )
+        uris = tuple(
+            _compile(p, f"evidence.uriPatterns[{i}]") for i, p in enumerate(self.uri_patterns)
+        )
+        object.__setattr__(self, "_tools", (_DEFAULT_TOOL, *tools))
+        object.__setattr__(self, "_uris", (_DEFAULT_URI, *uris))
 
     def compiled_tools(self) -> list[re.Pattern[str]]:
-        return [_DEFAULT_TOOL, *(re.compile(p) for p in self.tool_patterns)]
+        """The built-in tool pattern, then the custom ones."""
+        return list(self._tools)
 
     def compiled_uris(self) -> list[re.Pattern[str]]:
-        return [_DEFAULT_URI, *(re.compile(p) for p in self.uri_patterns)]
+        """The built-in URI pattern, then the custom ones."""
+        return list(self._uris)
+
+
+_NO_PATTERNS = EvidencePatterns()
 
 
 def split_mcp_tool_name(name: str) -> tuple[str | None, str]:
-    """Claude Code names MCP tools ``mcp__<server>__<tool>``: return (server, tool)."""
+    """Claude Code names MCP tools ``mcp__<server>__<tool>``: return (server, tool).
+
+    Other names come back as (None, name)."""
     if name.startswith("mcp__"):
-        rest = name[len("mcp__") :]
-        server, sep, tool = rest.partition("__")
-        if sep:
+        server, sep, tool = name[len("mcp__") :].partition("__")
+        if sep and server and tool:
             return server, tool
     return None, name
 
 
-def skill_from_tool(name: str, patterns: EvidencePatterns | None = None) -> str | None:
-    """The skill an MCP tool call loads (``load_<name>_skill``, ``_`` → ``-``), else None."""
-    _, tool = split_mcp_tool_name(name)
-    for pattern in (patterns or EvidencePatterns()).compiled_tools():
-        match = pattern.match(tool)
+def _first_name(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
+    for pattern in patterns:
+        match = pattern.fullmatch(text)
         if match:
-            return match.group("name").replace("_", "-")
+            name = match.group("name")
+            if name:
+                return name
     return None
+
+
+def skill_from_tool(name: str, patterns: EvidencePatterns | None = None) -> str | None:
+    """The skill an MCP tool call loads (``load_<name>_skill``, ``_`` → ``-``), else None.
+
+    Claude's ``mcp__<server>__<tool>`` is split first; the bare name is tried too, so a tool whose
+    own name starts with ``mcp__`` still matches."""
+    compiled = (patterns or _NO_PATTERNS).compiled_tools()
+    _, tool = split_mcp_tool_name(name)
+    found = _first_name(compiled, tool)
+    if found is None and tool != name:
+        found = _first_name(compiled, name)
+    return found.replace("_", "-") if found is not None else None
 
 
 def skill_from_uri(uri: str, patterns: EvidencePatterns | None = None) -> str | None:
     """The skill a resource read loads (``skill://<name>/SKILL.md``), else None."""
-    for pattern in (patterns or EvidencePatterns()).compiled_uris():
-        match = pattern.match(uri)
-        if match:
-            return match.group("name")
-    return None
+    return _first_name((patterns or _NO_PATTERNS).compiled_uris(), uri)
 
 
 def skill_from_path(path: str, known: frozenset[str] | None = None) -> str | None:
     """The skill whose ``…/skills/<name>/SKILL.md`` a path names; restricted to ``known`` names
     when given (so an unrelated SKILL.md elsewhere does not count)."""
-    match = _SKILL_MD_PATH.search(path.replace("\\", "/"))
+    match = _SKILL_MD_PATH.search(path.strip().replace("\\", "/"))
     if not match:
         return None
     name = match.group("name")
-    if known is not None and name not in known:
+    if name in (".", "..") or (known is not None and name not in known):
         return None
     return name
 
 
+def skills_from_command(command: str, known: frozenset[str] | None = None) -> list[str]:
+    """Skills whose SKILL.md a shell command line names as a word (``cat .agents/skills/x/
+    SKILL.md``, ``sed -n 1,200p '…/SKILL.md'``), in order, each once. Words are split like a
+    POSIX shell; an unbalanced quote falls back to whitespace splitting."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    found: dict[str, None] = {}
+    for word in words:
+        # `bash -lc "cat skills/x/SKILL.md"` nests a command in one word: split that too.
+        for part in (word, *word.split()) if " " in word else (word,):
+            name = skill_from_path(part.strip("\"'`;|&()<>"), known)
+            if name is not None:
+                found.setdefault(name, None)
+    return list(found)
+
+
 def read_events(path: Path) -> list[dict[str, Any]]:
     """Read a JSON-lines transcript; lines that are not JSON objects are kept as empty events so
-    that indexes keep matching transcript lines."""
+    that indexes keep matching transcript lines (index = line number − 1).
+
+    Raises OSError when the file cannot be read."""
     events: list[dict[str, Any]] = []
     with path.open("rb") as fh:
         for raw in fh:
             try:
                 value = json.loads(raw)
-            except ValueError:
+            except ValueError:  # also UnicodeDecodeError
                 value = None
             events.append(value if isinstance(value, dict) else {})
     return events
@@ -114,8 +199,8 @@ def find_loads(
     patterns: EvidencePatterns | None = None,
     known: frozenset[str] | None = None,
 ) -> list[Load]:
-    """Dispatch to the agent's parser."""
-    patterns = patterns or EvidencePatterns()
+    """Dispatch to the agent's parser (``agents/<agent>.py``: ``find_loads``)."""
+    patterns = patterns or _NO_PATTERNS
     if agent == "claude-code":
         from . import claude_code
 
@@ -124,9 +209,11 @@ def find_loads(
         from . import codex
 
         return codex.find_loads(events, patterns, known)
-    from . import pi
+    if agent == "pi":
+        from . import pi
 
-    return pi.find_loads(events, patterns, known)
+        return pi.find_loads(events, patterns, known)
+    raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
 
 
 def loaded_names(loads: Iterable[Load]) -> list[str]:
