@@ -5,8 +5,25 @@ Owner: inputs.
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import os
+import re
+import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import yaml
+
+from .errors import InvalidInput
+from .jsonl import MAX_FILE_BYTES
+
+_CHUNK = 1 << 20
+_ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
+_NAME_CHARS = re.compile(r"[a-z0-9-]+")
+# Every expanded YAML node counts; aliases re-count, so an alias bomb stops here.
+MAX_YAML_NODES = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -23,28 +40,401 @@ class Skill:
     warnings: tuple[str, ...] = field(default=())  # validate_skill() problems, "PATH: message"
 
 
+# --------------------------------------------------------------------------------- YAML nodes
+
+
+class YamlValueError(ValueError):
+    """A YAML document that parses but does not fit the expected data model.
+
+    ``line`` is the one-based line of the offending node."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def node_line(node: yaml.Node) -> int:
+    """One-based line where ``node`` starts."""
+    return int(node.start_mark.line) + 1
+
+
+def yaml_to_python(
+    node: yaml.Node,
+    scalar: Callable[[yaml.ScalarNode], object],
+    max_nodes: int = MAX_YAML_NODES,
+    lines: dict[tuple[object, ...], int] | None = None,
+) -> object:
+    """Turn a composed YAML node graph into dicts/lists/scalars.
+
+    ``scalar`` converts each scalar node. Mapping keys must be scalars converting to strings
+    and unique (YAML forbids duplicates; PyYAML would silently keep the last). Aliases are
+    expanded, but the total number of nodes visited is capped so an alias bomb cannot hang.
+    When ``lines`` is given it receives the one-based line of every node by its path
+    (mapping keys and list indexes from the root)."""
+    budget = [max_nodes]
+
+    def convert(current: yaml.Node, where: tuple[object, ...]) -> object:
+        budget[0] -= 1
+        depth = len(where)
+        if lines is not None:
+            lines[where] = node_line(current)
+        if budget[0] < 0:
+            raise YamlValueError(
+                f"document expands to more than {max_nodes} nodes (aliases?)", node_line(current)
+            )
+        if depth > 500:
+            raise YamlValueError("document is nested too deeply", node_line(current))
+        if isinstance(current, yaml.ScalarNode):
+            return scalar(current)
+        if isinstance(current, yaml.SequenceNode):
+            if current.tag not in ("tag:yaml.org,2002:seq",):
+                raise YamlValueError(f"unsupported tag {current.tag}", node_line(current))
+            return [convert(item, (*where, i)) for i, item in enumerate(current.value)]
+        if isinstance(current, yaml.MappingNode):
+            if current.tag not in ("tag:yaml.org,2002:map",):
+                raise YamlValueError(f"unsupported tag {current.tag}", node_line(current))
+            result: dict[str, object] = {}
+            for key_node, value_node in current.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise YamlValueError("mapping keys must be plain strings", node_line(key_node))
+                key = scalar(key_node)
+                if not isinstance(key, str):
+                    raise YamlValueError("mapping keys must be strings", node_line(key_node))
+                if key in result:
+                    raise YamlValueError(f"duplicate key {key!r}", node_line(key_node))
+                result[key] = convert(value_node, (*where, key))
+            return result
+        raise YamlValueError("unsupported YAML node", node_line(current))
+
+    return convert(node, ())
+
+
+class _StrOnlyLoader(yaml.SafeLoader):
+    """Composes YAML without resolving plain scalars to bool/int/float/null/timestamp."""
+
+    yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}  # noqa: RUF012
+
+
+def _string_scalar(node: yaml.ScalarNode) -> object:
+    # Every scalar keeps its text, whatever its tag: `on`, `1.0`, `!!int 3` all stay strings.
+    return str(node.value)
+
+
+def yaml_error_message(exc: yaml.YAMLError) -> tuple[str, int | None]:
+    """A safe one-line reason and one-based line for a PyYAML error.
+
+    str(exc) would quote a snippet of the document, so only the problem text is used."""
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        return problem, (int(mark.line) + 1 if mark is not None else None)
+    return "invalid YAML", None
+
+
+# -------------------------------------------------------------------------------- frontmatter
+
+
+def _split_frontmatter(text: str) -> tuple[str, str] | None:
+    """(YAML block, body) when ``text`` (BOM already removed) starts with a `---` line."""
+    first_end = text.find("\n")
+    first = text if first_end < 0 else text[:first_end]
+    if first.rstrip("\r").rstrip(" \t") != "---":
+        return None
+    if first_end < 0:
+        raise ValueError("frontmatter is not closed: no line '---' after the opening one")
+    pos = first_end + 1
+    while pos <= len(text):
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        if line.rstrip("\r").rstrip(" \t") == "---":
+            block = text[first_end + 1 : pos]
+            body = "" if end < 0 else text[end + 1 :]
+            return block, body
+        if end < 0:
+            break
+        pos = end + 1
+    raise ValueError("frontmatter is not closed: no line '---' after the opening one")
+
+
 def parse_frontmatter(text: str) -> tuple[dict[str, object], str]:
     """Split SKILL.md text into (frontmatter mapping with string scalars, body).
 
     A BOM before the first ``---`` is skipped; the block ends at the next line that is exactly
-    ``---`` (trailing spaces allowed). No frontmatter → ({}, text). Raises ValueError on bad YAML."""
-    raise NotImplementedError
+    ``---`` (trailing spaces allowed). No frontmatter → ({}, text without BOM).
+    Raises ValueError on bad YAML."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    split = _split_frontmatter(text)
+    if split is None:
+        return {}, text
+    block, body = split
+    try:
+        node = yaml.compose(block, Loader=_StrOnlyLoader)
+    except yaml.YAMLError as exc:
+        problem, line = yaml_error_message(exc)
+        # +1: the YAML block starts on the file's second line.
+        where = f" (line {line + 1})" if line is not None else ""
+        raise ValueError(f"invalid YAML{where}: {problem}") from None
+    if node is None:
+        return {}, body
+    try:
+        value = yaml_to_python(node, _string_scalar)
+    except YamlValueError as exc:
+        raise ValueError(f"invalid YAML (line {exc.line + 1}): {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError("frontmatter must be a YAML mapping of keys to values")
+    return value, body
+
+
+# ------------------------------------------------------------------------------------ hashing
+
+
+def _hash_file(path: Path, keep: bool) -> tuple[str, bytes | None]:
+    """SHA-256 of one regular file, read once in chunks; optionally also return its bytes."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InvalidInput(f"{path}: symlinks are not allowed in a skill directory") from None
+        raise InvalidInput(f"{path}: cannot read ({exc.strerror})") from None
+    digest = hashlib.sha256()
+    parts: list[bytes] | None = [] if keep else None
+    with os.fdopen(fd, "rb", buffering=0) as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput(f"{path}: not a regular file; a skill holds only files and dirs")
+        if keep and st.st_size > MAX_FILE_BYTES:
+            raise InvalidInput(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+        buf = bytearray(_CHUNK)
+        view = memoryview(buf)
+        total = 0
+        while True:
+            n = fh.readinto(view)
+            if not n:
+                break
+            digest.update(view[:n])
+            if parts is not None:
+                total += n
+                if total > MAX_FILE_BYTES:
+                    raise InvalidInput(f"{path}: larger than {MAX_FILE_BYTES} bytes")
+                parts.append(bytes(view[:n]))
+    return digest.hexdigest(), (b"".join(parts) if parts is not None else None)
+
+
+def _walk(root: Path) -> list[tuple[bytes, Path]]:
+    """(relative path as UTF-8/fs bytes with '/', absolute path) of every regular file."""
+    found: list[tuple[bytes, Path]] = []
+    stack: list[tuple[Path, bytes]] = [(root, b"")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError as exc:
+            raise InvalidInput(f"{directory}: cannot list directory ({exc.strerror})") from None
+        for entry in entries:
+            full = Path(entry.path)
+            name = os.fsencode(entry.name)
+            if b"\n" in name:
+                raise InvalidInput(
+                    f"{directory}: a file name contains a newline; rename it "
+                    "(it would break the directory hash)"
+                )
+            rel = prefix + name
+            if entry.is_symlink():
+                raise InvalidInput(
+                    f"{full}: symlinks are not allowed in a skill directory; "
+                    "replace it with a copy of the file"
+                )
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((full, rel + b"/"))
+            elif entry.is_file(follow_symlinks=False):
+                found.append((rel, full))
+            else:
+                raise InvalidInput(
+                    f"{full}: not a regular file (FIFO, socket or device); "
+                    "a skill directory holds only files and directories"
+                )
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def _directory_hash(path: Path, keep: bytes | None = None) -> tuple[str, bytes | None]:
+    """Directory hash, plus the bytes of the file whose relative path is ``keep``."""
+    lines = hashlib.sha256()
+    kept: bytes | None = None
+    for rel, full in _walk(path):
+        hexdigest, content = _hash_file(full, rel == keep)
+        if rel == keep:
+            kept = content
+        lines.update(hexdigest.encode("ascii") + b"  " + rel + b"\n")
+    return lines.hexdigest(), kept
 
 
 def directory_sha256(path: Path) -> str:
     """Go dirhash.Hash1 construction with hex: sha256 over sorted "<sha>  <relpath>\\n" lines.
 
     Raises InvalidInput for a symlink anywhere inside or a path containing a newline."""
-    raise NotImplementedError
+    return _directory_hash(path)[0]
+
+
+# -------------------------------------------------------------------------------- load/validate
+
+
+def _check_skill_dir(path: Path) -> Path:
+    """The absolute skill dir, or InvalidInput when it or its SKILL.md is unusable."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InvalidInput(f"{path}: skill directory does not exist") from None
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read skill directory ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise InvalidInput(f"{path}: --skill must be a directory holding SKILL.md")
+    root = path.resolve()
+    md = root / "SKILL.md"
+    try:
+        md_st = os.lstat(md)
+    except FileNotFoundError:
+        raise InvalidInput(f"{md}: missing; a skill directory must hold SKILL.md") from None
+    except OSError as exc:
+        raise InvalidInput(f"{md}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(md_st.st_mode):
+        raise InvalidInput(f"{md}: must be a regular file (not a symlink, directory or FIFO)")
+    return root
+
+
+def _frontmatter_problems(md: Path, dir_name: str, text: str) -> list[str]:
+    """Agent Skills rules for the frontmatter of ``text``."""
+    stripped = text[1:] if text.startswith("\ufeff") else text
+    try:
+        if _split_frontmatter(stripped) is None:
+            return [f"{md}: missing frontmatter; the file must start with a line '---'"]
+        front, _ = parse_frontmatter(text)
+    except ValueError as exc:
+        return [f"{md}: {exc}"]
+    problems: list[str] = []
+
+    def problem(message: str) -> None:
+        problems.append(f"{md}: {message}")
+
+    for key in front:
+        if key not in _ALLOWED_KEYS:
+            problem(f"unknown frontmatter key {key!r}; allowed keys are {', '.join(_ALLOWED_KEYS)}")
+
+    name = front.get("name")
+    if name is None:
+        problem("missing required key 'name'")
+    elif not isinstance(name, str):
+        problem("'name' must be a string")
+    else:
+        if not 1 <= len(name) <= 64:
+            problem(f"'name' must be 1-64 characters (it has {len(name)})")
+        if name and not _NAME_CHARS.fullmatch(name):
+            problem("'name' may only contain lowercase letters a-z, digits 0-9 and hyphens")
+        if name.startswith("-") or name.endswith("-"):
+            problem("'name' must not start or end with a hyphen")
+        if "--" in name:
+            problem("'name' must not contain two hyphens in a row")
+        if name and name != dir_name:
+            problem(f"'name' {name!r} must equal the directory name {dir_name!r}")
+
+    description = front.get("description")
+    if description is None:
+        problem("missing required key 'description'")
+    elif not isinstance(description, str):
+        problem("'description' must be a string")
+    else:
+        if not 1 <= len(description) <= 1024:
+            problem(f"'description' must be 1-1024 characters (it has {len(description)})")
+        if "<" in description or ">" in description:
+            problem("'description' must not contain '<' or '>'")
+
+    compatibility = front.get("compatibility")
+    if compatibility is not None:
+        if not isinstance(compatibility, str):
+            problem("'compatibility' must be a string")
+        elif len(compatibility) > 500:
+            problem(f"'compatibility' must be at most 500 characters (it has {len(compatibility)})")
+
+    for key in ("license", "allowed-tools"):
+        if key in front and not isinstance(front[key], str):
+            problem(f"{key!r} must be a string")
+
+    if "metadata" in front:
+        metadata = front["metadata"]
+        if not isinstance(metadata, dict):
+            problem("'metadata' must be a mapping of string keys to string values")
+        else:
+            for key, value in metadata.items():
+                if not isinstance(value, str):
+                    problem(f"'metadata' value of {key!r} must be a string")
+    return problems
+
+
+def _decode_skill_md(md: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(f"{md}:{line}: invalid UTF-8; save SKILL.md as UTF-8") from None
 
 
 def load_skill(path: Path) -> Skill:
     """Load and hash the skill at ``path`` (a directory holding a regular file SKILL.md).
 
     Raises InvalidInput (exit 5) with a clear message otherwise."""
-    raise NotImplementedError
+    root = _check_skill_dir(path)
+    md = root / "SKILL.md"
+    # One pass over the directory: the hash of every file, and SKILL.md's bytes on the way.
+    dir_hash, md_bytes = _directory_hash(root, keep=b"SKILL.md")
+    if md_bytes is None:  # pragma: no cover - _check_skill_dir saw it a moment ago
+        raise InvalidInput(f"{md}: missing; a skill directory must hold SKILL.md")
+    text = _decode_skill_md(md, md_bytes)
+    try:
+        front, body = parse_frontmatter(text)
+    except ValueError:
+        front, body = {}, text.removeprefix("\ufeff")  # reported in warnings below
+    name = front.get("name")
+    description = front.get("description")
+    return Skill(
+        name=name if isinstance(name, str) and name else root.name,
+        path=root,
+        description=description if isinstance(description, str) else "",
+        body=body,
+        frontmatter=front,
+        skill_md_sha256=hashlib.sha256(md_bytes).hexdigest(),
+        directory_sha256=dir_hash,
+        warnings=tuple(_frontmatter_problems(md, root.name, text)),
+    )
 
 
 def validate_skill(path: Path) -> list[str]:
     """Problems against the Agent Skills format, each as ``PATH: message``; empty when valid."""
-    raise NotImplementedError
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [f"{path}: skill directory does not exist or cannot be read"]
+    if not stat.S_ISDIR(st.st_mode):
+        return [f"{path}: not a directory; a skill is a directory holding SKILL.md"]
+    root = path.resolve()
+    md = path / "SKILL.md"
+    try:
+        md_st = os.lstat(md)
+    except FileNotFoundError:
+        return [f"{path}: missing SKILL.md"]
+    except OSError as exc:
+        return [f"{md}: cannot read ({exc.strerror})"]
+    if not stat.S_ISREG(md_st.st_mode):
+        return [f"{md}: must be a regular file (not a symlink, directory or FIFO)"]
+    if md_st.st_size > MAX_FILE_BYTES:
+        return [f"{md}: larger than {MAX_FILE_BYTES} bytes"]
+    try:
+        data = md.read_bytes()
+    except OSError as exc:
+        return [f"{md}: cannot read ({exc.strerror})"]
+    try:
+        text = _decode_skill_md(md, data)
+    except InvalidInput as exc:
+        return [str(exc)]
+    return _frontmatter_problems(md, root.name, text)
