@@ -1,0 +1,470 @@
+"""The Claude Code runner (SPEC §2): one isolated, headless ``claude -p`` run per invocation.
+
+Isolation, per invocation:
+
+- a fresh :class:`~.base.Workspace` (``project`` = cwd, ``home`` = HOME), removed afterwards;
+- ``CLAUDE_CONFIG_DIR`` = a fresh dir inside that home, HOME and XDG dirs moved
+  (:func:`~.base.isolated_env`), ``--setting-sources project,local`` so no user-level settings or
+  skills are read even if Claude Code looked elsewhere, ``--no-session-persistence``;
+- the project is made a git root (``git init``) because Claude Code walks up from the working
+  directory to the git root looking for ``.claude/skills``; CLAUDE.md files above the project are
+  excluded with the ``claudeMdExcludes`` setting;
+- ``--strict-mcp-config`` always, so only the MCP servers this runner configures exist.
+
+Evidence comes only from the ``stream-json`` events: ``Skill`` tool calls, ``Read`` of a
+``…/skills/<name>/SKILL.md``, and MCP calls (``mcp__<server>__load_<name>_skill``, or a
+``ReadMcpResourceTool`` read of ``skill://<name>/SKILL.md``); a load counts only when its
+``tool_result`` came back without ``is_error``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    AgentInvocation,
+    AgentOptions,
+    AgentResult,
+    RunnerSetupError,
+    SkillRef,
+    Workspace,
+    find_binary,
+    isolated_env,
+    skill_ref,
+)
+from .evidence import (
+    EvidencePatterns,
+    Load,
+    loaded_names,
+    skill_from_path,
+    skill_from_tool,
+    skill_from_uri,
+)
+
+AGENT = "claude-code"
+MCP_SERVER_NAME = "skills"
+# When set, each run's stream-json transcript is copied there as <case>.<trial>.<variant>.jsonl
+# (for `skill-evals evidence` and debugging). Transcripts contain the prompt and the answer.
+TRANSCRIPT_DIR_VAR = "SKILL_EVALS_TRANSCRIPT_DIR"
+_RESOURCE_TOOLS = frozenset({"ReadMcpResourceTool", "ReadMcpResource"})
+# Result events that mean "the model could not be reached", not "the task failed".
+_API_FAILURE_REASONS = frozenset({"api_error", "auth_error", "authentication_failed"})
+
+
+# ------------------------------------------------------------------------------------- evidence
+
+
+@dataclass(frozen=True)
+class _Pending:
+    skill: str
+    delivery: str
+    source: str
+
+
+def _content_blocks(event: Mapping[str, Any]) -> list[dict[str, Any]]:
+    message = event.get("message")
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict)]
+
+
+def _candidate(
+    block: Mapping[str, Any], patterns: EvidencePatterns, known: frozenset[str] | None
+) -> _Pending | None:
+    """The skill a ``tool_use`` block would load, if it is a loading call at all."""
+    name = block.get("name")
+    tool_input = block.get("input")
+    if not isinstance(name, str) or not isinstance(tool_input, dict):
+        return None
+    if name == "Skill":
+        skill = tool_input.get("skill")
+        if isinstance(skill, str) and skill.strip():
+            # Users may type "/name"; the tool takes the bare name.
+            return _Pending(skill.strip().lstrip("/"), "native", "Skill tool_use")
+        return None
+    if name == "Read":
+        path = tool_input.get("file_path")
+        if isinstance(path, str):
+            skill = skill_from_path(path, known)
+            if skill is not None:
+                return _Pending(skill, "native", "Read SKILL.md")
+        return None
+    if name in _RESOURCE_TOOLS:
+        uri = tool_input.get("uri")
+        if isinstance(uri, str):
+            skill = skill_from_uri(uri, patterns)
+            if skill is not None:
+                return _Pending(skill, "mcp", f"mcp resource {uri}")
+        return None
+    skill = skill_from_tool(name, patterns)
+    if skill is not None:
+        return _Pending(skill, "mcp", f"mcp tool {name}")
+    return None
+
+
+def _failed(block: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
+    """A tool_result that reports failure (``is_error``, or Claude Code's own result record
+    saying ``success: false``)."""
+    if block.get("is_error") is True:
+        return True
+    extra = event.get("tool_use_result")
+    return isinstance(extra, dict) and extra.get("success") is False
+
+
+def find_loads(
+    events: Sequence[Mapping[str, Any]],
+    patterns: EvidencePatterns | None = None,
+    known: frozenset[str] | None = None,
+) -> list[Load]:
+    """Completed skill loads in a Claude Code ``stream-json`` transcript.
+
+    A ``tool_use`` (in an ``assistant`` event) that loads a skill is paired by id with its
+    ``tool_result`` (in a ``user`` event); only results without ``is_error`` count, at the index
+    of the result event. ``known`` restricts ``Read``-path evidence to those skill names."""
+    patterns = patterns or EvidencePatterns()
+    pending: dict[str, _Pending] = {}
+    loads: list[Load] = []
+    for index, event in enumerate(events):
+        kind = event.get("type")
+        if kind == "assistant":
+            for block in _content_blocks(event):
+                if block.get("type") != "tool_use" or not isinstance(block.get("id"), str):
+                    continue
+                found = _candidate(block, patterns, known)
+                if found is not None:
+                    pending[block["id"]] = found
+        elif kind == "user":
+            for block in _content_blocks(event):
+                if block.get("type") != "tool_result":
+                    continue
+                call = pending.pop(str(block.get("tool_use_id")), None)
+                if call is None or _failed(block, event):
+                    continue
+                loads.append(
+                    Load(
+                        skill=call.skill,
+                        delivery="mcp" if call.delivery == "mcp" else "native",
+                        agent=AGENT,
+                        source=call.source,
+                        index=index,
+                    )
+                )
+    return loads
+
+
+def available_skills(events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Skills Claude Code offered in the run (the ``init`` event's ``skills`` list plus MCP
+    load tools). Reported for diagnosis only; never counted as loaded."""
+    names: list[str] = []
+    for event in events:
+        if event.get("type") == "system" and event.get("subtype") == "init":
+            for name in event.get("skills") or []:
+                if isinstance(name, str) and name not in names:
+                    names.append(name)
+            for tool in event.get("tools") or []:
+                skill = skill_from_tool(tool) if isinstance(tool, str) else None
+                if skill is not None and skill not in names:
+                    names.append(skill)
+    return names
+
+
+# -------------------------------------------------------------------------------------- result
+
+
+@dataclass
+class Outcome:
+    """What the final ``result`` event says."""
+
+    output: str
+    exit_code: int
+    meta: dict[str, float] = field(default_factory=dict)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value
+
+
+def outcome(events: Sequence[Mapping[str, Any]]) -> Outcome | None:
+    """The last ``result`` event as output / task exit code / meta; None when there is none.
+
+    ``exitCode`` is 0 only for ``subtype: success`` without ``is_error``; any other result
+    (max turns, execution error, budget) is the task's failure, 1."""
+    result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+    if result is None:
+        return None
+    text = result.get("result")
+    ok = result.get("subtype") == "success" and result.get("is_error") is not True
+    meta: dict[str, float] = {}
+    duration = _number(result.get("duration_ms"))
+    if duration is not None:
+        meta["durationMs"] = duration
+    cost = _number(result.get("total_cost_usd"))
+    if cost is not None:
+        meta["costUsd"] = cost
+    usage = result.get("usage")
+    if isinstance(usage, dict):
+        # Prompt tokens are split three ways when caching is on; report the total.
+        parts = [
+            _number(usage.get(k))
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        ]
+        present = [p for p in parts if p is not None]
+        if present:
+            meta["inputTokens"] = sum(present)
+        out = _number(usage.get("output_tokens"))
+        if out is not None:
+            meta["outputTokens"] = out
+    return Outcome(
+        output=text if isinstance(text, str) else "", exit_code=0 if ok else 1, meta=meta
+    )
+
+
+def api_failure(events: Sequence[Mapping[str, Any]]) -> bool:
+    """True when the run ended because the model API could not be used (auth, network,
+    overload): that is missing evidence, not a task result."""
+    result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+    if result is None or result.get("is_error") is not True:
+        return False
+    if result.get("terminal_reason") in _API_FAILURE_REASONS or result.get("api_error_status"):
+        return True
+    # Older CLIs: the only assistant message is a synthetic API-error message.
+    return any(
+        e.get("type") == "assistant" and e.get("is_api_error_message") is True for e in events
+    ) and not any(
+        b.get("type") == "tool_use"
+        for e in events
+        if e.get("type") == "assistant"
+        for b in _content_blocks(e)
+    )
+
+
+def parse_stream(data: bytes) -> list[dict[str, Any]]:
+    """Decode ``stream-json`` stdout into events; non-JSON lines become ``{}`` so indexes keep
+    matching lines."""
+    events: list[dict[str, Any]] = []
+    for raw in data.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        events.append(value if isinstance(value, dict) else {})
+    return events
+
+
+# ----------------------------------------------------------------------------------------- run
+
+
+def _ancestor_excludes(project: Path) -> list[str]:
+    """``claudeMdExcludes`` entries for every memory file Claude Code would pick up above the
+    project (it walks up to /), so only the fixture's own CLAUDE.md files apply."""
+    patterns: list[str] = []
+    for parent in project.resolve().parents:
+        base = str(parent).rstrip("/")
+        patterns += [
+            f"{base}/CLAUDE.md",
+            f"{base}/CLAUDE.local.md",
+            f"{base}/.claude/CLAUDE.md",
+            f"{base}/.claude/rules/**",
+        ]
+    return patterns
+
+
+def _make_git_root(project: Path, env: Mapping[str, str]) -> None:
+    """Make ``project`` a git root so Claude Code's upward search for ``.claude/skills`` and
+    commands stops there; without git, refuse if anything above could leak in."""
+    if (project / ".git").exists():
+        return
+    git = shutil.which("git", path=env.get("PATH"))
+    if git is not None:
+        done = subprocess.run(
+            [git, "init", "-q", str(project)],
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        if done.returncode == 0:
+            return
+    for parent in project.resolve().parents:
+        if (parent / ".claude").is_dir():
+            raise RunnerSetupError(
+                f"{parent / '.claude'} would be visible to Claude Code above the temporary "
+                "project and git is unavailable to stop the search; set TMPDIR to a clean "
+                "directory or install git"
+            )
+
+
+def _mcp_config(skill_dirs: Sequence[Path], env: Mapping[str, str]) -> dict[str, Any]:
+    args = ["-m", "skill_evals", "mcp-serve"]
+    for path in skill_dirs:
+        args += ["--skill", str(path)]
+    server_env = {k: env[k] for k in ("PYTHONPATH",) if env.get(k)}
+    return {
+        "mcpServers": {
+            MCP_SERVER_NAME: {
+                "type": "stdio",
+                "command": sys.executable,
+                "args": args,
+                "env": server_env,
+            }
+        }
+    }
+
+
+def build_command(
+    binary: str,
+    options: AgentOptions,
+    settings_file: Path,
+    mcp_config: Path | None,
+) -> list[str]:
+    """The ``claude`` argv. The prompt is not in it: it goes on stdin (argv is visible to
+    every local user in ``ps``)."""
+    cmd = [
+        binary,
+        "-p",
+        "--verbose",
+        "--output-format",
+        "stream-json",
+        # Headless without prompts and without bypassing anything: tools that would ask
+        # (Bash, edits) are denied; reads inside the project and the Skill tool are allowed.
+        "--permission-mode",
+        "dontAsk",
+        "--setting-sources",
+        "project,local",
+        "--settings",
+        str(settings_file),
+        "--no-session-persistence",
+        "--strict-mcp-config",
+    ]
+    if mcp_config is not None:
+        cmd += ["--mcp-config", str(mcp_config)]
+    if options.model:
+        cmd += ["--model", options.model]
+    if options.max_turns is not None:
+        cmd += ["--max-turns", str(options.max_turns)]
+    return cmd
+
+
+def _refs(invocation: AgentInvocation, options: AgentOptions) -> tuple[SkillRef, list[SkillRef]]:
+    tested = skill_ref(invocation.skill_dir)
+    neighbours: list[SkillRef] = []
+    for path in options.with_skills:
+        ref = skill_ref(path)
+        if ref.name == tested.name:
+            raise RunnerSetupError(
+                f"--with-skill {path}: has the same name as the skill under test ({ref.name})"
+            )
+        if any(n.name == ref.name for n in neighbours):
+            raise RunnerSetupError(
+                f"--with-skill {path}: a neighbour named {ref.name} is given twice"
+            )
+        neighbours.append(ref)
+    return tested, neighbours
+
+
+def _save_transcript(data: bytes, invocation: AgentInvocation, env: Mapping[str, str]) -> None:
+    target = env.get(TRANSCRIPT_DIR_VAR)
+    if not target:
+        return
+    folder = Path(target)
+    folder.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in invocation.case_id) or "case"
+    (folder / f"{safe}.{invocation.trial}.{invocation.variant}.jsonl").write_bytes(data)
+
+
+def run(
+    invocation: AgentInvocation,
+    options: AgentOptions,
+    environ: Mapping[str, str] | None = None,
+) -> AgentResult:
+    """Run Claude Code once for ``invocation`` in a fresh isolated workspace (SPEC §2).
+
+    ``environ`` (default ``os.environ``) supplies auth (``ANTHROPIC_API_KEY`` etc.), which
+    reaches the agent only through its environment, never a file."""
+    base_env = os.environ if environ is None else environ
+    binary = find_binary(options.bin, "claude", base_env)
+    tested, neighbours = _refs(invocation, options)
+    with Workspace(options.fixture, keep=options.keep_workspace) as ws:
+        config_dir = ws.home / ".claude-config"
+        config_dir.mkdir()
+        env = isolated_env(base_env, ws.home)
+        env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+        _make_git_root(ws.project, env)
+
+        offered = ([tested] if invocation.variant == "with" else []) + neighbours
+        mcp_path: Path | None = None
+        if options.delivery == "mcp":
+            # Copies, so the agent can never touch the caller's skill folders.
+            served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in offered]
+            if served:
+                mcp_path = ws.root / "mcp.json"
+                mcp_path.write_text(
+                    json.dumps(_mcp_config(served, env), indent=2), encoding="utf-8"
+                )
+        else:
+            for ref in offered:
+                ws.install_skill(ref, ws.project / ".claude" / "skills")
+        settings = ws.root / "settings.json"
+        settings.write_text(
+            json.dumps({"claudeMdExcludes": _ancestor_excludes(ws.project)}), encoding="utf-8"
+        )
+
+        cmd = build_command(binary, options, settings, mcp_path)
+        with (ws.root / "claude.stderr").open("wb") as err:
+            try:
+                done = subprocess.run(
+                    cmd,
+                    input=invocation.prompt.encode("utf-8"),
+                    cwd=ws.project,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    check=False,
+                )
+            except OSError as exc:
+                raise RunnerSetupError(f"cannot start {binary} ({exc.strerror})") from exc
+        (ws.root / "transcript.jsonl").write_bytes(done.stdout)
+        _save_transcript(done.stdout, invocation, base_env)
+        events = parse_stream(done.stdout)
+        result = outcome(events)
+        hint = "; rerun with --keep-workspace to inspect claude.stderr and transcript.jsonl"
+        if result is None:
+            raise RunnerSetupError(
+                f"{binary} exited with code {done.returncode} without a result event{hint}"
+            )
+        if api_failure(events):
+            raise RunnerSetupError(
+                f"{binary} could not use the model API "
+                f"(check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL){hint}"
+            )
+        known = frozenset([tested.name, *(n.name for n in neighbours), *available_skills(events)])
+        invoked = loaded_names(find_loads(events, EvidencePatterns(), known))
+        available = available_skills(events)
+        if available:
+            print(
+                f"skill-evals runner {AGENT}: available skills: {', '.join(available)}",
+                file=sys.stderr,
+            )
+        return AgentResult(
+            variant=invocation.variant,
+            invoked_skills=invoked,
+            output=result.output,
+            exit_code=result.exit_code,
+            meta=result.meta,
+        )
