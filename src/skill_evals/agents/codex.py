@@ -1,0 +1,529 @@
+"""Codex runner (SPEC §2): ``codex exec --json`` in a fresh project and a fresh ``CODEX_HOME``.
+
+Evidence comes only from the JSONL events Codex prints: completed ``mcp_tool_call`` items
+(``load_<name>_skill`` tools, ``read_mcp_resource`` of ``skill://<name>/SKILL.md``) and completed
+``command_execution`` items (exit code 0) that read a ``…/skills/<name>/SKILL.md`` path with one of
+the reader commands in ``READERS``. See docs/agents/codex.md for the isolation this module sets up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .base import (
+    AgentInvocation,
+    AgentOptions,
+    AgentResult,
+    RunnerSetupError,
+    SkillRef,
+    Workspace,
+    find_binary,
+    isolated_env,
+    skill_ref,
+)
+from .evidence import (
+    EvidencePatterns,
+    Load,
+    loaded_names,
+    skill_from_path,
+    skill_from_tool,
+    skill_from_uri,
+)
+
+AGENT = "codex"
+
+# Environment variables this runner reads (documented in docs/agents/codex.md).
+ENV_BASE_URL = "OPENAI_BASE_URL"
+ENV_API_KEYS = ("CODEX_API_KEY", "OPENAI_API_KEY")  # first one set wins
+ENV_SANDBOX = "SKILL_EVALS_CODEX_SANDBOX"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_SANDBOX = "workspace-write"
+SANDBOXES = ("read-only", "workspace-write", "danger-full-access")
+
+PROVIDER_ID = "skill_evals"
+MCP_SERVER_NAME = "skills"
+
+# Commands whose file arguments are read in full (or in part, as `head`/`sed -n` do) and shown to
+# the model. `grep`/`rg` only print matching lines, so they do not count as loading a skill.
+READERS = frozenset({"cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+_CONTROL_OPS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "\n"})
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
+
+
+# ------------------------------------------------------------------------------------ evidence
+
+
+def find_loads(
+    events: Sequence[dict[str, Any]],
+    patterns: EvidencePatterns | None = None,
+    known: frozenset[str] | None = None,
+) -> list[Load]:
+    """Completed skill loads in a ``codex exec --json`` transcript, in event order.
+
+    ``known`` restricts path-based and MCP evidence to those skill names (the runner passes the
+    skills it offered plus the tested one, so a leak into ``without`` is still reported)."""
+    patterns = patterns or EvidencePatterns()
+    loads: list[Load] = []
+    for index, event in enumerate(events):
+        if event.get("type") != "item.completed":
+            continue
+        item = event.get("item")
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "mcp_tool_call":
+            load = _mcp_load(item, index, patterns, known)
+            if load is not None:
+                loads.append(load)
+        elif kind == "command_execution":
+            loads.extend(_command_loads(item, index, known))
+    return loads
+
+
+def _mcp_load(
+    item: Mapping[str, Any],
+    index: int,
+    patterns: EvidencePatterns,
+    known: frozenset[str] | None,
+) -> Load | None:
+    # A call that failed (declined, server error, isError result) never loaded anything.
+    if item.get("status") != "completed" or item.get("error"):
+        return None
+    result = item.get("result")
+    if isinstance(result, dict) and (result.get("is_error") or result.get("isError")):
+        return None
+    tool = item.get("tool")
+    if not isinstance(tool, str):
+        return None
+    name: str | None
+    if tool == "read_mcp_resource":
+        args = item.get("arguments")
+        uri = args.get("uri") if isinstance(args, dict) else None
+        name = skill_from_uri(uri, patterns) if isinstance(uri, str) else None
+        source = f"mcp resource {uri}"
+    else:
+        name = skill_from_tool(tool, patterns)
+        source = f"mcp tool {tool}"
+    if name is None or (known is not None and name not in known):
+        return None
+    return Load(skill=name, delivery="mcp", agent=AGENT, source=source, index=index)
+
+
+def _command_loads(item: Mapping[str, Any], index: int, known: frozenset[str] | None) -> list[Load]:
+    # Only a read that succeeded put the skill in front of the model.
+    if item.get("status") != "completed" or item.get("exit_code") != 0:
+        return []
+    command = item.get("command")
+    if not isinstance(command, str):
+        return []
+    loads: list[Load] = []
+    seen: set[str] = set()
+    for reader, path in skill_reads(command):
+        name = skill_from_path(path, known)
+        if name is not None and name not in seen:
+            seen.add(name)
+            loads.append(
+                Load(
+                    skill=name,
+                    delivery="native",
+                    agent=AGENT,
+                    source=f"command_execution {reader} SKILL.md",
+                    index=index,
+                )
+            )
+    return loads
+
+
+def skill_reads(command: str) -> list[tuple[str, str]]:
+    """``(reader, path)`` for every file a shell command line reads with a reader command.
+
+    Unwraps ``/bin/bash -lc '<script>'`` (how Codex reports commands), splits the script into
+    simple commands on ``; && || | &`` and newlines, follows ``cd DIR`` within the script, and
+    takes the non-option arguments of ``READERS`` commands (``sed -i`` edits, so it is skipped)
+    plus any ``< FILE`` input redirection. Paths are returned as written (joined onto a preceding
+    ``cd``); anything unparsable yields nothing."""
+    script = _unwrap_shell(command)
+    try:
+        tokens = _tokenize(script)
+    except ValueError:
+        return []
+    reads: list[tuple[str, str]] = []
+    cwd = ""
+    words: list[str] = []
+    pending: str | None = None  # the redirection operator waiting for its file word
+
+    def finish() -> None:
+        nonlocal cwd
+        while words and "=" in words[0] and not words[0].startswith("-"):
+            words.pop(0)  # leading VAR=value assignments
+        if not words:
+            return
+        program = posixpath.basename(words[0])
+        args = words[1:]
+        if program == "cd":
+            target = next((a for a in args if not a.startswith("-")), None)
+            if target is not None:
+                cwd = _join(cwd, target)
+        elif program in READERS and not (program == "sed" and _sed_in_place(args)):
+            for arg in args:
+                if not arg.startswith("-"):
+                    reads.append((program, _join(cwd, arg)))
+        words.clear()
+
+    for token in tokens:
+        if pending is not None:
+            if pending == "<":
+                reads.append(("<", _join(cwd, token)))
+            pending = None
+            continue
+        if token == "<" or token in _WRITE_REDIRECTS:
+            pending = token
+        elif token in _CONTROL_OPS or set(token) <= set(";&|()\n"):
+            finish()
+        else:
+            words.append(token)
+    finish()
+    return reads
+
+
+def _unwrap_shell(command: str) -> str:
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    if len(argv) >= 3 and posixpath.basename(argv[0]) in _SHELLS:
+        for i, arg in enumerate(argv[1:], start=1):
+            if not arg.startswith("-") or arg.startswith("--"):
+                break
+            if "c" in arg[1:] and i + 1 < len(argv):
+                return argv[i + 1]
+    return command
+
+
+def _tokenize(script: str) -> list[str]:
+    lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|()<>\n")
+    lexer.whitespace = " \t\r"  # newlines separate commands, so they are operators here
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    return list(lexer)
+
+
+def _sed_in_place(args: Sequence[str]) -> bool:
+    return any(
+        a == "--in-place" or a.startswith("--in-place=") or (a.startswith("-i") and a != "-")
+        for a in args
+    )
+
+
+def _join(cwd: str, path: str) -> str:
+    if not cwd or path.startswith("/"):
+        return path
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
+# ------------------------------------------------------------------------------------- results
+
+
+@dataclass
+class Outcome:
+    """What one ``codex exec --json`` run reported."""
+
+    output: str = ""
+    exit_code: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+    saw_turn: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+def parse_events(stdout: bytes) -> list[dict[str, Any]]:
+    """The JSONL events; a line that is not a JSON object becomes ``{}`` so indexes keep
+    matching transcript lines."""
+    events: list[dict[str, Any]] = []
+    for raw in stdout.splitlines():
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = None
+        events.append(value if isinstance(value, dict) else {})
+    return events
+
+
+def outcome_of(events: Sequence[dict[str, Any]]) -> Outcome:
+    """Final message, success (``turn.completed`` and no ``turn.failed``/``error``) and usage."""
+    outcome = Outcome()
+    completed = failed = False
+    for event in events:
+        kind = event.get("type")
+        if kind == "item.completed":
+            item = event.get("item")
+            if isinstance(item, dict) and item.get("type") == "agent_message":
+                text = item.get("text")
+                if isinstance(text, str):
+                    outcome.output = text
+        elif kind == "turn.completed":
+            completed = outcome.saw_turn = True
+            usage = event.get("usage")
+            if isinstance(usage, dict):
+                outcome.input_tokens += _int(usage.get("input_tokens"))
+                outcome.output_tokens += _int(usage.get("output_tokens"))
+        elif kind in ("turn.failed", "error"):
+            failed = outcome.saw_turn = True
+            message = event.get("message")
+            error = event.get("error")
+            if isinstance(error, dict):
+                message = error.get("message")
+            outcome.errors.append(str(message) if message else kind)
+    outcome.exit_code = 0 if completed and not failed else 1
+    return outcome
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# -------------------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class Provider:
+    """The model provider written into the generated config (never a secret, only its name)."""
+
+    base_url: str
+    env_key: str | None  # the variable Codex reads the API key from; None for a keyless server
+
+
+def provider_from_env(env: Mapping[str, str]) -> Provider:
+    """``OPENAI_BASE_URL`` (default api.openai.com) and the first of ``CODEX_API_KEY`` /
+    ``OPENAI_API_KEY`` that is set. No key is fine only with an explicit base URL (a local
+    server)."""
+    base_url = env.get(ENV_BASE_URL, "").strip()
+    key_var = next((k for k in ENV_API_KEYS if env.get(k)), None)
+    if key_var is None and not base_url:
+        raise RunnerSetupError(
+            "no API key: set CODEX_API_KEY or OPENAI_API_KEY "
+            f"(or {ENV_BASE_URL} for a server that needs none)"
+        )
+    return Provider(base_url=base_url or DEFAULT_BASE_URL, env_key=key_var)
+
+
+def sandbox_from_env(env: Mapping[str, str]) -> str:
+    """``SKILL_EVALS_CODEX_SANDBOX`` (default ``workspace-write``)."""
+    value = env.get(ENV_SANDBOX, "").strip() or DEFAULT_SANDBOX
+    if value not in SANDBOXES:
+        raise RunnerSetupError(f"{ENV_SANDBOX}={value}: expected one of {', '.join(SANDBOXES)}")
+    return value
+
+
+def toml_string(value: str) -> str:
+    """A TOML basic string (quotes, backslashes and control characters escaped)."""
+    out = ['"']
+    for ch in value:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def build_config(
+    provider: Provider,
+    model: str | None,
+    mcp_command: Sequence[str] | None,
+    mcp_env: Mapping[str, str] | None = None,
+) -> str:
+    """The whole ``$CODEX_HOME/config.toml`` for one invocation."""
+    lines = [
+        "# Generated by skill-evals runner codex for one invocation; removed afterwards.",
+        f"model_provider = {toml_string(PROVIDER_ID)}",
+        'approval_policy = "never"',
+        # Without this Codex walks up to the nearest .git and loads every .agents/skills it
+        # passes, e.g. a repository's skills when TMPDIR lies inside a checkout.
+        "project_root_markers = []",
+        "check_for_update_on_startup = false",
+    ]
+    if model:
+        lines.append(f"model = {toml_string(model)}")
+    lines += [
+        "",
+        "[analytics]",
+        "enabled = false",
+        "",
+        "[features]",
+        "plugins = false  # no curated-plugin sync from github.com / chatgpt.com",
+        "",
+        "[history]",
+        'persistence = "none"',
+        "",
+        "[skills.bundled]",
+        "enabled = false  # Codex's own system skills would compete with the skill under test",
+        "",
+        f"[model_providers.{PROVIDER_ID}]",
+        'name = "skill-evals"',
+        f"base_url = {toml_string(provider.base_url)}",
+        'wire_api = "responses"',
+    ]
+    if provider.env_key:
+        lines.append(f"env_key = {toml_string(provider.env_key)}")
+    if mcp_command:
+        lines += [
+            "",
+            f"[mcp_servers.{MCP_SERVER_NAME}]",
+            f"command = {toml_string(mcp_command[0])}",
+            "args = [" + ", ".join(toml_string(a) for a in mcp_command[1:]) + "]",
+            # required: Codex waits for the server before the first model request (otherwise
+            # the first request goes out without the skill tools).
+            "required = true",
+            "startup_timeout_sec = 30",
+            # approval_policy "never" would otherwise fail every MCP call.
+            'default_tools_approval_mode = "approve"',
+        ]
+        if mcp_env:
+            lines.append("")
+            lines.append(f"[mcp_servers.{MCP_SERVER_NAME}.env]")
+            lines += [f"{toml_string(k)} = {toml_string(v)}" for k, v in sorted(mcp_env.items())]
+    return "\n".join(lines) + "\n"
+
+
+def codex_env(base: Mapping[str, str], home: Path, codex_home: Path) -> dict[str, str]:
+    """The caller's environment with HOME moved, every ``CODEX_*`` pointer but the API key
+    dropped, and ``CODEX_HOME`` set to the fresh dir."""
+    env = isolated_env(base, home)
+    for key in list(env):
+        if key.startswith("CODEX_") and key != "CODEX_API_KEY":
+            del env[key]
+    env["CODEX_HOME"] = str(codex_home)
+    return env
+
+
+def build_command(
+    binary: str, project: Path, model: str | None, sandbox: str, ephemeral: bool
+) -> list[str]:
+    """``codex exec --json ... -`` (the prompt goes on stdin)."""
+    cmd = [
+        binary,
+        "exec",
+        "--json",
+        "--color",
+        "never",
+        "--skip-git-repo-check",
+        "--ignore-rules",
+        "--sandbox",
+        sandbox,
+        "--cd",
+        str(project),
+    ]
+    if ephemeral:
+        cmd.append("--ephemeral")
+    if model:
+        cmd += ["--model", model]
+    cmd.append("-")
+    return cmd
+
+
+# ----------------------------------------------------------------------------------------- run
+
+
+def run(invocation: AgentInvocation, options: AgentOptions) -> AgentResult:
+    """Run Codex once for ``invocation`` in isolation and report the §1.4 result."""
+    if options.max_turns is not None:
+        raise RunnerSetupError("--max-turns: codex exec has no turn limit; remove the option")
+    base_env = os.environ
+    binary = find_binary(options.bin, "codex", base_env)
+    provider = provider_from_env(base_env)
+    sandbox = sandbox_from_env(base_env)
+    tested = skill_ref(invocation.skill_dir)
+    neighbours = [skill_ref(p) for p in options.with_skills]
+    _check_names(tested, neighbours)
+    offered = ([tested] if invocation.variant == "with" else []) + neighbours
+    known = frozenset({tested.name, *(n.name for n in neighbours)})
+
+    with Workspace(options.fixture, options.keep_workspace) as ws:
+        codex_home = ws.home / ".codex"
+        codex_home.mkdir()
+        mcp_command: list[str] | None = None
+        if options.delivery == "native":
+            skills_root = ws.project / ".agents" / "skills"
+            if (skills_root / tested.name).exists():
+                raise RunnerSetupError(
+                    f"--fixture {options.fixture}: contains .agents/skills/{tested.name}, the "
+                    "skill under test; it would be offered in the without variant too"
+                )
+            for ref in offered:
+                if (skills_root / ref.name).exists():
+                    raise RunnerSetupError(
+                        f"--fixture {options.fixture}: already contains .agents/skills/{ref.name}"
+                    )
+                ws.install_skill(ref, skills_root)
+        elif offered:
+            served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in offered]
+            mcp_command = [sys.executable, "-m", "skill_evals", "mcp-serve"]
+            for path in served:
+                mcp_command += ["--skill", str(path)]
+        mcp_env = {"PYTHONPATH": base_env["PYTHONPATH"]} if base_env.get("PYTHONPATH") else None
+        (codex_home / "config.toml").write_text(
+            build_config(provider, options.model, mcp_command, mcp_env), encoding="utf-8"
+        )
+        cmd = build_command(
+            binary, ws.project, options.model, sandbox, ephemeral=not options.keep_workspace
+        )
+        started = time.monotonic()
+        try:
+            proc = subprocess.run(
+                cmd,
+                input=invocation.prompt.encode("utf-8"),
+                stdout=subprocess.PIPE,
+                cwd=ws.project,
+                env=codex_env(base_env, ws.home, codex_home),
+                check=False,
+            )
+        except OSError as exc:
+            raise RunnerSetupError(f"cannot start {binary}: {exc.strerror}") from exc
+        duration_ms = (time.monotonic() - started) * 1000.0
+        if options.keep_workspace:
+            (ws.root / "codex-events.jsonl").write_bytes(proc.stdout)
+
+    events = parse_events(proc.stdout)
+    outcome = outcome_of(events)
+    if not outcome.saw_turn:
+        raise RunnerSetupError(
+            f"codex exited {proc.returncode} without reporting a turn (its stderr above says "
+            f"why); check --bin, {ENV_BASE_URL} and the API key variables"
+        )
+    loads = find_loads(events, EvidencePatterns(), known)
+    return AgentResult(
+        variant=invocation.variant,
+        invoked_skills=loaded_names(loads),
+        output=outcome.output,
+        exit_code=outcome.exit_code,
+        meta={
+            "durationMs": round(duration_ms, 3),
+            "inputTokens": float(outcome.input_tokens),
+            "outputTokens": float(outcome.output_tokens),
+        },
+    )
+
+
+def _check_names(tested: SkillRef, neighbours: Sequence[SkillRef]) -> None:
+    seen = {tested.name: tested.path}
+    for ref in neighbours:
+        if ref.name in seen:
+            raise RunnerSetupError(
+                f"--with-skill {ref.path}: skill name '{ref.name}' is already used by "
+                f"{seen[ref.name]}; each offered skill needs its own name"
+            )
+        seen[ref.name] = ref.path
