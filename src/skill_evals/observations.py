@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -331,8 +332,11 @@ class RecordWriter:
         self._path = path
         self._lock = threading.Lock()
         try:
+            # Never open a FIFO or device (opening a FIFO for writing can block forever).
+            if path.exists() and not stat.S_ISREG(path.stat().st_mode):
+                raise InvalidInput(f"--record {path}: must be a regular file")
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise InvalidInput(
                 f"--record {path}: cannot open for appending ({exc.strerror})"

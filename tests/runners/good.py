@@ -57,6 +57,7 @@ def main() -> None:
         give_up = time.monotonic() + 5.0
         while time.monotonic() < give_up:
             with open(path) as fh:
+                fcntl.flock(fh, fcntl.LOCK_SH)  # the writer truncates, then writes
                 if int(fh.read().split()[0]) >= want:
                     break
             time.sleep(0.01)
