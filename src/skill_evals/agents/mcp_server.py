@@ -561,9 +561,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(length_text)
         if length > MAX_MESSAGE_BYTES:
             self._http_error(413, f"Payload Too Large: at most {MAX_MESSAGE_BYTES} bytes")
-            self.close_connection = True  # the unread body would poison the connection
             return
         body = self.rfile.read(length)
+        self._body_read = True
 
         app = self.server.skill_server
         try:
@@ -634,6 +634,24 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------------- helpers
 
+    _body_read = False
+
+    def parse_request(self) -> bool:
+        self._body_read = False  # per request: the handler object serves a whole connection
+        return super().parse_request()
+
+    def _discard_body(self) -> None:
+        """Keep-alive needs the unread body of a refused request consumed (or the connection
+        closed); otherwise its bytes would be read as the next request."""
+        self._body_read = True
+        length_text = (self.headers.get("Content-Length") or "0").strip()
+        if self.headers.get("Transfer-Encoding") or not length_text.isdigit():
+            self.close_connection = True
+        elif int(length_text) > 65536:
+            self.close_connection = True  # not worth reading for a refusal
+        elif int(length_text):
+            self.rfile.read(int(length_text))
+
     def _preflight(self) -> bool:
         """Endpoint, DNS-rebinding (Host/Origin) and protocol-version header checks."""
         if urlsplit(self.path).path != ENDPOINT:
@@ -678,7 +696,11 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str | None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        if not self._body_read:
+            self._discard_body()
         self.send_response(status)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         if content_type:
             self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
