@@ -1,29 +1,359 @@
-"""Click commands of the CI gate: `ci` (with `plan`, `merge`), `lock`, `changed`.
+"""Click commands of the CI gate: `ci` (with `plan`, `merge`, `comment`), `lock`, `changed`.
 
-Owner: ci. Heavy modules are imported inside the commands.
+Heavy modules are imported inside the commands so that `skill-evals --help` stays fast.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
 import click
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+DEFAULT_OUT = "skill-evals-report"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int = 5) -> NoReturn:
+    click.echo(f"skill-evals: error: {message}", err=True)
+    sys.exit(code)
+
+
+def _selection_options(func: F) -> F:
+    """Options shared by `ci` and `ci plan`: where the config is and how changes are found."""
+    options = [
+        click.option(
+            "--config",
+            "config",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Config file (default: .skill-evals.yml when present).",
+        ),
+        click.option(
+            "--base",
+            default=None,
+            metavar="REF",
+            help="Compare fingerprints with this git commit (default on pull requests: "
+            "the PR's base).",
+        ),
+        click.option(
+            "--lock",
+            "lock_file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Compare with this lock file (default: .skill-evals.lock.json when present).",
+        ),
+        click.option("--all", "all_", is_flag=True, help="Evaluate every skill."),
+        click.option(
+            "--only",
+            multiple=True,
+            metavar="NAME",
+            help="Evaluate only this skill (name or path; repeatable), changed or not.",
+        ),
+        click.option("--runner", default=None, help="Runner command (overrides the config)."),
+        click.option("--trials", type=click.IntRange(1, 100), default=None),
+        click.option("--jobs", type=click.IntRange(1, 64), default=None),
+        click.option("--min-trigger-f1", type=click.FloatRange(0, 1), default=None),
+        click.option("--min-uplift", type=click.FloatRange(-1, 1), default=None),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "runner": kwargs.get("runner"),
+        "trials": kwargs.get("trials"),
+        "jobs": kwargs.get("jobs"),
+        "gates": {
+            "min-trigger-f1": kwargs.get("min_trigger_f1"),
+            "min-uplift": kwargs.get("min_uplift"),
+        },
+    }
+
+
+def _choice(base: str | None, lock_file: Path | None, all_: bool) -> Any:
+    from .changes import BaseChoice
+
+    if sum((base is not None, lock_file is not None, all_)) > 1:
+        _fail("give at most one of --base, --lock and --all")
+    return BaseChoice(base=base, lock=lock_file, all=all_)
+
+
+def _options(
+    kwargs: dict[str, Any],
+    out: Path,
+    comment: bool = False,
+    fail_on_missing_secrets: bool = False,
+    quiet: bool = False,
+) -> Any:
+    from .gate import CiOptions
+
+    if kwargs.get("runner") is not None and not kwargs["runner"].strip():
+        _fail("--runner: give a command, e.g. 'skill-evals runner simulated'")
+    return CiOptions(
+        root=Path.cwd(),
+        out=out,
+        config=kwargs.get("config"),
+        choice=_choice(kwargs.get("base"), kwargs.get("lock_file"), bool(kwargs.get("all_"))),
+        only=tuple(kwargs.get("only") or ()),
+        comment=comment,
+        fail_on_missing_secrets=fail_on_missing_secrets,
+        cli=_cli_values(kwargs),
+        quiet=quiet,
+    )
 
 
 @click.group(invoke_without_command=True, context_settings=CONTEXT)
+@_selection_options
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(DEFAULT_OUT),
+    show_default=True,
+    help="Output directory.",
+)
+@click.option(
+    "--comment",
+    is_flag=True,
+    help="Create/update the sticky PR comment (needs GITHUB_TOKEN on a pull request).",
+)
+@click.option(
+    "--fail-on-missing-secrets/--skip-on-missing-secrets",
+    default=False,
+    show_default=True,
+    help="When a require-env variable is empty: exit 7, or skip.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 @click.pass_context
-def ci(ctx: click.Context) -> None:
-    """Gate a repository: evaluate every changed skill (SPEC §3)."""
-    raise click.UsageError("skill-evals ci is not built yet")
+def ci(
+    ctx: click.Context,
+    /,
+    out: Path,
+    comment: bool,
+    fail_on_missing_secrets: bool,
+    quiet: bool,
+    **kwargs: Any,
+) -> None:
+    """Gate a repository: evaluate every changed skill (SPEC §3).
+
+    Writes report.json, junit.xml, summary.md, comment.md, report.html and observations/ to
+    --out; exits with the most severe code over the evaluated skills (5 > 6 > 7 > 1 > 0)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..errors import EvalError
+    from .gate import run_ci
+
+    options = _options(kwargs, out, comment, fail_on_missing_secrets, quiet)
+    try:
+        code = run_ci(options, dict(os.environ))
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code)
+    sys.exit(code)
+
+
+@ci.command("plan", context_settings=CONTEXT)
+@_selection_options
+def ci_plan(**kwargs: Any) -> None:
+    """Print the GitHub matrix of skills to evaluate: {"include":[{"skill","path"}]}.
+
+    Also writes `matrix` and `count` to $GITHUB_OUTPUT when set."""
+    from ..errors import EvalError
+    from . import github
+    from .gate import plan
+
+    options = _options(kwargs, Path(DEFAULT_OUT))
+    try:
+        matrix = plan(options, dict(os.environ))
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code)
+    text = json.dumps(matrix, separators=(",", ":"), ensure_ascii=False)
+    github.write_outputs(os.environ, {"matrix": text, "count": str(len(matrix["include"]))})
+    click.echo(text)
+
+
+@ci.command("merge", context_settings=CONTEXT)
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(DEFAULT_OUT),
+    show_default=True,
+    help="Output directory.",
+)
+@click.option("--comment", is_flag=True, help="Create/update the sticky PR comment.")
+@click.option("--quiet", "-q", is_flag=True)
+def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> None:
+    """Combine several shards' output dirs into one summary/JUnit/comment and exit code."""
+    from ..errors import EvalError
+    from .gate import Console, merge
+
+    env = dict(os.environ)
+    console = Console(env, quiet, sys.stderr, sys.stdout)
+    resolved_out = out.resolve()
+    if any(d.resolve() == resolved_out for d in dirs):
+        _fail(f"--out {out}: must differ from the shard directories")
+    try:
+        code = merge(list(dirs), out, env, comment, console)
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code)
+    sys.exit(code)
+
+
+@ci.command("comment", context_settings=CONTEXT)
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--pr",
+    "pr",
+    type=click.IntRange(1),
+    default=None,
+    help="Pull request number (default: from GITHUB_EVENT_PATH).",
+)
+@click.option(
+    "--head-sha",
+    default=None,
+    help="Only comment when the PR's head commit is this SHA (workflow_run posters).",
+)
+def ci_comment(file: Path, pr: int | None, head_sha: str | None) -> None:
+    """Post FILE (a comment.md) as the sticky PR comment. Failures are warnings (exit 0)."""
+    from . import github
+    from .summary import COMMENT_MAX_CHARS, MARKER
+
+    try:
+        body = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _fail(f"{file}: cannot read ({getattr(exc, 'strerror', None) or 'not UTF-8'})")
+    if not body.startswith(MARKER):
+        _fail(f"{file}: does not start with {MARKER}; only skill-evals comments are posted")
+    if len(body) > COMMENT_MAX_CHARS:
+        _fail(f"{file}: {len(body)} characters, more than {COMMENT_MAX_CHARS}")
+    if head_sha is not None and not all(c in "0123456789abcdefABCDEF" for c in head_sha):
+        _fail("--head-sha: expected a hex commit SHA")
+    result = github.post_comment(body, dict(os.environ), number=pr, head_sha=head_sha)
+    prefix = "" if result.action in ("created", "updated") else "warning: "
+    click.echo(f"skill-evals: {prefix}{result.message}", err=True)
 
 
 @click.command(context_settings=CONTEXT)
-def lock() -> None:
-    """Write or check the lock file of skill fingerprints."""
-    raise click.UsageError("skill-evals lock is not built yet")
+@click.option("--update", is_flag=True, help="Write the lock file from the current tree.")
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Config file (default: .skill-evals.yml when present).",
+)
+@click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Lock file (default: the config's `lock`, .skill-evals.lock.json).",
+)
+def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
+    """Write (--update) or check the lock file of skill fingerprints.
+
+    Check: exit 0 when the lock matches the tree, 1 when it is stale or missing (the
+    differences are printed), 5 on invalid input."""
+    from ..errors import EvalError
+    from .changes import compare, read_lock, render_lock
+    from .gate import load_workspace
+
+    root = Path.cwd()
+    try:
+        workspace = load_workspace(root, config, {})
+        path = lock_file if lock_file is not None else root / workspace.config.lock
+        if update:
+            text = render_lock(workspace.states)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            click.echo(f"wrote {path} ({len(workspace.states)} skill(s))")
+            return
+        if not path.is_file():
+            click.echo(f"{path}: no lock file; run `skill-evals lock --update`", err=True)
+            sys.exit(1)
+        recorded = read_lock(path)
+        render_lock(workspace.states)  # every skill must be hashable (else exit 5)
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code)
+    base = {p: (str(e.get("name", p)), e["fingerprint"]) for p, e in recorded.items()}
+    changes = compare(workspace.states, base, {"mode": "lock"}, path.name)
+    stale = [(p, r) for p, r in changes.changed.items()]
+    stale += [(p, r) for p, r in changes.unchanged.items() if r.startswith("moved")]
+    stale += [(r["path"], "removed since the lock was written") for r in changes.removed]
+    if not stale:
+        click.echo(f"{path}: up to date ({len(workspace.states)} skill(s))")
+        return
+    for skill_path, reason in sorted(stale):
+        click.echo(f"{skill_path}: {reason}")
+    click.echo(f"{path}: stale; run `skill-evals lock --update`", err=True)
+    sys.exit(1)
 
 
 @click.command(context_settings=CONTEXT)
-def changed() -> None:
-    """List the skills whose fingerprint changed."""
-    raise click.UsageError("skill-evals changed is not built yet")
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Config file (default: .skill-evals.yml when present).",
+)
+@click.option("--base", default=None, metavar="REF", help="Compare with this git commit.")
+@click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Compare with this lock file.",
+)
+@click.option("--all", "all_", is_flag=True, help="Report every skill as changed.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["lines", "json"]), default="lines", show_default=True
+)
+def changed(
+    config: Path | None, base: str | None, lock_file: Path | None, all_: bool, fmt: str
+) -> None:
+    """List the skills whose fingerprint changed (lines: one path per line)."""
+    from ..errors import EvalError
+    from .changes import detect_changes
+    from .gate import load_workspace
+
+    root = Path.cwd()
+    choice = _choice(base, lock_file, all_)
+    try:
+        workspace = load_workspace(root, config, {})
+        changes = detect_changes(root, workspace.config, workspace.states, choice, dict(os.environ))
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code)
+    for message in [changes.base.get("reason"), *changes.base.get("messages", [])]:
+        if message:
+            click.echo(f"skill-evals: {message}", err=True)
+    by_path = {s.path: s for s in workspace.states}
+    if fmt == "lines":
+        for path in changes.changed:
+            click.echo(path)
+        return
+
+    def item(path: str, reason: str) -> dict[str, Any]:
+        state = by_path[path]
+        return {
+            "name": state.name,
+            "path": path,
+            "fingerprint": state.fingerprint,
+            "reason": reason,
+        }
+
+    doc = {
+        "base": changes.base,
+        "changed": [item(p, r) for p, r in changes.changed.items()],
+        "unchanged": [item(p, r) for p, r in changes.unchanged.items()],
+        "removed": changes.removed,
+    }
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))

@@ -1,0 +1,246 @@
+"""`.skill-evals.yml`: loading, JSON Schema validation, defaults and per-skill overrides (SPEC §3).
+
+Errors name the file and the JSON path of the offending value and exit 5 (InvalidInput).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..agents.evidence import EvidencePatterns
+from ..errors import InvalidInput
+
+CONFIG_NAMES = (".skill-evals.yml", ".skill-evals.yaml")
+DEFAULT_LOCK = ".skill-evals.lock.json"
+DEFAULT_CASES = ("evals/cases.jsonl", "evals/cases.yaml", "cases.jsonl")
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The two gates; ``None`` means the gate is off."""
+
+    min_trigger_f1: float | None = None
+    min_uplift: float | None = None
+
+    def to_json(self) -> dict[str, float | None]:
+        """The gates as they appear in fingerprints and reports."""
+        return {"minTriggerF1": self.min_trigger_f1, "minUplift": self.min_uplift}
+
+
+@dataclass(frozen=True)
+class SkillSettings:
+    """The effective settings of one skill: top-level config, then its override, then CLI flags."""
+
+    cases: str | None = None  # relative to the skill dir; None → the DEFAULT_CASES lookup
+    runner: str | None = None
+    trials: int = 3
+    jobs: int = 4
+    timeout_ms: int = 30_000
+    max_bytes: int = 1_000_000
+    seed: int = 42
+    bootstrap_samples: int = 10_000
+    keep_going: bool = False
+    gates: Gates = field(default_factory=Gates)
+    require_env: tuple[str, ...] = ()
+    allow_missing_cases: bool = False
+
+    def result_settings(self) -> dict[str, Any]:
+        """The settings that change results, hashed into the fingerprint (SPEC §3): runner,
+        trials, gates, seed — plus bootstrap-samples, which moves the interval the uplift gate
+        reads. Timeouts, jobs and byte caps do not change what a healthy run measures."""
+        return {
+            "runner": self.runner,
+            "trials": self.trials,
+            "gates": self.gates.to_json(),
+            "seed": self.seed,
+            "bootstrapSamples": self.bootstrap_samples,
+        }
+
+
+@dataclass(frozen=True)
+class CiConfig:
+    """A loaded, validated configuration. ``path`` is None when no file was found (defaults)."""
+
+    path: Path | None = None
+    skills: tuple[str, ...] | None = None  # globs; None → every dir holding SKILL.md
+    defaults: SkillSettings = field(default_factory=SkillSettings)
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    evidence: EvidencePatterns = field(default_factory=EvidencePatterns)
+    lock: str = DEFAULT_LOCK
+    cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
+
+    def for_skill(self, name: str) -> SkillSettings:
+        """Effective settings for the skill called ``name``: CLI flags > override > top level."""
+        settings = _apply(self.defaults, self.overrides.get(name, {}))
+        return _apply(settings, self.cli)
+
+    def with_cli(self, values: Mapping[str, Any]) -> CiConfig:
+        """A copy where the given config-style keys (``runner``, ``trials``, ``gates`` …, value
+        None = not given) replace the file's values for every skill."""
+        given = {k: v for k, v in values.items() if v is not None}
+        if "gates" in given:
+            given["gates"] = {k: v for k, v in given["gates"].items() if v is not None}
+        return replace(self, cli={**self.cli, **given})
+
+
+_KEYS = {
+    "cases": "cases",
+    "runner": "runner",
+    "trials": "trials",
+    "jobs": "jobs",
+    "timeout-ms": "timeout_ms",
+    "max-bytes": "max_bytes",
+    "seed": "seed",
+    "bootstrap-samples": "bootstrap_samples",
+    "keep-going": "keep_going",
+    "allow-missing-cases": "allow_missing_cases",
+}
+
+
+def _apply(base: SkillSettings, values: Mapping[str, Any]) -> SkillSettings:
+    changes: dict[str, Any] = {}
+    for key, attr in _KEYS.items():
+        if key in values:
+            changes[attr] = values[key]
+    if "require-env" in values:
+        changes["require_env"] = tuple(values["require-env"])
+    if "gates" in values:
+        gates = values["gates"]
+        # A gate given as null in an override switches that gate off for the skill.
+        changes["gates"] = Gates(
+            min_trigger_f1=gates.get("min-trigger-f1", base.gates.min_trigger_f1),
+            min_uplift=gates.get("min-uplift", base.gates.min_uplift),
+        )
+    return replace(base, **changes) if changes else base
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys (a silently ignored duplicate `gates:`
+    would weaken the gate without anyone noticing)."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    result: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in result:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        result[key] = loader.construct_object(value_node, deep=True)
+    return result
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,
+)
+
+
+def find_config(root: Path) -> Path | None:
+    """The config file at the repository root, if any."""
+    for name in CONFIG_NAMES:
+        candidate = root / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Path) -> CiConfig:
+    """Load and validate ``path``; InvalidInput (exit 5) naming the file and JSON path."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read the config ({exc.strerror})") from None
+    return parse_config(data, str(path), path)
+
+
+def parse_config(data: bytes, source: str, path: Path | None = None) -> CiConfig:
+    """Parse config bytes (from a file or a git blob); ``source`` names it in errors."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{source}: not UTF-8 (byte {exc.start})") from None
+    try:
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise InvalidInput(f"{source}{where}: {problem}") from None
+    if raw is None:
+        raw = {}
+    validate_config(raw, source)
+    return _build(raw, path)
+
+
+def validate_config(raw: object, source: str) -> None:
+    """Validate against config.schema.json; the first error (by path) names the JSON path."""
+    import jsonschema
+
+    from ..schemas import load_schema
+
+    validator = jsonschema.Draft202012Validator(load_schema("config.schema.json"))
+    errors = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        error = errors[0]
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise InvalidInput(f"{source}: {error.json_path}: {_short(error.message)}{more}")
+    assert isinstance(raw, dict)
+    evidence = raw.get("evidence", {})
+    for key in ("toolPatterns", "uriPatterns"):
+        for index, pattern in enumerate(evidence.get(key, [])):
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise InvalidInput(
+                    f"{source}: $.evidence.{key}[{index}]: not a regular expression ({exc})"
+                ) from None
+            if "name" not in compiled.groupindex:
+                raise InvalidInput(
+                    f"{source}: $.evidence.{key}[{index}]: needs a named group (?P<name>...) "
+                    "that captures the skill name"
+                )
+    for where, value in _cases_values(raw):
+        if value.startswith("/") or "\\" in value:
+            raise InvalidInput(
+                f"{source}: {where}: give the cases file relative to the skill directory, "
+                "with / separators"
+            )
+
+
+def _cases_values(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    found = []
+    if "cases" in raw:
+        found.append(("$.cases", raw["cases"]))
+    for name, override in raw.get("overrides", {}).items():
+        if "cases" in override:
+            found.append((f"$.overrides[{name!r}].cases", override["cases"]))
+    return found
+
+
+def _short(message: str, limit: int = 200) -> str:
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
+def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
+    defaults = _apply(SkillSettings(), raw)
+    evidence = raw.get("evidence", {})
+    return CiConfig(
+        path=path,
+        skills=tuple(raw["skills"]) if "skills" in raw else None,
+        defaults=defaults,
+        overrides=dict(raw.get("overrides", {})),
+        evidence=EvidencePatterns(
+            tool_patterns=tuple(evidence.get("toolPatterns", ())),
+            uri_patterns=tuple(evidence.get("uriPatterns", ())),
+        ),
+        lock=raw.get("lock", DEFAULT_LOCK),
+    )

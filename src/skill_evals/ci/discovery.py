@@ -1,0 +1,204 @@
+"""Finding the skills of a repository and their cases files (SPEC §3).
+
+Discovery works on a *tree*: the working directory, or a git commit read from its objects
+(``changes.GitTree``), so the base of a pull request is discovered exactly like the head.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import InvalidInput
+from .config import DEFAULT_CASES, CiConfig, SkillSettings
+
+SKIPPED_DIRS = frozenset({".git", "node_modules"})
+
+
+class Tree(Protocol):
+    """What discovery needs from a tree of files (paths relative to the root, / separated)."""
+
+    def files(self) -> Iterable[str]:
+        """Every file path (regular files, symlinks, submodules) outside .git/node_modules."""
+        ...
+
+    def read(self, path: str) -> bytes | None:
+        """A file's bytes, or None when it is not a regular file."""
+        ...
+
+    def is_file(self, path: str) -> bool:
+        """True when ``path`` is a regular file of the tree."""
+        ...
+
+
+@dataclass(frozen=True)
+class SkillLocation:
+    """A discovered skill: where it is, what it is called, which cases file it uses."""
+
+    path: str  # relative to the repository root, / separated ("." for the root itself)
+    name: str
+    cases: str | None  # relative to the root; None when no cases file exists
+    cases_configured: str | None  # the path that was looked for when `cases` is configured
+    settings: SkillSettings
+
+
+class WorkTree:
+    """The working directory as a Tree."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def files(self) -> Iterable[str]:
+        """Walk the directory, never descending into .git or node_modules."""
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+            rel = os.path.relpath(dirpath, self.root)
+            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+            for name in filenames:
+                yield prefix + name
+
+    def read(self, path: str) -> bytes | None:
+        """A regular file's bytes (None for symlinks, missing files and unreadable files)."""
+        target = self.root / path
+        if target.is_symlink() or not target.is_file():
+            return None
+        try:
+            return target.read_bytes()
+        except OSError:
+            return None
+
+    def is_file(self, path: str) -> bool:
+        """A regular file (a symlink is not)."""
+        target = self.root / path
+        return not target.is_symlink() and target.is_file()
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a path glob: ``*`` and ``?`` stay within one path segment, ``**`` spans any
+    number of segments, ``[...]`` is a character class. Leading ``./`` and trailing ``/`` are
+    ignored."""
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = pattern.rstrip("/") or "."
+    parts: list[str] = []
+    segments = pattern.split("/")
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            parts.append(".*" if last else "(?:[^/]+/)*")
+            continue
+        parts.append(_segment_regex(segment) + ("" if last else "/"))
+    return re.compile("".join(parts) + r"\Z")
+
+
+def _segment_regex(segment: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        char = segment[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = segment.find("]", i + 2 if segment[i + 1 : i + 2] in ("!", "]") else i + 1)
+            if end == -1:
+                out.append(re.escape(char))
+            else:
+                body = segment[i + 1 : end]
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append("[" + body.replace("\\", "\\\\").replace("/", "") + "]")
+                i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def skill_dirs(tree: Tree, globs: tuple[str, ...] | None) -> tuple[list[str], list[str]]:
+    """Directories holding a SKILL.md (matching one of ``globs`` when given), sorted by path;
+    and messages about globs that matched no skill."""
+    candidates = sorted(
+        {posixpath.dirname(f) or "." for f in tree.files() if posixpath.basename(f) == "SKILL.md"}
+    )
+    if globs is None:
+        return candidates, []
+    chosen: list[str] = []
+    messages: list[str] = []
+    for pattern in globs:
+        regex = glob_regex(pattern)
+        hits = [c for c in candidates if regex.match(c)]
+        if not hits:
+            messages.append(f"skills glob {pattern!r} matched no directory holding SKILL.md")
+        chosen.extend(hits)
+    return sorted(set(chosen)), messages
+
+
+def skill_name(tree: Tree, path: str, root_name: str) -> str:
+    """``name`` from the SKILL.md frontmatter, else the directory's name (SPEC §1.1)."""
+    from ..skill import parse_frontmatter
+
+    fallback = root_name if path == "." else posixpath.basename(path)
+    data = tree.read(_join(path, "SKILL.md"))
+    if data is None:
+        return fallback
+    try:
+        frontmatter, _ = parse_frontmatter(data.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError):
+        return fallback
+    name = frontmatter.get("name")
+    return name.strip() if isinstance(name, str) and name.strip() else fallback
+
+
+def find_cases(tree: Tree, path: str, settings: SkillSettings) -> tuple[str | None, str | None]:
+    """(cases file relative to the root or None, the configured path when one is configured)."""
+    if settings.cases is not None:
+        configured = _join(path, settings.cases)
+        return (configured if tree.is_file(configured) else None), configured
+    for candidate in DEFAULT_CASES:
+        full = _join(path, candidate)
+        if tree.is_file(full):
+            return full, None
+    return None, None
+
+
+def _join(base: str, rel: str) -> str:
+    joined = posixpath.normpath(posixpath.join(base, rel))
+    return joined
+
+
+def discover(
+    tree: Tree, config: CiConfig, root_name: str, *, strict: bool = True
+) -> tuple[list[SkillLocation], list[str]]:
+    """Every skill of the tree with its name, effective settings and cases file, sorted by path,
+    plus messages for the report. With ``strict``, two skills with one name → InvalidInput
+    (exit 5): agents address skills by name, and so do overrides, ``--only`` and the
+    observation files. (A base commit is read with strict=False: it only supplies
+    fingerprints.)"""
+    dirs, messages = skill_dirs(tree, config.skills)
+    found: list[SkillLocation] = []
+    by_name: dict[str, str] = {}
+    for path in dirs:
+        name = skill_name(tree, path, root_name)
+        if name in by_name and strict:
+            raise InvalidInput(
+                f"two skills are named {name!r}: {by_name[name]} and {path}; skill names must "
+                "be unique in a repository (rename one, or narrow `skills:` in the config)"
+            )
+        by_name[name] = path
+        settings = config.for_skill(name)
+        cases, configured = find_cases(tree, path, settings)
+        found.append(SkillLocation(path, name, cases, configured, settings))
+    unknown = sorted(set(config.overrides) - set(by_name))
+    for name in unknown:
+        messages.append(f"overrides.{name}: no skill of that name was found")
+    return found, messages

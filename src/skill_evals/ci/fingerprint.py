@@ -1,0 +1,102 @@
+"""Skill fingerprints (SPEC §3): SHA-256 over the skill's directorySha256, its cases file's
+SHA-256 and the effective settings that change results.
+
+The same function serves the working tree, a git commit (``changes``) and the lock file, so a
+fingerprint means the same thing wherever it was computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InvalidInput
+from .config import SkillSettings
+from .discovery import SkillLocation
+
+FINGERPRINT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class SkillState:
+    """A discovered skill with its hashes. ``fingerprint`` is None when the skill cannot be
+    hashed (a symlink inside, a path with a newline); ``error`` then says why."""
+
+    location: SkillLocation
+    directory_sha256: str | None
+    cases_sha256: str | None
+    fingerprint: str | None
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The skill's name."""
+        return self.location.name
+
+    @property
+    def path(self) -> str:
+        """The skill's path relative to the repository root."""
+        return self.location.path
+
+
+def dirhash_lines(entries: Iterable[tuple[str, str]]) -> str:
+    """The §1.1 directorySha256 from (relative path, hex sha256 of the bytes) pairs: sha256 of
+    ``"<sha>  <path>\\n"`` lines sorted by the path's UTF-8 bytes (Go's dirhash.Hash1, hex)."""
+    digest = hashlib.sha256()
+    for path, sha in sorted(entries, key=lambda e: e[0].encode("utf-8")):
+        if "\n" in path:
+            raise InvalidInput(f"{path!r}: a path inside a skill contains a newline")
+        digest.update(f"{sha}  {path}\n".encode())
+    return digest.hexdigest()
+
+
+def fingerprint(directory_sha256: str, cases_sha256: str | None, settings: SkillSettings) -> str:
+    """SHA-256 (hex) of the canonical JSON of the three inputs. The skill's path is not part of
+    it, so a moved or renamed directory keeps its fingerprint."""
+    payload = {
+        "v": FINGERPRINT_VERSION,
+        "directorySha256": directory_sha256,
+        "casesSha256": cases_sha256,
+        "settings": settings.result_settings(),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def worktree_states(root: Path, locations: Iterable[SkillLocation]) -> list[SkillState]:
+    """Hash every skill of the working tree at ``root``."""
+    from ..skill import directory_sha256
+
+    states: list[SkillState] = []
+    for location in locations:
+        skill_dir = root / location.path
+        cases_sha: str | None = None
+        try:
+            dir_sha = directory_sha256(skill_dir)
+            if location.cases is not None:
+                cases_sha = file_sha256(root / location.cases)
+        except InvalidInput as exc:
+            states.append(SkillState(location, None, None, None, str(exc)))
+            continue
+        except OSError as exc:
+            message = f"{location.path}: cannot read ({exc.strerror})"
+            states.append(SkillState(location, None, None, None, message))
+            continue
+        states.append(
+            SkillState(
+                location, dir_sha, cases_sha, fingerprint(dir_sha, cases_sha, location.settings)
+            )
+        )
+    return states

@@ -1,0 +1,318 @@
+"""Markdown for the CI gate: the job summary (`summary.md`) and the PR comment (`comment.md`).
+
+Every user-controlled string (skill names, case ids, paths, messages) goes through ``escape_md``;
+chart labels sit in a code block with backticks and newlines removed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+MARKER = "<!-- skill-evals -->"
+SUMMARY_MAX_BYTES = 1_000_000
+COMMENT_MAX_CHARS = 65_000
+LIST_LIMIT = 20
+
+STATUS_ICON = {
+    "pass": "✅ pass",
+    "fail": "❌ fail",
+    "invalid": "⛔ invalid",
+    "insufficient": "⚠️ insufficient",
+    "unavailable": "⚠️ unavailable",
+    "interrupted": "⏹️ interrupted",
+    "skipped": "⏭️ skipped",
+    "unchanged": "➖ unchanged",
+    "no-cases": "📭 no cases",
+}
+
+
+def _esc(value: object) -> str:
+    from ..render.markdown import escape_md
+
+    text = " ".join(str(value).splitlines())
+    return escape_md(text)
+
+
+def _num(value: object, digits: int = 2) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "—"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "—"
+    return f"{value:+.2f}"
+
+
+def skill_status(skill: dict[str, Any]) -> str:
+    """The status shown for a skill: its report's status when evaluated, else the CI status."""
+    report = skill.get("report")
+    if skill.get("status") == "evaluated" and isinstance(report, dict):
+        return str(report.get("status", "invalid"))
+    if skill.get("status") == "no-cases" and skill.get("exitCode", 0) == 0:
+        return "no-cases"
+    return str(skill.get("status"))
+
+
+def _uplift_cell(report: dict[str, Any] | None) -> str:
+    task = (report or {}).get("task")
+    if not isinstance(task, dict):
+        return "—"
+    interval = task.get("interval") or {}
+    cell = f"{_signed(task.get('difference'))} [{_signed(interval.get('lower'))}, " + (
+        f"{_signed(interval.get('upper'))}]"
+    )
+    if task.get("insufficient"):
+        cell += " (insufficient)"
+    return cell
+
+
+def _runs_cell(report: dict[str, Any] | None) -> str:
+    runner = (report or {}).get("runner")
+    if not isinstance(runner, dict):
+        return "—"
+    failures = len(runner.get("failures") or [])
+    cell = str(runner.get("invocations", 0))
+    return cell + (f" ({failures} failed)" if failures else "")
+
+
+def verdict_table(skills: Sequence[dict[str, Any]]) -> list[str]:
+    """The verdict table: skill, status, F1, uplift with interval, p-value, runs."""
+    lines = [
+        "| Skill | Status | Trigger F1 | Uplift [95% CI] | p-value | Runs |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for skill in skills:
+        report = skill.get("report") if isinstance(skill.get("report"), dict) else None
+        trigger = (report or {}).get("trigger") or {}
+        task = (report or {}).get("task") or {}
+        p_value = (task.get("signTest") or {}).get("pValue") if isinstance(task, dict) else None
+        status = skill_status(skill)
+        lines.append(
+            f"| {_esc(skill.get('name', '?'))} | {STATUS_ICON.get(status, _esc(status))} "
+            f"| {_num(trigger.get('f1'))} | {_uplift_cell(report)} | {_num(p_value, 3)} "
+            f"| {_runs_cell(report)} |"
+        )
+    return lines
+
+
+def _limited(items: Sequence[str], limit: int = LIST_LIMIT) -> list[str]:
+    shown = list(items[:limit])
+    if len(items) > limit:
+        shown.append(f"… and {len(items) - limit} more (see report.html)")
+    return shown
+
+
+def failure_details(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]:
+    """Bullet points saying what failed for one skill (empty when nothing failed)."""
+    report = skill.get("report") if isinstance(skill.get("report"), dict) else None
+    exit_code = skill.get("exitCode", 0)
+    if exit_code == 0:
+        return []
+    lines: list[str] = []
+    if report is None:
+        if skill.get("reason"):
+            lines.append(f"- {_esc(skill['reason'])}")
+        return lines
+    for message in _limited([str(m) for m in report.get("messages") or []], limit):
+        lines.append(f"- {_esc(message)}")
+    gates = report.get("gates") or {}
+    for key, label in (("minTriggerF1", "trigger F1"), ("minUplift", "uplift lower bound")):
+        gate = gates.get(key)
+        if isinstance(gate, dict) and gate.get("passed") is False:
+            lines.append(
+                f"- Gate failed: {label} {_num(gate.get('value'))} < {_num(gate.get('threshold'))}"
+            )
+    trigger = report.get("trigger") or {}
+    missed = [str(c) for c in trigger.get("missedTriggerCaseIds") or []]
+    if missed:
+        lines.append("- Missed triggers: " + ", ".join(_code_list(missed, limit)))
+    false = [str(c) for c in trigger.get("falseTriggerCaseIds") or []]
+    if false:
+        lines.append("- False triggers: " + ", ".join(_code_list(false, limit)))
+    violations = (report.get("loading") or {}).get("violations") or []
+    for text in _limited([_violation(v) for v in violations], limit):
+        lines.append(f"- Loading violation: {text}")
+    failures = (report.get("runner") or {}).get("failures") or []
+    for text in _limited([_failure(f) for f in failures], limit):
+        lines.append(f"- Runner failure: {text}")
+    return lines
+
+
+def _code_list(ids: Sequence[str], limit: int) -> list[str]:
+    return _limited([_esc(i) for i in ids], limit)
+
+
+def _violation(v: dict[str, Any]) -> str:
+    parts = [f"{_esc(v.get('caseId'))} trial {v.get('trial')} {_esc(v.get('variant'))}"]
+    if v.get("missing"):
+        parts.append("missing " + ", ".join(_esc(n) for n in v["missing"]))
+    if v.get("forbidden"):
+        parts.append("forbidden " + ", ".join(_esc(n) for n in v["forbidden"]))
+    return "; ".join(parts)
+
+
+def _failure(f: dict[str, Any]) -> str:
+    return (
+        f"{_esc(f.get('caseId'))} trial {f.get('trial')} {_esc(f.get('variant'))}: "
+        f"{_esc(f.get('reason'))}"
+    )
+
+
+def _bar(rate: float, width: int = 20) -> str:
+    filled = round(max(0.0, min(1.0, rate)) * width)
+    return "█" * filled + "░" * (width - filled)
+
+
+def _chart_label(name: str) -> str:
+    return " ".join(name.replace("`", "'").splitlines())[:40]
+
+
+def pass_rate_chart(skills: Iterable[dict[str, Any]]) -> list[str]:
+    """A Unicode bar chart of with/without task pass rates (empty when no skill has tasks)."""
+    rows: list[tuple[str, float, float]] = []
+    for skill in skills:
+        task = (
+            (skill.get("report") or {}).get("task")
+            if isinstance(skill.get("report"), dict)
+            else None
+        )
+        if not isinstance(task, dict):
+            continue
+        with_rate = (task.get("with") or {}).get("passRate")
+        without_rate = (task.get("without") or {}).get("passRate")
+        if isinstance(with_rate, (int, float)) and isinstance(without_rate, (int, float)):
+            rows.append(
+                (_chart_label(str(skill.get("name"))), float(with_rate), float(without_rate))
+            )
+    if not rows:
+        return []
+    width = max(len(r[0]) for r in rows)
+    lines = ["Task pass rate, with vs without the skill:", "", "```text"]
+    for label, with_rate, without_rate in rows:
+        lines.append(f"{label:<{width}}  with     {_bar(with_rate)} {with_rate * 100:5.1f}%")
+        lines.append(f"{'':<{width}}  without  {_bar(without_rate)} {without_rate * 100:5.1f}%")
+    lines.append("```")
+    return lines
+
+
+def _headline(ci_report: dict[str, Any]) -> str:
+    status = str(ci_report.get("status"))
+    counts: dict[str, int] = {}
+    for skill in ci_report.get("skills") or []:
+        counts[str(skill.get("status"))] = counts.get(str(skill.get("status")), 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no skills"
+    return (
+        f"**{STATUS_ICON.get(status, _esc(status))}** (exit {ci_report.get('exitCode')}) — "
+        f"{summary}"
+    )
+
+
+def _base_line(ci_report: dict[str, Any]) -> str:
+    base = ci_report.get("base") or {}
+    mode = base.get("mode")
+    if mode == "git":
+        sha = re.sub(r"[^0-9a-f]", "", str(base.get("sha", "")))[:12]
+        return f"Changes found against {_esc(base.get('source', 'base'))} `{sha}`."
+    if mode == "lock":
+        return f"Changes found against the lock file {_esc(base.get('lockFile', ''))}."
+    if mode == "only":
+        return "Skills chosen with --only."
+    if mode == "merged":
+        return f"Merged from {base.get('shards', 0)} shard(s)."
+    return _esc(base.get("reason", "Every skill evaluated."))
+
+
+def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES) -> str:
+    """The job summary: headline, verdict table, per failing skill what failed, the chart."""
+    skills = ci_report.get("skills") or []
+    lines = ["## skill-evals", "", _headline(ci_report), "", _base_line(ci_report), ""]
+    if ci_report.get("simulated"):
+        lines += [
+            "> **Simulated runner**: these figures come from `skill-evals runner "
+            "simulated`, not from a model.",
+            "",
+        ]
+    for message in ci_report.get("messages") or []:
+        lines.append(f"> {_esc(message)}")
+    if ci_report.get("messages"):
+        lines.append("")
+    if skills:
+        lines += verdict_table(skills)
+        lines.append("")
+    failing = [s for s in skills if s.get("exitCode", 0) != 0]
+    for skill in failing:
+        lines.append(f"### {_esc(skill.get('name'))}: what failed")
+        lines.append("")
+        lines += failure_details(skill) or ["- see report.html"]
+        lines.append("")
+    chart = pass_rate_chart(skills)
+    if chart:
+        lines += [*chart, ""]
+    text = "\n".join(lines)
+    return cut_bytes(text, max_bytes)
+
+
+def cut_bytes(text: str, max_bytes: int) -> str:
+    """Cut ``text`` to at most ``max_bytes`` UTF-8 bytes at a line boundary, with a note."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    note = (
+        f"\n\n> Summary cut at {max_bytes:,} bytes; the full report is in report.html and "
+        "report.json (workflow artifact).\n"
+    )
+    budget = max_bytes - len(note.encode("utf-8"))
+    head = data[: max(budget, 0)].decode("utf-8", "ignore")
+    if "\n" in head:
+        head = head[: head.rfind("\n")]
+    if head.count("```") % 2:
+        head += "\n```"  # close an open code block so the note renders as text
+    return head + note
+
+
+def render_comment(
+    ci_report: dict[str, Any], run_url: str | None = None, max_chars: int = COMMENT_MAX_CHARS
+) -> str:
+    """The sticky PR comment: the marker first, then a compact version of the summary; detail
+    lists shrink until the comment fits in ``max_chars``."""
+    for limit in (LIST_LIMIT, 5, 0):
+        text = _comment(ci_report, run_url, limit)
+        if len(text) <= max_chars:
+            return text
+    note = "\n\n… comment cut to fit GitHub's limit; see the job summary or report.html.\n"
+    head = text[: max_chars - len(note)]
+    if "\n" in head:
+        head = head[: head.rfind("\n")]
+    return head + note
+
+
+def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
+    skills = ci_report.get("skills") or []
+    shown = [s for s in skills if s.get("status") != "unchanged"]
+    unchanged = len(skills) - len(shown)
+    lines = [MARKER, "## skill-evals", "", _headline(ci_report), ""]
+    if ci_report.get("simulated"):
+        lines += ["> **Simulated runner** — not a model.", ""]
+    if shown:
+        lines += verdict_table(shown)
+        lines.append("")
+    if unchanged:
+        lines += [f"{unchanged} unchanged skill(s) not evaluated.", ""]
+    for message in (ci_report.get("messages") or [])[: max(limit, 3)]:
+        lines.append(f"> {_esc(message)}")
+    failing = [s for s in shown if s.get("exitCode", 0) != 0]
+    if limit:
+        for skill in failing:
+            lines += ["", f"<details><summary>{_esc(skill.get('name'))}: what failed</summary>", ""]
+            lines += failure_details(skill, limit) or ["- see the job summary"]
+            lines += ["", "</details>"]
+    chart = pass_rate_chart(shown) if limit else []
+    if chart:
+        lines += ["", *chart]
+    if run_url:
+        lines += ["", f"[Full report]({run_url})"]
+    return "\n".join(lines) + "\n"

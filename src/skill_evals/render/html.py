@@ -1,0 +1,324 @@
+"""`report.html` of the CI gate: one self-contained file (inline CSS, no script, no external
+asset, a Content-Security-Policy that forbids loading anything) with the summary's content plus
+per-case detail. Every user-controlled string is escaped with ``html.escape``.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+STATUS_CLASS = {
+    "pass": "ok",
+    "fail": "bad",
+    "invalid": "bad",
+    "insufficient": "warn",
+    "unavailable": "warn",
+    "interrupted": "warn",
+    "skipped": "muted",
+    "unchanged": "muted",
+    "no-cases": "warn",
+}
+
+_CSS = """
+:root { color-scheme: light dark; --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700;
+  --muted: #6e7781; --line: #d0d7de; --bar-with: #2da44e; --bar-without: #8c959f; }
+body { font: 14px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2rem;
+  max-width: 1100px; }
+h1 { font-size: 1.6rem; } h2 { font-size: 1.3rem; margin-top: 2rem; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; }
+th, td { border: 1px solid var(--line); padding: .25rem .6rem; text-align: left;
+  vertical-align: top; }
+th { background: rgba(127,127,127,.1); }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
+.muted { color: var(--muted); }
+.badge { font-weight: 600; }
+.note { border-left: 4px solid var(--warn); padding: .25rem .75rem; }
+.bars { display: grid; grid-template-columns: max-content 5rem 300px 4rem; gap: .2rem .6rem;
+  align-items: center; }
+.track { background: rgba(127,127,127,.15); height: .9rem; }
+.fill-with { background: var(--bar-with); height: 100%; }
+.fill-without { background: var(--bar-without); height: 100%; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 90%; }
+details { margin: .5rem 0; }
+"""
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _num(value: object, digits: int = 2) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "—"
+    return f"{value:.{digits}f}"
+
+
+def _signed(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "—"
+    return f"{value:+.2f}"
+
+
+def _status_of(skill: dict[str, Any]) -> str:
+    report = skill.get("report")
+    if skill.get("status") == "evaluated" and isinstance(report, dict):
+        return str(report.get("status", "invalid"))
+    if skill.get("status") == "no-cases" and skill.get("exitCode", 0) == 0:
+        return "no-cases"
+    return str(skill.get("status"))
+
+
+def _badge(status: str) -> str:
+    return f'<span class="badge {STATUS_CLASS.get(status, "warn")}">{_e(status)}</span>'
+
+
+def _verdict_rows(skills: list[dict[str, Any]]) -> str:
+    rows = []
+    for skill in skills:
+        report = skill.get("report") if isinstance(skill.get("report"), dict) else {}
+        assert isinstance(report, dict)
+        trigger = report.get("trigger") or {}
+        task = report.get("task") if isinstance(report.get("task"), dict) else None
+        if task is not None:
+            interval = task.get("interval") or {}
+            uplift = (
+                f"{_signed(task.get('difference'))} [{_signed(interval.get('lower'))}, "
+                f"{_signed(interval.get('upper'))}]"
+            )
+            if task.get("insufficient"):
+                uplift += " (insufficient)"
+            p_value = _num((task.get("signTest") or {}).get("pValue"), 3)
+        else:
+            uplift, p_value = "—", "—"
+        runner = report.get("runner") or {}
+        runs = str(runner.get("invocations", "—")) if runner else "—"
+        if runner.get("failures"):
+            runs += f" ({len(runner['failures'])} failed)"
+        rows.append(
+            "<tr>"
+            f'<td><a href="#skill-{_anchor(skill)}">{_e(skill.get("name"))}</a></td>'
+            f"<td><code>{_e(skill.get('path'))}</code></td>"
+            f"<td>{_badge(_status_of(skill))}</td>"
+            f'<td class="num">{_num(trigger.get("f1"))}</td>'
+            f'<td class="num">{_e(uplift)}</td>'
+            f'<td class="num">{p_value}</td>'
+            f'<td class="num">{_e(runs)}</td>'
+            "</tr>"
+        )
+    return "\n".join(rows)
+
+
+def _anchor(skill: dict[str, Any]) -> str:
+    import hashlib
+
+    return hashlib.sha256(str(skill.get("path")).encode("utf-8")).hexdigest()[:12]
+
+
+def _bars(skills: list[dict[str, Any]]) -> str:
+    cells = []
+    for skill in skills:
+        report = skill.get("report") if isinstance(skill.get("report"), dict) else {}
+        assert isinstance(report, dict)
+        task = report.get("task")
+        if not isinstance(task, dict):
+            continue
+        for variant in ("with", "without"):
+            rate = (task.get(variant) or {}).get("passRate")
+            if not isinstance(rate, (int, float)):
+                continue
+            pct = max(0.0, min(1.0, float(rate))) * 100
+            label = _e(skill.get("name")) if variant == "with" else ""
+            cells.append(
+                f"<div>{label}</div><div>{variant}</div>"
+                f'<div class="track"><div class="fill-{variant}" style="width:{pct:.1f}%">'
+                f'</div></div><div class="num">{pct:.1f}%</div>'
+            )
+    if not cells:
+        return ""
+    return (
+        "<h2>Task pass rate, with vs without the skill</h2>\n"
+        f'<div class="bars">{"".join(cells)}</div>'
+    )
+
+
+def _list(title: str, items: list[str]) -> str:
+    if not items:
+        return ""
+    lis = "".join(f"<li>{item}</li>" for item in items)
+    return f"<h4>{_e(title)}</h4><ul>{lis}</ul>"
+
+
+def _names(values: object) -> str:
+    if not isinstance(values, list) or not values:
+        return "—"
+    return _e(", ".join(str(v) for v in values))
+
+
+def _marks(values: object) -> str:
+    if not isinstance(values, list):
+        return "—"
+    out = []
+    for value in values:
+        if value is True:
+            out.append('<span class="ok">✓</span>')
+        elif value is False:
+            out.append('<span class="bad">✗</span>')
+        else:
+            out.append('<span class="muted">·</span>')
+    return " ".join(out) or "—"
+
+
+def _skill_section(skill: dict[str, Any]) -> str:
+    report = skill.get("report") if isinstance(skill.get("report"), dict) else None
+    parts = [
+        f'<h2 id="skill-{_anchor(skill)}">{_e(skill.get("name"))} {_badge(_status_of(skill))}</h2>',
+        f"<p>Path <code>{_e(skill.get('path'))}</code>; cases "
+        f"<code>{_e(skill.get('cases') or '—')}</code>; fingerprint "
+        f"<code>{_e(str(skill.get('fingerprint') or '—')[:16])}</code></p>",
+    ]
+    if skill.get("reason"):
+        parts.append(f"<p>{_e(skill['reason'])}</p>")
+    if report is None:
+        return "\n".join(parts)
+    messages = [_e(m) for m in report.get("messages") or []]
+    parts.append(_list("Messages", messages))
+    gates = report.get("gates") or {}
+    gate_items = []
+    for key, label in (("minTriggerF1", "trigger F1"), ("minUplift", "uplift lower bound")):
+        gate = gates.get(key)
+        if isinstance(gate, dict):
+            verdict = "passed" if gate.get("passed") else "failed"
+            gate_items.append(
+                f'<span class="{"ok" if gate.get("passed") else "bad"}">{label} '
+                f"{_num(gate.get('value'))} vs threshold {_num(gate.get('threshold'))}: "
+                f"{verdict}</span>"
+            )
+    parts.append(_list("Gates", gate_items))
+    trigger = report.get("trigger") or {}
+    if trigger:
+        parts.append(
+            "<table><tr><th>TP</th><th>FP</th><th>FN</th><th>TN</th><th>precision</th>"
+            "<th>recall</th><th>F1</th></tr><tr>"
+            + "".join(
+                f'<td class="num">{_e(trigger.get(k, "—"))}</td>' for k in ("tp", "fp", "fn", "tn")
+            )
+            + "".join(
+                f'<td class="num">{_num(trigger.get(k))}</td>'
+                for k in ("precision", "recall", "f1")
+            )
+            + "</tr></table>"
+        )
+    parts.append(
+        _list(
+            "Missed triggers",
+            [f"<code>{_e(c)}</code>" for c in trigger.get("missedTriggerCaseIds") or []],
+        )
+    )
+    parts.append(
+        _list(
+            "False triggers",
+            [f"<code>{_e(c)}</code>" for c in trigger.get("falseTriggerCaseIds") or []],
+        )
+    )
+    violations = (report.get("loading") or {}).get("violations") or []
+    parts.append(
+        _list(
+            "Loading violations",
+            [
+                f"<code>{_e(v.get('caseId'))}</code> trial {_e(v.get('trial'))} "
+                f"{_e(v.get('variant'))}: missing {_names(v.get('missing'))}; "
+                f"forbidden {_names(v.get('forbidden'))}"
+                for v in violations
+            ],
+        )
+    )
+    failures = (report.get("runner") or {}).get("failures") or []
+    parts.append(
+        _list(
+            "Runner failures",
+            [
+                f"<code>{_e(f.get('caseId'))}</code> trial {_e(f.get('trial'))} "
+                f"{_e(f.get('variant'))}: {_e(f.get('reason'))}"
+                for f in failures
+            ],
+        )
+    )
+    cases = report.get("caseResults") or []
+    if cases:
+        rows = "".join(
+            "<tr>"
+            f"<td><code>{_e(c.get('id'))}</code></td>"
+            f'<td class="num">{_e(c.get("line"))}</td>'
+            f"<td>{'yes' if c.get('expectTrigger') else 'no'}</td>"
+            f"<td>{_marks(c.get('triggered'))}</td>"
+            f"<td>{_marks(c.get('with'))}</td>"
+            f"<td>{_marks(c.get('without'))}</td>"
+            "</tr>"
+            for c in cases
+        )
+        parts.append(
+            f"<details open><summary>Per-case detail ({len(cases)} cases)</summary>"
+            "<table><tr><th>case</th><th>line</th><th>should trigger</th>"
+            "<th>triggered (per trial)</th><th>task with</th><th>task without</th></tr>"
+            f"{rows}</table></details>"
+        )
+    return "\n".join(p for p in parts if p)
+
+
+def render_html(ci_report: dict[str, Any]) -> str:
+    """The whole CI report as one self-contained HTML document."""
+    skills = [s for s in ci_report.get("skills") or [] if isinstance(s, dict)]
+    status = str(ci_report.get("status"))
+    base = ci_report.get("base") or {}
+    messages = "".join(f"<p class='note'>{_e(m)}</p>" for m in ci_report.get("messages") or [])
+    simulated = (
+        "<p class='note'><strong>Simulated runner</strong>: these figures come from "
+        "<code>skill-evals runner simulated</code>, not from a model.</p>"
+        if ci_report.get("simulated")
+        else ""
+    )
+    base_text = _e(base.get("reason") or base.get("mode") or "")
+    if base.get("mode") == "git":
+        sha = _e(str(base.get("sha", ""))[:12])
+        base_text = f"against {_e(base.get('source', 'base'))} <code>{sha}</code>"
+    elif base.get("mode") == "lock":
+        base_text = f"against the lock file <code>{_e(base.get('lockFile', ''))}</code>"
+    table = (
+        "<table><tr><th>Skill</th><th>Path</th><th>Status</th><th>Trigger F1</th>"
+        "<th>Uplift [95% CI]</th><th>p-value</th><th>Runs</th></tr>\n"
+        f"{_verdict_rows(skills)}</table>"
+        if skills
+        else "<p>No skill found.</p>"
+    )
+    exit_code = _e(ci_report.get("exitCode"))
+    version = _e((ci_report.get("tool") or {}).get("version", ""))
+    sections = "\n".join(_skill_section(s) for s in skills if s.get("status") != "unchanged")
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>skill-evals report: {_e(status)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>skill-evals {_badge(status)} <small class="muted">exit {exit_code}</small></h1>
+<p>Changes found {base_text}.</p>
+{simulated}
+{messages}
+{table}
+{_bars(skills)}
+{sections}
+<footer class="muted"><p>Generated by skill-evals {version}.</p></footer>
+</body>
+</html>
+"""
