@@ -201,18 +201,19 @@ def find_loads(
 ) -> list[Load]:
     """Dispatch to the agent's parser (``agents/<agent>.py``: ``find_loads``)."""
     patterns = patterns or _NO_PATTERNS
+    # Imported here: the agent modules import this one.
     if agent == "claude-code":
-        from . import claude_code
+        from .claude_code import find_loads as claude_code_loads
 
-        return claude_code.find_loads(events, patterns, known)
+        return claude_code_loads(events, patterns, known)
     if agent == "codex":
-        from . import codex
+        from .codex import find_loads as codex_loads
 
-        return codex.find_loads(events, patterns, known)
+        return codex_loads(events, patterns, known)
     if agent == "pi":
-        from . import pi
+        from .pi import find_loads as pi_loads
 
-        return pi.find_loads(events, patterns, known)
+        return pi_loads(events, patterns, known)
     raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
 
 

@@ -1,0 +1,320 @@
+"""The shared loading-evidence rules (SPEC §2): MCP tool names, resource URIs, custom patterns,
+SKILL.md paths, transcript reading and the per-agent dispatch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.agents import claude_code, codex, pi
+from skill_evals.agents.evidence import (
+    AGENTS,
+    EvidencePatterns,
+    InvalidPattern,
+    Load,
+    find_loads,
+    loaded_names,
+    read_events,
+    skill_from_path,
+    skill_from_tool,
+    skill_from_uri,
+    skills_from_command,
+    split_mcp_tool_name,
+)
+from skill_evals.agents.mcp_server import tool_name_for, uri_for
+from skill_evals.errors import InvalidInput
+
+# ------------------------------------------------------------------------------ MCP tools
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("mcp__skills__load_x_skill", ("skills", "load_x_skill")),
+        ("mcp__my-server__tool__with__dunders", ("my-server", "tool__with__dunders")),
+        ("load_x_skill", (None, "load_x_skill")),
+        ("mcp__onlyserver", (None, "mcp__onlyserver")),
+        ("mcp____tool", (None, "mcp____tool")),
+        ("mcp__server__", (None, "mcp__server__")),
+        ("Read", (None, "Read")),
+    ],
+)
+def test_split_mcp_tool_name(name: str, expected: tuple[str | None, str]) -> None:
+    assert split_mcp_tool_name(name) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "skill"),
+    [
+        ("load_refund_policy_skill", "refund-policy"),
+        ("load_pdf_skill", "pdf"),
+        ("load_a1-b2_skill", "a1-b2"),
+        ("mcp__skills__load_refund_policy_skill", "refund-policy"),
+        ("mcp__skill-evals__load_brand_deck_skill", "brand-deck"),
+        # not loads: the whole (split) name must be load_<name>_skill, case-sensitive
+        ("load__skill", None),
+        ("load_x_skill_v2", None),
+        ("preload_x_skill", None),
+        ("Load_x_skill", None),
+        ("load_x_skills", None),
+        ("load_x y_skill", None),
+        ("mcp__skills__list_skills", None),
+        ("Skill", None),
+        ("Read", None),
+    ],
+)
+def test_skill_from_tool_default(name: str, skill: str | None) -> None:
+    assert skill_from_tool(name) == skill
+
+
+def test_tool_names_of_the_server_map_back() -> None:
+    for name in ("refund-policy", "a", "x-y-z", "Upper-Case9"):
+        assert skill_from_tool(tool_name_for(name)) == name
+        assert skill_from_tool(f"mcp__skill-evals__{tool_name_for(name)}") == name
+        assert skill_from_uri(uri_for(name)) == name
+
+
+def test_custom_tool_patterns_come_after_the_default() -> None:
+    patterns = EvidencePatterns(
+        tool_patterns=(r"get_skill_(?P<name>[a-z_]+)", r"fetch-(?P<name>.+)")
+    )
+    assert skill_from_tool("get_skill_refund_policy", patterns) == "refund-policy"
+    assert skill_from_tool("mcp__docs__fetch-brand-deck", patterns) == "brand-deck"
+    assert skill_from_tool("load_pdf_skill", patterns) == "pdf"  # the default still applies
+    assert skill_from_tool("get_skill_x_extra!", patterns) is None  # whole name must match
+    assert skill_from_tool("get_skill_refund_policy") is None  # not without the pattern
+
+
+def test_custom_tool_pattern_can_match_the_full_claude_name() -> None:
+    patterns = EvidencePatterns(tool_patterns=(r"mcp__docs__open_(?P<name>\w+)",))
+    assert skill_from_tool("mcp__docs__open_pdf", patterns) == "pdf"
+    assert skill_from_tool("mcp__other__open_pdf", patterns) is None
+
+
+def test_a_pattern_capturing_an_empty_name_is_no_load() -> None:
+    patterns = EvidencePatterns(
+        tool_patterns=(r"skill(?P<name>.*)",), uri_patterns=(r"u(?P<name>.*)",)
+    )
+    assert skill_from_tool("skill", patterns) is None
+    assert skill_from_uri("u", patterns) is None
+
+
+# ------------------------------------------------------------------------------ resources
+
+
+@pytest.mark.parametrize(
+    ("uri", "skill"),
+    [
+        ("skill://refund-policy/SKILL.md", "refund-policy"),
+        ("skill://under_score/SKILL.md", "under_score"),  # URIs carry the name as is
+        ("skill://x/skill.md", None),
+        ("skill://x/README.md", None),
+        ("skill://x/y/SKILL.md", None),
+        ("skill:///SKILL.md", None),
+        ("skill://x/SKILL.md?raw", None),
+        ("file:///repo/skills/x/SKILL.md", None),
+        ("SKILL://x/SKILL.md", None),
+    ],
+)
+def test_skill_from_uri_default(uri: str, skill: str | None) -> None:
+    assert skill_from_uri(uri) == skill
+
+
+def test_custom_uri_pattern() -> None:
+    patterns = EvidencePatterns(uri_patterns=(r"docs://skills/(?P<name>[a-z0-9-]+)",))
+    assert skill_from_uri("docs://skills/refund-policy", patterns) == "refund-policy"
+    assert skill_from_uri("docs://skills/refund-policy/extra", patterns) is None
+    assert skill_from_uri("skill://pdf/SKILL.md", patterns) == "pdf"
+
+
+# ------------------------------------------------------------------------- invalid patterns
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "where", "why"),
+    [
+        (
+            {"tool_patterns": ("ok_(?P<name>.+)", "(unclosed")},
+            "evidence.toolPatterns[1]",
+            "not a regular",
+        ),
+        ({"uri_patterns": ("skill://(.+)",)}, "evidence.uriPatterns[0]", "named group"),
+        ({"tool_patterns": (3,)}, "evidence.toolPatterns[0]", "must be a string"),
+    ],
+)
+def test_invalid_patterns_are_refused_when_built(
+    kwargs: dict[str, Any], where: str, why: str
+) -> None:
+    with pytest.raises(InvalidPattern) as err:
+        EvidencePatterns(**kwargs)
+    assert str(err.value).startswith(where)
+    assert why in str(err.value)
+    # exit 5 in the engine, and a ValueError for callers that catch that
+    assert isinstance(err.value, InvalidInput) and err.value.exit_code == 5
+    assert isinstance(err.value, ValueError)
+
+
+def test_patterns_are_plain_comparable_values() -> None:
+    a = EvidencePatterns(tool_patterns=("x_(?P<name>.+)",))
+    assert a == EvidencePatterns(tool_patterns=("x_(?P<name>.+)",))
+    assert hash(a) == hash(EvidencePatterns(tool_patterns=("x_(?P<name>.+)",)))
+    assert [p.pattern for p in a.compiled_tools()][1:] == ["x_(?P<name>.+)"]
+    assert len(a.compiled_uris()) == 1
+
+
+# ----------------------------------------------------------------------------- SKILL.md paths
+
+
+@pytest.mark.parametrize(
+    ("path", "skill"),
+    [
+        ("/tmp/run/project/.claude/skills/refund-policy/SKILL.md", "refund-policy"),
+        (".agents/skills/pdf/SKILL.md", "pdf"),
+        ("skills/pdf/SKILL.md", "pdf"),
+        ("./skills/pdf/SKILL.md", "pdf"),
+        ("C:\\work\\.claude\\skills\\pdf\\SKILL.md", "pdf"),
+        ("  skills/pdf/SKILL.md\n", "pdf"),
+        ("skills/pdf/skill.md", None),
+        ("skills/pdf/README.md", None),
+        ("skills/pdf/docs/SKILL.md", None),
+        ("pdf/SKILL.md", None),
+        ("myskills/pdf/SKILL.md", None),
+        ("skills/../SKILL.md", None),
+        ("skills/./SKILL.md", None),
+        ("skills/pdf/SKILL.md.bak", None),
+    ],
+)
+def test_skill_from_path(path: str, skill: str | None) -> None:
+    assert skill_from_path(path) == skill
+
+
+def test_skill_from_path_restricted_to_known_skills() -> None:
+    known = frozenset({"refund-policy"})
+    assert skill_from_path(".claude/skills/refund-policy/SKILL.md", known) == "refund-policy"
+    assert skill_from_path(".claude/skills/other/SKILL.md", known) is None
+    assert skill_from_path(".claude/skills/Refund-Policy/SKILL.md", known) is None
+    assert skill_from_path(".claude/skills/other/SKILL.md", frozenset()) is None
+
+
+def test_skills_from_command() -> None:
+    known = frozenset({"pdf", "brand-deck"})
+    assert skills_from_command("cat .agents/skills/pdf/SKILL.md") == ["pdf"]
+    assert skills_from_command(
+        "bash -lc 'sed -n 1,200p .agents/skills/brand-deck/SKILL.md && cat skills/pdf/SKILL.md'"
+    ) == ["brand-deck", "pdf"]
+    assert skills_from_command('cat "/tmp/my dir/skills/pdf/SKILL.md"') == ["pdf"]
+    assert skills_from_command("cat skills/pdf/SKILL.md; cat skills/pdf/SKILL.md") == ["pdf"]
+    assert skills_from_command("cat skills/other/SKILL.md", known) == []
+    assert skills_from_command("cat 'unbalanced skills/pdf/SKILL.md") == ["pdf"]
+    assert skills_from_command("ls skills/pdf") == []
+
+
+# -------------------------------------------------------------------------- transcripts
+
+
+def test_read_events_keeps_line_indexes(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"a": 1}\n\nnot json\n[1, 2]\n\xff\xfe\n{"b": 2}\r\n{"c": 3}')
+    events = read_events(path)
+    assert events == [{"a": 1}, {}, {}, {}, {}, {"b": 2}, {"c": 3}]
+
+
+def test_read_events_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(OSError):
+        read_events(tmp_path / "missing.jsonl")
+    with pytest.raises(OSError):
+        read_events(tmp_path)
+
+
+def test_loaded_names_distinct_in_first_load_order() -> None:
+    loads = [
+        Load("b", "native", "pi", "read", 3),
+        Load("a", "mcp", "pi", "mcp tool load_a_skill", 4),
+        Load("b", "native", "pi", "read", 9),
+    ]
+    assert loaded_names(loads) == ["b", "a"]
+    assert loaded_names([]) == []
+
+
+def test_load_json_shape() -> None:
+    load = Load("pdf", "mcp", "codex", "mcp tool load_pdf_skill", 7)
+    assert load.to_json() == {
+        "skill": "pdf",
+        "delivery": "mcp",
+        "agent": "codex",
+        "source": "mcp tool load_pdf_skill",
+        "index": 7,
+    }
+
+
+@pytest.mark.parametrize(
+    ("agent", "module"), [("claude-code", claude_code), ("codex", codex), ("pi", pi)]
+)
+def test_find_loads_dispatches_to_the_agent_module(
+    monkeypatch: pytest.MonkeyPatch, agent: str, module: Any
+) -> None:
+    seen: list[Any] = []
+    sentinel = [Load("x", "native", agent, "test", 0)]
+
+    def fake(events: Any, patterns: Any, known: Any) -> list[Load]:
+        seen.append((events, patterns, known))
+        return sentinel
+
+    monkeypatch.setattr(module, "find_loads", fake)
+    events = [{"type": "x"}]
+    patterns = EvidencePatterns(tool_patterns=("t_(?P<name>.+)",))
+    assert find_loads(agent, events, patterns, frozenset({"x"})) is sentinel  # type: ignore[arg-type]
+    assert seen == [(events, patterns, frozenset({"x"}))]
+    find_loads(agent, events)  # type: ignore[arg-type]
+    assert seen[1][1] == EvidencePatterns()  # default patterns, never None
+
+
+def test_find_loads_unknown_agent() -> None:
+    assert AGENTS == ("claude-code", "codex", "pi")
+    with pytest.raises(ValueError, match="unknown agent 'gemini'"):
+        find_loads("gemini", [])  # type: ignore[arg-type]
+
+
+def test_claude_mcp_load_end_to_end() -> None:
+    # One real-shaped transcript through the Claude parser: the MCP tool name is split and
+    # mapped by the shared rules; the failed call does not count.
+    events: list[dict[str, Any]] = [
+        {"type": "system", "subtype": "init", "tools": ["mcp__skills__load_pdf_skill"]},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": "mcp__skills__load_pdf_skill",
+                        "input": {},
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": "t2",
+                        "name": "mcp__skills__load_brand_deck_skill",
+                        "input": {},
+                    },
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "---\nname: pdf\n"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t2",
+                        "content": "err",
+                        "is_error": True,
+                    },
+                ]
+            },
+        },
+    ]
+    loads = find_loads("claude-code", events)
+    assert [(x.skill, x.delivery, x.index) for x in loads] == [("pdf", "mcp", 2)]
