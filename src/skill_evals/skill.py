@@ -120,15 +120,18 @@ def _string_scalar(node: yaml.ScalarNode) -> object:
     return str(node.value)
 
 
-def yaml_error_message(exc: yaml.YAMLError) -> tuple[str, int | None]:
+def yaml_error_message(exc: yaml.YAMLError, line_offset: int = 0) -> tuple[str, int | None]:
     """A safe one-line reason and one-based line for a PyYAML error.
 
-    str(exc) would quote a snippet of the document, so only the problem text is used."""
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        return problem, (int(mark.line) + 1 if mark is not None else None)
-    return "invalid YAML", None
+    str(exc) would quote a snippet of the document, so only the problem and context texts are
+    used. ``line_offset`` is added to every line (e.g. when the YAML starts on line 2)."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return "invalid YAML", None
+    mark = exc.problem_mark or exc.context_mark
+    reason = exc.problem or exc.context or "invalid YAML"
+    if exc.problem and exc.context and exc.context_mark is not None:
+        reason += f" ({exc.context} started on line {exc.context_mark.line + 1 + line_offset})"
+    return reason, (int(mark.line) + 1 + line_offset if mark is not None else None)
 
 
 # -------------------------------------------------------------------------------- frontmatter
@@ -171,9 +174,9 @@ def parse_frontmatter(text: str) -> tuple[dict[str, object], str]:
     try:
         node = yaml.compose(block, Loader=_StrOnlyLoader)
     except yaml.YAMLError as exc:
-        problem, line = yaml_error_message(exc)
         # +1: the YAML block starts on the file's second line.
-        where = f" (line {line + 1})" if line is not None else ""
+        problem, line = yaml_error_message(exc, line_offset=1)
+        where = f" (line {line})" if line is not None else ""
         raise ValueError(f"invalid YAML{where}: {problem}") from None
     if node is None:
         return {}, body
