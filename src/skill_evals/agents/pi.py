@@ -471,12 +471,15 @@ def _result(
         and transcript.last_assistant is not None
         and transcript.last_assistant.get("stopReason") == "stop"
     )
+    # pi's own status when it failed after finishing; 1 for a stop at --max-turns (pi was ended
+    # by our SIGTERM) or an answer that did not end normally (e.g. stopReason "length").
+    failed_code = status if status > 0 and not transcript.stopped_at_max_turns else 1
     meta = usage_meta(transcript.assistants)
     meta["durationMs"] = duration_ms
     return AgentResult(
         variant=invocation.variant,
         invoked_skills=loaded_names(loads),
         output=final_text(transcript.last_assistant),
-        exit_code=0 if succeeded else (status if status > 0 else 1),
+        exit_code=0 if succeeded else failed_code,
         meta=meta,
     )

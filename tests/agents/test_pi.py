@@ -1,0 +1,519 @@
+"""The pi runner: fast tests of the evidence parser on captured pi transcripts, and end-to-end
+tests (``-m agents``) that drive the real pi CLI against the scripted model server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.agents import pi
+from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
+from skill_evals.agents.evidence import EvidencePatterns, read_events
+from tests.agents.conftest import agent_binary
+from tests.agents.fake_pi_model import (
+    GENERIC_ANSWER,
+    Behaviour,
+    FakePiModel,
+    Reply,
+    decide,
+    parse_request,
+)
+from tests.conftest import assert_valid_report, write_jsonl, write_skill
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "pi"
+KNOWN = frozenset({"refund-policy", "shipping-times"})
+REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
+REFUND_BODY = "# Refund policy\n\nRefunds within 30 days with a receipt.\n"
+SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
+SHIPPING_BODY = "# Shipping\n\nParcels arrive in 3 to 5 working days.\n"
+REFUND_PROMPT = "Can I get refunds on store purchases without receipts?"
+
+
+def events(name: str) -> list[dict[str, Any]]:
+    return read_events(FIXTURES / f"{name}.jsonl")
+
+
+def index_of(evs: Sequence[Mapping[str, Any]], kind: str, n: int = 0) -> int:
+    """Index of the n-th event of a type."""
+    return [i for i, e in enumerate(evs) if e.get("type") == kind][n]
+
+
+# ------------------------------------------------------------------ parser, captured transcripts
+
+
+def test_with_transcript_reports_the_completed_read() -> None:
+    evs = events("with")
+    loads = pi.find_loads(evs, EvidencePatterns(), KNOWN)
+    assert [(x.skill, x.delivery, x.agent, x.source) for x in loads] == [
+        ("refund-policy", "native", "pi", "read SKILL.md")
+    ]
+    assert loads[0].index == index_of(evs, "tool_execution_end")
+
+
+def test_without_transcript_reports_nothing() -> None:
+    assert pi.find_loads(events("without"), EvidencePatterns(), KNOWN) == []
+
+
+def test_failed_read_is_not_a_load() -> None:
+    evs = events("failed-read")
+    end = evs[index_of(evs, "tool_execution_end")]
+    assert end["isError"] is True  # the captured read really failed
+    assert "refund-policy/SKILL.md" in json.dumps(evs[index_of(evs, "tool_execution_start")])
+    assert pi.find_loads(evs, EvidencePatterns(), KNOWN) == []
+    assert pi.find_loads(evs, EvidencePatterns(), None) == []
+
+
+def test_neighbour_transcript_reports_both_in_order() -> None:
+    loads = pi.find_loads(events("neighbour"), EvidencePatterns(), KNOWN)
+    assert [x.skill for x in loads] == ["refund-policy", "shipping-times"]
+
+
+def test_unknown_skill_reads_do_not_count_when_known_is_given() -> None:
+    assert pi.find_loads(events("with"), EvidencePatterns(), frozenset({"other"})) == []
+
+
+def test_a_read_that_never_completed_is_not_a_load() -> None:
+    evs = [e for e in events("with") if e.get("type") != "tool_execution_end"]
+    # the toolResult message_end still completes it (session-style evidence) ...
+    assert [x.skill for x in pi.find_loads(evs, None, KNOWN)] == ["refund-policy"]
+    # ... but without any completion there is no load.
+    started_only = [e for e in evs if _role(e) != "toolResult"]
+    assert pi.find_loads(started_only, None, KNOWN) == []
+
+
+def _role(event: Mapping[str, Any]) -> Any:
+    message = event.get("message")
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def test_session_file_entries_are_understood() -> None:
+    """pi session files hold ``{"type": "message"}`` entries and no tool_execution events."""
+    session = [
+        {"type": "message", "message": e["message"]}
+        for e in events("neighbour")
+        if e.get("type") == "message_end"
+    ]
+    loads = pi.find_loads(session, None, KNOWN)
+    assert [x.skill for x in loads] == ["refund-policy", "shipping-times"]
+    assert all(_role(session[x.index]) == "toolResult" for x in loads)
+
+
+def test_each_call_counts_once_and_failed_results_never() -> None:
+    evs: list[dict[str, Any]] = [
+        {"type": "tool_execution_start", "toolCallId": "a", "toolName": "read",
+         "args": {"path": "@../skills/refund-policy/SKILL.md"}},
+        {"type": "tool_execution_end", "toolCallId": "a", "toolName": "read", "isError": False},
+        {"type": "message_end", "message": {"role": "toolResult", "toolCallId": "a",
+                                            "isError": False}},
+        {"type": "tool_execution_start", "toolCallId": "b", "toolName": "read",
+         "args": {"file_path": "/x/skills/shipping-times/SKILL.md"}},
+        {"type": "tool_execution_end", "toolCallId": "b", "toolName": "read", "isError": True},
+        {"type": "message_end", "message": {"role": "toolResult", "toolCallId": "b",
+                                            "isError": True}},
+    ]  # fmt: skip
+    loads = pi.find_loads(evs, None, KNOWN)
+    assert [(x.skill, x.index) for x in loads] == [("refund-policy", 1)]
+
+
+def test_bash_cat_and_mcp_style_tools_count() -> None:
+    evs: list[dict[str, Any]] = [
+        {"type": "tool_execution_start", "toolCallId": "a", "toolName": "bash",
+         "args": {"command": "cat /w/skills/shipping-times/SKILL.md | head"}},
+        {"type": "tool_execution_end", "toolCallId": "a", "toolName": "bash", "isError": False},
+        {"type": "tool_execution_start", "toolCallId": "b", "toolName": "load_refund_policy_skill",
+         "args": {}},
+        {"type": "tool_execution_end", "toolCallId": "b", "toolName": "load_refund_policy_skill",
+         "isError": False},
+        {"type": "tool_execution_start", "toolCallId": "c", "toolName": "load_other_skill",
+         "args": {}},
+        {"type": "tool_execution_end", "toolCallId": "c", "toolName": "load_other_skill",
+         "isError": False},
+    ]  # fmt: skip
+    loads = pi.find_loads(evs, None, KNOWN)
+    assert [(x.skill, x.delivery, x.source) for x in loads] == [
+        ("shipping-times", "native", "bash SKILL.md"),
+        ("refund-policy", "mcp", "tool load_refund_policy_skill"),
+    ]
+
+
+def test_known_names_also_match_folders_outside_a_skills_dir() -> None:
+    """``--skill`` takes any folder, so with known names ``…/<name>/SKILL.md`` counts too."""
+    start = {"type": "tool_execution_start", "toolCallId": "a", "toolName": "read",
+             "args": {"path": "/repo/refund-policy/SKILL.md"}}  # fmt: skip
+    end = {"type": "tool_execution_end", "toolCallId": "a", "toolName": "read", "isError": False}
+    assert [x.skill for x in pi.find_loads([start, end], None, KNOWN)] == ["refund-policy"]
+    assert pi.find_loads([start, end], None, None) == []
+
+
+def test_evidence_command_prints_the_loads() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "evidence", "--agent", "pi",
+         str(FIXTURES / "neighbour.jsonl")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert [(x["skill"], x["delivery"], x["agent"]) for x in found] == [
+        ("refund-policy", "native", "pi"),
+        ("shipping-times", "native", "pi"),
+    ]
+
+
+def test_output_and_usage_come_from_the_transcript() -> None:
+    evs = events("with")
+    assistants = [
+        e["message"] for e in evs if e.get("type") == "message_end" and _role(e) == "assistant"
+    ]
+    assert pi.final_text(assistants[-1]) == (
+        "Following the refund-policy skill: Refunds within 30 days with a receipt."
+    )
+    # two model calls of 100 prompt / 10 completion tokens each; the custom model has no price
+    assert pi.usage_meta(assistants) == {"inputTokens": 200, "outputTokens": 20}
+    priced = [{"usage": {"input": 5, "output": 1, "cost": {"total": 0.25}}}]
+    assert pi.usage_meta(priced) == {"inputTokens": 5, "outputTokens": 1, "costUsd": 0.25}
+
+
+# ------------------------------------------------------------------------ command line, setup
+
+
+def test_command_offers_only_the_given_skills_and_disables_discovery() -> None:
+    argv = pi.build_command("pi", [Path("/w/skills/a")], ["--model", "m"], context_files=False)
+    assert argv[:3] == ["pi", "--mode", "json"]
+    for flag in ("--no-session", "--no-skills", "--no-extensions", "--no-context-files"):
+        assert flag in argv
+    assert argv[argv.index("--skill") + 1] == "/w/skills/a"
+    assert argv[-2:] == ["--model", "m"]
+    assert "--no-context-files" not in pi.build_command("pi", [], [], context_files=True)
+
+
+def test_custom_base_url_writes_models_json_without_the_secret(tmp_path: Path) -> None:
+    env = {"SKILL_EVALS_PI_BASE_URL": "http://127.0.0.1:9/v1", "SKILL_EVALS_PI_API_KEY": "sk-1"}
+    args = pi._model_args(AgentOptions(model="m1"), env, tmp_path)
+    assert args == ["--provider", "skill-evals", "--model", "m1"]
+    text = (tmp_path / "models.json").read_text(encoding="utf-8")
+    assert "sk-1" not in text
+    provider = json.loads(text)["providers"]["skill-evals"]
+    assert provider["apiKey"] == "SKILL_EVALS_PI_API_KEY"  # a variable name pi resolves
+    assert provider["api"] == "openai-completions"
+    assert provider["models"] == [{"id": "m1"}]
+    with pytest.raises(RunnerSetupError, match="--model"):
+        pi._model_args(AgentOptions(), env, tmp_path)
+    with pytest.raises(RunnerSetupError, match="SKILL_EVALS_PI_API=soap"):
+        pi._model_args(AgentOptions(model="m"), {**env, "SKILL_EVALS_PI_API": "soap"}, tmp_path)
+    assert pi._model_args(AgentOptions(model="anthropic/x"), {}, tmp_path) == [
+        "--model",
+        "anthropic/x",
+    ]
+
+
+def test_mcp_delivery_is_refused(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path)
+    invocation = AgentInvocation("with", skill, "c", 1, "p")
+    with pytest.raises(RunnerSetupError, match="no MCP support"):
+        pi.run(invocation, AgentOptions(delivery="mcp"))
+
+
+def test_neighbour_with_the_tested_name_is_refused(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "a")
+    twin = write_skill(tmp_path / "b")
+    invocation = AgentInvocation("with", skill, "c", 1, "p")
+    with pytest.raises(RunnerSetupError, match="already used"):
+        pi.run(invocation, AgentOptions(with_skills=(twin,), bin=sys.executable))
+
+
+def test_scripted_model_routes_on_description_words() -> None:
+    system = (
+        "<available_skills>\n  <skill>\n    <name>refund-policy</name>\n"
+        f"    <description>{REFUND_DESCRIPTION}</description>\n"
+        "    <location>/w/skills/refund-policy/SKILL.md</location>\n  </skill>\n"
+        "</available_skills>"
+    )
+
+    def ask(prompt: str, behaviour: Behaviour | None = None) -> Reply:
+        user = {"role": "user", "content": [{"type": "text", "text": prompt}]}
+        body = {"messages": [{"role": "system", "content": system}, user]}
+        return decide(parse_request(body), behaviour or Behaviour())
+
+    assert ask(REFUND_PROMPT).reads == ["/w/skills/refund-policy/SKILL.md"]
+    assert ask("Write a haiku about autumn").text == GENERIC_ANSWER
+    assert ask(REFUND_PROMPT, Behaviour(fail_read=True)).reads == [
+        "/nonexistent/skills/refund-policy/SKILL.md"
+    ]
+
+
+# ------------------------------------------------------------------ end to end, the real pi CLI
+
+
+@pytest.fixture
+def pi_binary() -> str:
+    return agent_binary("pi")
+
+
+@pytest.fixture
+def skills(tmp_path: Path) -> dict[str, Path]:
+    root = tmp_path / "skills"
+    return {
+        "refund-policy": write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY),
+        "shipping-times": write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY),
+    }
+
+
+@pytest.fixture
+def model() -> Iterator[FakePiModel]:
+    with FakePiModel() as server:
+        yield server
+
+
+def runner_env(
+    model: FakePiModel, tmp_path: Path, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The caller's environment for a runner: the scripted model, a private TMPDIR (so leftover
+    workspaces are visible) and no stray pi variables from the developer's shell."""
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "SKILL_EVALS_PI_"))}
+    env.update(SKILL_EVALS_PI_BASE_URL=model.base_url, TMPDIR=str(tmpdir))
+    env.update(extra or {})
+    return env
+
+
+def run_runner(
+    pi_binary: str,
+    variant: str,
+    skill: Path,
+    env: Mapping[str, str],
+    *args: str,
+    prompt: str = REFUND_PROMPT,
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "runner", "pi", "--bin", pi_binary,
+         "--model", "fake", *args],
+        input=prompt, capture_output=True, text=True, timeout=120,
+        env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
+    )  # fmt: skip
+    line = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    return proc, line
+
+
+@pytest.mark.agents
+def test_with_loads_the_skill_and_answers_from_it(
+    pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
+) -> None:
+    env = runner_env(model, tmp_path)
+    proc, line = run_runner(pi_binary, "with", skills["refund-policy"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert line["variant"] == "with"
+    assert line["invokedSkills"] == ["refund-policy"]
+    assert (
+        line["output"]
+        == "Following the refund-policy skill: Refunds within 30 days with a receipt."
+    )
+    assert line["exitCode"] == 0
+    assert line["meta"]["durationMs"] > 0 and line["meta"]["inputTokens"] == 200
+    # pi offered exactly the skill under test, from a copy inside the workspace
+    assert "<name>refund-policy</name>" in model.system_prompts()[0]
+    assert str(skills["refund-policy"]) not in model.system_prompts()[0]
+    assert list((tmp_path / "tmpdir").iterdir()) == []  # workspace removed
+
+
+@pytest.mark.agents
+def test_without_does_not_offer_or_load_the_skill(
+    pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
+) -> None:
+    proc, line = run_runner(
+        pi_binary, "without", skills["refund-policy"], runner_env(model, tmp_path)
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == []
+    assert line["output"] == GENERIC_ANSWER
+    assert all("<available_skills>" not in s for s in model.system_prompts())
+
+
+@pytest.mark.agents
+def test_user_and_ancestor_skills_do_not_leak(
+    pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
+) -> None:
+    """The skill under test planted where pi looks by default (user dirs, the agent dir from
+    PI_CODING_AGENT_DIR, `.agents/skills` and AGENTS.md in an ancestor of the workspace) must
+    not reach a `without` run; a plain pi run shows the plants are real."""
+    home = tmp_path / "home"
+    for where in (".pi/agent/skills", ".agents/skills", "agentdir/skills"):
+        write_skill(home / where, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+    (home / ".pi/agent/AGENTS.md").write_text("LEAKED-GLOBAL-CONTEXT\n", encoding="utf-8")
+    env = runner_env(
+        model,
+        tmp_path,
+        {
+            "HOME": str(home),
+            "PI_CODING_AGENT_DIR": str(home / "agentdir"),
+            "PI_CODING_AGENT_SESSION_DIR": str(tmp_path / "sessions"),
+        },
+    )
+    tmpdir = Path(env["TMPDIR"])
+    write_skill(tmpdir / ".agents" / "skills", "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+    (tmpdir / "AGENTS.md").write_text("LEAKED-ANCESTOR-CONTEXT\n", encoding="utf-8")
+
+    proc, line = run_runner(pi_binary, "without", skills["refund-policy"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == []
+    (prompt,) = model.system_prompts()
+    assert "<available_skills>" not in prompt and "LEAKED" not in prompt
+    assert not (tmp_path / "sessions").exists()
+    assert sorted(p.name for p in tmpdir.iterdir()) == [".agents", "AGENTS.md"]
+
+    # Control: pi left to its defaults in the same places does see the planted skill.
+    project = tmpdir / "project"
+    project.mkdir()
+    subprocess.run(
+        [pi_binary, "--mode", "json", "--no-session", "--model", "skill-evals/fake"],
+        input=REFUND_PROMPT, capture_output=True, text=True, timeout=120, cwd=project,
+        env={**env, "PI_CODING_AGENT_DIR": str(_control_agent_dir(tmp_path, model)),
+             "PI_OFFLINE": "1"},
+    )  # fmt: skip
+    control = model.system_prompts()[-1]
+    assert "<name>refund-policy</name>" in control and "LEAKED-ANCESTOR-CONTEXT" in control
+
+
+def _control_agent_dir(tmp_path: Path, model: FakePiModel) -> Path:
+    agent_dir = tmp_path / "home" / "agentdir"
+    provider = {"baseUrl": model.base_url, "api": "openai-completions", "apiKey": "x",
+                "models": [{"id": "fake"}]}  # fmt: skip
+    (agent_dir / "models.json").write_text(
+        json.dumps({"providers": {"skill-evals": provider}}), encoding="utf-8"
+    )
+    return agent_dir
+
+
+@pytest.mark.agents
+def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    with FakePiModel(Behaviour(load_neighbour="shipping-times")) as model:
+        env = runner_env(model, tmp_path)
+        neighbour = ["--with-skill", str(skills["shipping-times"])]
+        proc, without = run_runner(pi_binary, "without", skills["refund-policy"], env, *neighbour)
+        assert proc.returncode == 0, proc.stderr
+        proc, with_ = run_runner(pi_binary, "with", skills["refund-policy"], env, *neighbour)
+        assert proc.returncode == 0, proc.stderr
+    assert without["invokedSkills"] == ["shipping-times"]
+    assert with_["invokedSkills"] == ["refund-policy", "shipping-times"]
+    assert "3 to 5 working days" in without["output"]
+
+
+@pytest.mark.agents
+def test_failed_read_is_not_reported(
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    with FakePiModel(Behaviour(fail_read=True)) as model:
+        proc, line = run_runner(
+            pi_binary, "with", skills["refund-policy"], runner_env(model, tmp_path)
+        )
+        assert len(model.requests) == 2  # the read was attempted and its error sent back
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == []
+    assert line["output"] == GENERIC_ANSWER
+
+
+@pytest.mark.agents
+def test_max_turns_stops_pi_and_fails_the_task(
+    pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
+) -> None:
+    env = runner_env(model, tmp_path)
+    proc, line = run_runner(pi_binary, "with", skills["refund-policy"], env, "--max-turns", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert line["exitCode"] == 1
+    assert line["invokedSkills"] == ["refund-policy"]  # the read of turn 1 completed
+    # pi may already have asked for turn 2 when it is stopped; that answer is never used
+    assert line["output"] == ""
+
+
+@pytest.mark.agents
+def test_pi_that_cannot_start_is_a_setup_error(
+    pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
+) -> None:
+    env = runner_env(model, tmp_path)
+    del env["SKILL_EVALS_PI_BASE_URL"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "runner", "pi", "--bin", pi_binary,
+         "--model", "no-such-provider/none"],
+        input="SECRET-PROMPT-TEXT", capture_output=True, text=True, timeout=120,
+        env={**env, "EVALGATE_SKILL_VARIANT": "with",
+             "EVALGATE_SKILL_DIR": str(skills["refund-policy"])},
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "before the agent finished" in proc.stderr
+    assert "SECRET-PROMPT-TEXT" not in proc.stderr
+
+
+# 12 independent prompts: 6 about refunds (trigger), 2 about shipping (the neighbour's), 4
+# unrelated. Refund tasks need the skill's "30 days"; the others pass in both variants.
+SUITE: list[tuple[str, str, bool, list[str]]] = [
+    ("refund-1", REFUND_PROMPT, True, ["30 days"]),
+    ("refund-2", "What are the rules for returns of store purchases?", True, ["30 days"]),
+    ("refund-3", "Do I need receipts for refunds?", True, ["30 days"]),
+    ("refund-4", "How long do refunds take for purchases made online?", True, ["30 days"]),
+    ("refund-5", "Are returns accepted without receipts?", True, ["30 days"]),
+    ("refund-6", "My store purchases broke, can I get refunds?", True, ["30 days"]),
+    ("ship-1", "What are the shipping times for parcels?", False, ["3 to 5 working days"]),
+    ("ship-2", "How long does delivery of parcels take?", False, ["3 to 5 working days"]),
+    ("other-1", "How do I reverse a linked list in Python?", False, ["general answer"]),
+    ("other-2", "Write a haiku about autumn leaves.", False, ["general answer"]),
+    ("other-3", "What is the capital of France?", False, ["general answer"]),
+    ("other-4", "Explain the difference between TCP and UDP.", False, ["general answer"]),
+]
+
+
+@pytest.mark.agents
+def test_full_skill_evals_run_through_pi(
+    pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
+) -> None:
+    cases = write_jsonl(
+        tmp_path / "cases.jsonl",
+        [
+            {
+                "id": case_id,
+                "prompt": prompt,
+                "expectTrigger": trigger,
+                "task": {"check": "includes_all", "expected": expected},
+                **({} if trigger else {"loaded": {"exclude": ["refund-policy"]}}),
+            }
+            for case_id, prompt, trigger, expected in SUITE
+        ],
+    )
+    runner = (
+        f"{sys.executable} -m skill_evals runner pi --bin {pi_binary} --model fake "
+        f"--with-skill {skills['shipping-times']}"
+    )
+    report_path = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "test", "--skill", str(skills["refund-policy"]),
+         "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "2",
+         "--timeout-ms", "120000", "--min-trigger-f1", "0.9", "--min-uplift", "0.1",
+         "--report", str(report_path)],
+        capture_output=True, text=True, timeout=900, env=runner_env(model, tmp_path),
+    )  # fmt: skip
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert_valid_report(report)
+    assert report["runner"]["failures"] == [], proc.stderr
+    trigger = report["trigger"]
+    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 0, 0, 6)
+    assert trigger["f1"] == 1.0
+    task = report["task"]
+    assert task["units"] == 12 and task["insufficient"] is False
+    assert (task["with"]["passed"], task["without"]["passed"]) == (12, 6)
+    assert task["difference"] == 0.5
+    assert task["signTest"]["positive"] == 6 and task["signTest"]["negative"] == 0
+    assert task["signTest"]["pValue"] == 0.03125
+    assert 0.1 < task["interval"]["lower"] <= 0.5 <= task["interval"]["upper"]
+    assert report["loading"]["violations"] == []
+    assert report["runner"]["invocations"] == 24
+    assert proc.returncode == 0 and report["exitCode"] == 0 and report["status"] == "pass"
+    assert list((tmp_path / "tmpdir").iterdir()) == []  # every workspace removed
