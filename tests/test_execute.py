@@ -282,3 +282,32 @@ def test_unwritable_record_fails_before_any_invocation(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="--record"):
         execute(plan)
     assert not log.exists()
+
+
+def test_resumed_breach_is_a_failure(tmp_path: Path) -> None:
+    from skill_evals.observations import Observation
+
+    breach = Observation("c0", 1, "without", (SKILL,), "hand-edited", 0)
+    plan = make_plan(tmp_path, GOOD, n=2, resumed=[breach])
+    result = execute(plan)
+    assert [f.key for f in result.failures] == [("c0", 1, "without")]
+    assert result.failures[0].reason.startswith("isolation breach")
+    assert ("c0", 1, "without") not in [o.key for o in result.observations]
+    assert result.invocations == 3
+
+
+def test_progress_printer_line() -> None:
+    import io
+
+    from skill_evals.progress import ProgressPrinter
+
+    stream = io.StringIO()
+    printer = ProgressPrinter(stream)
+    printer(Progress(12, 60, SKILL, "case-3", 2, "with", True, 4100.0))
+    printer(Progress(13, 60, SKILL, "case-3", 2, "without", False, 50.0))
+    assert stream.getvalue() == (
+        "[12/60] refund-policy case-3 trial 2 with ✓ 4.1s\n"
+        "[13/60] refund-policy case-3 trial 2 without ✗ 0.1s\n"
+    )
+    stream.close()
+    printer(Progress(14, 60, SKILL, "case-4", 1, "with", True, 1.0))  # closed stream: no error

@@ -239,6 +239,16 @@ def execute(
         if k in resumed or k in sched.observations
     ]
     failures = [sched.failures[k] for k in keys if k in sched.failures]
+    # A resumed `without` observation listing the skill (a hand-edited file) breaches isolation
+    # exactly as in --observations: a failure, not re-run.
+    breaches = {
+        o.key: b for o in observations if (b := isolation_breach(o, plan.skill_name)) is not None
+    }
+    if breaches:
+        observations = [o for o in observations if o.key not in breaches]
+        failures = [*failures, *breaches.values()]
+        order: dict[tuple[str, int, str], int] = {k: i for i, k in enumerate(keys)}
+        failures.sort(key=lambda f: order[f.key])
     return ExecutionResult(
         observations=observations,
         failures=failures,
