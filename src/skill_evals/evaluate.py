@@ -1,18 +1,39 @@
 """Observations → report data (SPEC §1.5–§1.7) and the exit code.
 
 Owner: scoring. The report is a plain JSON-ready dict matching schemas/report.schema.json.
+It never contains prompts, agent outputs or runner stderr: only ids, counts, names and figures.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal
 
-from .cases import CaseSuite
+from . import __version__
+from .cases import MIN_UNITS, Case, CaseSuite
+from .checks import passes
+from .codes import (
+    GATE_FAILED,
+    INSUFFICIENT,
+    INTERRUPTED,
+    INVALID,
+    STATUS_BY_CODE,
+    UNAVAILABLE,
+    combine,
+)
 from .execute import ExecutionResult
+from .observations import META_KEYS, VARIANTS, Observation, RunnerFailure
 from .skill import Skill
+from .stats import bootstrap_interval, sign_test, trigger_metrics
 
 Report = dict[str, Any]
+
+SCHEMA_VERSION = 1
+INTERVAL_LEVEL = 0.95
+INTERVAL_METHOD = "percentile-bootstrap"
 
 
 @dataclass(frozen=True)
@@ -30,6 +51,299 @@ class Settings:
     min_uplift: float | None = None
 
 
+# ----------------------------------------------------------------------------- report pieces
+
+
+def _num(value: float) -> str:
+    """A figure for a message: short, but never rounded into looking like the threshold."""
+    return format(value, ".6g")
+
+
+def _skill_block(skill: Skill | None) -> dict[str, Any] | None:
+    if skill is None:
+        return None
+    return {
+        "name": skill.name,
+        "path": str(skill.path),
+        "skillMdSha256": skill.skill_md_sha256,
+        "directorySha256": skill.directory_sha256,
+        "warnings": list(skill.warnings),
+    }
+
+
+def _cases_block(suite: CaseSuite | None) -> dict[str, Any] | None:
+    if suite is None:
+        return None
+    return {
+        "path": str(suite.path),
+        "sha256": suite.sha256,
+        "total": len(suite.cases),
+        "units": suite.unit_count,
+        "withTask": suite.with_task,
+    }
+
+
+def _settings_block(settings: Settings | None) -> dict[str, Any] | None:
+    if settings is None:
+        return None
+    return {
+        "mode": settings.mode,
+        "trials": settings.trials,
+        "seed": settings.seed,
+        "bootstrapSamples": settings.bootstrap_samples,
+        "timeoutMs": settings.timeout_ms,
+        "maxBytes": settings.max_bytes,
+        "jobs": settings.jobs,
+    }
+
+
+def _gate(threshold: float | None, value: float | None, passed: bool | None) -> Any:
+    if threshold is None:
+        return None
+    return {"threshold": threshold, "value": value, "passed": passed}
+
+
+def _envelope(status_code: int) -> Report:
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "tool": {"name": "skill-evals", "version": __version__},
+        "status": STATUS_BY_CODE[status_code],
+        "exitCode": status_code,
+    }
+
+
+def task_unit_count(suite: CaseSuite) -> int:
+    """Independent units (§1.2) among the cases that have a task check."""
+    return len({c.unit for c in suite.cases if c.task is not None})
+
+
+# ------------------------------------------------------------------------------------ scoring
+
+
+def _index_observations(
+    suite: CaseSuite, trials: int, observations: Iterable[Observation]
+) -> dict[tuple[str, int, str], Observation]:
+    known = {c.id for c in suite.cases}
+    table: dict[tuple[str, int, str], Observation] = {}
+    for obs in observations:
+        # Observations outside the plan (unknown case, trial out of range) were rejected when
+        # they were read; ignoring any that slip through keeps the counts honest.
+        if obs.case_id in known and 1 <= obs.trial <= trials:
+            table.setdefault(obs.key, obs)
+    return table
+
+
+def _trigger_section(
+    suite: CaseSuite,
+    skill_name: str,
+    trials: int,
+    table: Mapping[tuple[str, int, str], Observation],
+) -> tuple[dict[str, Any], dict[str, list[bool | None]]]:
+    tp = fp = fn = tn = 0
+    missed: list[str] = []
+    false_triggers: list[str] = []
+    per_case: dict[str, list[bool | None]] = {}
+    for case in suite.cases:
+        row: list[bool | None] = []
+        for trial in range(1, trials + 1):
+            obs = table.get((case.id, trial, "with"))
+            if obs is None:
+                row.append(None)
+                continue
+            triggered = skill_name in obs.invoked_skills
+            row.append(triggered)
+            if case.expect_trigger:
+                tp += triggered
+                fn += not triggered
+            else:
+                fp += triggered
+                tn += not triggered
+        per_case[case.id] = row
+        if case.expect_trigger and False in row:
+            missed.append(case.id)
+        if not case.expect_trigger and True in row:
+            false_triggers.append(case.id)
+    metrics = trigger_metrics(tp, fp, fn)
+    section = {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+        "precision": metrics.precision,
+        "recall": metrics.recall,
+        "f1": metrics.f1,
+        "falseTriggerCaseIds": false_triggers,
+        "missedTriggerCaseIds": missed,
+    }
+    return section, per_case
+
+
+def _task_passes(
+    suite: CaseSuite, trials: int, table: Mapping[tuple[str, int, str], Observation]
+) -> dict[tuple[str, str], list[bool | None]]:
+    """(case id, variant) → pass per trial (None where the observation is missing)."""
+    out: dict[tuple[str, str], list[bool | None]] = {}
+    for case in suite.cases:
+        if case.task is None:
+            continue
+        for variant in VARIANTS:
+            row: list[bool | None] = []
+            for trial in range(1, trials + 1):
+                obs = table.get((case.id, trial, variant))
+                row.append(None if obs is None else passes(case.task, obs.output, obs.exit_code))
+            out[(case.id, variant)] = row
+    return out
+
+
+def _task_section(
+    suite: CaseSuite,
+    settings: Settings,
+    task_passes: Mapping[tuple[str, str], Sequence[bool | None]],
+) -> dict[str, Any] | None:
+    task_cases = [c for c in suite.cases if c.task is not None]
+    if not task_cases:
+        return None  # never a zero uplift: there is nothing to measure
+    counts = {v: [0, 0] for v in VARIANTS}  # variant → [passed, total]
+    # unit → variant → [passed, total]; a unit may hold several cases (equal prompts).
+    units: dict[int, dict[str, list[int]]] = {}
+    for case in task_cases:
+        per_unit = units.setdefault(case.unit, {v: [0, 0] for v in VARIANTS})
+        for variant in VARIANTS:
+            for result in task_passes[(case.id, variant)]:
+                if result is None:
+                    continue
+                counts[variant][0] += result
+                counts[variant][1] += 1
+                per_unit[variant][0] += result
+                per_unit[variant][1] += 1
+    # Units in case-file order of their first case (units are numbered that way); a unit
+    # needs at least one observation of each variant to give a paired difference.
+    differences: list[Fraction] = []
+    for unit in sorted(units):
+        w, wo = units[unit]["with"], units[unit]["without"]
+        if w[1] and wo[1]:
+            differences.append(Fraction(w[0], w[1]) - Fraction(wo[0], wo[1]))
+    n = len(differences)
+    if n:
+        difference: float | None = float(sum(differences, Fraction(0)) / n)
+        interval = bootstrap_interval(differences, settings.bootstrap_samples, settings.seed)
+        lower: float | None = interval.lower
+        upper: float | None = interval.upper
+    else:
+        difference = lower = upper = None
+    signs = sign_test(differences)
+    return {
+        "units": n,
+        # Decided by the case file (as before the run), not by how many units a void run
+        # happened to observe: missing observations are reported as exit 7 / 130 instead.
+        "insufficient": task_unit_count(suite) < MIN_UNITS,
+        "with": _rate(*counts["with"]),
+        "without": _rate(*counts["without"]),
+        "difference": difference,
+        "interval": {
+            "level": INTERVAL_LEVEL,
+            "lower": lower,
+            "upper": upper,
+            "method": INTERVAL_METHOD,
+            "samples": settings.bootstrap_samples,
+            "seed": settings.seed,
+        },
+        "signTest": {
+            "positive": signs.positive,
+            "negative": signs.negative,
+            "ties": signs.ties,
+            "pValue": signs.p_value,
+        },
+    }
+
+
+def _rate(passed: int, total: int) -> dict[str, Any]:
+    return {
+        "passed": passed,
+        "total": total,
+        "passRate": float(Fraction(passed, total)) if total else None,
+    }
+
+
+def _violations(
+    suite: CaseSuite, trials: int, table: Mapping[tuple[str, int, str], Observation]
+) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for case in suite.cases:
+        if not case.include and not case.exclude:
+            continue
+        for trial in range(1, trials + 1):
+            for variant in VARIANTS:
+                obs = table.get((case.id, trial, variant))
+                if obs is None:
+                    continue
+                invoked = set(obs.invoked_skills)
+                missing = [name for name in case.include if name not in invoked]
+                forbidden = [name for name in case.exclude if name in invoked]
+                if missing or forbidden:
+                    found.append(
+                        {
+                            "caseId": case.id,
+                            "trial": trial,
+                            "variant": variant,
+                            "missing": missing,
+                            "forbidden": forbidden,
+                        }
+                    )
+    return found
+
+
+def _meta_sums(observations: Iterable[Observation]) -> dict[str, Any]:
+    """Sum each recognised meta key; a key no observation reported is null (not 0)."""
+    values: dict[str, list[float]] = {key: [] for key in META_KEYS}
+    for obs in observations:
+        for key in META_KEYS:
+            value = obs.meta.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values[key].append(value)
+    sums: dict[str, Any] = {}
+    for key, items in values.items():
+        if not items:
+            sums[key] = None
+        elif all(isinstance(v, int) for v in items):
+            sums[key] = sum(items)
+        else:
+            sums[key] = math.fsum(items)
+    return sums
+
+
+def _failure_order(suite: CaseSuite) -> Any:
+    position = {c.id: i for i, c in enumerate(suite.cases)}
+    variant_rank = {v: i for i, v in enumerate(VARIANTS)}
+
+    def key(f: RunnerFailure) -> tuple[int, int, int]:
+        return (position.get(f.case_id, len(position)), f.trial, variant_rank.get(f.variant, 2))
+
+    return key
+
+
+def _case_result(
+    case: Case,
+    triggered: list[bool | None],
+    task_passes: Mapping[tuple[str, str], list[bool | None]],
+) -> dict[str, Any]:
+    # A case without a task check has no pass/fail notion: "with"/"without" are null (not a
+    # row of falses). A missing observation is null in its trial's slot.
+    return {
+        "id": case.id,
+        "line": case.line,
+        "unit": case.unit,
+        "tags": list(case.tags),
+        "expectTrigger": case.expect_trigger,
+        "triggered": triggered,
+        "with": task_passes.get((case.id, "with")),
+        "without": task_passes.get((case.id, "without")),
+    }
+
+
+# ------------------------------------------------------------------------------------- public
+
+
 def evaluate(
     skill: Skill,
     suite: CaseSuite,
@@ -43,7 +357,140 @@ def evaluate(
 
     Runner failures, an interrupt or ``skill_changed`` make the evidence void (7 / 130); scores are
     still computed from the valid observations so the reader sees what was measured."""
-    raise NotImplementedError
+    trials = settings.trials
+    table = _index_observations(suite, trials, result.observations)
+    trigger, triggered = _trigger_section(suite, skill.name, trials, table)
+    task_passes = _task_passes(suite, trials, table)
+    task = _task_section(suite, settings, task_passes)
+    violations = _violations(suite, trials, table)
+    failures = sorted(result.failures, key=_failure_order(suite))
+    expected = len(suite.cases) * trials * len(VARIANTS)
+    missing = expected - len(table)
+
+    codes: list[int] = []
+    notes: list[str] = list(messages)
+    if failures:
+        codes.append(UNAVAILABLE)
+        notes.append(
+            f"{len(failures)} runner failure(s): the evidence is void; see runner.failures "
+            "for each case, trial, variant and reason"
+        )
+    if skill_changed:
+        codes.append(UNAVAILABLE)
+        notes.append(
+            f"the skill directory {skill.path} changed during the run (its hash differs after "
+            "the last invocation): the evidence is void; do not edit the skill while it is "
+            "evaluated"
+        )
+    if result.interrupted:
+        codes.append(INTERRUPTED)
+        notes.append(
+            f"interrupted: {missing} of {expected} observation(s) are missing; "
+            "rerun with --resume FILE (from --record FILE) to complete them"
+        )
+    elif missing and not failures:
+        codes.append(UNAVAILABLE)
+        notes.append(f"{missing} of {expected} observation(s) are missing: the evidence is void")
+
+    f1 = trigger["f1"]
+    f1_gate: dict[str, Any] | None = None
+    if settings.min_trigger_f1 is not None:
+        if f1 is None:
+            codes.append(UNAVAILABLE)
+            notes.append(
+                "--min-trigger-f1 is set but trigger F1 is undefined: " + _why_f1_undefined(trigger)
+            )
+            f1_gate = _gate(settings.min_trigger_f1, None, None)
+        else:
+            ok = f1 >= settings.min_trigger_f1
+            f1_gate = _gate(settings.min_trigger_f1, f1, ok)
+            if not ok:
+                codes.append(GATE_FAILED)
+                notes.append(
+                    f"gate failed: trigger F1 {_num(f1)} is below --min-trigger-f1 "
+                    f"{_num(settings.min_trigger_f1)}"
+                )
+
+    uplift_gate: dict[str, Any] | None = None
+    if settings.min_uplift is not None:
+        threshold = settings.min_uplift
+        if task is None:
+            codes.append(UNAVAILABLE)
+            notes.append(f"--min-uplift is set but no case in {suite.path} has a task check")
+            uplift_gate = _gate(threshold, None, None)
+        else:
+            lower = task["interval"]["lower"]
+            if task["insufficient"]:
+                codes.append(INSUFFICIENT)
+                notes.append(
+                    f"--min-uplift needs at least {MIN_UNITS} independent cases with a task "
+                    f"check; {suite.path} has {task_unit_count(suite)}"
+                )
+                uplift_gate = _gate(threshold, lower, None)
+            elif lower is None:
+                codes.append(UNAVAILABLE)
+                notes.append("--min-uplift is set but no unit has both variants observed")
+                uplift_gate = _gate(threshold, None, None)
+            else:
+                ok = lower >= threshold
+                uplift_gate = _gate(threshold, lower, ok)
+                if not ok:
+                    codes.append(GATE_FAILED)
+                    notes.append(
+                        f"gate failed: the uplift interval's lower bound {_num(lower)} is "
+                        f"below --min-uplift {_num(threshold)}"
+                    )
+    elif task is not None and task["insufficient"]:
+        notes.append(
+            f"uplift rests on {task_unit_count(suite)} independent case(s) with a task check "
+            f"(fewer than {MIN_UNITS}): reported, but too few to gate on"
+        )
+
+    if violations:
+        codes.append(GATE_FAILED)
+        notes.append(
+            f"{len(violations)} loading violation(s): a required skill was not loaded or a "
+            "forbidden one was; see loading.violations"
+        )
+
+    exit_code = combine(codes)
+    report = _envelope(exit_code)
+    report.update(
+        {
+            "skill": _skill_block(skill),
+            "cases": _cases_block(suite),
+            "settings": _settings_block(settings),
+            "trigger": trigger,
+            "task": task,
+            "loading": {"violations": violations},
+            "runner": {
+                "invocations": result.invocations,
+                "failures": [
+                    {
+                        "caseId": f.case_id,
+                        "trial": f.trial,
+                        "variant": f.variant,
+                        "reason": f.reason,
+                    }
+                    for f in failures
+                ],
+                "wallMs": round(result.wall_ms),
+                "meta": _meta_sums(table.values()),
+            },
+            "gates": {"minTriggerF1": f1_gate, "minUplift": uplift_gate},
+            "caseResults": [
+                _case_result(case, triggered[case.id], task_passes) for case in suite.cases
+            ],
+            "messages": notes,
+        }
+    )
+    return report
+
+
+def _why_f1_undefined(trigger: Mapping[str, Any]) -> str:
+    if trigger["tp"] + trigger["fn"] == 0:
+        return "no observed case expects the skill to trigger (add cases with expectTrigger: true)"
+    return "the skill never triggered in an observed with-run, so precision is undefined"
 
 
 def error_report(
@@ -54,5 +501,31 @@ def error_report(
     suite: CaseSuite | None = None,
 ) -> Report:
     """A schema-valid report for a run that stopped before scoring (exit 5, 6 or 7):
-    known sections filled, unknown ones null, ``message`` in ``messages``."""
-    raise NotImplementedError
+    known sections filled, unknown ones null, ``message`` in ``messages``.
+
+    Exit 130 is accepted too (an interrupt before any observation was scored). Gates are filled
+    from the settings (threshold known, value and verdict null)."""
+    if exit_code not in (INVALID, INSUFFICIENT, UNAVAILABLE, INTERRUPTED):
+        raise ValueError(f"error_report is for exit codes 5, 6, 7 and 130, not {exit_code}")
+    report = _envelope(exit_code)
+    gates = None
+    if settings is not None:
+        gates = {
+            "minTriggerF1": _gate(settings.min_trigger_f1, None, None),
+            "minUplift": _gate(settings.min_uplift, None, None),
+        }
+    report.update(
+        {
+            "skill": _skill_block(skill),
+            "cases": _cases_block(suite),
+            "settings": _settings_block(settings),
+            "trigger": None,
+            "task": None,
+            "loading": None,
+            "runner": None,
+            "gates": gates,
+            "caseResults": None,
+            "messages": [message],
+        }
+    )
+    return report

@@ -2,14 +2,179 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any
+
+from .text import (
+    fmt,
+    fmt_p,
+    fmt_pct,
+    fmt_signed,
+    fmt_threshold,
+    limited,
+    next_steps,
+    skill_name,
+    uplift_summary,
+    verdict_summary,
+)
+
+STATUS_ICON = {
+    "pass": "✅ pass",
+    "fail": "❌ fail",
+    "invalid": "⛔ invalid",
+    "insufficient": "⚠️ insufficient",
+    "unavailable": "⚠️ unavailable",
+    "interrupted": "⏹️ interrupted",
+}
+
+# Characters with a Markdown/GFM/HTML meaning anywhere in a line: backslash first so the
+# escapes added for the others are not escaped again. `&` stops entity references, `$` GitHub
+# math, `~` strikethrough, `|` table cells, `<`/`>` raw HTML and autolinks.
+_INLINE = frozenset("\\`*_{}[]()<>#|~&$!")
+# Line breaks of any kind (a newline would end a table row or start a block).
+_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+# An ordered-list marker at the start ("1." / "1)") would turn the text into a list.
+_LIST_NUMBER = re.compile(r"^(\d{1,9})([.)])")
 
 
 def escape_md(text: str) -> str:
-    """Escape a user-controlled string for Markdown tables and prose (|, `, <, >, *, _, [, ], …)."""
-    raise NotImplementedError
+    """Escape a user-controlled string for Markdown tables and prose (|, `, <, >, *, _, [, ], …).
+
+    Line breaks become spaces, other control characters are dropped, every character with an
+    inline meaning is backslash-escaped, a leading block marker (``-``, ``+``, ``=``, ``1.``) is
+    escaped, and ``@`` is followed by a zero-width space so a case id cannot @-mention anyone in
+    a pull-request comment. The result renders as the original text on GitHub."""
+    text = _BREAKS.sub(" ", str(text))
+    out: list[str] = []
+    for char in text:
+        if char in _INLINE:
+            out.append("\\" + char)
+        elif char == "@":
+            out.append("@\u200b")
+        elif char == "\t":
+            out.append(" ")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            continue  # other C0 controls carry no text and can break renderers
+        else:
+            out.append(char)
+    escaped = "".join(out)
+    if escaped[:1] in ("-", "+", "="):
+        escaped = "\\" + escaped
+    return _LIST_NUMBER.sub(r"\1\\\2", escaped)
+
+
+def _esc(value: object) -> str:
+    return escape_md(str(value))
+
+
+def _gate_cell(gate: object, label: str) -> str | None:
+    if not isinstance(gate, Mapping):
+        return None
+    passed = gate.get("passed")
+    verdict = "✅ passed" if passed is True else "❌ failed" if passed is False else "⚠️ not decided"
+    return (
+        f"| {label} ≥ {fmt_threshold(gate.get('threshold'))} | {fmt(gate.get('value'))} "
+        f"| {verdict} |"
+    )
 
 
 def render_markdown(report: dict[str, Any]) -> str:
     """Render one §1.7 report as Markdown."""
-    raise NotImplementedError
+    status = str(report.get("status"))
+    name = _esc(skill_name(report))
+    icon = STATUS_ICON.get(status, _esc(status))
+    lines = [
+        f"### {name}: {icon} (exit {report.get('exitCode')})",
+        "",
+        _esc(verdict_summary(report)),
+        "",
+    ]
+    trigger = report.get("trigger")
+    task = report.get("task")
+    runner = report.get("runner") or {}
+    runs = runner.get("invocations") if isinstance(runner, Mapping) else None
+    failures = (runner.get("failures") or []) if isinstance(runner, Mapping) else []
+    p_value = (task.get("signTest") or {}).get("pValue") if isinstance(task, Mapping) else None
+    runs_cell = "n/a" if runs is None else str(runs)
+    if failures:
+        runs_cell += f" ({len(failures)} failed)"
+    lines += [
+        "| skill | status | trigger F1 | uplift [95% interval] | p-value | runs |",
+        "| --- | --- | --- | --- | --- | --- |",
+        (
+            f"| {name} | {icon} | "
+            f"{fmt(trigger.get('f1')) if isinstance(trigger, Mapping) else 'n/a'} | "
+            f"{_esc(_uplift_cell(task))} | {fmt_p(p_value)} | {runs_cell} |"
+        ),
+        "",
+    ]
+    if isinstance(trigger, Mapping):
+        lines += [
+            "#### Trigger",
+            "",
+            "| TP | FP | FN | TN | precision | recall | F1 |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            f"| {trigger.get('tp')} | {trigger.get('fp')} | {trigger.get('fn')} | "
+            f"{trigger.get('tn')} | {fmt(trigger.get('precision'))} | "
+            f"{fmt(trigger.get('recall'))} | {fmt(trigger.get('f1'))} |",
+            "",
+        ]
+    if isinstance(task, Mapping):
+        interval = task.get("interval") or {}
+        sign = task.get("signTest") or {}
+        lines += [
+            f"#### Uplift ({task.get('units')} independent units with a task check)",
+            "",
+            "| variant | passed | total | pass rate |",
+            "| --- | ---: | ---: | ---: |",
+        ]
+        for variant in ("with", "without"):
+            rate = task.get(variant) or {}
+            lines.append(
+                f"| {variant} | {rate.get('passed')} | {rate.get('total')} | "
+                f"{fmt_pct(rate.get('passRate'))} |"
+            )
+        lines += [
+            "",
+            f"Difference {fmt_signed(task.get('difference'))}, 95% interval "
+            f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}] "
+            f"(percentile bootstrap over units, {interval.get('samples')} samples, "
+            f"seed {interval.get('seed')}). Sign test: {sign.get('positive')} better, "
+            f"{sign.get('negative')} worse, {sign.get('ties')} tied, "
+            f"p = {fmt_p(sign.get('pValue'))}.",
+            "",
+        ]
+        if task.get("insufficient"):
+            lines += ["> Fewer than 10 independent units: reported, not a basis for a gate.", ""]
+    gates = report.get("gates") or {}
+    gate_rows = [
+        row
+        for row in (
+            _gate_cell(gates.get("minTriggerF1"), "trigger F1"),
+            _gate_cell(gates.get("minUplift"), "uplift lower bound"),
+        )
+        if row
+    ]
+    if gate_rows:
+        lines += ["#### Gates", "", "| gate | value | result |", "| --- | ---: | --- |"]
+        lines += [*gate_rows, ""]
+    steps = next_steps(report, _esc)
+    skill = report.get("skill")
+    if isinstance(skill, Mapping):
+        warnings = [str(w) for w in skill.get("warnings") or []]
+        steps += [f"Skill format warning: {_esc(w)}" for w in limited(warnings)]
+    lines += ["#### What to do next", ""]
+    if steps:
+        lines += [f"- {step}" for step in steps]
+    else:
+        lines.append("Nothing: the evidence clears every configured gate.")
+    return "\n".join(lines) + "\n"
+
+
+def _uplift_cell(task: object) -> str:
+    if not isinstance(task, Mapping):
+        return "no task checks"
+    return uplift_summary(task).split(", p = ")[0] + (
+        " (insufficient)" if task.get("insufficient") else ""
+    )

@@ -1,10 +1,295 @@
-"""Human text report: verdict line, trigger and uplift tables, next steps."""
+"""Human text report: verdict line, trigger and uplift tables, next steps.
+
+The helpers here (number formats, the verdict summary, the next-step list) are shared with the
+Markdown renderer so both show the same figures. They read only the §1.7 report dict, which
+holds no prompts, outputs or stderr.
+"""
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+LIST_LIMIT = 20
+
+STATUS_WORD = {
+    "pass": "PASS",
+    "fail": "FAIL",
+    "invalid": "INVALID",
+    "insufficient": "INSUFFICIENT",
+    "unavailable": "UNAVAILABLE",
+    "interrupted": "INTERRUPTED",
+}
+
+
+# ------------------------------------------------------------------------------ formatting
+
+
+def is_number(value: object) -> bool:
+    """A JSON number (bools are not numbers)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def fmt(value: object, digits: int = 3) -> str:
+    """A metric with ``digits`` decimals; ``n/a`` for null (undefined is never shown as 0)."""
+    return f"{value:.{digits}f}" if is_number(value) else "n/a"
+
+
+def fmt_signed(value: object, digits: int = 3) -> str:
+    """A difference with its sign."""
+    return f"{value:+.{digits}f}" if is_number(value) else "n/a"
+
+
+def fmt_pct(value: object) -> str:
+    """A rate as a percentage."""
+    return f"{value * 100:.1f}%" if is_number(value) else "n/a"  # type: ignore[operator]
+
+
+def fmt_p(value: object) -> str:
+    """A p-value: 4 significant digits, never rounded to 0."""
+    return format(value, ".4g") if is_number(value) else "n/a"
+
+
+def fmt_threshold(value: object) -> str:
+    """A gate threshold as the user typed it (shortest repr)."""
+    return repr(value) if is_number(value) else "n/a"
+
+
+def clean(text: object) -> str:
+    """A user-controlled string made safe for a terminal: control and format characters
+    (escape sequences, bidi overrides, newlines) are shown as ``\\uXXXX``."""
+    out = []
+    for char in str(text):
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def limited(items: Sequence[str], limit: int = LIST_LIMIT) -> list[str]:
+    """At most ``limit`` items, plus a line saying how many more the JSON report has."""
+    shown = list(items[:limit])
+    if len(items) > limit:
+        shown.append(f"… and {len(items) - limit} more (see the JSON report)")
+    return shown
+
+
+# ------------------------------------------------------------------------ shared summaries
+
+
+def skill_name(report: Mapping[str, Any]) -> str:
+    """The skill's name, or ``(unknown skill)`` for a run that stopped before loading it."""
+    skill = report.get("skill")
+    if isinstance(skill, Mapping) and skill.get("name"):
+        return str(skill["name"])
+    return "(unknown skill)"
+
+
+def uplift_summary(task: Mapping[str, Any] | None) -> str:
+    """``+0.450 [+0.150, +0.700], p = 0.0703`` (or why there is none)."""
+    if not isinstance(task, Mapping):
+        return "no task checks"
+    interval = task.get("interval") or {}
+    text = (
+        f"{fmt_signed(task.get('difference'))} "
+        f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}]"
+    )
+    p = (task.get("signTest") or {}).get("pValue")
+    text += f", p = {fmt_p(p)}"
+    if task.get("insufficient"):
+        text += " (insufficient: fewer than 10 units)"
+    return text
+
+
+def verdict_summary(report: Mapping[str, Any]) -> str:
+    """One line of figures: trigger F1 and uplift, or the first message when not scored."""
+    trigger = report.get("trigger")
+    if not isinstance(trigger, Mapping):
+        messages = report.get("messages") or []
+        return str(messages[0]) if messages else "not scored"
+    return f"trigger F1 {fmt(trigger.get('f1'))}, uplift {uplift_summary(report.get('task'))}"
+
+
+def next_steps(
+    report: Mapping[str, Any],
+    esc: Callable[[object], str],
+    code: Callable[[str], str] | None = None,
+) -> list[str]:
+    """What to do next, one item per line (without bullet), user strings through ``esc``."""
+    code = code or (lambda s: s)
+    steps = [esc(m) for m in report.get("messages") or []]
+    cases = {c.get("id"): c for c in report.get("caseResults") or []}
+
+    def where(case_id: str) -> str:
+        line = (cases.get(case_id) or {}).get("line")
+        return f"{code(esc(case_id))} (line {line})" if line else code(esc(case_id))
+
+    trigger = report.get("trigger") or {}
+    missed = [str(c) for c in trigger.get("missedTriggerCaseIds") or []]
+    if missed:
+        steps.append(
+            "Missed trigger — expected to load the skill but it did not in at least one trial; "
+            "make the description cover these prompts: "
+            + ", ".join(limited([where(c) for c in missed]))
+        )
+    false = [str(c) for c in trigger.get("falseTriggerCaseIds") or []]
+    if false:
+        steps.append(
+            "False trigger — loaded the skill although it should not have; narrow the "
+            "description: " + ", ".join(limited([where(c) for c in false]))
+        )
+    violations = (report.get("loading") or {}).get("violations") or []
+    for v in limited([_violation(v, esc, code) for v in violations]):
+        steps.append(f"Loading violation: {v}")
+    failures = (report.get("runner") or {}).get("failures") or []
+    for f in limited([_failure(f, esc, code) for f in failures]):
+        steps.append(f"Runner failure: {f}")
+    return steps
+
+
+def _violation(
+    v: Mapping[str, Any], esc: Callable[[object], str], code: Callable[[str], str]
+) -> str:
+    parts = [f"{code(esc(v.get('caseId')))} trial {v.get('trial')} {v.get('variant')}"]
+    if v.get("missing"):
+        parts.append("not loaded: " + ", ".join(code(esc(n)) for n in v["missing"]))
+    if v.get("forbidden"):
+        parts.append("loaded but excluded: " + ", ".join(code(esc(n)) for n in v["forbidden"]))
+    return "; ".join(parts)
+
+
+def _failure(f: Mapping[str, Any], esc: Callable[[object], str], code: Callable[[str], str]) -> str:
+    return (
+        f"{code(esc(f.get('caseId')))} trial {f.get('trial')} {f.get('variant')}: "
+        f"{esc(f.get('reason'))}"
+    )
+
+
+# ----------------------------------------------------------------------------------- render
+
+
+def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        cells = [
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
+
+
+def _gate_line(gate: object, label: str) -> str | None:
+    if not isinstance(gate, Mapping):
+        return None
+    passed = gate.get("passed")
+    verdict = "passed" if passed is True else "FAILED" if passed is False else "not decided"
+    return (
+        f"  gate {label} ≥ {fmt_threshold(gate.get('threshold'))}: {verdict} "
+        f"(value {fmt(gate.get('value'))})"
+    )
 
 
 def render_text(report: dict[str, Any]) -> str:
     """Render one §1.7 report for a person."""
-    raise NotImplementedError
+    status = str(report.get("status"))
+    lines = [
+        f"{STATUS_WORD.get(status, status.upper())}  {clean(skill_name(report))} — "
+        f"{clean(verdict_summary(report))} (exit {report.get('exitCode')})",
+        "",
+    ]
+    gates = report.get("gates") or {}
+    trigger = report.get("trigger")
+    if isinstance(trigger, Mapping):
+        lines.append("Trigger (with-variant observations)")
+        lines += _table(
+            [
+                ["TP", "FP", "FN", "TN", "precision", "recall", "F1"],
+                [
+                    str(trigger.get("tp")),
+                    str(trigger.get("fp")),
+                    str(trigger.get("fn")),
+                    str(trigger.get("tn")),
+                    fmt(trigger.get("precision")),
+                    fmt(trigger.get("recall")),
+                    fmt(trigger.get("f1")),
+                ],
+            ]
+        )
+        gate = _gate_line(gates.get("minTriggerF1"), "F1")
+        if gate:
+            lines.append(gate)
+        lines.append("")
+    task = report.get("task")
+    if isinstance(task, Mapping):
+        lines.append(f"Uplift ({task.get('units')} independent unit(s) with a task check)")
+        rows = [["variant", "passed", "total", "pass rate"]]
+        for variant in ("with", "without"):
+            rate = task.get(variant) or {}
+            rows.append(
+                [
+                    variant,
+                    str(rate.get("passed")),
+                    str(rate.get("total")),
+                    fmt_pct(rate.get("passRate")),
+                ]
+            )
+        lines += _table(rows)
+        interval = task.get("interval") or {}
+        lines.append(
+            f"  difference {fmt_signed(task.get('difference'))}, "
+            f"95% interval [{fmt_signed(interval.get('lower'))}, "
+            f"{fmt_signed(interval.get('upper'))}] (percentile bootstrap over units, "
+            f"{interval.get('samples')} samples, seed {interval.get('seed')})"
+        )
+        sign = task.get("signTest") or {}
+        lines.append(
+            f"  sign test: {sign.get('positive')} unit(s) better with the skill, "
+            f"{sign.get('negative')} worse, {sign.get('ties')} tied; "
+            f"two-sided p = {fmt_p(sign.get('pValue'))}"
+        )
+        if task.get("insufficient"):
+            lines.append("  insufficient: fewer than 10 independent units — not a basis for a gate")
+        gate = _gate_line(gates.get("minUplift"), "uplift lower bound")
+        if gate:
+            lines.append(gate)
+        lines.append("")
+    elif isinstance(trigger, Mapping):
+        lines.append("Uplift: no case has a task check (add `task` to cases to measure it)")
+        gate = _gate_line(gates.get("minUplift"), "uplift lower bound")
+        if gate:
+            lines.append(gate)
+        lines.append("")
+    runner = report.get("runner")
+    if isinstance(runner, Mapping):
+        failures = runner.get("failures") or []
+        violations = (report.get("loading") or {}).get("violations") or []
+        wall = runner.get("wallMs")
+        line = (
+            f"Runs: {runner.get('invocations')} invocation(s) in this run, "
+            f"{len(failures)} runner failure(s), {len(violations)} loading violation(s)"
+        )
+        if isinstance(wall, (int, float)):
+            line += f", {wall / 1000:.1f} s"
+        meta = runner.get("meta") or {}
+        if is_number(meta.get("costUsd")):
+            line += f", ${meta['costUsd']:.4f}"
+        tokens = [meta.get("inputTokens"), meta.get("outputTokens")]
+        if any(is_number(t) for t in tokens):
+            line += f", tokens in/out {tokens[0] if is_number(tokens[0]) else 'n/a'}/" + (
+                f"{tokens[1] if is_number(tokens[1]) else 'n/a'}"
+            )
+        lines += [line, ""]
+    skill = report.get("skill") or {}
+    warnings = skill.get("warnings") or [] if isinstance(skill, Mapping) else []
+    steps = next_steps(report, clean)
+    steps += [f"Skill format warning: {clean(w)}" for w in limited([str(w) for w in warnings])]
+    lines.append("What to do next")
+    if steps:
+        lines += [f"  - {step}" for step in steps]
+    elif report.get("exitCode") == 0:
+        lines.append("  nothing: the evidence clears every configured gate")
+    return "\n".join(lines) + "\n"
