@@ -1,0 +1,104 @@
+"""Helpers for the CI gate tests: temporary git repositories holding several skills."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLE_SKILL, write_skill
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run git in ``repo`` and return stdout."""
+    env = {**os.environ, **GIT_ENV}
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def commit_all(repo: Path, message: str = "change") -> str:
+    """Stage everything and commit; return the new HEAD sha."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def cases_for(name: str, count: int = 12, triggers: int = 6) -> list[dict[str, Any]]:
+    """``count`` distinct cases, the first ``triggers`` expecting the skill."""
+    return [
+        {
+            "id": f"{name}-case-{i}",
+            "prompt": f"question number {i} about {name}",
+            "expectTrigger": i < triggers,
+        }
+        for i in range(count)
+    ]
+
+
+def make_repo(
+    root: Path,
+    skills: Sequence[str] = ("alpha", "beta", "gamma"),
+    config: str | None = "runner: skill-evals runner simulated\ntrials: 1\n",
+) -> Path:
+    """A git repo with one committed skill per name under skills/, each with evals/cases.jsonl."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    for name in skills:
+        skill = write_skill(
+            root / "skills",
+            name=name,
+            description=f"Answer questions about {name} topics and {name} things.",
+            body=f"# {name}\n\nAll about {name}.\n",
+        )
+        cases = skill / "evals" / "cases.jsonl"
+        cases.parent.mkdir(parents=True, exist_ok=True)
+        cases.write_text("".join(json.dumps(c) + "\n" for c in cases_for(name)), "utf-8")
+    if config is not None:
+        (root / ".skill-evals.yml").write_text(config, encoding="utf-8")
+    commit_all(root, "initial")
+    return root
+
+
+def run_cli(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m skill_evals ARGS`` in ``cwd`` with a clean GitHub-free environment."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
+    base.pop("CI", None)
+    full = {**base, **GIT_ENV, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "skill_evals", *args],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def example_skill() -> Path:
+    return EXAMPLE_SKILL
