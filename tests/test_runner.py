@@ -195,6 +195,11 @@ def test_cannot_start(tmp_path: Path) -> None:
     assert "No such file or directory" in reason
 
 
+def test_cannot_start_odd_argv() -> None:
+    assert failure_of(spec()) == "cannot start: the runner command is empty"
+    assert failure_of(spec(sys.executable, "a\0b")).startswith("cannot start")
+
+
 def test_cannot_start_not_executable(tmp_path: Path) -> None:
     script = tmp_path / "runner.sh"
     script.write_text("#!/bin/sh\necho hi\n")

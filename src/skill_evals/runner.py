@@ -196,6 +196,8 @@ def run_invocation(spec: InvocationSpec, cancel: threading.Event | None = None) 
 
     if cancel is not None and cancel.is_set():
         return fail("interrupted")
+    if not spec.argv:
+        return fail("cannot start: the runner command is empty")
     try:
         proc = subprocess.Popen(
             list(spec.argv),
@@ -207,8 +209,9 @@ def run_invocation(spec: InvocationSpec, cancel: threading.Event | None = None) 
             bufsize=0,
         )
     except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        return fail(f"cannot start {spec.argv[0] if spec.argv else ''!r}: {reason}")
+        return fail(f"cannot start {spec.argv[0]!r}: {exc.strerror or type(exc).__name__}")
+    except (ValueError, subprocess.SubprocessError) as exc:  # e.g. a NUL byte in an argument
+        return fail(f"cannot start {spec.argv[0]!r}: {type(exc).__name__}")
     deadline = started + spec.timeout_ms / 1000.0
     try:
         outcome = _pump(proc, spec.prompt.encode("utf-8"), deadline, spec, cancel)
