@@ -1,0 +1,585 @@
+"""The Codex runner: fast tests of the evidence parser on transcripts captured from the real
+Codex CLI, and end-to-end tests (``-m agents``) that drive the real ``codex exec --json`` against
+the scripted Responses server in fake_openai_responses.py.
+
+Regenerate the captured transcripts with ``python -m tests.agents.test_codex`` (needs the CLI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.agents import codex
+from skill_evals.agents.base import RunnerSetupError
+from skill_evals.agents.evidence import EvidencePatterns, read_events
+from tests.agents.conftest import agent_binary
+from tests.agents.fake_openai_responses import (
+    GENERIC_ANSWER,
+    Behaviour,
+    FakeResponses,
+)
+from tests.conftest import assert_valid_report, write_jsonl, write_skill
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "codex"
+KNOWN = frozenset({"refund-policy", "shipping-times"})
+REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
+REFUND_BODY = "# Refund policy\n\nRefunds within 30 days with a receipt.\n"
+SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
+SHIPPING_BODY = "# Shipping\n\nParcels arrive in 3 to 5 working days.\n"
+REFUND_PROMPT = "Can I get refunds on store purchases without receipts?"
+SHIPPING_PROMPT = "When will my parcel arrive, what are the shipping times?"
+MODEL = "fake-model"  # unknown to Codex: it falls back to classic function tools
+
+
+def events(name: str) -> list[dict[str, Any]]:
+    return read_events(FIXTURES / f"{name}.jsonl")
+
+
+def summary(
+    evs: list[dict[str, Any]], known: frozenset[str] | None = KNOWN
+) -> list[tuple[str, str, str]]:
+    return [
+        (x.skill, x.delivery, x.source) for x in codex.find_loads(evs, EvidencePatterns(), known)
+    ]
+
+
+# ------------------------------------------------------------------ parser, captured transcripts
+
+
+def test_native_read_is_a_load_at_the_completed_item() -> None:
+    evs = events("native_with")
+    loads = codex.find_loads(evs, EvidencePatterns(), KNOWN)
+    assert [(x.skill, x.delivery, x.agent, x.source) for x in loads] == [
+        ("refund-policy", "native", "codex", "command_execution cat SKILL.md")
+    ]
+    item = evs[loads[0].index]
+    assert item["type"] == "item.completed" and item["item"]["type"] == "command_execution"
+
+
+def test_without_transcript_has_no_load() -> None:
+    assert summary(events("native_without")) == []
+
+
+def test_sed_read_counts() -> None:
+    assert summary(events("sed_read")) == [
+        ("refund-policy", "native", "command_execution sed SKILL.md")
+    ]
+
+
+def test_failed_read_is_not_a_load() -> None:
+    evs = events("failed_read")
+    # The read was attempted on the skill's path, but it exited non-zero.
+    commands = [e["item"] for e in evs if e.get("type") == "item.completed"
+                and e["item"].get("type") == "command_execution"]  # fmt: skip
+    assert commands and all(c["exit_code"] != 0 for c in commands)
+    assert summary(evs) == []
+    # The same item, had it succeeded, would be a load: only the failure keeps it out.
+    for command in commands:
+        command.update(exit_code=0, status="completed")
+    assert [x[0] for x in summary(evs)] == ["refund-policy"]
+
+
+def test_neighbour_and_tested_skill_both_reported() -> None:
+    assert sorted(summary(events("neighbour"))) == [
+        ("refund-policy", "native", "command_execution cat SKILL.md"),
+        ("shipping-times", "native", "command_execution cat SKILL.md"),
+    ]
+
+
+def test_mcp_tool_call_is_an_mcp_load() -> None:
+    assert summary(events("mcp_with")) == [
+        ("refund-policy", "mcp", "mcp tool load_refund_policy_skill")
+    ]
+
+
+def test_failed_mcp_call_is_not_a_load() -> None:
+    evs = events("mcp_failed")
+    failed = [e for e in evs if e.get("type") == "item.completed"
+              and e["item"].get("type") == "mcp_tool_call"]  # fmt: skip
+    assert failed and failed[0]["item"]["status"] == "failed" and failed[0]["item"]["error"]
+    assert summary(evs) == []
+    failed[0]["item"].update(status="completed", error=None)
+    assert [x[0] for x in summary(evs)] == ["refund-policy"]
+
+
+def test_started_items_and_unknown_skills_never_count() -> None:
+    evs = events("native_with")
+    started_only = [e for e in evs if e.get("type") != "item.completed"]
+    assert summary(started_only) == []
+    assert summary(evs, frozenset({"other"})) == []
+    assert summary(evs, None)[0][0] == "refund-policy"  # the evidence command passes None
+
+
+def test_outcome_from_transcripts() -> None:
+    ok = codex.outcome_of(events("native_with"))
+    assert ok.exit_code == 0 and ok.saw_turn
+    assert ok.output.startswith("Following the skill:") and "30 days" in ok.output
+    assert ok.input_tokens > 0 and ok.output_tokens == 14  # two model requests, 7 each
+    failed = codex.outcome_of(events("turn_failed"))
+    assert failed.exit_code == 1 and failed.saw_turn and failed.output == ""
+    assert codex.outcome_of([{"type": "thread.started"}]).saw_turn is False
+
+
+def test_mcp_resource_reads_and_error_results() -> None:
+    def item(status: str, **extra: Any) -> dict[str, Any]:
+        fields = {"type": "mcp_tool_call", "server": "skills", "status": status, **extra}
+        return {"type": "item.completed", "item": fields}
+
+    uri = "skill://refund-policy/SKILL.md"
+    resource = item("completed", tool="read_mcp_resource", arguments={"server": "s", "uri": uri})
+    error_result = item("completed", tool="load_refund_policy_skill", result={"is_error": True})
+    custom = item("completed", tool="fetch_refund-policy")
+    assert summary([resource, error_result]) == [
+        ("refund-policy", "mcp", "mcp resource skill://refund-policy/SKILL.md")
+    ]
+    patterns = EvidencePatterns(tool_patterns=(r"^fetch_(?P<name>.+)$",))
+    assert [x.skill for x in codex.find_loads([custom], patterns, KNOWN)] == ["refund-policy"]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("/bin/bash -lc 'cat .agents/skills/refund-policy/SKILL.md'", ["refund-policy"]),
+        ("/bin/bash -lc \"sed -n '1,200p' /tmp/p/.agents/skills/refund-policy/SKILL.md\"",
+         ["refund-policy"]),
+        ("bash -lc 'cd .agents/skills && head -n 40 refund-policy/SKILL.md'", ["refund-policy"]),
+        ("bash -lc 'nl -ba .agents/skills/refund-policy/SKILL.md | sed -n 1,80p'",
+         ["refund-policy"]),
+        ("bash -lc 'ls\ncat .agents/skills/shipping-times/SKILL.md'", ["shipping-times"]),
+        ("bash -lc 'cat skills/refund-policy/SKILL.md skills/shipping-times/SKILL.md'",
+         ["refund-policy", "shipping-times"]),
+        ("bash -lc 'wc -l < .agents/skills/refund-policy/SKILL.md'", ["refund-policy"]),
+        ("bash -lc 'LC_ALL=C cat .agents/skills/refund-policy/SKILL.md 2>&1'", ["refund-policy"]),
+        # not reads of a SKILL.md by a reader command:
+        ("bash -lc 'grep -n refund .agents/skills/refund-policy/SKILL.md'", []),
+        ("bash -lc 'ls .agents/skills/refund-policy/SKILL.md'", []),
+        ("bash -lc \"sed -i 's/a/b/' .agents/skills/refund-policy/SKILL.md\"", []),
+        ("bash -lc 'echo x > .agents/skills/refund-policy/SKILL.md'", []),
+        ("bash -lc 'cat .agents/skills/refund-policy/README.md'", []),
+        ("bash -lc 'cat .agents/skills/unknown/SKILL.md'", []),
+        ("bash -lc 'cat \"unbalanced'", []),
+    ],
+)  # fmt: skip
+def test_read_recognition(command: str, expected: list[str]) -> None:
+    event = {"type": "item.completed",
+             "item": {"type": "command_execution", "command": command, "exit_code": 0,
+                      "status": "completed"}}  # fmt: skip
+    assert [x.skill for x in codex.find_loads([event], None, KNOWN)] == expected
+
+
+def test_evidence_command_reads_a_saved_transcript() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "evidence", "--agent", "codex",
+         str(FIXTURES / "neighbour.jsonl")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    loads = json.loads(proc.stdout)
+    assert sorted(x["skill"] for x in loads) == ["refund-policy", "shipping-times"]
+    assert {x["agent"] for x in loads} == {"codex"} and {x["delivery"] for x in loads} == {"native"}
+
+
+# ------------------------------------------------------------------------- config and options
+
+
+def test_provider_comes_from_the_environment_and_the_key_never_reaches_the_config() -> None:
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-secret-1",
+           "CODEX_API_KEY": "sk-secret-2"}  # fmt: skip
+    provider = codex.provider_from_env(env)
+    assert provider == codex.Provider("http://127.0.0.1:9/v1", "CODEX_API_KEY")
+    text = codex.build_config(provider, "m1", ["/py", "-m", "skill_evals", "mcp-serve"], None)
+    assert "sk-secret" not in text
+    tomllib = pytest.importorskip("tomllib")
+    config = tomllib.loads(text)
+    assert config["model_provider"] == "skill_evals" and config["model"] == "m1"
+    assert config["model_providers"]["skill_evals"] == {
+        "name": "skill-evals", "base_url": "http://127.0.0.1:9/v1", "wire_api": "responses",
+        "env_key": "CODEX_API_KEY"}  # fmt: skip
+    assert config["project_root_markers"] == [] and config["approval_policy"] == "never"
+    assert config["skills"]["bundled"]["enabled"] is False
+    server = config["mcp_servers"]["skills"]
+    assert server["command"] == "/py" and server["args"] == ["-m", "skill_evals", "mcp-serve"]
+    assert server["required"] is True and server["default_tools_approval_mode"] == "approve"
+    assert codex.provider_from_env({"OPENAI_API_KEY": "k"}).base_url == codex.DEFAULT_BASE_URL
+    assert codex.provider_from_env({"OPENAI_BASE_URL": "http://127.0.0.1:9"}).env_key is None
+    with pytest.raises(RunnerSetupError, match="CODEX_API_KEY or OPENAI_API_KEY"):
+        codex.provider_from_env({})
+
+
+def test_toml_strings_escape_everything_toml_requires() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    tricky = 'a"b\\c\n\x7f\x01é😀'
+    assert tomllib.loads(f"k = {codex.toml_string(tricky)}")["k"] == tricky
+
+
+def test_environment_moves_home_and_drops_codex_pointers(tmp_path: Path) -> None:
+    base = {"HOME": "/real", "CODEX_HOME": "/real/.codex", "CODEX_SQLITE_HOME": "/x",
+            "CODEX_API_KEY": "k", "PATH": "/bin", "EVALGATE_SKILL_VARIANT": "with"}  # fmt: skip
+    env = codex.codex_env(base, tmp_path / "home", tmp_path / "home" / ".codex")
+    assert env["HOME"] == str(tmp_path / "home")
+    assert env["CODEX_HOME"] == str(tmp_path / "home" / ".codex")
+    assert "CODEX_SQLITE_HOME" not in env and env["CODEX_API_KEY"] == "k"
+    assert "EVALGATE_SKILL_VARIANT" not in env and env["PATH"] == "/bin"
+
+
+def test_sandbox_choice_is_validated() -> None:
+    assert codex.sandbox_from_env({}) == "workspace-write"
+    assert codex.sandbox_from_env({codex.ENV_SANDBOX: "read-only"}) == "read-only"
+    with pytest.raises(RunnerSetupError, match="SKILL_EVALS_CODEX_SANDBOX=bogus"):
+        codex.sandbox_from_env({codex.ENV_SANDBOX: "bogus"})
+
+
+def test_command_is_headless_json_with_prompt_on_stdin(tmp_path: Path) -> None:
+    cmd = codex.build_command("/bin/codex", tmp_path, "m1", "read-only", ephemeral=True)
+    assert cmd[:3] == ["/bin/codex", "exec", "--json"] and cmd[-1] == "-"
+    for flag in ("--skip-git-repo-check", "--ignore-rules", "--ephemeral"):
+        assert flag in cmd
+    assert cmd[cmd.index("--sandbox") + 1] == "read-only"
+    assert cmd[cmd.index("--cd") + 1] == str(tmp_path)
+    assert cmd[cmd.index("--model") + 1] == "m1"
+
+
+# ----------------------------------------------------------------- end to end, real Codex CLI
+
+
+@pytest.fixture
+def codex_binary() -> str:
+    return agent_binary("codex")
+
+
+@pytest.fixture
+def skills(tmp_path: Path) -> dict[str, Path]:
+    root = tmp_path / "skills"
+    return {
+        "refund-policy": write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY),
+        "shipping-times": write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY),
+    }
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeResponses]:
+    with FakeResponses() as server:
+        yield server
+
+
+@dataclass
+class Proxy:
+    """An HTTP(S) proxy on 127.0.0.1 that refuses everything and records every attempt."""
+
+    url: str
+    attempts: list[str]
+
+
+@pytest.fixture
+def proxy() -> Iterator[Proxy]:
+    attempts: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _refuse(self) -> None:
+            attempts.append(f"{self.command} {self.path}")
+            self.send_response(403)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_CONNECT = do_GET = do_POST = _refuse
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Proxy(f"http://127.0.0.1:{server.server_address[1]}", attempts)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def runner_env(fake: FakeResponses, proxy: Proxy, **extra: str) -> dict[str, str]:
+    """The caller's environment pointed at the fake server; every proxy variable points at the
+    refusing proxy, so nothing can leave 127.0.0.1 and any attempt is recorded."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALGATE_", "CODEX_"))}
+    env.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test-not-a-secret")
+    env.update(HTTPS_PROXY=proxy.url, HTTP_PROXY=proxy.url, ALL_PROXY=proxy.url,
+               NO_PROXY="127.0.0.1,localhost")  # fmt: skip
+    env.update(extra)
+    return env
+
+
+def run_codex(
+    binary: str,
+    skill: Path,
+    variant: str,
+    prompt: str,
+    env: Mapping[str, str],
+    *args: str,
+) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", binary,
+         "--model", MODEL, *args],
+        input=prompt.encode(), capture_output=True, timeout=120,
+        env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill),
+             "EVALGATE_SKILL_CASE_ID": "c1", "EVALGATE_SKILL_TRIAL": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    lines = proc.stdout.decode().splitlines()
+    assert len(lines) == 1, proc.stdout
+    result: dict[str, Any] = json.loads(lines[0])
+    assert set(result) <= {"variant", "invokedSkills", "output", "exitCode", "meta"}
+    return result
+
+
+@pytest.mark.agents
+def test_with_loads_the_skill_and_without_does_not(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    env = runner_env(fake, proxy)
+    with_ = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT, env)
+    assert with_["variant"] == "with" and with_["invokedSkills"] == ["refund-policy"]
+    assert with_["exitCode"] == 0 and "30 days" in with_["output"]
+    assert with_["meta"]["inputTokens"] > 0 and with_["meta"]["outputTokens"] == 14
+    assert with_["meta"]["durationMs"] > 0
+    # Offered natively, and none of Codex's bundled system skills competes with it.
+    assert fake.offered_names() == {"refund-policy"}
+    assert fake.seen[0].skills[0].path.endswith("/project/.agents/skills/refund-policy/SKILL.md")
+    fake.seen.clear()
+    without = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env)
+    assert without["invokedSkills"] == [] and without["output"] == GENERIC_ANSWER
+    assert without["exitCode"] == 0
+    assert fake.offered_names() == set()
+    assert proxy.attempts == [], "Codex tried to reach beyond 127.0.0.1"
+
+
+@pytest.mark.agents
+def test_user_and_ancestor_skills_do_not_leak(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    # The tested skill planted everywhere a real user might have it: ~/.codex/skills,
+    # ~/.agents/skills, a CODEX_HOME of their own, and a git checkout that contains TMPDIR.
+    home = tmp_path / "user-home"
+    for root in (home / ".codex" / "skills", home / ".agents" / "skills"):
+        write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+    own_codex_home = tmp_path / "own-codex-home"
+    write_skill(own_codex_home / "skills", "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    write_skill(checkout / ".agents" / "skills", "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+    (checkout / "tmp").mkdir()
+    env = runner_env(fake, proxy, HOME=str(home), CODEX_HOME=str(own_codex_home),
+                     TMPDIR=str(checkout / "tmp"))  # fmt: skip
+    result = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env)
+    assert result["invokedSkills"] == [] and result["output"] == GENERIC_ANSWER
+    assert fake.offered_names() == set()
+    assert list((checkout / "tmp").iterdir()) == []  # the workspace was removed
+
+
+@pytest.mark.agents
+def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    env = runner_env(fake, proxy)
+    neighbour = ("--with-skill", str(skills["shipping-times"]))
+    for variant in ("with", "without"):
+        fake.seen.clear()
+        result = run_codex(codex_binary, skills["refund-policy"], variant, SHIPPING_PROMPT, env,
+                           *neighbour)  # fmt: skip
+        assert result["invokedSkills"] == ["shipping-times"], variant
+        assert "working days" in result["output"]
+        expected = {"refund-policy", "shipping-times"} if variant == "with" else {"shipping-times"}
+        assert fake.offered_names() == expected
+    fake.behaviour = Behaviour(also_load=("shipping-times",))
+    both = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT, env, *neighbour)
+    assert sorted(both["invokedSkills"]) == ["refund-policy", "shipping-times"]
+
+
+@pytest.mark.agents
+def test_failed_read_is_not_reported(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    fake.behaviour = Behaviour(fail_reads=True)
+    result = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT,
+                       runner_env(fake, proxy))  # fmt: skip
+    assert result["invokedSkills"] == [] and result["output"] == GENERIC_ANSWER
+    assert any("No such file" in o for seen in fake.seen for o in seen.tool_outputs)
+
+
+@pytest.mark.agents
+def test_failed_turn_is_a_failed_task_not_a_runner_failure(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    fake.behaviour = Behaviour(fail_turn=True)
+    result = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT,
+                       runner_env(fake, proxy))  # fmt: skip
+    assert result["exitCode"] == 1 and result["invokedSkills"] == []
+
+
+@pytest.mark.agents
+def test_mcp_delivery_loads_through_the_skill_server(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    env = runner_env(fake, proxy)
+    with_ = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT, env,
+                      "--delivery", "mcp")  # fmt: skip
+    assert with_["invokedSkills"] == ["refund-policy"] and "30 days" in with_["output"]
+    offered = [s for seen in fake.seen for s in seen.skills]
+    assert offered and all(s.mcp_tool == "load_refund_policy_skill" for s in offered)
+    fake.seen.clear()
+    without = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env,
+                        "--delivery", "mcp")  # fmt: skip
+    assert without["invokedSkills"] == [] and fake.offered_names() == set()
+    fake.behaviour = Behaviour(fail_reads=True)
+    failed = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT, env,
+                       "--delivery", "mcp")  # fmt: skip
+    assert failed["invokedSkills"] == []
+
+
+@pytest.mark.agents
+def test_setup_problems_are_runner_failures(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    env = runner_env(fake, proxy)
+    del env["OPENAI_BASE_URL"], env["OPENAI_API_KEY"]
+    base = [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", codex_binary]
+    run_env = {**env, "EVALGATE_SKILL_VARIANT": "with",
+               "EVALGATE_SKILL_DIR": str(skills["refund-policy"])}  # fmt: skip
+    no_key = subprocess.run(base, input=b"secret prompt", capture_output=True, env=run_env)
+    assert no_key.returncode == 2 and no_key.stdout == b""
+    assert b"CODEX_API_KEY or OPENAI_API_KEY" in no_key.stderr
+    assert b"secret prompt" not in no_key.stderr
+    turns = subprocess.run([*base, "--max-turns", "3"], input=b"p", capture_output=True,
+                           env={**run_env, "OPENAI_API_KEY": "k"})  # fmt: skip
+    assert turns.returncode == 2 and b"--max-turns" in turns.stderr
+
+
+# ------------------------------------------------------------- the whole pipeline through Codex
+
+SUITE = [
+    ("refund-no-receipt", REFUND_PROMPT, True, ["30 days"]),
+    ("refund-returns", "How do returns work for a store purchase?", True, ["30 days"]),
+    ("refund-lost-receipt", "I lost my receipt, can I still get a refund?", True, ["30 days"]),
+    ("refund-window", "What is the refund window for purchases?", True, ["30 days"]),
+    ("refund-accept", "Do you accept returns without a receipt?", True, ["30 days"]),
+    ("refund-question", "Question about refunds for an online store order", True, ["30 days"]),
+    ("ship-when", SHIPPING_PROMPT, False, ["working days"]),
+    ("ship-how-long", "How long does delivery of a parcel take?", False, ["working days"]),
+    ("ship-canada", "Explain shipping times to Canada", False, ["working days"]),
+    ("ship-express", "Is express delivery faster for parcels?", False, ["working days"]),
+    ("ship-track", "Track the shipping of my parcels", False, ["working days"]),
+    ("ship-large", "What delivery times apply to large parcels?", False, ["working days"]),
+]
+
+
+@pytest.mark.agents
+def test_full_skill_evals_run_through_codex(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    cases = write_jsonl(
+        tmp_path / "cases.jsonl",
+        [
+            {
+                "id": case_id,
+                "prompt": prompt,
+                "expectTrigger": trigger,
+                "task": {"check": "includes_all", "expected": expected},
+                "loaded": {"exclude": ["refund-policy"], "include": ["shipping-times"]}
+                if not trigger
+                else {"exclude": ["shipping-times"]},
+            }
+            for case_id, prompt, trigger, expected in SUITE
+        ],
+    )
+    runner = (
+        f"{sys.executable} -m skill_evals runner codex --bin {codex_binary} --model {MODEL} "
+        f"--with-skill {skills['shipping-times']}"
+    )
+    report_path = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "test", "--skill", str(skills["refund-policy"]),
+         "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "2",
+         "--timeout-ms", "120000", "--min-trigger-f1", "0.9", "--min-uplift", "0.1",
+         "--report", str(report_path), "--quiet"],
+        capture_output=True, text=True, timeout=900, env=runner_env(fake, proxy),
+    )  # fmt: skip
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert_valid_report(report)
+    assert report["runner"]["failures"] == [], proc.stderr[-2000:]
+    assert report["loading"]["violations"] == []
+    trigger = report["trigger"]
+    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 0, 0, 6)
+    assert trigger["f1"] == 1.0
+    task = report["task"]
+    assert task["units"] == 12 and task["insufficient"] is False
+    assert (task["with"]["passed"], task["without"]["passed"]) == (12, 6)
+    assert task["difference"] == 0.5
+    assert (task["signTest"]["positive"], task["signTest"]["negative"]) == (6, 0)
+    assert task["signTest"]["pValue"] == 0.03125
+    assert 0.1 < task["interval"]["lower"] <= 0.5 <= task["interval"]["upper"]
+    assert report["gates"]["minTriggerF1"]["passed"] and report["gates"]["minUplift"]["passed"]
+    assert proc.returncode == 0 and report["exitCode"] == 0
+    assert report["runner"]["meta"]["inputTokens"] > 0
+    assert proxy.attempts == []
+
+
+# ------------------------------------------------------------------ regenerating the fixtures
+
+CAPTURES: dict[str, tuple[str, str, Behaviour, tuple[str, ...]]] = {
+    # name: (variant, prompt, behaviour, extra runner args)
+    "native_with": ("with", REFUND_PROMPT, Behaviour(), ()),
+    "native_without": ("without", REFUND_PROMPT, Behaviour(), ()),
+    "sed_read": ("with", REFUND_PROMPT, Behaviour(read_command="sed -n '1,200p' {path}"), ()),
+    "failed_read": ("with", REFUND_PROMPT, Behaviour(fail_reads=True), ()),
+    "neighbour": ("with", REFUND_PROMPT, Behaviour(also_load=("shipping-times",)), ("neighbour",)),
+    "mcp_with": ("with", REFUND_PROMPT, Behaviour(), ("--delivery", "mcp")),
+    "mcp_failed": ("with", REFUND_PROMPT, Behaviour(fail_reads=True), ("--delivery", "mcp")),
+    "turn_failed": ("with", REFUND_PROMPT, Behaviour(fail_turn=True), ()),
+}
+
+
+def capture_fixtures() -> None:
+    """Run the real CLI for each CAPTURES entry and save its ``exec --json`` transcript."""
+    import re
+    import shutil
+    import tempfile
+
+    binary = str(Path(__file__).resolve().parents[2] / ".cache/agents/node_modules/.bin/codex")
+    root = Path(tempfile.mkdtemp())
+    refund = write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+    shipping = write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    with FakeResponses() as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALGATE_", "CODEX_"))}
+        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-not-a-secret",
+                   EVALGATE_SKILL_DIR=str(refund))  # fmt: skip
+        for name, (variant, prompt, behaviour, extra) in CAPTURES.items():
+            server.behaviour = behaviour
+            args = ["--with-skill", str(shipping)] if extra == ("neighbour",) else list(extra)
+            proc = subprocess.run(
+                [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", binary,
+                 "--model", MODEL, "--keep-workspace", *args],
+                input=prompt.encode(), capture_output=True, check=True,
+                env={**env, "EVALGATE_SKILL_VARIANT": variant},
+            )  # fmt: skip
+            match = re.search(r"workspace kept at (\S+)", proc.stderr.decode())
+            assert match, proc.stderr
+            kept = Path(match.group(1))
+            (FIXTURES / f"{name}.jsonl").write_bytes((kept / "codex-events.jsonl").read_bytes())
+            shutil.rmtree(kept)
+            print(name, json.loads(proc.stdout)["invokedSkills"])
+    shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    capture_fixtures()
