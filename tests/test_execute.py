@@ -311,3 +311,14 @@ def test_progress_printer_line() -> None:
     )
     stream.close()
     printer(Progress(14, 60, SKILL, "case-4", 1, "with", True, 1.0))  # closed stream: no error
+
+
+def test_progress_printer_escapes_line_breaks() -> None:
+    import io
+
+    from skill_evals.progress import ProgressPrinter
+
+    stream = io.StringIO()
+    ProgressPrinter(stream)(Progress(1, 2, SKILL, "x\n::error::pwned\u2028", 1, "with", True, 0))
+    assert stream.getvalue().count("\n") == 1
+    assert "x\\u000a::error::pwned\\u2028" in stream.getvalue()
