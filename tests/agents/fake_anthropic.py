@@ -87,11 +87,13 @@ class FakeAnthropic:
       is not installed, which must not count as a load.
     - ``route``: how a natively offered skill is loaded: the ``Skill`` tool or a ``Read`` of
       ``<cwd>/.claude/skills/<name>/SKILL.md``.
+    - ``fail_status``: answer every request with this HTTP error (e.g. 401, a bad API key).
     """
 
     min_words: int = 2
     attempt: tuple[str, ...] = ()
     route: Literal["skill", "read"] = "skill"
+    fail_status: int | None = None
     exchanges: list[Exchange] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
@@ -128,6 +130,13 @@ class FakeAnthropic:
                 path = self.path.split("?", 1)[0]
                 if path.endswith("/count_tokens"):
                     self._send_json(200, {"input_tokens": max(1, len(raw) // 4)})
+                    return
+                if fake.fail_status is not None:
+                    kind = "authentication_error" if fake.fail_status == 401 else "api_error"
+                    self._send_json(
+                        fake.fail_status,
+                        {"type": "error", "error": {"type": kind, "message": "scripted failure"}},
+                    )
                     return
                 if not path.endswith("/v1/messages"):
                     self._send_json(404, {"type": "error", "error": {"type": "not_found_error"}})
@@ -260,6 +269,8 @@ class FakeAnthropic:
             "ANTHROPIC_BASE_URL": self.url,
             "ANTHROPIC_API_KEY": "dummy-key-for-fake-server",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            # The fake never fails by accident; without this a scripted 401 is retried for minutes.
+            "CLAUDE_CODE_MAX_RETRIES": "0",
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
             "DISABLE_AUTOUPDATER": "1",

@@ -232,32 +232,29 @@ def outcome(events: Sequence[Mapping[str, Any]]) -> Outcome | None:
     )
 
 
-def api_failure(events: Sequence[Mapping[str, Any]]) -> bool:
-    """True when the run ended because the model API could not be used (auth, network,
-    overload): that is missing evidence, not a task result."""
+def api_failure(events: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why the run ended without the model (auth, network, overload), or None when it did not:
+    that is missing evidence, not a task result. The reason holds only the API status/type."""
     result = next((e for e in reversed(events) if e.get("type") == "result"), None)
     if result is None or result.get("is_error") is not True:
-        return False
-    if result.get("terminal_reason") in _API_FAILURE_REASONS or result.get("api_error_status"):
-        return True
-    # Older CLIs: the only assistant message is a synthetic API-error message.
-    return any(
-        e.get("type") == "assistant" and e.get("is_api_error_message") is True for e in events
-    ) and not any(
-        b.get("type") == "tool_use"
-        for e in events
-        if e.get("type") == "assistant"
-        for b in _content_blocks(e)
-    )
+        return None
+    status = result.get("api_error_status")
+    kind = result.get("api_error_type")
+    if result.get("terminal_reason") in _API_FAILURE_REASONS or status:
+        details = [str(x) for x in (status, kind) if isinstance(x, (int, str)) and x]
+        return "API error " + " ".join(details) if details else "API error"
+    # Older CLIs: the run's only assistant output is a synthetic API-error message.
+    assistants = [e for e in events if e.get("type") == "assistant"]
+    if assistants and all(e.get("is_api_error_message") is True for e in assistants):
+        return "API error"
+    return None
 
 
 def parse_stream(data: bytes) -> list[dict[str, Any]]:
-    """Decode ``stream-json`` stdout into events; non-JSON lines become ``{}`` so indexes keep
-    matching lines."""
+    """Decode ``stream-json`` stdout into events; non-JSON (and blank) lines become ``{}`` so
+    indexes keep matching lines, as in :func:`.evidence.read_events`."""
     events: list[dict[str, Any]] = []
     for raw in data.splitlines():
-        if not raw.strip():
-            continue
         try:
             value = json.loads(raw)
         except ValueError:
@@ -353,7 +350,14 @@ def build_command(
         "--strict-mcp-config",
     ]
     if mcp_config is not None:
-        cmd += ["--mcp-config", str(mcp_config)]
+        # dontAsk denies MCP tools unless allowed: allow this runner's own server (and the
+        # resource reader, which can only reach it because of --strict-mcp-config).
+        cmd += [
+            "--mcp-config",
+            str(mcp_config),
+            "--allowedTools",
+            f"mcp__{MCP_SERVER_NAME},ReadMcpResourceTool,ListMcpResourcesTool",
+        ]
     if options.model:
         cmd += ["--model", options.model]
     if options.max_turns is not None:
@@ -405,6 +409,10 @@ def run(
         config_dir.mkdir()
         env = isolated_env(base_env, ws.home)
         env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+        if options.delivery == "mcp":
+            # Claude Code otherwise defers MCP tools behind ToolSearch, showing the model only
+            # their names; skills must compete on their descriptions, as native ones do.
+            env.setdefault("ENABLE_TOOL_SEARCH", "false")
         _make_git_root(ws.project, env)
 
         offered = ([tested] if invocation.variant == "with" else []) + neighbours
@@ -439,7 +447,8 @@ def run(
                 )
             except OSError as exc:
                 raise RunnerSetupError(f"cannot start {binary} ({exc.strerror})") from exc
-        (ws.root / "transcript.jsonl").write_bytes(done.stdout)
+        if options.keep_workspace:
+            (ws.root / "transcript.jsonl").write_bytes(done.stdout)
         _save_transcript(done.stdout, invocation, base_env)
         events = parse_stream(done.stdout)
         result = outcome(events)
@@ -448,10 +457,11 @@ def run(
             raise RunnerSetupError(
                 f"{binary} exited with code {done.returncode} without a result event{hint}"
             )
-        if api_failure(events):
+        failure = api_failure(events)
+        if failure is not None:
             raise RunnerSetupError(
-                f"{binary} could not use the model API "
-                f"(check ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL){hint}"
+                f"{binary} could not use the model API ({failure}; check ANTHROPIC_API_KEY, "
+                f"ANTHROPIC_BASE_URL or the network){hint}"
             )
         known = frozenset([tested.name, *(n.name for n in neighbours), *available_skills(events)])
         invoked = loaded_names(find_loads(events, EvidencePatterns(), known))
