@@ -205,10 +205,9 @@ def run_ci(
             if workspace.states
             else "no skill found in the repository"
         )
-    reason = changes.base.get("reason")
-    if reason:
-        messages.append(str(reason))
     messages.extend(changes.base.get("messages", []))
+    if changes.base.get("reason"):
+        console.info(str(changes.base["reason"]))
     exit_code = combine(s["exitCode"] for s in skills)
     ci_report = _ci_report(exit_code, skills, changes.base, messages, changes.removed)
     for message in messages:

@@ -6,6 +6,7 @@ chart labels sit in a code block with backticks and newlines removed.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -307,7 +308,9 @@ def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
     failing = [s for s in shown if s.get("exitCode", 0) != 0]
     if limit:
         for skill in failing:
-            lines += ["", f"<details><summary>{_esc(skill.get('name'))}: what failed</summary>", ""]
+            # Inside an HTML block Markdown escapes do not apply: HTML-escape the name there.
+            name = html.escape(" ".join(str(skill.get("name")).splitlines()), quote=True)
+            lines += ["", f"<details><summary>{name}: what failed</summary>", ""]
             lines += failure_details(skill, limit) or ["- see the job summary"]
             lines += ["", "</details>"]
     chart = pass_rate_chart(shown) if limit else []

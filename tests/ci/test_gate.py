@@ -1,0 +1,328 @@
+"""`skill-evals ci` end to end with the simulated runner: change detection, statuses, exit
+codes, every output file, GitHub outputs/summary/annotations, plan/--only/merge."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import junitparser
+import pytest
+
+from skill_evals.ci.schema import validate_ci_report
+from skill_evals.ci.summary import MARKER
+from tests.conftest import EXAMPLE_SKILL, write_skill
+
+from .conftest import commit_all, git, make_repo, run_cli
+
+SIMULATED = "runner: skill-evals runner simulated\ntrials: 1\njobs: 4\n"
+
+
+def gh_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """A GitHub Actions-like environment with output/summary files in ``tmp``."""
+    (tmp / "summary.md").write_text("# earlier step\n", encoding="utf-8")
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_OUTPUT": str(tmp / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
+        **extra,
+    }
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    values = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        values[key] = value
+    return values
+
+
+def build_repo(root: Path, config: str = SIMULATED) -> Path:
+    """refund-policy (the example skill, tasks included) plus two small skills."""
+    repo = make_repo(root, skills=("alpha", "beta"), config=config)
+    shutil.copytree(EXAMPLE_SKILL, repo / "skills" / "refund-policy")
+    commit_all(repo, "add refund-policy")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def passing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Edit refund-policy after the base commit, run ci --base under a GitHub-like env."""
+    tmp = tmp_path_factory.mktemp("passing")
+    repo = build_repo(tmp / "repo")
+    base = git(repo, "rev-parse", "HEAD")
+    with (repo / "skills" / "refund-policy" / "SKILL.md").open("a", encoding="utf-8") as fh:
+        fh.write("\nBe brief.\n")
+    commit_all(repo)
+    env = gh_env(tmp)
+    out = tmp / "out"
+    done = run_cli(["ci", "--base", base, "--out", str(out)], repo, env)
+    return {"repo": repo, "out": out, "done": done, "tmp": tmp, "base": base}
+
+
+@pytest.fixture(scope="module")
+def failing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The trigger gate set above what the simulated runner reaches: exit 1."""
+    tmp = tmp_path_factory.mktemp("failing")
+    repo = build_repo(tmp / "repo", SIMULATED + "gates: {min-trigger-f1: 0.99}\n")
+    env = gh_env(tmp)
+    out = tmp / "out"
+    done = run_cli(["ci", "--only", "refund-policy", "--out", str(out)], repo, env)
+    return {"repo": repo, "out": out, "done": done, "tmp": tmp}
+
+
+def test_only_the_edited_skill_is_evaluated(passing_run: dict[str, Any]) -> None:
+    done, out = passing_run["done"], passing_run["out"]
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    validate_ci_report(report)
+    statuses = {s["name"]: s["status"] for s in report["skills"]}
+    assert statuses == {"alpha": "unchanged", "beta": "unchanged", "refund-policy": "evaluated"}
+    refund = next(s for s in report["skills"] if s["name"] == "refund-policy")
+    assert refund["report"]["status"] == "pass" and refund["exitCode"] == 0
+    assert refund["cases"] == "skills/refund-policy/evals/cases.jsonl"
+    assert report["base"]["mode"] == "git" and report["base"]["sha"] == passing_run["base"]
+    assert report["status"] == "pass" and report["changedSkills"] == ["refund-policy"]
+    assert report["simulated"] is True
+    # observations recorded, one line per case × trial × variant
+    lines = (out / "observations" / "refund-policy.jsonl").read_text("utf-8").splitlines()
+    assert len(lines) == 14 * 2
+    # progress lines and folding
+    assert "[28/28] refund-policy" in done.stderr
+    assert "::group::skill-evals refund-policy" in done.stderr and "::endgroup::" in done.stderr
+
+
+def test_github_outputs_and_step_summary(passing_run: dict[str, Any]) -> None:
+    tmp, out = passing_run["tmp"], passing_run["out"]
+    outputs = read_outputs(tmp / "output.txt")
+    assert outputs == {
+        "exit-code": "0",
+        "status": "pass",
+        "changed-skills": '["refund-policy"]',
+        "report-dir": str(out),
+        "junit": str(out / "junit.xml"),
+    }
+    summary = (tmp / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("# earlier step\n")  # appended, not replaced
+    assert summary.endswith((out / "summary.md").read_text(encoding="utf-8"))
+    text = (out / "summary.md").read_text(encoding="utf-8")
+    assert "| Skill | Status | Trigger F1 | Uplift [95% CI] | p-value | Runs |" in text
+    assert "| refund-policy | ✅ pass | 0.94 |" in text
+    assert "with     ████" in text and "without  " in text  # the pass-rate chart
+    assert "Simulated runner" in text
+    comment = (out / "comment.md").read_text(encoding="utf-8")
+    assert comment.startswith(MARKER + "\n") and len(comment) <= 65_000
+    assert "2 unchanged skill(s) not evaluated." in comment
+
+
+def test_junit_read_back_with_junitparser(passing_run: dict[str, Any]) -> None:
+    xml = junitparser.JUnitXml.fromfile(str(passing_run["out"] / "junit.xml"))
+    suites = list(xml)
+    assert [s.name for s in suites] == ["refund-policy"]  # unchanged skills are not tested
+    names = [case.name for case in suites[0]]
+    assert "trigger[refund-eligible]" in names and "uplift" in names
+    assert all(case.time is not None for case in suites[0])
+
+
+def test_failing_gate_exit_1_with_annotations(failing_run: dict[str, Any]) -> None:
+    done, out, tmp = failing_run["done"], failing_run["out"], failing_run["tmp"]
+    assert done.returncode == 1, done.stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    validate_ci_report(report)
+    assert report["status"] == "fail" and report["base"]["mode"] == "only"
+    assert [s["name"] for s in report["skills"]] == ["refund-policy"]
+    line = next(
+        c["line"]
+        for c in report["skills"][0]["report"]["caseResults"]
+        if c["id"] == "near-miss-refund-code"
+    )
+    expected = (
+        f"::error file=skills/refund-policy/evals/cases.jsonl,line={line},title=skill-evals::"
+        "refund-policy: case near-miss-refund-code: the skill triggered but should not"
+    )
+    assert expected in done.stdout.splitlines()
+    assert read_outputs(tmp / "output.txt")["exit-code"] == "1"
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert "### refund-policy: what failed" in summary
+    assert "Gate failed: trigger F1 0.94 < 0.99" in summary
+    assert "False triggers: near-miss-refund-code" in summary
+    xml = junitparser.JUnitXml.fromfile(str(out / "junit.xml"))
+    assert xml.failures >= 1
+
+
+def test_missing_secrets_skip_or_fail(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", config=SIMULATED + "require-env: [SKILL_EVALS_SECRET_X]\n")
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--all", "--out", str(out)], repo, gh_env(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert (
+        "::warning::alpha: skipped, required environment variable(s) empty or unset: "
+        "SKILL_EVALS_SECRET_X" in done.stdout
+    )
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    validate_ci_report(report)
+    assert {s["status"] for s in report["skills"]} == {"skipped"}
+    assert report["status"] == "skipped"
+    assert not (out / "observations").exists()  # no runner ran
+    junit = junitparser.JUnitXml.fromfile(str(out / "junit.xml"))
+    assert junit.skipped == 3
+    done = run_cli(["ci", "--all", "--fail-on-missing-secrets", "--out", str(out)], repo)
+    assert done.returncode == 7
+    assert json.loads((out / "report.json").read_text("utf-8"))["status"] == "unavailable"
+    done = run_cli(["ci", "--all", "--out", str(out)], repo, {"SKILL_EVALS_SECRET_X": ""})
+    assert done.returncode == 0 and "empty or unset" in done.stderr
+
+
+def test_no_skill_exits_0_with_a_message(tmp_path: Path) -> None:
+    done = run_cli(["ci", "--out", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 0
+    assert "no skill found in the repository" in done.stderr
+    repo = make_repo(tmp_path / "repo")
+    done = run_cli(["ci", "--base", "HEAD", "--out", str(tmp_path / "out2")], repo)
+    assert done.returncode == 0 and "nothing changed" in done.stderr
+    report = json.loads((tmp_path / "out2" / "report.json").read_text("utf-8"))
+    assert {s["status"] for s in report["skills"]} == {"unchanged"}
+
+
+def test_no_cases_fails_unless_allowed(tmp_path: Path) -> None:
+    write_skill(tmp_path / "skills", "lonely")
+    (tmp_path / ".skill-evals.yml").write_text(SIMULATED, encoding="utf-8")
+    done = run_cli(["ci", "--out", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 1
+    report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+    validate_ci_report(report)
+    assert report["skills"][0]["status"] == "no-cases"
+    junit = junitparser.JUnitXml.fromfile(str(tmp_path / "out" / "junit.xml"))
+    assert junit.failures == 1
+    (tmp_path / ".skill-evals.yml").write_text(SIMULATED + "allow-missing-cases: true\n", "utf-8")
+    done = run_cli(["ci", "--out", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def test_repository_level_errors_exit_5_and_still_write_a_report(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", config="trials: 0\n")
+    done = run_cli(["ci", "--out", str(tmp_path / "out")], repo)
+    assert done.returncode == 5
+    assert "$.trials" in done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+    validate_ci_report(report)
+    assert report["status"] == "invalid" and report["skills"] == []
+    # no runner configured
+    (repo / ".skill-evals.yml").write_text("trials: 1\n", encoding="utf-8")
+    done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo)
+    assert done.returncode == 5 and "no runner configured" in done.stderr
+    # --out inside a skill directory
+    done = run_cli(["ci", "--all", "--out", "skills/alpha/out"], repo)
+    assert done.returncode == 5 and "inside the skill directory skills/alpha" in done.stderr
+    assert run_cli(["ci", "--all", "--base", "HEAD"], repo).returncode == 5
+    assert run_cli(["ci", "--only", "nope", "--runner", "x"], repo).returncode == 5
+
+
+def test_plan_prints_the_matrix(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "skills" / "beta" / "x.md").write_text("x", encoding="utf-8")
+    env = gh_env(tmp_path)
+    done = run_cli(["ci", "plan", "--base", base], repo, env)
+    assert done.returncode == 0, done.stderr
+    matrix = json.loads(done.stdout)
+    assert matrix == {"include": [{"skill": "beta", "path": "skills/beta"}]}
+    outputs = read_outputs(tmp_path / "output.txt")
+    assert json.loads(outputs["matrix"]) == matrix and outputs["count"] == "1"
+    done = run_cli(["ci", "plan", "--all"], repo)
+    assert len(json.loads(done.stdout)["include"]) == 3
+
+
+def test_merge_combines_shards(
+    tmp_path: Path, passing_run: dict[str, Any], failing_run: dict[str, Any]
+) -> None:
+    shards = tmp_path / "shards"
+    shutil.copytree(passing_run["out"], shards / "a")
+    shutil.copytree(failing_run["out"], shards / "b")
+    # make shard b's skill distinct so both show up
+    report_b = json.loads((shards / "b" / "report.json").read_text("utf-8"))
+    report_b["skills"][0]["path"] = "other/refund-policy-2"
+    report_b["skills"][0]["name"] = "refund-policy-2"
+    (shards / "b" / "report.json").write_text(json.dumps(report_b), encoding="utf-8")
+    out = tmp_path / "merged"
+    env = gh_env(tmp_path)
+    done = run_cli(
+        ["ci", "merge", str(shards / "a"), str(shards / "b"), "--out", str(out)], tmp_path, env
+    )
+    assert done.returncode == 1, done.stderr
+    merged = json.loads((out / "report.json").read_text("utf-8"))
+    validate_ci_report(merged)
+    assert merged["base"] == {"mode": "merged", "shards": 2}
+    names = [s["name"] for s in merged["skills"]]
+    assert "refund-policy" in names and "refund-policy-2" in names
+    assert (out / "observations" / "refund-policy.jsonl").is_file()
+    junit = junitparser.JUnitXml.fromfile(str(out / "junit.xml"))
+    assert {s.name for s in junit} == {"refund-policy", "refund-policy-2"}
+    assert read_outputs(tmp_path / "output.txt")["exit-code"] == "1"
+    assert (out / "comment.md").read_text("utf-8").startswith(MARKER)
+    done = run_cli(["ci", "merge", str(tmp_path / "missing"), "--out", str(out)], tmp_path)
+    assert done.returncode == 5 and "report.json" in done.stderr
+
+
+HOSTILE_IDS = ["<script>alert(1)</script>", "a|b|c", "`tick` *bold* [x](http://e.x)", "@octocat"]
+
+
+def hostile_report(passing_run: dict[str, Any]) -> dict[str, Any]:
+    """The passing run's report with hostile case ids and skill name, and a failure."""
+    report = json.loads((passing_run["out"] / "report.json").read_text("utf-8"))
+    report = copy.deepcopy(report)
+    skill = next(s for s in report["skills"] if s["status"] == "evaluated")
+    skill["name"] = "<img src=x onerror=alert(2)>|`x`"
+    inner = skill["report"]
+    for case, hostile in zip(inner["caseResults"], HOSTILE_IDS, strict=False):
+        case["id"] = hostile
+    inner["trigger"]["missedTriggerCaseIds"] = HOSTILE_IDS[:2]
+    inner["trigger"]["falseTriggerCaseIds"] = HOSTILE_IDS[2:]
+    inner["messages"] = ["</details><script>alert(3)</script>"]
+    skill["exitCode"] = 1
+    report["status"], report["exitCode"] = "fail", 1
+    return report
+
+
+def test_hostile_strings_are_escaped_in_markdown(passing_run: dict[str, Any]) -> None:
+    from skill_evals.ci.summary import render_comment, render_summary
+
+    report = hostile_report(passing_run)
+    for text in (render_summary(report), render_comment(report)):
+        outside_code = re.sub(r"```text\n.*?```", "", text, flags=re.S)
+        for own in (MARKER, "<details>", "</details>", "<summary>", "</summary>"):
+            outside_code = outside_code.replace(own, "")
+        assert re.search(r"(?<!\\)<", outside_code) is None  # every < is escaped
+        assert "&lt;img src=x onerror=alert(2)&gt;" in text or "<details>" not in text
+        assert "\\<script\\>alert\\(1\\)\\</script\\>" in text
+        assert "a\\|b\\|c" in text  # a pipe cannot open a table cell
+        assert "\\`tick\\`" in text and "\\[x\\]\\(http://e.x\\)" in text
+        assert "@octocat" not in text  # no mention
+        for row in (r for r in text.splitlines() if r.startswith("| ")):
+            assert row.count(" | ") - row.count("\\|") <= 6
+
+
+def test_summary_and_comment_limits(passing_run: dict[str, Any]) -> None:
+    from skill_evals.ci.summary import render_comment, render_summary
+
+    report = json.loads((passing_run["out"] / "report.json").read_text("utf-8"))
+    evaluated = next(s for s in report["skills"] if s["status"] == "evaluated")
+    many = []
+    for i in range(3000):
+        skill = copy.deepcopy(evaluated)
+        skill["name"] = f"skill-{i:04d}-" + "x" * 200
+        skill["path"] = f"skills/{i}"
+        skill["exitCode"] = 1
+        skill["report"]["trigger"]["missedTriggerCaseIds"] = [f"case-{j}" for j in range(40)]
+        many.append(skill)
+    report["skills"] = many
+    summary = render_summary(report)
+    assert len(summary.encode("utf-8")) <= 1_000_000
+    assert "Summary cut at 1,000,000 bytes" in summary
+    comment = render_comment(report)
+    assert len(comment) <= 65_000 and comment.startswith(MARKER)
+    assert "cut to fit" in comment
