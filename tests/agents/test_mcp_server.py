@@ -17,6 +17,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, ClientSession, StdioServerParameters  # test dependency (`[test]` extra)
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 
 from skill_evals.agents.mcp_server import (
     LATEST_PROTOCOL_VERSION,
@@ -28,11 +31,6 @@ from skill_evals.agents.mcp_server import (
     serve_stdio,
 )
 from tests.conftest import write_skill
-
-mcp = pytest.importorskip("mcp")
-from mcp import Client, ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
 
 try:  # renamed in mcp 2.x; keep working with 1.x
     from mcp.client.streamable_http import streamable_http_client as http_client
