@@ -96,7 +96,8 @@ def test_empty_frontmatter_block() -> None:
         ("---\njust a string\n---\n", "mapping"),
         ("---\nname: a\nname: b\n---\n", "duplicate key 'name'"),
         ("---\n? [a]\n: b\n---\n", "keys"),
-        ("---\na: !custom [x]\n---\n", "unsupported tag"),
+        ("---\na: !custom [x]\n---\n", "unsupported YAML tag"),
+        ("---\na: " + "[" * 100_000 + "]" * 100_000 + "\n---\n", "nested too deeply"),
     ],
 )
 def test_bad_frontmatter_raises_value_error(text: str, needle: str) -> None:

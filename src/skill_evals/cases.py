@@ -18,7 +18,7 @@ import yaml
 
 from .errors import InvalidInput
 from .jsonl import MAX_SAFE_INTEGER, iter_jsonl, read_regular_file
-from .skill import YamlValueError, node_line, yaml_error_message, yaml_to_python
+from .skill import YamlValueError, load_yaml, yaml_error_message
 
 MAX_CASES = 10_000
 MIN_UNITS = 10
@@ -403,6 +403,10 @@ _CoreSchemaLoader.add_implicit_resolver(_TAG + "int", _INT, list("-+0123456789")
 _CoreSchemaLoader.add_implicit_resolver(_TAG + "float", _FLOAT, list("-+0123456789."))
 
 
+def _node_line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
 def _core_scalar(node: yaml.ScalarNode) -> object:
     """Convert a scalar per the YAML 1.2 core schema, with JSON's limits."""
     tag, text = node.tag, str(node.value)
@@ -415,19 +419,21 @@ def _core_scalar(node: yaml.ScalarNode) -> object:
     if tag == _TAG + "int" and _INT.match(text):
         digits = text.lstrip("+-")
         if len(digits) > 20:
-            raise YamlValueError("integer outside ±9007199254740991", node_line(node))
+            raise YamlValueError("integer outside ±9007199254740991", _node_line(node))
         value = int(text, 0) if text[:2] in ("0o", "0x") else int(text, 10)
         if abs(value) > MAX_SAFE_INTEGER:
-            raise YamlValueError("integer outside ±9007199254740991", node_line(node))
+            raise YamlValueError("integer outside ±9007199254740991", _node_line(node))
         return value
     if tag == _TAG + "float" and _FLOAT.match(text):
-        number = float(text.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf"))
-        if "nan" in text.lower() or number in (float("inf"), float("-inf")):
-            raise YamlValueError("NaN and infinity are not allowed", node_line(node))
+        if "inf" in text.lower() or "nan" in text.lower():
+            raise YamlValueError("NaN and infinity are not allowed", _node_line(node))
+        number = float(text)
+        if number in (float("inf"), float("-inf")):
+            raise YamlValueError("number too large for a double", _node_line(node))
         return number
     if tag.startswith(_TAG) and tag[len(_TAG) :] in ("bool", "null", "int", "float"):
-        raise YamlValueError(f"value does not match its tag !!{tag[len(_TAG) :]}", node_line(node))
-    raise YamlValueError(f"unsupported YAML tag {tag}", node_line(node))
+        raise YamlValueError(f"value does not match its tag !!{tag[len(_TAG) :]}", _node_line(node))
+    raise YamlValueError(f"unsupported YAML tag {tag}", _node_line(node))
 
 
 def _yaml_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
@@ -437,56 +443,47 @@ def _yaml_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
         bad_line = data.count(b"\n", 0, exc.start) + 1
         raise InvalidInput(f"{path}:{bad_line}: invalid UTF-8") from None
     text = text.removeprefix("\ufeff")
+    lines: dict[Path_, int] = {}
     try:
-        root = yaml.compose(text, Loader=_CoreSchemaLoader)
+        doc = load_yaml(text, _CoreSchemaLoader, _core_scalar, lines)
     except yaml.YAMLError as exc:
         problem, at = yaml_error_message(exc)
         raise InvalidInput(f"{path}:{at or 1}: invalid YAML: {problem}") from None
-    if root is None:
+    except YamlValueError as exc:
+        raise InvalidInput(f"{path}:{exc.line}: {exc}") from None
+    if doc is None:
         raise InvalidInput(f"{path}:1: empty YAML file; expected a mapping with a 'cases' list")
-    if not isinstance(root, yaml.MappingNode):
-        raise InvalidInput(
-            f"{path}:{node_line(root)}: the top level must be a mapping with a 'cases' list"
-        )
-    items_node: yaml.SequenceNode | None = None
-    seen: set[str] = set()
-    for key_node, value_node in root.value:
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-        if key != "cases" or not isinstance(key, str):
-            shown = _safe_key(key) if isinstance(key, str) else "a non-string key"
+    if not isinstance(doc, dict):
+        raise InvalidInput(f"{path}:1: the top level must be a mapping with a 'cases' list")
+    for key in doc:
+        if key != "cases":
             raise InvalidInput(
-                f"{path}:{node_line(key_node)}: unknown top-level field {shown}; "
+                f"{path}:{lines.get((key,), 1)}: unknown top-level field {_safe_key(key)}; "
                 "the file must be {cases: [...]}"
             )
-        if key in seen:
-            raise InvalidInput(f"{path}:{node_line(key_node)}: duplicate key 'cases'")
-        seen.add(key)
-        if not isinstance(value_node, yaml.SequenceNode):
-            raise InvalidInput(f"{path}:{node_line(value_node)}: 'cases' must be a list of cases")
-        items_node = value_node
-    if items_node is None:
-        raise InvalidInput(f"{path}:{node_line(root)}: missing 'cases' (a list of cases)")
+    if "cases" not in doc:
+        raise InvalidInput(f"{path}:1: missing 'cases' (a list of cases)")
+    items = doc["cases"]
+    if not isinstance(items, list):
+        raise InvalidInput(f"{path}:{lines[('cases',)]}: 'cases' must be a list of cases")
 
-    for index, item in enumerate(items_node.value):
-        item_line = node_line(item)
+    for index, raw in enumerate(items):
+        base: Path_ = ("cases", index)
+        item_line = lines.get(base, lines[("cases",)])
         if index >= MAX_CASES:
             raise InvalidInput(
                 f"{path}:{item_line}: more than {MAX_CASES} cases; reading stopped here "
                 "(population bound)"
             )
-        if not isinstance(item, yaml.MappingNode):
+        if not isinstance(raw, dict):
             raise InvalidInput(f"{path}:{item_line}: each case must be a mapping")
-        lines: dict[Path_, int] = {}
-        try:
-            raw = yaml_to_python(item, _core_scalar, lines=lines)
-        except YamlValueError as exc:
-            raise InvalidInput(f"{path}:{exc.line}: {exc}") from None
 
-        def locate(where: Path_, lines: dict[Path_, int] = lines, line: int = item_line) -> int:
-            while where:
-                if where in lines:
-                    return lines[where]
-                where = where[:-1]
+        def locate(where: Path_, base: Path_ = base, line: int = item_line) -> int:
+            full = base + where
+            while len(full) > len(base):
+                if full in lines:
+                    return lines[full]
+                full = full[:-1]
             return line
 
         checker = _CaseChecker(path, locate, "yaml")

@@ -13,6 +13,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import yaml
 
@@ -22,8 +23,12 @@ from .jsonl import MAX_FILE_BYTES
 _CHUNK = 1 << 20
 _ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 _NAME_CHARS = re.compile(r"[a-z0-9-]+")
-# Every expanded YAML node counts; aliases re-count, so an alias bomb stops here.
-MAX_YAML_NODES = 2_000_000
+# Nodes reached through aliases, summed over a document: an alias bomb ("billion laughs")
+# stops here. The document's own nodes are bounded by the file size.
+MAX_YAML_ALIAS_NODES = 100_000
+# Deeper nesting is an error (libyaml's composer would even crash on very deep nesting, which
+# is why documents are built here from parser events, without recursion).
+MAX_YAML_DEPTH = 200
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,7 @@ class Skill:
     warnings: tuple[str, ...] = field(default=())  # validate_skill() problems, "PATH: message"
 
 
-# --------------------------------------------------------------------------------- YAML nodes
+# ---------------------------------------------------------------------------------- YAML
 
 
 class YamlValueError(ValueError):
@@ -53,64 +58,161 @@ class YamlValueError(ValueError):
         self.line = line
 
 
-def node_line(node: yaml.Node) -> int:
-    """One-based line where ``node`` starts."""
-    return int(node.start_mark.line) + 1
+YamlPath = tuple[object, ...]  # mapping keys and list indexes from the document root
+_STR_TAG = "tag:yaml.org,2002:str"
+_COLLECTION_TAGS = {
+    yaml.MappingStartEvent: (None, "!", "tag:yaml.org,2002:map"),
+    yaml.SequenceStartEvent: (None, "!", "tag:yaml.org,2002:seq"),
+}
+_NO_KEY = object()
 
 
-def yaml_to_python(
-    node: yaml.Node,
+class _Frame:
+    """An open mapping or sequence while a document is being built."""
+
+    __slots__ = ("anchor", "container", "key", "key_line", "line", "path", "size")
+
+    def __init__(
+        self,
+        container: dict[str, object] | list[object],
+        path: YamlPath,
+        line: int,
+        anchor: str | None,
+    ) -> None:
+        self.container = container
+        self.path = path
+        self.line = line
+        self.anchor = anchor
+        self.key: object = _NO_KEY
+        self.key_line = line
+        self.size = 1
+
+
+def _line(event: yaml.Event) -> int:
+    mark: Any = event.start_mark
+    return int(mark.line) + 1 if mark is not None else 1
+
+
+def _resolve_tag(loader: Any, event: yaml.ScalarEvent) -> str:
+    """The tag of a scalar event, resolving untagged plain scalars with ``loader``'s rules."""
+    tag: str | None = event.tag
+    if tag is None and event.implicit[0]:
+        value: str = event.value
+        resolvers = loader.yaml_implicit_resolvers
+        for candidate, regexp in resolvers.get(value[:1], []) + resolvers.get(None, []):
+            if regexp.match(value):
+                return str(candidate)
+        return _STR_TAG
+    if tag is None or tag == "!":
+        return _STR_TAG
+    return tag
+
+
+def load_yaml(
+    text: str,
+    loader: Any,
     scalar: Callable[[yaml.ScalarNode], object],
-    max_nodes: int = MAX_YAML_NODES,
-    lines: dict[tuple[object, ...], int] | None = None,
+    lines: dict[YamlPath, int] | None = None,
 ) -> object:
-    """Turn a composed YAML node graph into dicts/lists/scalars.
+    """Build one YAML document into dicts/lists/scalars, iteratively from parser events.
 
-    ``scalar`` converts each scalar node. Mapping keys must be scalars converting to strings
-    and unique (YAML forbids duplicates; PyYAML would silently keep the last). Aliases are
-    expanded, but the total number of nodes visited is capped so an alias bomb cannot hang.
-    When ``lines`` is given it receives the one-based line of every node by its path
-    (mapping keys and list indexes from the root)."""
-    budget = [max_nodes]
+    ``loader`` (a PyYAML Loader class) parses and supplies the implicit resolvers; ``scalar``
+    converts each scalar node. Mapping keys must be strings and unique (YAML forbids
+    duplicates; PyYAML would silently keep the last). Aliases share the anchored value and
+    count its size against MAX_YAML_ALIAS_NODES; nesting is limited to MAX_YAML_DEPTH.
+    ``lines`` receives the one-based line of every value by path (a mapping value: its key's
+    line). Returns None for an empty document. Raises yaml.YAMLError or YamlValueError."""
+    anchors: dict[str, tuple[object, int]] = {}
+    alias_budget = MAX_YAML_ALIAS_NODES
+    depth_limit = MAX_YAML_DEPTH
+    stack: list[_Frame] = []
+    root: object = None
+    documents = 0
 
-    def convert(current: yaml.Node, where: tuple[object, ...]) -> object:
-        budget[0] -= 1
-        depth = len(where)
-        if lines is not None:
-            lines[where] = node_line(current)
-        if budget[0] < 0:
-            raise YamlValueError(
-                f"document expands to more than {max_nodes} nodes (aliases?)", node_line(current)
+    def place(line: int) -> tuple[YamlPath, int]:
+        """Path and line of the value about to be added to the innermost open container."""
+        frame = stack[-1]
+        if isinstance(frame.container, list):
+            return (*frame.path, len(frame.container)), line
+        if frame.key is _NO_KEY:
+            raise YamlValueError("mapping keys must be plain strings", line)
+        return (*frame.path, frame.key), frame.key_line
+
+    def add(value: object, size: int, line: int, anchor: str | None) -> None:
+        nonlocal root
+        if anchor is not None:
+            anchors[anchor] = (value, size)
+        if not stack:
+            root = value
+            return
+        frame = stack[-1]
+        frame.size += size
+        if isinstance(frame.container, list):
+            if lines is not None:
+                item_path = (*frame.path, len(frame.container))
+                lines[item_path] = line
+            frame.container.append(value)
+        elif frame.key is _NO_KEY:
+            if not isinstance(value, str):
+                raise YamlValueError("mapping keys must be strings", line)
+            if value in frame.container:
+                raise YamlValueError(f"duplicate key {value!r}", line)
+            frame.key, frame.key_line = value, line
+        else:
+            if lines is not None:
+                key_path = (*frame.path, frame.key)
+                lines[key_path] = frame.key_line
+            frame.container[cast("str", frame.key)] = value
+            frame.key = _NO_KEY
+
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.ScalarEvent):
+            node = yaml.ScalarNode(
+                _resolve_tag(loader, event),
+                event.value,
+                cast(Any, event.start_mark),  # the C parser's Mark type is not in the stubs
+                cast(Any, event.end_mark),
+                event.style,
             )
-        if depth > 500:
-            raise YamlValueError("document is nested too deeply", node_line(current))
-        if isinstance(current, yaml.ScalarNode):
-            return scalar(current)
-        if isinstance(current, yaml.SequenceNode):
-            if current.tag not in ("tag:yaml.org,2002:seq",):
-                raise YamlValueError(f"unsupported tag {current.tag}", node_line(current))
-            return [convert(item, (*where, i)) for i, item in enumerate(current.value)]
-        if isinstance(current, yaml.MappingNode):
-            if current.tag not in ("tag:yaml.org,2002:map",):
-                raise YamlValueError(f"unsupported tag {current.tag}", node_line(current))
-            result: dict[str, object] = {}
-            for key_node, value_node in current.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    raise YamlValueError("mapping keys must be plain strings", node_line(key_node))
-                key = scalar(key_node)
-                if not isinstance(key, str):
-                    raise YamlValueError("mapping keys must be strings", node_line(key_node))
-                if key in result:
-                    raise YamlValueError(f"duplicate key {key!r}", node_line(key_node))
-                result[key] = convert(value_node, (*where, key))
-            return result
-        raise YamlValueError("unsupported YAML node", node_line(current))
+            add(scalar(node), 1, _line(event), event.anchor)
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            line = _line(event)
+            if event.tag not in _COLLECTION_TAGS[type(event)]:
+                raise YamlValueError(f"unsupported YAML tag {event.tag}", line)
+            if len(stack) >= depth_limit:
+                raise YamlValueError(f"nested too deeply (over {depth_limit} levels)", line)
+            path, line = place(line) if stack else ((), line)
+            if lines is not None:
+                lines[path] = line
+            container: dict[str, object] | list[object] = (
+                {} if isinstance(event, yaml.MappingStartEvent) else []
+            )
+            stack.append(_Frame(container, path, _line(event), event.anchor))
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            frame = stack.pop()
+            add(frame.container, frame.size, frame.line, frame.anchor)
+        elif isinstance(event, yaml.AliasEvent):
+            line = _line(event)
+            if event.anchor not in anchors:
+                raise YamlValueError(f"unknown or recursive alias *{event.anchor}", line)
+            value, size = anchors[event.anchor]
+            alias_budget -= size
+            if alias_budget < 0:
+                raise YamlValueError(
+                    f"aliases expand to more than {MAX_YAML_ALIAS_NODES} nodes; "
+                    "write the data out instead",
+                    line,
+                )
+            add(value, size, line, None)
+        elif isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                raise YamlValueError("expected a single YAML document", _line(event))
+    return root
 
-    return convert(node, ())
 
-
-class _StrOnlyLoader(yaml.SafeLoader):
-    """Composes YAML without resolving plain scalars to bool/int/float/null/timestamp."""
+class _StrOnlyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Parses YAML without resolving plain scalars to bool/int/float/null/timestamp."""
 
     yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}  # noqa: RUF012
 
@@ -172,18 +274,16 @@ def parse_frontmatter(text: str) -> tuple[dict[str, object], str]:
         return {}, text
     block, body = split
     try:
-        node = yaml.compose(block, Loader=_StrOnlyLoader)
+        value = load_yaml(block, _StrOnlyLoader, _string_scalar)
     except yaml.YAMLError as exc:
         # +1: the YAML block starts on the file's second line.
         problem, line = yaml_error_message(exc, line_offset=1)
         where = f" (line {line})" if line is not None else ""
         raise ValueError(f"invalid YAML{where}: {problem}") from None
-    if node is None:
-        return {}, body
-    try:
-        value = yaml_to_python(node, _string_scalar)
     except YamlValueError as exc:
         raise ValueError(f"invalid YAML (line {exc.line + 1}): {exc}") from None
+    if value is None:
+        return {}, body
     if not isinstance(value, dict):
         raise ValueError("frontmatter must be a YAML mapping of keys to values")
     return value, body
