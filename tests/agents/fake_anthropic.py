@@ -95,6 +95,7 @@ class FakeAnthropic:
     route: Literal["skill", "read"] = "skill"
     fail_status: int | None = None
     exchanges: list[Exchange] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)  # all text of every request, for leak checks
     _server: ThreadingHTTPServer | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -302,6 +303,7 @@ class FakeAnthropic:
                 action, blocks, stop = f"load:{call[0]}", [call[1]], "tool_use"
         with self._lock:
             self.exchanges.append(Exchange([o.name for o in offered], prompt, action))
+            self.texts.append("\n".join(_all_text(body)))
         return blocks, stop
 
     def _choose(

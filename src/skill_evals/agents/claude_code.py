@@ -409,6 +409,11 @@ def run(
         config_dir.mkdir()
         env = isolated_env(base_env, ws.home)
         env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+        # Claude Code keeps per-run state (shell snapshots, task output, sockets) in TMPDIR:
+        # keep it in the workspace so it goes with it and no run sees another's.
+        agent_tmp = ws.root / "tmp"
+        agent_tmp.mkdir()
+        env["TMPDIR"] = str(agent_tmp)
         if options.delivery == "mcp":
             # Claude Code otherwise defers MCP tools behind ToolSearch, showing the model only
             # their names; skills must compete on their descriptions, as native ones do.

@@ -1,0 +1,590 @@
+"""The Claude Code runner: fast parser tests on transcripts captured from the real CLI, and
+end-to-end runs of the real ``claude`` against the scripted model in ``fake_anthropic``.
+
+The fixtures in ``fixtures/claude-code/`` were written by the ``agents`` tests below; rerun them
+with ``SKILL_EVALS_CAPTURE_FIXTURES=1`` to refresh them after a Claude Code upgrade.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.agents import claude_code
+from skill_evals.agents.base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from skill_evals.agents.evidence import EvidencePatterns, read_events
+from skill_evals.stats import bootstrap_interval
+from tests.agents.conftest import agent_binary
+from tests.agents.fake_anthropic import FakeAnthropic
+from tests.conftest import assert_valid_report, write_jsonl, write_skill
+
+FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
+CAPTURE = os.environ.get("SKILL_EVALS_CAPTURE_FIXTURES") == "1"
+REFUND_PROMPT = "How do I get a refund for my store purchase?"
+NEIGHBOUR_DESC = "Fix bugs and failing tests in Python code step by step."
+
+
+def fixture(name: str) -> list[dict[str, Any]]:
+    return read_events(FIXTURES / name)
+
+
+def names(events: list[dict[str, Any]], known: frozenset[str] | None = None) -> list[str]:
+    return [load.skill for load in claude_code.find_loads(events, EvidencePatterns(), known)]
+
+
+# ------------------------------------------------------------------ parser, captured transcripts
+
+
+def test_skill_tool_load_counts_at_its_tool_result() -> None:
+    events = fixture("with-skill-tool.jsonl")
+    loads = claude_code.find_loads(events)
+    assert [(ld.skill, ld.delivery, ld.source) for ld in loads] == [
+        ("refund-policy", "native", "Skill tool_use")
+    ]
+    # The index is the user event carrying the tool_result, not the assistant's tool_use.
+    event = events[loads[0].index]
+    assert event["type"] == "user"
+    assert event["message"]["content"][0]["type"] == "tool_result"
+
+
+def test_without_transcript_has_no_load_although_skills_were_available() -> None:
+    events = fixture("without.jsonl")
+    assert names(events) == []
+    # Built-in skills are available (init event) but availability is never a load.
+    assert "refund-policy" not in claude_code.available_skills(events)
+    assert claude_code.available_skills(events)
+
+
+def test_failed_skill_call_is_not_a_load() -> None:
+    events = fixture("failed-load.jsonl")
+    calls = [
+        b
+        for e in events
+        if e.get("type") == "assistant"
+        for b in e["message"]["content"]
+        if b.get("type") == "tool_use"
+    ]
+    assert [c["input"] for c in calls] == [{"skill": "refund-policy"}]
+    errors = [
+        b
+        for e in events
+        if e.get("type") == "user"
+        for b in e["message"]["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert errors and all(b.get("is_error") is True for b in errors)
+    assert names(events) == []
+
+
+def test_neighbour_load_is_reported() -> None:
+    assert names(fixture("neighbour.jsonl")) == ["bugfix-workflow"]
+
+
+def test_read_of_skill_md_is_a_native_load_restricted_to_known_names() -> None:
+    events = fixture("read-skill-md.jsonl")
+    loads = claude_code.find_loads(events)
+    assert [(ld.skill, ld.source) for ld in loads] == [("refund-policy", "Read SKILL.md")]
+    assert names(events, frozenset({"refund-policy"})) == ["refund-policy"]
+    assert names(events, frozenset({"something-else"})) == []
+
+
+def test_mcp_tool_call_is_an_mcp_load() -> None:
+    events = fixture("mcp-with.jsonl")
+    loads = claude_code.find_loads(events)
+    assert [(ld.skill, ld.delivery) for ld in loads] == [("refund-policy", "mcp")]
+    assert loads[0].source == "mcp tool mcp__skills__load_refund_policy_skill"
+
+
+def test_outcome_and_meta_from_the_result_event() -> None:
+    result = claude_code.outcome(fixture("with-skill-tool.jsonl"))
+    assert result is not None
+    assert result.exit_code == 0
+    assert result.output == "Following refund-policy: Refunds within 30 days with a receipt."
+    assert set(result.meta) == {"durationMs", "costUsd", "inputTokens", "outputTokens"}
+    assert result.meta["inputTokens"] > 0 and result.meta["outputTokens"] > 0
+    assert claude_code.api_failure(fixture("with-skill-tool.jsonl")) is None
+
+
+def test_api_error_transcript_is_an_api_failure_not_a_task_result() -> None:
+    events = fixture("api-error-401.jsonl")
+    assert claude_code.api_failure(events) == "API error 401 authentication_error"
+    assert names(events) == []
+
+
+def test_evidence_command_on_a_saved_transcript() -> None:
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "skill_evals", "evidence", "--agent", "claude-code"),
+            str(FIXTURES / "with-skill-tool.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert [(f["skill"], f["delivery"], f["agent"]) for f in found] == [
+        ("refund-policy", "native", "claude-code")
+    ]
+
+
+# ------------------------------------------------------------------ parser, edge cases
+
+
+def _assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "assistant", "message": {"role": "assistant", "content": list(blocks)}}
+
+
+def _user(*blocks: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"type": "user", "message": {"role": "user", "content": list(blocks)}, **extra}
+
+
+def _use(tid: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": tid, "name": name, "input": tool_input}
+
+
+def _result(tid: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": tid, "content": "ok", **extra}
+
+
+def test_only_completed_loads_count() -> None:
+    events = [
+        {"type": "system", "subtype": "init", "skills": ["a", "b", "c"]},
+        _assistant(
+            _use("1", "Skill", {"skill": "a"}),
+            _use("2", "Skill", {"skill": "b"}),
+            _use("3", "Skill", {"skill": "c"}),
+            _use("4", "Skill", {"skill": "/d"}),
+        ),
+        _user(_result("1"), _result("2", is_error=True)),  # 3 never completes
+        _user(_result("4"), tool_use_result={"success": True}),
+        _user(_result("99")),  # a result for no known call
+    ]
+    loads = claude_code.find_loads(events)
+    assert [(ld.skill, ld.index) for ld in loads] == [("a", 2), ("d", 3)]
+
+
+def test_result_that_reports_failure_is_not_a_load() -> None:
+    events = [
+        _assistant(_use("1", "Skill", {"skill": "a"})),
+        _user(_result("1"), tool_use_result={"success": False}),
+    ]
+    assert names(events) == []
+
+
+def test_mcp_resource_reads_tools_and_custom_patterns() -> None:
+    events = [
+        _assistant(
+            _use(
+                "1",
+                "ReadMcpResourceTool",
+                {"server": "skills", "uri": "skill://pdf-forms/SKILL.md"},
+            ),
+            _use("2", "mcp__skills__load_refund_policy_skill", {}),
+            _use("3", "mcp__other__fetch_doc", {"id": "x"}),
+            _use("4", "mcp__docs__get_guide", {"guide": "y"}),
+            _use("5", "ReadMcpResourceTool", {"server": "skills", "uri": "file:///etc/passwd"}),
+        ),
+        _user(*(_result(str(i)) for i in range(1, 6))),
+    ]
+    loads = claude_code.find_loads(events)
+    assert [(ld.skill, ld.delivery) for ld in loads] == [
+        ("pdf-forms", "mcp"),
+        ("refund-policy", "mcp"),
+    ]
+    custom = EvidencePatterns(tool_patterns=(r"get_(?P<name>[a-z]+)",))
+    assert [ld.skill for ld in claude_code.find_loads(events, custom)] == [
+        "pdf-forms",
+        "refund-policy",
+        "guide",
+    ]
+
+
+def test_read_of_other_files_and_malformed_events_are_ignored() -> None:
+    events: list[dict[str, Any]] = [
+        {},
+        {"type": "assistant", "message": "not an object"},
+        {"type": "assistant", "message": {"content": "text only"}},
+        _assistant(
+            _use("1", "Read", {"file_path": "/p/.claude/skills/x/README.md"}),
+            _use("2", "Read", {"file_path": "/p/docs/SKILL.md"}),
+            _use("3", "Read", {"file_path": 7}),
+            _use("4", "Skill", {"skill": ""}),
+            {"type": "tool_use", "id": "5", "name": "Skill", "input": "refund-policy"},
+        ),
+        _user(*(_result(str(i)) for i in range(1, 6))),
+    ]
+    assert names(events) == []
+
+
+def test_outcome_maps_subtypes_to_task_exit_codes() -> None:
+    def result(**fields: Any) -> list[dict[str, Any]]:
+        return [{"type": "result", "result": "text", **fields}]
+
+    ok = claude_code.outcome(result(subtype="success", is_error=False))
+    assert ok is not None and ok.exit_code == 0 and ok.meta == {}
+    for failed in (
+        result(subtype="error_max_turns", is_error=True),
+        result(subtype="error_during_execution"),
+        result(subtype="success", is_error=True),
+    ):
+        got = claude_code.outcome(failed)
+        assert got is not None and got.exit_code == 1
+    meta = claude_code.outcome(
+        result(
+            subtype="success",
+            duration_ms=1200,
+            total_cost_usd=0.5,
+            usage={
+                "input_tokens": 10,
+                "cache_creation_input_tokens": 5,
+                "cache_read_input_tokens": 100,
+                "output_tokens": 7,
+            },
+        )
+    )
+    assert meta is not None
+    assert meta.meta == {"durationMs": 1200, "costUsd": 0.5, "inputTokens": 115, "outputTokens": 7}
+    assert claude_code.outcome([{"type": "assistant"}]) is None
+    weird = claude_code.outcome(result(subtype="success", duration_ms=True, result=None))
+    assert weird is not None and weird.output == "" and weird.meta == {}
+
+
+def test_parse_stream_keeps_line_indexes() -> None:
+    events = claude_code.parse_stream(b'{"type":"a"}\nnot json\n\n[1]\n{"type":"b"}\n')
+    assert events == [{"type": "a"}, {}, {}, {}, {"type": "b"}]
+
+
+def test_command_is_headless_with_prompt_off_argv(tmp_path: Path) -> None:
+    options = AgentOptions(model="claude-sonnet-4-5", max_turns=3)
+    cmd = claude_code.build_command("/bin/claude", options, tmp_path / "s.json", None)
+    assert cmd[:5] == ["/bin/claude", "-p", "--verbose", "--output-format", "stream-json"]
+    assert cmd[cmd.index("--permission-mode") + 1] == "dontAsk"
+    assert cmd[cmd.index("--setting-sources") + 1] == "project,local"
+    assert "--strict-mcp-config" in cmd and "--mcp-config" not in cmd
+    assert "--dangerously-skip-permissions" not in cmd
+    assert cmd[cmd.index("--model") + 1] == "claude-sonnet-4-5"
+    assert cmd[cmd.index("--max-turns") + 1] == "3"
+    mcp = claude_code.build_command(
+        "/bin/claude", AgentOptions(), tmp_path / "s.json", tmp_path / "m.json"
+    )
+    assert mcp[mcp.index("--mcp-config") + 1] == str(tmp_path / "m.json")
+    assert mcp[mcp.index("--allowedTools") + 1].split(",")[0] == "mcp__skills"
+
+
+def test_neighbour_with_the_tested_name_is_refused(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "a")
+    twin = write_skill(tmp_path / "b")
+    invocation = AgentInvocation("with", skill, "c", 1, "hi")
+    with pytest.raises(RunnerSetupError, match="same name"):
+        claude_code.run(invocation, AgentOptions(with_skills=(twin,), bin=sys.executable))
+
+
+# ------------------------------------------------------------------ the real CLI
+
+
+@pytest.fixture
+def claude_bin() -> str:
+    return agent_binary("claude")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Workspaces go here, so a test can check that none is left behind."""
+    root = tmp_path / "tmp"
+    root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(root))
+    return root
+
+
+def _environ(fake: FakeAnthropic, transcripts: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+    env.update(fake.env())
+    env[claude_code.TRANSCRIPT_DIR_VAR] = str(transcripts)
+    return env
+
+
+def _run(
+    fake: FakeAnthropic,
+    tmp_path: Path,
+    variant: str,
+    prompt: str,
+    options: AgentOptions,
+    skill: Path | None = None,
+    capture_as: str | None = None,
+) -> AgentResult:
+    skill = skill or write_skill(tmp_path / "skills")
+    transcripts = tmp_path / "transcripts"
+    invocation = AgentInvocation(
+        "with" if variant == "with" else "without", skill, "case", 1, prompt
+    )
+    saved = transcripts / f"case.1.{variant}.jsonl"
+    try:
+        result = claude_code.run(invocation, options, _environ(fake, transcripts))
+    finally:
+        if CAPTURE and capture_as and saved.exists():
+            FIXTURES.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(saved, FIXTURES / capture_as)
+    # What the runner reported must be exactly what the saved transcript proves.
+    assert [ld.skill for ld in claude_code.find_loads(read_events(saved))] == result.invoked_skills
+    return result
+
+
+@pytest.mark.agents
+def test_with_loads_the_skill_and_without_does_not(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path, private_tmp: Path
+) -> None:
+    options = AgentOptions(bin=claude_bin)
+    with_ = _run(fake, tmp_path, "with", REFUND_PROMPT, options, capture_as="with-skill-tool.jsonl")
+    assert with_.invoked_skills == ["refund-policy"]
+    assert with_.exit_code == 0
+    assert "30 days" in with_.output
+    assert with_.meta["inputTokens"] > 0
+    without = _run(fake, tmp_path, "without", REFUND_PROMPT, options, capture_as="without.jsonl")
+    assert without.invoked_skills == [] and without.exit_code == 0
+    assert "30 days" not in without.output
+    # The fake decided from what it was sent: offered in `with`, absent in `without`.
+    assert "refund-policy" in fake.exchanges[0].offered
+    assert "refund-policy" not in fake.exchanges[-1].offered
+    assert fake.exchanges[-1].action == "answer"
+    assert list(private_tmp.iterdir()) == []  # workspaces removed
+
+
+@pytest.mark.agents
+def test_user_config_and_ancestor_skills_do_not_leak(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Skills in the caller's ~/.claude/skills, in $CLAUDE_CONFIG_DIR and in a .claude/ above
+    the temporary project, plus a CLAUDE.md above it, never reach the agent."""
+    desc = "Answer questions about refunds, returns and receipts for store purchases."
+    home = tmp_path / "home"
+    write_skill(home / ".claude" / "skills", "home-leak", desc)
+    write_skill(tmp_path / "cfg" / "skills", "config-leak", desc)
+    outer = tmp_path / "outer"
+    write_skill(outer / ".claude" / "skills", "ancestor-leak", desc)
+    (outer / "CLAUDE.md").write_text("ANCESTOR-MEMORY-MARKER\n", encoding="utf-8")
+    (outer / "tmp").mkdir()
+    skill = write_skill(tmp_path / "skills")
+    env = _environ(fake, tmp_path / "transcripts")
+    env.update(
+        HOME=str(home),
+        CLAUDE_CONFIG_DIR=str(tmp_path / "cfg"),
+        TMPDIR=str(outer / "tmp"),
+        EVALGATE_SKILL_VARIANT="without",
+        EVALGATE_SKILL_DIR=str(skill),
+        EVALGATE_SKILL_CASE_ID="leak",
+        EVALGATE_SKILL_TRIAL="1",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "runner", "claude-code", "--bin", claude_bin],
+        input=REFUND_PROMPT.encode(),
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    line = json.loads(done.stdout)
+    assert line["variant"] == "without" and line["invokedSkills"] == []
+    offered = {name for exchange in fake.exchanges for name in exchange.offered}
+    assert offered.isdisjoint({"home-leak", "config-leak", "ancestor-leak", "refund-policy"})
+    assert not any("ANCESTOR-MEMORY-MARKER" in text for text in fake.texts)
+    assert list((outer / "tmp").iterdir()) == []
+    # The caller's config dir was not written to either.
+    assert sorted(p.name for p in (tmp_path / "cfg").iterdir()) == ["skills"]
+
+
+@pytest.mark.agents
+def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    neighbour = write_skill(tmp_path / "neighbours", "bugfix-workflow", NEIGHBOUR_DESC)
+    options = AgentOptions(bin=claude_bin, with_skills=(neighbour,))
+    prompt = "Fix the failing tests in my Python code"
+    result = _run(fake, tmp_path, "without", prompt, options, capture_as="neighbour.jsonl")
+    assert result.invoked_skills == ["bugfix-workflow"]
+    assert "bugfix-workflow" in fake.exchanges[0].offered
+    assert "refund-policy" not in fake.exchanges[0].offered
+
+
+@pytest.mark.agents
+def test_failed_load_is_not_counted(claude_bin: str, tmp_path: Path) -> None:
+    """The model asks for the tested skill in `without`, where it is not installed: Claude Code
+    answers an error result, which is not a load (and so no isolation breach)."""
+    with FakeAnthropic(attempt=("refund-policy",)) as fake:
+        result = _run(
+            fake,
+            tmp_path,
+            "without",
+            REFUND_PROMPT,
+            AgentOptions(bin=claude_bin),
+            capture_as="failed-load.jsonl",
+        )
+    assert result.invoked_skills == []
+    assert result.exit_code == 0
+    assert [e.action for e in fake.exchanges] == ["load:refund-policy", "final"]
+
+
+@pytest.mark.agents
+def test_read_of_the_installed_skill_md_counts(claude_bin: str, tmp_path: Path) -> None:
+    with FakeAnthropic(route="read") as fake:
+        result = _run(
+            fake,
+            tmp_path,
+            "with",
+            REFUND_PROMPT,
+            AgentOptions(bin=claude_bin),
+            capture_as="read-skill-md.jsonl",
+        )
+    assert result.invoked_skills == ["refund-policy"]
+    assert "30 days" in result.output
+
+
+def _mcp_serve_works() -> bool:
+    done = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "mcp-serve", "--help"],
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode == 0
+
+
+@pytest.mark.agents
+def test_mcp_delivery_loads_through_the_skill_server(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path, private_tmp: Path
+) -> None:
+    assert _mcp_serve_works()
+    options = AgentOptions(bin=claude_bin, delivery="mcp")
+    with_ = _run(fake, tmp_path, "with", REFUND_PROMPT, options, capture_as="mcp-with.jsonl")
+    assert with_.invoked_skills == ["refund-policy"]
+    assert "30 days" in with_.output
+    without = _run(fake, tmp_path, "without", REFUND_PROMPT, options)
+    assert without.invoked_skills == []
+    offered_with, offered_without = fake.exchanges[0].offered, fake.exchanges[-1].offered
+    assert "refund-policy" in offered_with and "refund-policy" not in offered_without
+    # Delivered over MCP only: not also installed natively.
+    assert not any("- refund-policy:" in text for text in fake.texts)
+    assert list(private_tmp.iterdir()) == []
+
+
+@pytest.mark.agents
+def test_api_failure_is_a_runner_failure_without_the_prompt(
+    claude_bin: str, tmp_path: Path
+) -> None:
+    prompt = "SECRET-PROMPT-TEXT about a refund for my store purchase"
+    with FakeAnthropic(fail_status=401) as fake, pytest.raises(RunnerSetupError) as info:
+        _run(
+            fake,
+            tmp_path,
+            "with",
+            prompt,
+            AgentOptions(bin=claude_bin),
+            capture_as="api-error-401.jsonl",
+        )
+    message = str(info.value)
+    assert "401" in message and "ANTHROPIC_API_KEY" in message
+    assert "SECRET-PROMPT-TEXT" not in message and "dummy-key" not in message
+
+
+# ------------------------------------------------------------------ a full skill-evals run
+
+SUITE: list[tuple[str, str, bool, dict[str, Any]]] = [
+    ("p-refund", "How do I get a refund for my store purchase?", True, {}),
+    ("p-return", "Can I return a purchase without the receipt?", True, {}),
+    ("p-receipt", "I lost the receipt for a store purchase, what now?", True, {}),
+    ("p-window", "How long do refunds take after I return an item to the store?", True, {}),
+    ("p-online", "Is a refund possible for purchases made online?", True, {}),
+    ("p-gift", "Can I return a gift and get a refund?", True, {}),
+    ("p-missed", "I want my money back for these shoes", True, {}),  # no description words
+    ("p-damaged", "My purchase arrived damaged; can I return it to the store?", True, {}),
+    ("n-python", "Write a Python function that reverses a string", False, {}),
+    ("n-weather", "What is the weather like in Paris today?", False, {}),
+    ("n-false", "Please answer a question about sorting algorithms", False, {}),  # too broad
+    ("n-poem", "Compose a short poem about autumn leaves", False, {}),
+]
+
+
+@pytest.mark.agents
+def test_full_skill_evals_run_through_claude_code(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    skill = write_skill(tmp_path / "skills")
+    records = []
+    for case_id, prompt, expect, _ in SUITE:
+        task: Mapping[str, Any] = (
+            {"check": "includes_all", "expected": ["30 days"]}
+            if expect
+            else {"check": "exit_code", "expected": 0}
+        )
+        records.append({"id": case_id, "prompt": prompt, "expectTrigger": expect, "task": task})
+    cases = write_jsonl(tmp_path / "cases.jsonl", records)
+    report_path = tmp_path / "report.json"
+    env = _environ(fake, tmp_path / "transcripts")
+    runner = f"skill-evals runner claude-code --bin {claude_bin}"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
+            *("--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "4"),
+            *("--timeout-ms", "120000", "--min-trigger-f1", "0.85", "--min-uplift", "0.2"),
+            *("--report", str(report_path)),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert_valid_report(report)
+    assert report["runner"]["failures"] == [], done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert report["status"] == "pass" and report["exitCode"] == 0
+    trigger = report["trigger"]
+    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (7, 1, 1, 3)
+    assert trigger["precision"] == pytest.approx(0.875)
+    assert trigger["recall"] == pytest.approx(0.875)
+    assert trigger["f1"] == pytest.approx(0.875)
+    assert trigger["falseTriggerCaseIds"] == ["n-false"]
+    assert trigger["missedTriggerCaseIds"] == ["p-missed"]
+    task = report["task"]
+    assert task["units"] == 12 and task["insufficient"] is False
+    assert (task["with"]["passed"], task["with"]["total"]) == (11, 12)
+    assert (task["without"]["passed"], task["without"]["total"]) == (4, 12)
+    assert task["difference"] == pytest.approx(7 / 12)
+    assert task["signTest"] == {"positive": 7, "negative": 0, "ties": 5, "pValue": 0.015625}
+    diffs = [
+        Fraction(1) if expect and cid != "p-missed" else Fraction(0) for cid, _, expect, _ in SUITE
+    ]
+    interval = bootstrap_interval(diffs, 10000, 42)
+    assert task["interval"]["lower"] == pytest.approx(float(interval.lower))
+    assert task["interval"]["upper"] == pytest.approx(float(interval.upper))
+    assert report["gates"]["minTriggerF1"]["passed"] is True
+    assert report["gates"]["minUplift"]["passed"] is True
+    assert report["runner"]["invocations"] == 24
+    assert report["runner"]["meta"]["costUsd"] > 0
+    assert report["loading"]["violations"] == []
+    # The runner's claims are the transcripts' evidence, case by case.
+    triggered = {r["id"] for r in report["caseResults"] if r["triggered"] == [True]}
+    assert triggered == {cid for cid, _, expect, _ in SUITE if expect} - {"p-missed"} | {"n-false"}
+    for case_id, _, _, _ in SUITE:
+        for variant in ("with", "without"):
+            events = read_events(tmp_path / "transcripts" / f"{case_id}.1.{variant}.jsonl")
+            loaded = [ld.skill for ld in claude_code.find_loads(events)]
+            expected = variant == "with" and case_id in triggered
+            assert ("refund-policy" in loaded) == expected, (case_id, variant)
