@@ -232,11 +232,6 @@ def test_custom_patterns_from_config(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert [x["skill"] for x in json.loads(out)] == ["refund-policy"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.py (not ours): main() turns the config loader's InvalidInput into exit 70; "
-    "it should print the message and exit with EvalError.exit_code (5)",
-)
 def test_invalid_pattern_in_config_exits_5(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,7 @@ import click
 
 from . import __version__
 from .codes import INTERNAL, INVALID
+from .errors import EvalError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -386,7 +387,10 @@ def mcp_serve(skills: tuple[Path, ...], http: str | None) -> None:
     host, sep, port = http.rpartition(":")
     if not sep or not port.isdigit() or not host:
         _fail(f"--http {http}: expected HOST:PORT, e.g. 127.0.0.1:8765")
-    mcp_server.serve_http(server, host, int(port))
+    try:
+        mcp_server.serve_http(server, host, int(port))
+    except ValueError as exc:  # e.g. the port is in use
+        _fail(str(exc))
 
 
 # -------------------------------------------------------------------------- ci, lock, changed
@@ -409,6 +413,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except click.exceptions.Abort:
         click.echo("skill-evals: interrupted", err=True)
         sys.exit(130)
+    except EvalError as exc:
+        # A documented failure outside `test` (e.g. a bad config): its exit code, one line.
+        _fail(str(exc), exc.exit_code)
     except click.ClickException as exc:
         # Usage errors (bad option, out of range, missing argument) → exit 5, one line.
         _fail(exc.format_message())

@@ -665,11 +665,6 @@ def test_http_keep_alive_survives_a_refused_request(http_server: tuple[str, int]
         conn.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.py (not ours): mcp_serve must catch serve_http's ValueError and _fail() with "
-    "exit 5; today it becomes an internal error (exit 70)",
-)
 def test_cli_port_in_use_exits_5(skills: list[Path]) -> None:
     import socket
 
