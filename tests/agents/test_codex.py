@@ -207,6 +207,9 @@ def test_provider_comes_from_the_environment_and_the_key_never_reaches_the_confi
         "env_key": "CODEX_API_KEY"}  # fmt: skip
     assert config["project_root_markers"] == [] and config["approval_policy"] == "never"
     assert config["skills"]["bundled"]["enabled"] is False
+    policy = config["shell_environment_policy"]
+    assert {"CODEX_API_KEY", "OPENAI_API_KEY", "*KEY*"} <= set(policy["exclude"])
+    assert config["features"]["plugins"] is False and config["analytics"]["enabled"] is False
     server = config["mcp_servers"]["skills"]
     assert server["command"] == "/py" and server["args"] == ["-m", "skill_evals", "mcp-serve"]
     assert server["required"] is True and server["default_tools_approval_mode"] == "approve"
@@ -413,6 +416,19 @@ def test_failed_read_is_not_reported(
                        runner_env(fake, proxy))  # fmt: skip
     assert result["invokedSkills"] == [] and result["output"] == GENERIC_ANSWER
     assert any("No such file" in o for seen in fake.seen for o in seen.tool_outputs)
+
+
+@pytest.mark.agents
+def test_commands_the_model_runs_never_see_the_api_key(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    fake.behaviour = Behaviour(read_command="env; cat {path}")
+    env = runner_env(fake, proxy, CODEX_API_KEY="sk-codex-not-a-secret")
+    result = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT, env)
+    assert result["invokedSkills"] == ["refund-policy"]  # the request itself was authorised
+    outputs = [o for seen in fake.seen for o in seen.tool_outputs]
+    assert outputs and any("HOME=" in o for o in outputs)
+    assert not any("not-a-secret" in o for o in outputs)
 
 
 @pytest.mark.agents

@@ -47,6 +47,8 @@ ENV_BASE_URL = "OPENAI_BASE_URL"
 ENV_API_KEYS = ("CODEX_API_KEY", "OPENAI_API_KEY")  # first one set wins
 ENV_SANDBOX = "SKILL_EVALS_CODEX_SANDBOX"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Variables hidden from the commands the model runs (globs, as Codex matches them).
+SECRET_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*")
 DEFAULT_SANDBOX = "workspace-write"
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access")
 
@@ -368,6 +370,13 @@ def build_config(
         "",
         "[history]",
         'persistence = "none"',
+        "",
+        # Commands the model runs must not see the API key (Codex 0.169 passes it through by
+        # default); the caller's other variables stay available to the task.
+        "[shell_environment_policy]",
+        'inherit = "all"',
+        "ignore_default_excludes = false",
+        "exclude = [" + ", ".join(toml_string(p) for p in (*ENV_API_KEYS, *SECRET_PATTERNS)) + "]",
         "",
         "[skills.bundled]",
         "enabled = false  # Codex's own system skills would compete with the skill under test",
