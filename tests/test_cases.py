@@ -531,3 +531,27 @@ def test_yaml_aliases_within_budget_work(tmp_path: Path) -> None:
     )
     suite = load_cases(_yaml(tmp_path, text), SKILL)
     assert suite.cases[1].tags == ("x", "y")
+
+
+def test_yaml_lines_count_only_newlines(tmp_path: Path) -> None:
+    # PyYAML treats U+2028/U+2029/U+0085 as line breaks; reported lines must not.
+    text = (
+        'cases:\n  - id: a\n    prompt: "x\u2028y\u2029z\x85w"\n    expectTrigger: true\n'
+        "  - id: b\n    prompt: p\n    expectTrigger: 1\n"
+    )
+    path = _yaml(tmp_path, text)
+    assert _error(path).startswith(f"{path}:7: field expectTrigger")
+    bad_syntax = text.replace("    expectTrigger: 1", "   expectTrigger: 1")
+    assert _error(_yaml(tmp_path, bad_syntax, "b.yaml")).startswith(f"{tmp_path / 'b.yaml'}:7: ")
+    ok = _yaml(tmp_path, text.replace("expectTrigger: 1", "expectTrigger: false"), "ok.yaml")
+    suite = load_cases(ok, SKILL)
+    # U+2028/U+2029 stay data; a raw NEL is a YAML 1.1 line break and folds (docs/inputs.md).
+    assert suite.cases[0].prompt.startswith("x\u2028y\u2029z")
+    assert [c.line for c in suite.cases] == [2, 5]
+
+
+def test_jsonl_prompt_with_unicode_separators(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl"
+    record = json.dumps(_case(0, prompt="a\u2028b\u2029c\x85d"), ensure_ascii=False)
+    path.write_text(record + "\n" + json.dumps(_case(1, id=5)) + "\n", encoding="utf-8")
+    assert _error(path).startswith(f"{path}:2: field id")

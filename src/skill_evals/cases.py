@@ -447,7 +447,7 @@ def _yaml_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
     try:
         doc = load_yaml(text, _CoreSchemaLoader, _core_scalar, lines)
     except yaml.YAMLError as exc:
-        problem, at = yaml_error_message(exc)
+        problem, at = yaml_error_message(exc, text=text)
         raise InvalidInput(f"{path}:{at or 1}: invalid YAML: {problem}") from None
     except YamlValueError as exc:
         raise InvalidInput(f"{path}:{exc.line}: {exc}") from None

@@ -5,6 +5,7 @@ Owner: inputs.
 
 from __future__ import annotations
 
+import bisect
 import errno
 import hashlib
 import os
@@ -88,9 +89,24 @@ class _Frame:
         self.size = 1
 
 
-def _line(event: yaml.Event) -> int:
-    mark: Any = event.start_mark
-    return int(mark.line) + 1 if mark is not None else 1
+class _LineCounter:
+    """One-based line of a parser mark, counting only "\n" as a line break.
+
+    PyYAML and libyaml also break lines at U+0085, U+2028 and U+2029 (YAML 1.1); editors and
+    the JSONL rules of §1.3 do not, so when those appear the line is recounted from the
+    mark's character index."""
+
+    def __init__(self, text: str) -> None:
+        self.newlines: list[int] | None = None
+        if "\x85" in text or "\u2028" in text or "\u2029" in text:
+            self.newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line(self, mark: Any) -> int:
+        if mark is None:
+            return 1
+        if self.newlines is None:
+            return int(mark.line) + 1
+        return bisect.bisect_left(self.newlines, int(mark.index)) + 1
 
 
 def _resolve_tag(loader: Any, event: yaml.ScalarEvent) -> str:
@@ -122,6 +138,7 @@ def load_yaml(
     count its size against MAX_YAML_ALIAS_NODES; nesting is limited to MAX_YAML_DEPTH.
     ``lines`` receives the one-based line of every value by path (a mapping value: its key's
     line). Returns None for an empty document. Raises yaml.YAMLError or YamlValueError."""
+    counter = _LineCounter(text)
     anchors: dict[str, tuple[object, int]] = {}
     alias_budget = MAX_YAML_ALIAS_NODES
     depth_limit = MAX_YAML_DEPTH
@@ -174,9 +191,14 @@ def load_yaml(
                 cast(Any, event.end_mark),
                 event.style,
             )
-            add(scalar(node), 1, _line(event), event.anchor)
+            line = counter.line(event.start_mark)
+            try:
+                value = scalar(node)
+            except YamlValueError as exc:
+                raise YamlValueError(str(exc), line) from None
+            add(value, 1, line, event.anchor)
         elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            line = _line(event)
+            line = counter.line(event.start_mark)
             if event.tag not in _COLLECTION_TAGS[type(event)]:
                 raise YamlValueError(f"unsupported YAML tag {event.tag}", line)
             if len(stack) >= depth_limit:
@@ -187,12 +209,12 @@ def load_yaml(
             container: dict[str, object] | list[object] = (
                 {} if isinstance(event, yaml.MappingStartEvent) else []
             )
-            stack.append(_Frame(container, path, _line(event), event.anchor))
+            stack.append(_Frame(container, path, counter.line(event.start_mark), event.anchor))
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             frame = stack.pop()
             add(frame.container, frame.size, frame.line, frame.anchor)
         elif isinstance(event, yaml.AliasEvent):
-            line = _line(event)
+            line = counter.line(event.start_mark)
             if event.anchor not in anchors:
                 raise YamlValueError(f"unknown or recursive alias *{event.anchor}", line)
             value, size = anchors[event.anchor]
@@ -207,7 +229,9 @@ def load_yaml(
         elif isinstance(event, yaml.DocumentStartEvent):
             documents += 1
             if documents > 1:
-                raise YamlValueError("expected a single YAML document", _line(event))
+                raise YamlValueError(
+                    "expected a single YAML document", counter.line(event.start_mark)
+                )
     return root
 
 
@@ -222,18 +246,23 @@ def _string_scalar(node: yaml.ScalarNode) -> object:
     return str(node.value)
 
 
-def yaml_error_message(exc: yaml.YAMLError, line_offset: int = 0) -> tuple[str, int | None]:
+def yaml_error_message(
+    exc: yaml.YAMLError, line_offset: int = 0, text: str | None = None
+) -> tuple[str, int | None]:
     """A safe one-line reason and one-based line for a PyYAML error.
 
     str(exc) would quote a snippet of the document, so only the problem and context texts are
-    used. ``line_offset`` is added to every line (e.g. when the YAML starts on line 2)."""
+    used. ``line_offset`` is added to every line (e.g. when the YAML starts on line 2); with
+    ``text`` (the parsed document) lines count "\n" only, as in :func:`load_yaml`."""
     if not isinstance(exc, yaml.MarkedYAMLError):
         return "invalid YAML", None
+    counter = _LineCounter(text or "")
     mark = exc.problem_mark or exc.context_mark
     reason = exc.problem or exc.context or "invalid YAML"
     if exc.problem and exc.context and exc.context_mark is not None:
-        reason += f" ({exc.context} started on line {exc.context_mark.line + 1 + line_offset})"
-    return reason, (int(mark.line) + 1 + line_offset if mark is not None else None)
+        started = counter.line(exc.context_mark) + line_offset
+        reason += f" ({exc.context} started on line {started})"
+    return reason, (counter.line(mark) + line_offset if mark is not None else None)
 
 
 # -------------------------------------------------------------------------------- frontmatter
@@ -277,7 +306,7 @@ def parse_frontmatter(text: str) -> tuple[dict[str, object], str]:
         value = load_yaml(block, _StrOnlyLoader, _string_scalar)
     except yaml.YAMLError as exc:
         # +1: the YAML block starts on the file's second line.
-        problem, line = yaml_error_message(exc, line_offset=1)
+        problem, line = yaml_error_message(exc, line_offset=1, text=block)
         where = f" (line {line})" if line is not None else ""
         raise ValueError(f"invalid YAML{where}: {problem}") from None
     except YamlValueError as exc:
