@@ -55,6 +55,7 @@ class Behaviour:
     )
     fail_read: bool = False  # read a SKILL.md path that does not exist instead of the real one
     min_overlap: int = 2  # prompt words that must occur in a description to load that skill
+    hang: bool = False  # never answer (until the server stops): a model that takes forever
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,7 @@ class FakePiModel:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._call_ids = itertools.count(1)
+        self._release = threading.Event()  # lets hanging handlers go when the server stops
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -247,6 +249,7 @@ class FakePiModel:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._release.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -276,6 +279,9 @@ class FakePiModel:
                     self.send_error(400, "request body is not JSON")
                     return
                 chunks = owner._respond(body)
+                if owner.behaviour.hang:
+                    owner._release.wait()
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")

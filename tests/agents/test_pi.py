@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -432,6 +434,52 @@ def test_max_turns_stops_pi_and_fails_the_task(
     assert line["invokedSkills"] == ["refund-policy"]  # the read of turn 1 completed
     # pi may already have asked for turn 2 when it is stopped; that answer is never used
     assert line["output"] == ""
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live processes of a process group (Linux /proc)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+@pytest.mark.agents
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_pi_dies_with_the_runner_group(
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """The engine kills the runner's process group on a timeout: pi must be in it."""
+    with FakePiModel(Behaviour(hang=True)) as model:
+        env = runner_env(model, tmp_path)
+        env.update(EVALGATE_SKILL_VARIANT="with", EVALGATE_SKILL_DIR=str(skills["refund-policy"]))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skill_evals", "runner", "pi", "--bin", pi_binary,
+             "--model", "fake"],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=env, start_new_session=True,
+        )  # fmt: skip
+        assert proc.stdin is not None
+        proc.stdin.write(REFUND_PROMPT.encode())
+        proc.stdin.close()
+        deadline = time.monotonic() + 60
+        while not model.requests and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert model.requests, "pi never called the model"
+        members = _group_members(proc.pid)
+        assert len(members) >= 2  # the runner and pi (node)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while _group_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _group_members(proc.pid) == []
 
 
 @pytest.mark.agents

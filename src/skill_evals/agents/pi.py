@@ -16,11 +16,9 @@ from the environment at request time, so no secret is ever written to disk.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -330,16 +328,17 @@ def build_command(
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End pi (and what it started: it runs in its own process group)."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
+    """End pi: SIGTERM (pi exits on it), SIGKILL if it lingers.
+
+    pi stays in the runner's process group on purpose: when the engine kills that group (timeout,
+    output cap, or after the runner ends) pi and anything its ``bash`` tool started die with it."""
+    if proc.poll() is not None:
         return
+    proc.terminate()
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
         proc.wait()
 
 
@@ -363,7 +362,6 @@ def _drive(
             stderr=stderr,
             cwd=cwd,
             env=dict(env),
-            start_new_session=True,
         )
     except OSError as exc:
         raise RunnerSetupError(f"cannot start {argv[0]} ({exc.strerror})") from exc
@@ -394,12 +392,7 @@ def _drive(
                 break
         status = proc.wait()
     finally:
-        if proc.poll() is None:
-            _stop(proc)
-        else:
-            # pi may have left children (bash tool) in its group.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+        _stop(proc)  # only does something when reading failed half-way
     return transcript, status
 
 
