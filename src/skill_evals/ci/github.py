@@ -104,16 +104,19 @@ def pr_number(env: Mapping[str, str]) -> int | None:
     return None
 
 
-def own_login(client: GitHubClient, env: Mapping[str, str]) -> str | None:
-    """Our identity: /user's login, else github-actions[bot] for the Actions token."""
+def own_login(client: GitHubClient, env: Mapping[str, str]) -> str:
+    """Our identity: /user's login, else github-actions[bot] for the Actions token (which
+    /user refuses with 403). Raises _ApiError when neither applies."""
     try:
         user = client.request("GET", "/user")
     except _ApiError as exc:
-        if exc.status in (401, 403, 404) and env.get("GITHUB_ACTIONS") == "true":
+        if exc.status == 403 and env.get("GITHUB_ACTIONS") == "true":
             return ACTIONS_BOT
-        return None
+        raise _ApiError(f"cannot tell which user the token belongs to ({exc})") from None
     login = user.get("login") if isinstance(user, dict) else None
-    return login if isinstance(login, str) else None
+    if not isinstance(login, str):
+        raise _ApiError("cannot tell which user the token belongs to (GET /user: no login)")
+    return login
 
 
 def post_comment(
@@ -165,8 +168,6 @@ def _post(
                 f"PR #{number} head is not {head_sha[:12]}: refusing to comment on it",
             )
     login = own_login(client, env)
-    if login is None:
-        return CommentResult("failed", "PR comment not posted: cannot tell which user we are")
     existing = _find_own(client, repo, number, login)
     if existing is not None:
         client.request("PATCH", f"/repos/{repo}/issues/comments/{existing}", {"body": body})

@@ -1,0 +1,251 @@
+"""The sticky PR comment against a fake GitHub REST API on 127.0.0.1 (stdlib http.server)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.ci import github
+from skill_evals.ci.summary import MARKER
+from tests.conftest import write_skill
+
+from .conftest import run_cli
+
+TOKEN = "ghs_SECRETtoken1234567890"
+REPO = "octo/skills"
+PR = 7
+
+
+class FakeGitHub:
+    """State of the fake API: comments of PR 7, who the token is, forced failures."""
+
+    def __init__(self) -> None:
+        self.comments: list[dict[str, Any]] = []
+        self.next_id = 100
+        self.user: str | None = "skill-bot"  # None → /user answers 403 (Actions token)
+        self.fail_with: int | None = None
+        self.requests: list[tuple[str, str, str]] = []  # method, path, authorization
+        self.head_sha = "a" * 40
+
+    def add(self, login: str, body: str) -> int:
+        self.next_id += 1
+        self.comments.append({"id": self.next_id, "user": {"login": login}, "body": body})
+        return self.next_id
+
+
+@pytest.fixture
+def api() -> Iterator[tuple[FakeGitHub, str]]:
+    state = FakeGitHub()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, code: int, payload: Any) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _body(self) -> Any:
+            length = int(self.headers.get("Content-Length", "0"))
+            return json.loads(self.rfile.read(length) or b"null")
+
+        def _handle(self, method: str) -> None:
+            state.requests.append((method, self.path, self.headers.get("Authorization", "")))
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return self._send(401, {"message": "Bad credentials"})
+            if state.fail_with is not None:
+                return self._send(state.fail_with, {"message": "Resource not accessible"})
+            path = self.path.split("?")[0]
+            if method == "GET" and path == "/user":
+                if state.user is None:
+                    return self._send(403, {"message": "Resource not accessible by integration"})
+                return self._send(200, {"login": state.user})
+            if method == "GET" and path == f"/repos/{REPO}/pulls/{PR}":
+                return self._send(200, {"number": PR, "head": {"sha": state.head_sha}})
+            if method == "GET" and path == f"/repos/{REPO}/issues/{PR}/comments":
+                query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                page = int(query.get("page", ["1"])[0])
+                return self._send(200, state.comments[(page - 1) * 100 : page * 100])
+            if method == "POST" and path == f"/repos/{REPO}/issues/{PR}/comments":
+                login = state.user or "github-actions[bot]"
+                new_id = state.add(login, self._body()["body"])
+                return self._send(201, {"id": new_id})
+            if method == "PATCH" and path.startswith(f"/repos/{REPO}/issues/comments/"):
+                comment_id = int(path.rsplit("/", 1)[1])
+                for comment in state.comments:
+                    if comment["id"] == comment_id:
+                        comment["body"] = self._body()["body"]
+                        return self._send(200, comment)
+            return self._send(404, {"message": "Not Found"})
+
+        def do_GET(self) -> None:
+            self._handle("GET")
+
+        def do_POST(self) -> None:
+            self._handle("POST")
+
+        def do_PATCH(self) -> None:
+            self._handle("PATCH")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def pr_env(tmp_path: Path, url: str, **extra: str) -> dict[str, str]:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": PR, "base": {"sha": "0" * 40}}}))
+    return {
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_API_URL": url,
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_EVENT_NAME": "pull_request",
+        **extra,
+    }
+
+
+def test_create_then_update_in_place_never_touching_others(
+    api: tuple[FakeGitHub, str], tmp_path: Path
+) -> None:
+    state, url = api
+    planted = state.add("mallory", MARKER + "\nplanted by someone else")
+    env = pr_env(tmp_path, url)
+    first = github.post_comment(MARKER + "\nfirst", env)
+    assert first.action == "created"
+    second = github.post_comment(MARKER + "\nsecond", env)
+    assert second.action == "updated" and second.comment_id == first.comment_id
+    ours = [c for c in state.comments if c["user"]["login"] == "skill-bot"]
+    assert len(ours) == 1 and ours[0]["body"] == MARKER + "\nsecond"
+    theirs = next(c for c in state.comments if c["id"] == planted)
+    assert theirs["body"] == MARKER + "\nplanted by someone else"
+    assert not any(m == "PATCH" and p.endswith(f"/{planted}") for m, p, _ in state.requests)
+    # our own comment without the marker is not ours to edit either
+    state.add("skill-bot", "a human-ish note from the same account")
+    assert github.post_comment(MARKER + "\nthird", env).action == "updated"
+    assert any(c["body"] == "a human-ish note from the same account" for c in state.comments)
+
+
+def test_actions_token_identity_is_github_actions_bot(
+    api: tuple[FakeGitHub, str], tmp_path: Path
+) -> None:
+    state, url = api
+    state.user = None  # /user → 403, as for the Actions GITHUB_TOKEN
+    other = state.add("skill-bot", MARKER + "\nfrom a PAT identity")
+    env = pr_env(tmp_path, url, GITHUB_ACTIONS="true")
+    assert github.post_comment(MARKER + "\none", env).action == "created"
+    result = github.post_comment(MARKER + "\ntwo", env)
+    assert result.action == "updated"
+    bot = [c for c in state.comments if c["user"]["login"] == "github-actions[bot]"]
+    assert len(bot) == 1 and bot[0]["body"].endswith("two")
+    assert next(c for c in state.comments if c["id"] == other)["body"].endswith("PAT identity")
+    # outside Actions, an unknown identity means: do not touch anything
+    assert github.post_comment(MARKER + "\nx", pr_env(tmp_path, url)).action == "failed"
+
+
+def test_pagination_finds_our_comment_on_a_later_page(
+    api: tuple[FakeGitHub, str], tmp_path: Path
+) -> None:
+    state, url = api
+    for i in range(150):
+        state.add("someone", f"comment {i}")
+    ours = state.add("skill-bot", MARKER + "\nold")
+    result = github.post_comment(MARKER + "\nnew", pr_env(tmp_path, url))
+    assert result.action == "updated" and result.comment_id == ours
+
+
+@pytest.mark.parametrize("code", [403, 404, 500])
+def test_http_errors_are_warnings(api: tuple[FakeGitHub, str], tmp_path: Path, code: int) -> None:
+    state, url = api
+    state.fail_with = code
+    result = github.post_comment(MARKER + "\nx", pr_env(tmp_path, url))
+    assert result.action == "failed" and f"HTTP {code}" in result.message
+    assert TOKEN not in result.message
+
+
+def test_network_failure_is_a_warning(tmp_path: Path) -> None:
+    result = github.post_comment(MARKER, pr_env(tmp_path, "http://127.0.0.1:9"))
+    assert result.action == "failed" and TOKEN not in result.message
+
+
+def test_skips_without_token_repo_or_pr(tmp_path: Path) -> None:
+    env = pr_env(tmp_path, "http://127.0.0.1:9")
+    assert github.post_comment(MARKER, {**env, "GITHUB_TOKEN": ""}).action == "skipped"
+    assert github.post_comment(MARKER, {**env, "GITHUB_REPOSITORY": ""}).action == "skipped"
+    push = tmp_path / "push.json"
+    push.write_text(json.dumps({"ref": "refs/heads/main"}))
+    assert github.post_comment(MARKER, {**env, "GITHUB_EVENT_PATH": str(push)}).action == "skipped"
+
+
+def test_head_sha_guard(api: tuple[FakeGitHub, str], tmp_path: Path) -> None:
+    state, url = api
+    env = pr_env(tmp_path, url)
+    result = github.post_comment(MARKER, env, number=PR, head_sha="b" * 40)
+    assert result.action == "skipped" and state.comments == []
+    assert github.post_comment(MARKER, env, number=PR, head_sha="a" * 40).action == "created"
+
+
+def test_ci_comment_end_to_end_token_never_in_output(
+    api: tuple[FakeGitHub, str], tmp_path: Path
+) -> None:
+    state, url = api
+    repo = tmp_path / "repo"
+    write_skill(repo / "skills", "lonely")  # no cases: exit 1 without running anything
+    (repo / ".skill-evals.yml").write_text("runner: skill-evals runner simulated\n", "utf-8")
+    out = tmp_path / "out"
+    env = pr_env(
+        tmp_path,
+        url,
+        GITHUB_OUTPUT=str(tmp_path / "o.txt"),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "s.md"),
+    )
+    # not a git repo → every skill; no cases → exit 1; the comment is still posted
+    done = run_cli(["ci", "--comment", "--out", str(out)], repo, env)
+    assert done.returncode == 1
+    assert "created a comment on PR #7" in done.stderr
+    assert len(state.comments) == 1 and state.comments[0]["body"].startswith(MARKER)
+    done2 = run_cli(["ci", "--comment", "--out", str(out)], repo, env)
+    assert done2.returncode == 1 and "updated PR #7 comment" in done2.stderr
+    assert len(state.comments) == 1
+    state.fail_with = 403
+    done3 = run_cli(["ci", "--comment", "--out", str(out)], repo, env)
+    assert done3.returncode == 1  # unchanged by the failed comment
+    assert "warning: PR comment not posted" in done3.stderr
+    for run in (done, done2, done3):
+        assert TOKEN not in run.stdout and TOKEN not in run.stderr
+    for path in [*out.rglob("*"), tmp_path / "o.txt", tmp_path / "s.md"]:
+        if path.is_file():
+            assert TOKEN not in path.read_text(encoding="utf-8", errors="replace")
+    # every request carried the token in the header only, never in the URL
+    assert all(TOKEN not in p and a == f"Bearer {TOKEN}" for _, p, a in state.requests)
+
+
+def test_ci_comment_command(api: tuple[FakeGitHub, str], tmp_path: Path) -> None:
+    state, url = api
+    body = tmp_path / "comment.md"
+    body.write_text(MARKER + "\nhello\n", encoding="utf-8")
+    env = pr_env(tmp_path, url)
+    done = run_cli(
+        ["ci", "comment", str(body), "--pr", str(PR), "--head-sha", "a" * 40], tmp_path, env
+    )
+    assert done.returncode == 0 and "created" in done.stderr
+    bad = tmp_path / "bad.md"
+    bad.write_text("no marker", encoding="utf-8")
+    assert run_cli(["ci", "comment", str(bad), "--pr", "7"], tmp_path, env).returncode == 5
+    assert len(state.comments) == 1
