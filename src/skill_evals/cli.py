@@ -153,7 +153,7 @@ def test(
     )
     printer = None if quiet else ProgressPrinter(sys.stderr)
     result = run_test(options, progress=printer)
-    _write_outputs(result, fmt, report, junit, markdown)
+    _write_outputs(result, fmt, report, junit, markdown, skill)
     sys.exit(int(result["exitCode"]))
 
 
@@ -163,7 +163,9 @@ def _write_outputs(
     report_path: Path | None,
     junit_path: Path | None,
     markdown_path: Path | None,
+    skill_dir: Path,
 ) -> None:
+    from .pipeline import path_inside
     from .render.json import render_json
     from .render.junit import render_junit
     from .render.markdown import render_markdown
@@ -185,7 +187,7 @@ def _write_outputs(
         (junit_path, junit),
         (markdown_path, renderers["markdown"]),
     ):
-        if path is not None:
+        if path is not None and not path_inside(path, skill_dir):  # never write into the skill
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(render(), encoding="utf-8")

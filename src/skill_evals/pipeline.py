@@ -57,12 +57,9 @@ class TestOptions:
         )
 
 
-def _inside(path: Path, directory: Path) -> bool:
-    try:
-        path.resolve().relative_to(directory.resolve())
-    except ValueError:
-        return False
-    return True
+def path_inside(path: Path, directory: Path) -> bool:
+    """Whether ``path`` (resolved, symlinks followed) lies inside ``directory``."""
+    return path.resolve().is_relative_to(directory.resolve())
 
 
 def _task_units(suite: CaseSuite) -> int:
@@ -79,7 +76,7 @@ def run_test(options: TestOptions, progress: Callable[[Progress], None] | None =
             raise InvalidInput("give exactly one of --runner or --observations")
         skill = load_skill(options.skill)
         for out in options.outputs:
-            if _inside(out, skill.path):
+            if path_inside(out, skill.path):
                 raise InvalidInput(
                     f"{out}: output path lies inside the skill directory {skill.path}; "
                     "write reports elsewhere (it would change the skill's hash)"

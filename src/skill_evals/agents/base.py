@@ -136,6 +136,38 @@ def read_invocation(
     )
 
 
+WORKSPACE_PREFIX = "skill-evals-run-"
+OWNER_FILE = ".skill-evals-owner"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_workspaces(tmp: Path | None = None) -> list[Path]:
+    """Remove workspaces left behind by runners that were killed (their owner process is gone).
+
+    Returns the removed paths. Workspaces kept with --keep-workspace have no owner file and
+    are never swept."""
+    removed: list[Path] = []
+    base = Path(tempfile.gettempdir()) if tmp is None else tmp
+    for candidate in base.glob(WORKSPACE_PREFIX + "*"):
+        try:
+            pid = int((candidate / OWNER_FILE).read_text(encoding="ascii"))
+        except (OSError, ValueError):
+            continue
+        if pid != os.getpid() and not _alive(pid):
+            shutil.rmtree(candidate, ignore_errors=True)
+            removed.append(candidate)
+    return removed
+
+
 class Workspace:
     """A fresh temporary project dir and agent home per invocation, removed on exit.
 
@@ -146,7 +178,11 @@ class Workspace:
     def __init__(self, fixture: Path | None = None, keep: bool = False) -> None:
         self._fixture = fixture
         self._keep = keep
-        self.root = Path(tempfile.mkdtemp(prefix="skill-evals-run-"))
+        sweep_stale_workspaces()
+        self.root = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX))
+        # The engine kills a timed-out runner's whole process group with SIGKILL, so this
+        # process cannot clean up then; the owner file lets the next runner sweep it.
+        (self.root / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
         self.project = self.root / "project"
         self.home = self.root / "home"
 
@@ -171,6 +207,7 @@ class Workspace:
         tb: TracebackType | None,
     ) -> None:
         if self._keep:
+            (self.root / OWNER_FILE).unlink(missing_ok=True)
             print(f"skill-evals: workspace kept at {self.root}", file=sys.stderr)
         else:
             self.cleanup()
