@@ -501,8 +501,9 @@ def test_pi_that_cannot_start_is_a_setup_error(
     assert "SECRET-PROMPT-TEXT" not in proc.stderr
 
 
-# 12 independent prompts: 6 about refunds (trigger), 2 about shipping (the neighbour's), 4
-# unrelated. Refund tasks need the skill's "30 days"; the others pass in both variants.
+# 10 independent prompts (the minimum): 6 about refunds (trigger), 2 about shipping (the
+# neighbour's), 2 unrelated. Refund tasks need the skill's "30 days"; the others pass in both
+# variants. Expected: F1 = 1; uplift = 6 of 10 units improve = 0.6.
 SUITE: list[tuple[str, str, bool, list[str]]] = [
     ("refund-1", REFUND_PROMPT, True, ["30 days"]),
     ("refund-2", "What are the rules for returns of store purchases?", True, ["30 days"]),
@@ -514,8 +515,6 @@ SUITE: list[tuple[str, str, bool, list[str]]] = [
     ("ship-2", "How long does delivery of parcels take?", False, ["3 to 5 working days"]),
     ("other-1", "How do I reverse a linked list in Python?", False, ["general answer"]),
     ("other-2", "Write a haiku about autumn leaves.", False, ["general answer"]),
-    ("other-3", "What is the capital of France?", False, ["general answer"]),
-    ("other-4", "Explain the difference between TCP and UDP.", False, ["general answer"]),
 ]
 
 
@@ -552,16 +551,16 @@ def test_full_skill_evals_run_through_pi(
     assert_valid_report(report)
     assert report["runner"]["failures"] == [], proc.stderr
     trigger = report["trigger"]
-    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 0, 0, 6)
+    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 0, 0, 4)
     assert trigger["f1"] == 1.0
     task = report["task"]
-    assert task["units"] == 12 and task["insufficient"] is False
-    assert (task["with"]["passed"], task["without"]["passed"]) == (12, 6)
-    assert task["difference"] == 0.5
+    assert task["units"] == 10 and task["insufficient"] is False
+    assert (task["with"]["passed"], task["without"]["passed"]) == (10, 4)
+    assert task["difference"] == 0.6
     assert task["signTest"]["positive"] == 6 and task["signTest"]["negative"] == 0
     assert task["signTest"]["pValue"] == 0.03125
-    assert 0.1 < task["interval"]["lower"] <= 0.5 <= task["interval"]["upper"]
+    assert 0.1 < task["interval"]["lower"] <= 0.6 <= task["interval"]["upper"]
     assert report["loading"]["violations"] == []
-    assert report["runner"]["invocations"] == 24
+    assert report["runner"]["invocations"] == 20
     assert proc.returncode == 0 and report["exitCode"] == 0 and report["status"] == "pass"
     assert list((tmp_path / "tmpdir").iterdir()) == []  # every workspace removed
