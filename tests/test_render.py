@@ -122,7 +122,9 @@ def test_text_shows_null_as_na_never_zero() -> None:
 
 
 def test_text_error_report() -> None:
-    text = render_text(error_report(5, "cases.jsonl:4: field 'expectTrigger': expected a boolean"))
+    report = error_report(5, "cases.jsonl:4: field 'expectTrigger': expected a boolean")
+    assert_valid_report(report)
+    text = render_text(report)
     assert text.splitlines()[0] == (
         "INVALID  (unknown skill) — cases.jsonl:4: field 'expectTrigger': expected a boolean "
         "(exit 5)"
@@ -286,6 +288,7 @@ def test_junit_runner_failures_are_errors() -> None:
 
 def test_junit_error_reports_and_unexplained_exit_codes() -> None:
     report = error_report(6, "evals/cases.jsonl: 9 independent case(s); at least 10 needed")
+    assert_valid_report(report)
     suite = next(iter(_parse(render_junit([("refund-policy", report, None)]))))
     (case,) = list(suite)
     assert case.name == "evaluation"
@@ -296,6 +299,7 @@ def test_junit_error_reports_and_unexplained_exit_codes() -> None:
     changed = evaluate(
         make_skill(), suite_obj, make_settings(), make_result(suite_obj), skill_changed=True
     )
+    assert_valid_report(changed)
     cases = _cases(next(iter(_parse(render_junit([("refund-policy", changed, None)])))))
     assert isinstance(cases["evaluation"].result[0], Error)
 
@@ -303,9 +307,11 @@ def test_junit_error_reports_and_unexplained_exit_codes() -> None:
 def test_junit_no_task_checks_is_skipped_uplift_and_error_when_gated() -> None:
     suite = make_suite(tasks=False)
     plain = evaluate(make_skill(), suite, make_settings(), make_result(suite))
+    assert_valid_report(plain)
     cases = _cases(next(iter(_parse(render_junit([("s", plain, None)])))))
     assert isinstance(cases["uplift"].result[0], Skipped)
     gated = evaluate(make_skill(), suite, make_settings(min_uplift=0.1), make_result(suite))
+    assert_valid_report(gated)
     cases = _cases(next(iter(_parse(render_junit([("s", gated, None)])))))
     assert isinstance(cases["uplift"].result[0], Error)
 
