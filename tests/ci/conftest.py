@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -92,6 +93,54 @@ def run_cli(
         timeout=timeout,
         check=False,
     )
+
+
+SIMULATED = "runner: skill-evals runner simulated\ntrials: 1\njobs: 4\n"
+
+
+def gh_env(tmp: Path, **extra: str) -> dict[str, str]:
+    """A GitHub Actions-like environment with output/summary files in ``tmp``."""
+    (tmp / "summary.md").write_text("# earlier step\n", encoding="utf-8")
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_OUTPUT": str(tmp / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
+        **extra,
+    }
+
+
+def build_repo(root: Path, config: str = SIMULATED) -> Path:
+    """refund-policy (the example skill, tasks included) plus two small skills."""
+    repo = make_repo(root, skills=("alpha", "beta"), config=config)
+    shutil.copytree(EXAMPLE_SKILL, repo / "skills" / "refund-policy")
+    commit_all(repo, "add refund-policy")
+    return repo
+
+
+@pytest.fixture(scope="session")
+def passing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Edit refund-policy after the base commit, run ci --base under a GitHub-like env."""
+    tmp = tmp_path_factory.mktemp("passing")
+    repo = build_repo(tmp / "repo")
+    base = git(repo, "rev-parse", "HEAD")
+    with (repo / "skills" / "refund-policy" / "SKILL.md").open("a", encoding="utf-8") as fh:
+        fh.write("\nBe brief.\n")
+    commit_all(repo)
+    env = gh_env(tmp)
+    out = tmp / "out"
+    done = run_cli(["ci", "--base", base, "--out", str(out)], repo, env)
+    return {"repo": repo, "out": out, "done": done, "tmp": tmp, "base": base}
+
+
+@pytest.fixture(scope="session")
+def failing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The trigger gate set above what the simulated runner reaches: exit 1."""
+    tmp = tmp_path_factory.mktemp("failing")
+    repo = build_repo(tmp / "repo", SIMULATED + "gates: {min-trigger-f1: 0.99}\n")
+    env = gh_env(tmp)
+    out = tmp / "out"
+    done = run_cli(["ci", "--only", "refund-policy", "--out", str(out)], repo, env)
+    return {"repo": repo, "out": out, "done": done, "tmp": tmp}
 
 
 @pytest.fixture

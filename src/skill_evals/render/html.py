@@ -175,6 +175,22 @@ def _marks(values: object) -> str:
     return " ".join(out) or "—"
 
 
+def _trigger_marks(values: object, expect: object) -> str:
+    """Per trial: loaded or not, green when that was right for the case, red when wrong."""
+    if not isinstance(values, list) or not values:
+        return "—"
+    out = []
+    for value in values:
+        if not isinstance(value, bool):
+            out.append('<span class="muted">·</span>')
+            continue
+        right = value == bool(expect)
+        out.append(
+            f'<span class="{"ok" if right else "bad"}">{"loaded" if value else "not loaded"}</span>'
+        )
+    return " ".join(out)
+
+
 def _skill_section(skill: dict[str, Any]) -> str:
     report = skill.get("report") if isinstance(skill.get("report"), dict) else None
     parts = [
@@ -257,7 +273,7 @@ def _skill_section(skill: dict[str, Any]) -> str:
             f"<td><code>{_e(c.get('id'))}</code></td>"
             f'<td class="num">{_e(c.get("line"))}</td>'
             f"<td>{'yes' if c.get('expectTrigger') else 'no'}</td>"
-            f"<td>{_marks(c.get('triggered'))}</td>"
+            f"<td>{_trigger_marks(c.get('triggered'), c.get('expectTrigger'))}</td>"
             f"<td>{_marks(c.get('with'))}</td>"
             f"<td>{_marks(c.get('without'))}</td>"
             "</tr>"
@@ -266,7 +282,7 @@ def _skill_section(skill: dict[str, Any]) -> str:
         parts.append(
             f"<details open><summary>Per-case detail ({len(cases)} cases)</summary>"
             "<table><tr><th>case</th><th>line</th><th>should trigger</th>"
-            "<th>triggered (per trial)</th><th>task with</th><th>task without</th></tr>"
+            "<th>skill loaded (per trial)</th><th>task with</th><th>task without</th></tr>"
             f"{rows}</table></details>"
         )
     return "\n".join(p for p in parts if p)
