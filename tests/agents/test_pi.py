@@ -215,6 +215,30 @@ def test_custom_base_url_writes_models_json_without_the_secret(tmp_path: Path) -
     ]
 
 
+def _finished(stop_reason: str) -> pi._Transcript:
+    transcript = pi._Transcript()
+    message = {"role": "assistant", "content": [{"type": "text", "text": "partial"}],
+               "stopReason": stop_reason}  # fmt: skip
+    for event in ({"type": "message_end", "message": message}, {"type": "agent_end"}):
+        transcript.add(event)
+    return transcript
+
+
+def test_a_failed_model_request_voids_the_run_and_a_cut_answer_fails_the_task(
+    tmp_path: Path,
+) -> None:
+    invocation = AgentInvocation("with", tmp_path, "c", 1, "SECRET-PROMPT")
+    args = (frozenset({"x"}), 5, tmp_path, AgentOptions())
+    with pytest.raises(RunnerSetupError, match="model request failed") as err:
+        pi._result(invocation, _finished("error"), 0, *args)
+    assert "SECRET-PROMPT" not in str(err.value) and "partial" not in str(err.value)
+    with pytest.raises(RunnerSetupError, match="before the agent finished"):
+        pi._result(invocation, pi._Transcript(), 1, *args)
+    cut = pi._result(invocation, _finished("length"), 0, *args)
+    assert (cut.exit_code, cut.output, cut.meta) == (1, "partial", {"durationMs": 5})
+    assert pi._result(invocation, _finished("stop"), 0, *args).exit_code == 0
+
+
 def test_mcp_delivery_is_refused(tmp_path: Path) -> None:
     skill = write_skill(tmp_path)
     invocation = AgentInvocation("with", skill, "c", 1, "p")
