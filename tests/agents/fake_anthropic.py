@@ -40,6 +40,7 @@ _STOP = frozenset(
 _LISTING = re.compile(r"skills are available[^\n]*\n")
 _LISTED = re.compile(r"^- (?P<name>[A-Za-z0-9_:./-]+): (?P<desc>.*)$")
 _MCP_LOAD = re.compile(r"^mcp__(?P<server>[^_]+(?:_[^_]+)*?)__load_(?P<name>[A-Za-z0-9_-]+)_skill$")
+_COMMAND = re.compile(r"<command-name>/([^<\s]+)</command-name>")
 _CWD = re.compile(r"Primary working directory: (?P<cwd>\S+)")
 
 
@@ -292,8 +293,15 @@ class FakeAnthropic:
             for b in _blocks(last.get("content"))
             if last.get("role") == "user" and b.get("type") == "tool_result"
         ]
+        expanded = _COMMAND.search("\n".join(_flatten(m.get("content")) for m in messages))
         if results:
             action, blocks = "final", [_text(self._final_text(messages, results))]
+            stop = "end_turn"
+        elif expanded and "Base directory for this skill" in "\n".join(_all_text(body)):
+            # The user typed /<skill>: Claude Code already put the skill into the prompt, and
+            # a model follows it instead of loading it again.
+            loaded = "\n".join(_flatten(m.get("content")) for m in messages)
+            action, blocks = f"follow:{expanded.group(1)}", [_text(answer_from_skill(loaded))]
             stop = "end_turn"
         else:
             call = self._choose(prompt, offered, body)
@@ -434,6 +442,11 @@ def user_prompt(messages: list[dict[str, Any]]) -> str:
 def answer_from_skill(loaded: str) -> str:
     """Answer with the first instruction line of the loaded SKILL.md text."""
     loaded = re.sub(r"^ *\d+\t", "", loaded, flags=re.MULTILINE)  # Read's `cat -n` numbering
+    # Claude Code injects a skill as "Base directory for this skill: …" + body; other text
+    # around it (environment, git status) is not the skill.
+    marker = loaded.find("Base directory for this skill:")
+    if marker >= 0:
+        loaded = loaded[marker:]
     # The Skill tool announces "Base directory for this skill: …/<name>"; a Read shows the
     # frontmatter; an MCP result may show either.
     name = re.search(r"^name:\s*(\S+)|skill: \S*/(\S+)$", loaded, re.MULTILINE)

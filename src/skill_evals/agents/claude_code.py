@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,9 @@ MCP_SERVER_NAME = "skills"
 # When set, each run's stream-json transcript is copied there as <case>.<trial>.<variant>.jsonl
 # (for `skill-evals evidence` and debugging). Transcripts contain the prompt and the answer.
 TRANSCRIPT_DIR_VAR = "SKILL_EVALS_TRANSCRIPT_DIR"
+_SLASH_EXPANSION = re.compile(
+    r"\s*<command-message>[^<]*</command-message>\s*<command-name>/(?P<name>[^<\s]+)</command-name>"
+)
 _RESOURCE_TOOLS = frozenset({"ReadMcpResourceTool", "ReadMcpResource"})
 # Result events that mean "the model could not be reached", not "the task failed".
 _API_FAILURE_REASONS = frozenset({"api_error", "auth_error", "authentication_failed"})
@@ -77,6 +81,16 @@ def _content_blocks(event: Mapping[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(content, list):
         return []
     return [b for b in content if isinstance(b, dict)]
+
+
+def _message_text(event: Mapping[str, Any]) -> str:
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        str(b.get("text", "")) for b in _content_blocks(event) if b.get("type") == "text"
+    )
 
 
 def _candidate(
@@ -131,13 +145,25 @@ def find_loads(
 
     A ``tool_use`` (in an ``assistant`` event) that loads a skill is paired by id with its
     ``tool_result`` (in a ``user`` event); only results without ``is_error`` count, at the index
-    of the result event. ``known`` restricts ``Read``-path evidence to those skill names."""
+    of the result event. A prompt's own ``/<skill>`` expansion, replayed as a user event
+    (``--replay-user-messages``), counts when the init event listed that skill. ``known``
+    restricts ``Read``-path evidence to those skill names."""
     patterns = patterns or EvidencePatterns()
     pending: dict[str, _Pending] = {}
     loads: list[Load] = []
+    listed: set[str] = set()
     for index, event in enumerate(events):
         kind = event.get("type")
-        if kind == "assistant":
+        if kind == "system" and event.get("subtype") == "init":
+            listed.update(n for n in event.get("skills") or [] if isinstance(n, str))
+        elif kind == "user" and event.get("isReplay") is True:
+            # A prompt that starts with /<skill> is expanded by Claude Code itself; the replayed
+            # user message shows the expansion. Only skills the init event listed count (an
+            # unknown /word is replayed as plain text).
+            match = _SLASH_EXPANSION.match(_message_text(event))
+            if match and match.group("name") in listed:
+                loads.append(Load(match.group("name"), "native", AGENT, "slash command", index))
+        elif kind == "assistant":
             for block in _content_blocks(event):
                 if block.get("type") != "tool_use" or not isinstance(block.get("id"), str):
                     continue
@@ -338,6 +364,11 @@ def build_command(
         "--verbose",
         "--output-format",
         "stream-json",
+        # The prompt goes in as one stream-json user message and is replayed into the output,
+        # so a prompt that invokes a skill as /<name> leaves a record of the expansion.
+        "--input-format",
+        "stream-json",
+        "--replay-user-messages",
         # Headless without prompts and without bypassing anything: tools that would ask
         # (Bash, edits) are denied; reads inside the project and the Skill tool are allowed.
         "--permission-mode",
@@ -380,6 +411,12 @@ def _refs(invocation: AgentInvocation, options: AgentOptions) -> tuple[SkillRef,
             )
         neighbours.append(ref)
     return tested, neighbours
+
+
+def _stdin_message(prompt: str) -> bytes:
+    """The prompt as the one stream-json user message Claude Code reads from stdin."""
+    message = {"type": "user", "message": {"role": "user", "content": prompt}}
+    return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def _save_transcript(data: bytes, invocation: AgentInvocation, env: Mapping[str, str]) -> None:
@@ -443,7 +480,7 @@ def run(
             try:
                 done = subprocess.run(
                     cmd,
-                    input=invocation.prompt.encode("utf-8"),
+                    input=_stdin_message(invocation.prompt),
                     cwd=ws.project,
                     env=env,
                     stdout=subprocess.PIPE,
@@ -469,7 +506,11 @@ def run(
                 f"ANTHROPIC_BASE_URL or the network){hint}"
             )
         known = frozenset([tested.name, *(n.name for n in neighbours), *available_skills(events)])
-        invoked = loaded_names(find_loads(events, EvidencePatterns(), known))
+        loads = find_loads(events, EvidencePatterns(), known)
+        if "<command-" in invocation.prompt:
+            # The prompt itself could imitate an expansion record: do not trust those.
+            loads = [ld for ld in loads if ld.source != "slash command"]
+        invoked = loaded_names(loads)
         available = available_skills(events)
         if available:
             print(
