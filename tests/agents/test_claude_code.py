@@ -125,6 +125,12 @@ def test_slash_command_expansion_counts_only_for_listed_skills() -> None:
     assert names(not_replayed) == []
 
 
+def test_max_turns_transcript_is_a_failed_task() -> None:
+    result = claude_code.outcome(fixture("max-turns.jsonl"))
+    assert result is not None and result.exit_code == 1 and result.output == ""
+    assert claude_code.api_failure(fixture("max-turns.jsonl")) is None
+
+
 def test_outcome_and_meta_from_the_result_event() -> None:
     result = claude_code.outcome(fixture("with-skill-tool.jsonl"))
     assert result is not None
@@ -310,6 +316,17 @@ def test_neighbour_with_the_tested_name_is_refused(tmp_path: Path) -> None:
     invocation = AgentInvocation("with", skill, "c", 1, "hi")
     with pytest.raises(RunnerSetupError, match="same name"):
         claude_code.run(invocation, AgentOptions(with_skills=(twin,), bin=sys.executable))
+
+
+def test_fixture_that_already_holds_the_skill_is_refused(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "a")
+    fixture_dir = tmp_path / "fixture"
+    write_skill(fixture_dir / ".claude" / "skills")
+    for variant in ("with", "without"):
+        invocation = AgentInvocation(variant, skill, "c", 1, "hi")  # type: ignore[arg-type]
+        options = AgentOptions(fixture=fixture_dir, bin=sys.executable)
+        with pytest.raises(RunnerSetupError, match=r"\.claude/skills/refund-policy"):
+            claude_code.run(invocation, options, {"PATH": os.environ["PATH"]})
 
 
 # ------------------------------------------------------------------ the real CLI
@@ -526,6 +543,16 @@ def test_mcp_delivery_loads_through_the_skill_server(
     # Delivered over MCP only: not also installed natively.
     assert not any("- refund-policy:" in text for text in fake.texts)
     assert list(private_tmp.iterdir()) == []
+
+
+@pytest.mark.agents
+def test_max_turns_is_a_failed_task_not_a_runner_failure(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    options = AgentOptions(bin=claude_bin, max_turns=1)
+    result = _run(fake, tmp_path, "with", REFUND_PROMPT, options, capture_as="max-turns.jsonl")
+    assert result.exit_code == 1
+    assert result.invoked_skills == ["refund-policy"]  # the load itself completed
 
 
 @pytest.mark.agents

@@ -457,6 +457,14 @@ def run(
             env.setdefault("ENABLE_TOOL_SEARCH", "false")
         _make_git_root(ws.project, env)
 
+        skills_root = ws.project / ".claude" / "skills"
+        for ref in (tested, *neighbours):
+            if (skills_root / ref.name).exists():
+                # It would leak into `without` (or shadow the copy under test in `with`).
+                raise RunnerSetupError(
+                    f"--fixture {options.fixture}: already contains .claude/skills/{ref.name}; "
+                    "remove it, the runner installs the skills itself"
+                )
         offered = ([tested] if invocation.variant == "with" else []) + neighbours
         mcp_path: Path | None = None
         if options.delivery == "mcp":
@@ -469,7 +477,7 @@ def run(
                 )
         else:
             for ref in offered:
-                ws.install_skill(ref, ws.project / ".claude" / "skills")
+                ws.install_skill(ref, skills_root)
         settings = ws.root / "settings.json"
         settings.write_text(
             json.dumps({"claudeMdExcludes": _ancestor_excludes(ws.project)}), encoding="utf-8"
