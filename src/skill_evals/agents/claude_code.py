@@ -424,9 +424,14 @@ def _save_transcript(data: bytes, invocation: AgentInvocation, env: Mapping[str,
     if not target:
         return
     folder = Path(target)
-    folder.mkdir(parents=True, exist_ok=True)
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in invocation.case_id) or "case"
-    (folder / f"{safe}.{invocation.trial}.{invocation.variant}.jsonl").write_bytes(data)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{safe}.{invocation.trial}.{invocation.variant}.jsonl").write_bytes(data)
+    except OSError as exc:
+        raise RunnerSetupError(
+            f"{TRANSCRIPT_DIR_VAR}={target}: cannot write the transcript ({exc.strerror})"
+        ) from exc
 
 
 def run(
