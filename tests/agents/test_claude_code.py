@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -608,7 +609,8 @@ def test_full_skill_evals_run_through_claude_code(
     cases = write_jsonl(tmp_path / "cases.jsonl", records)
     report_path = tmp_path / "report.json"
     env = _environ(fake, tmp_path / "transcripts")
-    runner = f"skill-evals runner claude-code --bin {claude_bin}"
+    python, binary = shlex.quote(sys.executable), shlex.quote(claude_bin)
+    runner = f"{python} -m skill_evals runner claude-code --bin {binary}"
     done = subprocess.run(
         [
             *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
