@@ -171,6 +171,15 @@ def _entry(
     }
 
 
+# Credentials of the CI itself: a runner (an agent that reads untrusted prompts) never needs them.
+CI_SECRETS = ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+
+
+def runner_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment handed to runners: the caller's minus the CI's own tokens."""
+    return {k: v for k, v in env.items() if k not in CI_SECRETS}
+
+
 def _missing_env(names: Sequence[str], env: Mapping[str, str]) -> list[str]:
     return [n for n in names if not env.get(n)]
 
@@ -298,7 +307,7 @@ def _evaluate(
             record=record,
             keep_going=settings.keep_going,
             outputs=(record, options.out / "report.json"),
-            env=dict(env),
+            env=runner_env(env),
         )
         console.group(f"skill-evals {state.name} ({state.path})")
         console.info(f"evaluating {state.name} ({reason})")

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The action's entry point: a private venv under $RUNNER_TEMP with the package installed from
+# $GITHUB_ACTION_PATH (so the pinned tag is the version), then `skill-evals ci` with the inputs.
+# Inputs arrive only as INPUT_* environment variables and are passed as separate arguments —
+# never evaluated as shell code. The step exits with skill-evals' own exit code.
+set -euo pipefail
+
+fail() { echo "::error::skill-evals action: $*"; exit 5; }
+
+action_path="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set (run this through action.yml)}"
+python="${INPUT_PYTHON:-python3}"
+command -v -- "$python" >/dev/null 2>&1 || fail "python: '$python' not found on PATH"
+
+key="$(printf '%s' "$action_path" | sha256sum | cut -c1-12)"
+venv="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/skill-evals-venv-$key"
+if [ ! -x "$venv/bin/skill-evals" ]; then
+  echo "::group::Install skill-evals from $action_path"
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input "$action_path"
+  echo "::endgroup::"
+fi
+
+out="${INPUT_REPORT_DIR:-skill-evals-report}"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+
+args=(ci --out "$out")
+[ -n "${INPUT_CONFIG:-}" ] && args+=(--config "$INPUT_CONFIG")
+[ -n "${INPUT_BASE:-}" ] && args+=(--base "$INPUT_BASE")
+[ -n "${INPUT_RUNNER:-}" ] && args+=(--runner "$INPUT_RUNNER")
+[ -n "${INPUT_TRIALS:-}" ] && args+=(--trials "$INPUT_TRIALS")
+[ -n "${INPUT_JOBS:-}" ] && args+=(--jobs "$INPUT_JOBS")
+[ -n "${INPUT_MIN_TRIGGER_F1:-}" ] && args+=(--min-trigger-f1 "$INPUT_MIN_TRIGGER_F1")
+[ -n "${INPUT_MIN_UPLIFT:-}" ] && args+=(--min-uplift "$INPUT_MIN_UPLIFT")
+
+# `only`: names or paths separated by commas, spaces or newlines (no globbing: set -f).
+set -f
+for name in ${INPUT_ONLY//,/ }; do
+  args+=(--only "$name")
+done
+set +f
+
+case "${INPUT_COMMENT:-auto}" in
+  true) args+=(--comment) ;;
+  false) ;;
+  auto)
+    case "${GITHUB_EVENT_NAME:-}" in
+      pull_request | pull_request_target) args+=(--comment) ;;
+    esac
+    ;;
+  *) fail "comment: expected true, false or auto" ;;
+esac
+
+# The venv's bin first on PATH, so `--runner 'skill-evals runner …'` uses this very version.
+export PATH="$venv/bin:$PATH"
+set +e
+skill-evals "${args[@]}"
+code=$?
+set -e
+
+if [ -n "${GITHUB_OUTPUT:-}" ]; then
+  # The gate writes its outputs itself; when it stopped before that (a usage error), say so.
+  if [ ! -f "$out/report.json" ]; then
+    {
+      echo "status=invalid"
+      echo "changed-skills=[]"
+      echo "report-dir=$out"
+      echo "junit=$out/junit.xml"
+    } >>"$GITHUB_OUTPUT"
+  fi
+  echo "exit-code=$code" >>"$GITHUB_OUTPUT"
+fi
+exit "$code"

@@ -1,0 +1,208 @@
+"""The composite action end to end under `act` (host mode, offline), and lint of the workflows.
+
+Offline set-up (the machine reaches package registries only, never github.com):
+- `actions/checkout` of the repository under test is replaced by act's own local copy (act
+  skips checkout of the current repository);
+- the pinned `actions/upload-artifact` is replaced with `--local-repository` by a local stand-in
+  that copies the report directory, so the test can check what would have been uploaded;
+- the action's private venv installs the package from the action path with pip pointed at the
+  machine's local package mirror (file:///opt/pypi) plus a wheelhouse built here from installed
+  distributions, so nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLE_SKILL, REPO
+
+from .conftest import GIT_ENV, commit_all, git
+
+UPLOAD_PIN = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"
+LOCAL_INDEX = Path("/opt/pypi/simple")
+ACT = shutil.which("act")
+
+UPLOAD_STAND_IN = """\
+name: upload-artifact (offline stand-in for tests)
+inputs:
+  name: {default: artifact}
+  path: {required: true}
+  if-no-files-found: {default: warn}
+  retention-days: {default: "0"}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      env:
+        NAME: ${{ inputs.name }}
+        SOURCE: ${{ inputs.path }}
+      run: mkdir -p "$ARTIFACTS/$NAME" && cp -R "$SOURCE"/. "$ARTIFACTS/$NAME"/
+"""
+
+WORKFLOW = """\
+name: gate
+on: pull_request
+jobs:
+  gate:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2
+      - id: gate
+        uses: ./
+        with:
+          runner: skill-evals runner simulated
+          trials: "1"
+          min-trigger-f1: "MIN_F1"
+          comment: "false"
+      - if: always()
+        shell: bash
+        env:
+          EXIT_CODE: ${{ steps.gate.outputs.exit-code }}
+          STATUS: ${{ steps.gate.outputs.status }}
+          CHANGED: ${{ steps.gate.outputs.changed-skills }}
+          REPORT_DIR: ${{ steps.gate.outputs.report-dir }}
+          JUNIT: ${{ steps.gate.outputs.junit }}
+        run: |
+          jq -n --arg e "$EXIT_CODE" --arg s "$STATUS" --arg c "$CHANGED" \\
+            --arg r "$REPORT_DIR" --arg j "$JUNIT" \\
+            '{"exit-code":$e,status:$s,"changed-skills":$c,"report-dir":$r,junit:$j}' \\
+            > "$RESULT_FILE"
+"""
+
+
+def repack_wheel(dist_name: str, target: Path) -> Path:
+    """Build a wheel from an installed distribution (its RECORD files and WHEEL tags)."""
+    dist = importlib.metadata.distribution(dist_name)
+    tag = next(
+        line.split(":", 1)[1].strip()
+        for line in (dist.read_text("WHEEL") or "").splitlines()
+        if line.startswith("Tag:")
+    )
+    name = dist.metadata["Name"].replace("-", "_")
+    wheel = target / f"{name}-{dist.version}-{tag}.whl"
+    base = Path(str(dist.locate_file("")))
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        for entry in dist.files or []:
+            rel = str(entry)
+            if rel.startswith("..") or "__pycache__" in rel or rel.endswith(".pyc"):
+                continue
+            zf.write(base / rel, rel)
+    return wheel
+
+
+def make_action_repo(root: Path) -> tuple[Path, str]:
+    """A git repo holding the action (as `uses: ./`) and the example skill; returns
+    (repo, base sha) with the skill edited after the base commit."""
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    for name in ("action.yml", "entrypoint.sh", "pyproject.toml", "README.md", "LICENSE"):
+        if (REPO / name).exists():
+            shutil.copy2(REPO / name, root / name)
+    shutil.copytree(
+        REPO / "src", root / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__")
+    )
+    shutil.copytree(EXAMPLE_SKILL, root / "skills" / "refund-policy")
+    base = commit_all(root, "base")
+    with (root / "skills" / "refund-policy" / "SKILL.md").open("a", encoding="utf-8") as fh:
+        fh.write("\nKeep answers short.\n")
+    return root, base
+
+
+def run_act(tmp: Path, min_f1: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    repo, base = make_action_repo(tmp / "repo")
+    workflows = repo / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "gate.yml").write_text(WORKFLOW.replace("MIN_F1", min_f1), encoding="utf-8")
+    commit_all(repo, "head")
+    stand_in = tmp / "upload-artifact"
+    stand_in.mkdir()
+    (stand_in / "action.yml").write_text(UPLOAD_STAND_IN, encoding="utf-8")
+    wheelhouse = tmp / "wheels"
+    wheelhouse.mkdir()
+    repack_wheel("junitparser", wheelhouse)  # not in the local mirror
+    event = tmp / "event.json"
+    event.write_text(
+        json.dumps({"pull_request": {"number": 1, "base": {"sha": base}, "head": {"sha": "x"}}}),
+        encoding="utf-8",
+    )
+    result = tmp / "result.json"
+    artifacts = tmp / "artifacts"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
+    env.update(GIT_ENV)
+    env.pop("CI", None)
+    command = [
+        str(ACT),
+        "pull_request",
+        "-P",
+        "ubuntu-latest=-self-hosted",
+        "--action-offline-mode",
+        "--action-cache-path",
+        str(tmp / "act-cache"),
+        "--local-repository",
+        f"{UPLOAD_PIN}={stand_in}",
+        "-e",
+        str(event),
+        "-W",
+        str(workflows / "gate.yml"),
+        "--env",
+        f"RESULT_FILE={result}",
+        "--env",
+        f"ARTIFACTS={artifacts}",
+        "--env",
+        f"PIP_INDEX_URL=file://{LOCAL_INDEX}",
+        "--env",
+        f"PIP_FIND_LINKS={wheelhouse}",
+        "--env",
+        "PIP_EXTRA_INDEX_URL=",
+    ]
+    done = subprocess.run(
+        command, cwd=repo, env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+    outputs = json.loads(result.read_text(encoding="utf-8")) if result.is_file() else {}
+    outputs["_artifacts"] = artifacts
+    return done, outputs
+
+
+needs_act = pytest.mark.skipif(
+    ACT is None or not (LOCAL_INDEX / "setuptools").is_dir(),
+    reason="act or the local package mirror is missing",
+)
+
+
+@pytest.mark.act
+@needs_act
+def test_action_passes_under_act(tmp_path: Path) -> None:
+    done, outputs = run_act(tmp_path, "0.5")
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-6000:]
+    assert outputs["exit-code"] == "0" and outputs["status"] == "pass", outputs
+    assert json.loads(outputs["changed-skills"]) == ["refund-policy"]
+    assert outputs["junit"] == outputs["report-dir"] + "/junit.xml"
+    uploaded = outputs["_artifacts"] / "skill-evals-report"
+    for name in ("report.json", "junit.xml", "summary.md", "comment.md", "report.html"):
+        assert (uploaded / name).is_file(), name
+    assert (uploaded / "observations" / "refund-policy.jsonl").is_file()
+    assert "Install skill-evals from" in log  # the private venv was built from the action path
+
+
+@pytest.mark.act
+@needs_act
+def test_action_fails_under_act_and_still_uploads(tmp_path: Path) -> None:
+    done, outputs = run_act(tmp_path, "0.99")
+    log = done.stdout + done.stderr
+    assert done.returncode != 0, log[-6000:]
+    assert outputs["exit-code"] == "1" and outputs["status"] == "fail", outputs
+    uploaded = outputs["_artifacts"] / "skill-evals-report"
+    report = json.loads((uploaded / "report.json").read_text(encoding="utf-8"))
+    assert report["exitCode"] == 1
+    # the failing case is annotated at its line in the cases file
+    assert "::error file=skills/refund-policy/evals/cases.jsonl,line=14," in log
