@@ -71,12 +71,15 @@ def _common_numerators(values: Sequence[Number]) -> tuple[list[int], int]:
     return [f.numerator * (denominator // f.denominator) for f in fractions], denominator
 
 
-def bootstrap_interval(values: Sequence[Number], samples: int, seed: int) -> Interval:
+def bootstrap_interval(
+    values: Sequence[Number], samples: int, seed: int, *, accelerate: bool = True
+) -> Interval:
     """Percentile bootstrap of the mean, SPEC §1.5 step 3 exactly. O(samples × n).
 
     ``values`` are the per-unit differences in case-file order of each unit's first case.
     Resample b draws n indices ``floor(draw × n)`` from one mulberry32 stream seeded with
-    ``seed`` (draws are consumed resample by resample, index by index)."""
+    ``seed`` (draws are consumed resample by resample, index by index). With ``accelerate``
+    the sums come from stats_numpy when NumPy is importable (bit-exact; see that module)."""
     n = len(values)
     if n == 0:
         raise ValueError("the bootstrap needs at least one value")
@@ -86,6 +89,15 @@ def bootstrap_interval(values: Sequence[Number], samples: int, seed: int) -> Int
         raise ValueError(f"seed must be within 0..{_MASK}, got {seed}")
     lo_pos, hi_pos = percentile_positions(samples)
     numerators, denominator = _common_numerators(values)
+
+    if accelerate:
+        from .stats_numpy import resample_sums
+
+        fast = resample_sums(numerators, samples, seed)
+        if fast is not None:
+            fast.sort()
+            scale = n * denominator
+            return Interval(lower=fast[lo_pos] / scale, upper=fast[hi_pos] / scale)
 
     # The hot loop (B × n draws): generator inlined, locals only, integers only.
     # draw × n = u × n / 2**32 is exact in binary64 for n < 2**21, so floor(draw × n) is
