@@ -33,8 +33,10 @@ args=(ci --out "$out")
 [ -n "${INPUT_MIN_UPLIFT:-}" ] && args+=(--min-uplift "$INPUT_MIN_UPLIFT")
 
 # `only`: names or paths separated by commas, spaces or newlines (no globbing: set -f).
+only="${INPUT_ONLY:-}"
 set -f
-for name in ${INPUT_ONLY//,/ }; do
+# shellcheck disable=SC2086 # word splitting on purpose; globbing is off
+for name in ${only//,/ }; do
   args+=(--only "$name")
 done
 set +f

