@@ -56,26 +56,28 @@ jobs:
     runs-on: ubuntu-latest
     steps:
       - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2
-      - id: gate
+      - id: pass
         uses: ./
         with:
           runner: skill-evals runner simulated
           trials: "1"
-          min-trigger-f1: "MIN_F1"
+          min-trigger-f1: "0.5"
           comment: "false"
+          artifact-name: gate-pass
+      - id: fail
+        uses: ./
+        with:
+          runner: skill-evals runner simulated
+          trials: "1"
+          min-trigger-f1: "0.99"
+          comment: "false"
+          report-dir: failing-report
+          artifact-name: gate-fail
       - if: always()
         shell: bash
         env:
-          EXIT_CODE: ${{ steps.gate.outputs.exit-code }}
-          STATUS: ${{ steps.gate.outputs.status }}
-          CHANGED: ${{ steps.gate.outputs.changed-skills }}
-          REPORT_DIR: ${{ steps.gate.outputs.report-dir }}
-          JUNIT: ${{ steps.gate.outputs.junit }}
-        run: |
-          jq -n --arg e "$EXIT_CODE" --arg s "$STATUS" --arg c "$CHANGED" \\
-            --arg r "$REPORT_DIR" --arg j "$JUNIT" \\
-            '{"exit-code":$e,status:$s,"changed-skills":$c,"report-dir":$r,junit:$j}' \\
-            > "$RESULT_FILE"
+          OUTPUTS: ${{ toJSON(steps) }}
+        run: printf '%s' "$OUTPUTS" > "$RESULT_FILE"
 """
 
 
@@ -117,12 +119,20 @@ def make_action_repo(root: Path) -> tuple[Path, str]:
     return root, base
 
 
-def run_act(tmp: Path, min_f1: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+def run_act(tmp: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     repo, base = make_action_repo(tmp / "repo")
     workflows = repo / ".github" / "workflows"
     workflows.mkdir(parents=True)
-    (workflows / "gate.yml").write_text(WORKFLOW.replace("MIN_F1", min_f1), encoding="utf-8")
+    (workflows / "gate.yml").write_text(WORKFLOW, encoding="utf-8")
     commit_all(repo, "head")
+    event = {"pull_request": {"number": 1, "base": {"sha": base}, "head": {"sha": "x"}}}
+    return act(tmp, repo, workflows / "gate.yml", "pull_request", event)
+
+
+def act(
+    tmp: Path, repo: Path, workflow: Path, event_name: str, event_data: dict[str, Any]
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run one workflow of ``repo`` under act, offline; return the run and the result file."""
     stand_in = tmp / "upload-artifact"
     stand_in.mkdir()
     (stand_in / "action.yml").write_text(UPLOAD_STAND_IN, encoding="utf-8")
@@ -130,10 +140,7 @@ def run_act(tmp: Path, min_f1: str) -> tuple[subprocess.CompletedProcess[str], d
     wheelhouse.mkdir()
     repack_wheel("junitparser", wheelhouse)  # not in the local mirror
     event = tmp / "event.json"
-    event.write_text(
-        json.dumps({"pull_request": {"number": 1, "base": {"sha": base}, "head": {"sha": "x"}}}),
-        encoding="utf-8",
-    )
+    event.write_text(json.dumps(event_data), encoding="utf-8")
     result = tmp / "result.json"
     artifacts = tmp / "artifacts"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
@@ -141,7 +148,7 @@ def run_act(tmp: Path, min_f1: str) -> tuple[subprocess.CompletedProcess[str], d
     env.pop("CI", None)
     command = [
         str(ACT),
-        "pull_request",
+        event_name,
         "-P",
         "ubuntu-latest=-self-hosted",
         "--action-offline-mode",
@@ -152,7 +159,7 @@ def run_act(tmp: Path, min_f1: str) -> tuple[subprocess.CompletedProcess[str], d
         "-e",
         str(event),
         "-W",
-        str(workflows / "gate.yml"),
+        str(workflow),
         "--env",
         f"RESULT_FILE={result}",
         "--env",
@@ -180,29 +187,52 @@ needs_act = pytest.mark.skipif(
 
 @pytest.mark.act
 @needs_act
-def test_action_passes_under_act(tmp_path: Path) -> None:
-    done, outputs = run_act(tmp_path, "0.5")
+def test_action_pass_then_fail_under_act(tmp_path: Path) -> None:
+    """One job on a pull_request event: the gate passes (exit 0), then fails (exit 1); the
+    job fails, both report dirs are uploaded, the outputs of both steps are right."""
+    done, steps = run_act(tmp_path)
     log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-6000:]
-    assert outputs["exit-code"] == "0" and outputs["status"] == "pass", outputs
-    assert json.loads(outputs["changed-skills"]) == ["refund-policy"]
-    assert outputs["junit"] == outputs["report-dir"] + "/junit.xml"
-    uploaded = outputs["_artifacts"] / "skill-evals-report"
+    assert done.returncode != 0, log[-6000:]  # the failing gate fails the job
+    passed, failed = steps["pass"], steps["fail"]
+    assert passed["outcome"] == "success" and failed["outcome"] == "failure"
+    out = passed["outputs"]
+    assert out["exit-code"] == "0" and out["status"] == "pass", out
+    # change detection against the PR base: only the edited skill
+    assert json.loads(out["changed-skills"]) == ["refund-policy"]
+    assert out["junit"] == out["report-dir"] + "/junit.xml"
+    assert failed["outputs"]["exit-code"] == "1" and failed["outputs"]["status"] == "fail"
+    assert failed["outputs"]["report-dir"].endswith("/failing-report")
+    artifacts = steps["_artifacts"]
     for name in ("report.json", "junit.xml", "summary.md", "comment.md", "report.html"):
-        assert (uploaded / name).is_file(), name
-    assert (uploaded / "observations" / "refund-policy.jsonl").is_file()
+        assert (artifacts / "gate-pass" / name).is_file(), name
+    assert (artifacts / "gate-pass" / "observations" / "refund-policy.jsonl").is_file()
+    report = json.loads((artifacts / "gate-fail" / "report.json").read_text(encoding="utf-8"))
+    assert report["exitCode"] == 1  # uploaded although the step failed (if: always())
     assert "Install skill-evals from" in log  # the private venv was built from the action path
+    # the failing case is annotated at its line in the cases file
+    assert "::error file=skills/refund-policy/evals/cases.jsonl,line=14," in log
 
 
 @pytest.mark.act
 @needs_act
-def test_action_fails_under_act_and_still_uploads(tmp_path: Path) -> None:
-    done, outputs = run_act(tmp_path, "0.99")
+def test_self_test_workflow_under_act(tmp_path: Path) -> None:
+    """.github/workflows/self-test.yml itself: `uses: ./` on examples/, pass and fail."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for name in ("action.yml", "entrypoint.sh", "pyproject.toml", "README.md", "LICENSE"):
+        if (REPO / name).exists():
+            shutil.copy2(REPO / name, repo / name)
+    ignore = shutil.ignore_patterns("*.egg-info", "__pycache__")
+    for name in ("src", "examples", ".github"):
+        shutil.copytree(REPO / name, repo / name, ignore=ignore)
+    commit_all(repo, "self-test")
+    workflow = repo / ".github" / "workflows" / "self-test.yml"
+    done, outputs = act(tmp_path, repo, workflow, "push", {"ref": "refs/heads/main"})
     log = done.stdout + done.stderr
-    assert done.returncode != 0, log[-6000:]
-    assert outputs["exit-code"] == "1" and outputs["status"] == "fail", outputs
-    uploaded = outputs["_artifacts"] / "skill-evals-report"
-    report = json.loads((uploaded / "report.json").read_text(encoding="utf-8"))
-    assert report["exitCode"] == 1
-    # the failing case is annotated at its line in the cases file
-    assert "::error file=skills/refund-policy/evals/cases.jsonl,line=14," in log
+    assert done.returncode == 0, log[-6000:]
+    assert "self-test ok" in log
+    artifacts = outputs["_artifacts"]
+    assert (artifacts / "self-test-pass" / "report.json").is_file()
+    failing = json.loads((artifacts / "self-test-fail" / "report.json").read_text("utf-8"))
+    assert failing["exitCode"] == 1

@@ -20,7 +20,14 @@ from skill_evals.render.html import render_html
 
 from .test_gate import HOSTILE_IDS, hostile_report
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = next(
+    (
+        found
+        for name in ("chromium", "chromium-browser", "google-chrome")
+        if (found := shutil.which(name))
+    ),
+    "/usr/bin/chromium",
+)
 FLAGS = [
     "--headless",
     "--no-sandbox",
