@@ -7,6 +7,7 @@ import copy
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,7 @@ def test_repository_level_errors_exit_5_and_still_write_a_report(tmp_path: Path)
     # --out inside a skill directory
     done = run_cli(["ci", "--all", "--out", "skills/alpha/out"], repo)
     assert done.returncode == 5 and "inside the skill directory skills/alpha" in done.stderr
+    assert not (repo / "skills" / "alpha" / "out").exists()  # nothing written into the skill
     assert run_cli(["ci", "--all", "--base", "HEAD"], repo).returncode == 5
     assert run_cli(["ci", "--only", "nope", "--runner", "x"], repo).returncode == 5
 
@@ -278,3 +280,25 @@ def test_summary_and_comment_limits(passing_run: dict[str, Any]) -> None:
     comment = render_comment(report)
     assert len(comment) <= 65_000 and comment.startswith(MARKER)
     assert "cut to fit" in comment
+
+
+def test_runners_never_see_the_ci_token(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", skills=("alpha",))
+    seen = tmp_path / "seen.txt"
+    runner = tmp_path / "runner.py"
+    runner.write_text(
+        "import json, os, sys\n"
+        "sys.stdin.read()\n"
+        f"open({str(seen)!r}, 'a').write(repr(os.environ.get('GITHUB_TOKEN')) + '\\n')\n"
+        "print(json.dumps({'variant': os.environ['EVALGATE_SKILL_VARIANT'],"
+        " 'invokedSkills': [], 'output': 'ok', 'exitCode': 0}))\n",
+        encoding="utf-8",
+    )
+    done = run_cli(
+        ["ci", "--all", "--runner", f"{sys.executable} {runner}", "--out", str(tmp_path / "o")],
+        repo,
+        {"GITHUB_TOKEN": "ghs_secret_value_1234"},
+    )
+    assert done.returncode in (0, 1), done.stderr
+    lines = seen.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 24 and set(lines) == {"None"}

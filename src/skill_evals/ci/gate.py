@@ -189,10 +189,12 @@ def run_ci(
 ) -> int:
     """Run the gate, write every output, return the exit code."""
     console = Console(env, options.quiet, err or sys.stderr, out or sys.stdout)
+    writable = True
     try:
         workspace = load_workspace(options.root, options.config, options.cli)
         for state in workspace.states:
             if _inside(options.out, options.root / state.path):
+                writable = False  # writing there would change the skill it reports on
                 raise InvalidInput(
                     f"--out {options.out}: lies inside the skill directory {state.path}; "
                     "write the report elsewhere (it would change the skill's hash)"
@@ -202,8 +204,9 @@ def run_ci(
     except InvalidInput as exc:
         console.command(github.annotation("error", str(exc)))
         print(f"skill-evals: error: {exc}", file=console.err)
-        ci_report = _ci_report(exc.exit_code, [], {"mode": "none"}, [str(exc)])
-        _write_all(ci_report, options, env, console)
+        if writable:
+            ci_report = _ci_report(exc.exit_code, [], {"mode": "none"}, [str(exc)])
+            _write_all(ci_report, options, env, console)
         return exc.exit_code
 
     skills = _evaluate(workspace, changes, chosen, options, env, console)
@@ -314,6 +317,11 @@ def _evaluate(
         printer = None if options.quiet else ProgressPrinter(console.err)
         try:
             report = run_test(test_options, progress=printer)
+        except KeyboardInterrupt:
+            # Ctrl-C outside the runner's own handling: stop here, still write the outputs.
+            entries[state.path] = _entry(state, "skipped", "not run: interrupted", INTERRUPTED)
+            interrupted = True
+            continue
         finally:
             console.endgroup()
         code = int(report.get("exitCode", 70))
