@@ -441,3 +441,14 @@ def test_help_lists_every_command() -> None:
         "changed",
     ):
         assert command in proc.stdout
+
+
+def test_example_custom_runner_template_runs_end_to_end(tmp_path: Path) -> None:
+    template = Path(__file__).resolve().parent.parent / "examples" / "runners" / "custom_runner.py"
+    proc, report = run_test_cmd(
+        tmp_path, "--runner", f"{sys.executable} {template}", "--trials", "1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert report is not None
+    assert report["runner"]["failures"] == []
+    assert report["runner"]["meta"]["durationMs"] is not None
