@@ -11,7 +11,7 @@ import posixpath
 import re
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,29 +101,23 @@ class GitTree:
 
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
         """Contents of blobs by object id (one ``git cat-file --batch`` process)."""
-        wanted = list(dict.fromkeys(oids))
-        found: dict[str, bytes] = {}
-
-        def keep(oid: str, chunks: list[bytes]) -> None:
-            found[oid] = b"".join(chunks)
-
-        self._batch(wanted, keep)
-        return found
+        chunks: dict[str, list[bytes]] = {}
+        self._batch(list(dict.fromkeys(oids)), lambda oid, c: chunks.setdefault(oid, []).append(c))
+        return {oid: b"".join(parts) for oid, parts in chunks.items()}
 
     def blob_sha256(self, oids: Iterable[str]) -> dict[str, str]:
-        """SHA-256 of blobs by object id, streamed (each blob read once, never held whole)."""
+        """SHA-256 of blobs by object id, streamed: each blob is read once and never held
+        whole in memory."""
         wanted = [oid for oid in dict.fromkeys(oids) if oid not in self._sha256]
-
-        def keep(oid: str, chunks: list[bytes]) -> None:
-            digest = hashlib.sha256()
-            for chunk in chunks:
-                digest.update(chunk)
+        digests = {oid: hashlib.sha256() for oid in wanted}
+        self._batch(wanted, lambda oid, chunk: digests[oid].update(chunk))
+        for oid, digest in digests.items():
             self._sha256[oid] = digest.hexdigest()
-
-        self._batch(wanted, keep)
         return self._sha256
 
-    def _batch(self, oids: list[str], sink: Any) -> None:
+    def _batch(self, oids: list[str], on_chunk: Callable[[str, bytes], None]) -> None:
+        """Stream every blob through ``on_chunk`` (called at least once per blob, with b"" for
+        an empty one)."""
         if not oids:
             return
         proc = subprocess.Popen(
@@ -143,6 +137,7 @@ class GitTree:
             except OSError:
                 pass
 
+        # A writer thread: git answers while we are still writing, and both pipes can fill up.
         writer = threading.Thread(target=feed, daemon=True)
         writer.start()
         try:
@@ -150,20 +145,20 @@ class GitTree:
                 header = proc.stdout.readline().decode("ascii", "replace").split()
                 if len(header) != 3:
                     raise GitError(f"git cat-file: object {oid} is missing")
-                size = int(header[2])
-                chunks: list[bytes] = []
-                remaining = size
+                remaining = int(header[2])
+                on_chunk(oid, b"")
                 while remaining:
                     chunk = proc.stdout.read(min(remaining, 1 << 20))
                     if not chunk:
                         raise GitError("git cat-file: output ended early")
-                    chunks.append(chunk)
+                    on_chunk(oid, chunk)
                     remaining -= len(chunk)
                 proc.stdout.read(1)  # the newline after the contents
-                sink(oid, chunks)
         finally:
             writer.join(timeout=GIT_TIMEOUT_S)
             proc.stdout.close()
+            if proc.poll() is None:
+                proc.kill()
             proc.wait(timeout=GIT_TIMEOUT_S)
 
 
