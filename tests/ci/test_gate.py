@@ -302,3 +302,17 @@ def test_runners_never_see_the_ci_token(tmp_path: Path) -> None:
     assert done.returncode in (0, 1), done.stderr
     lines = seen.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 24 and set(lines) == {"None"}
+
+
+def test_a_multiline_skill_name_cannot_inject_workflow_commands(tmp_path: Path) -> None:
+    skill = tmp_path / "skills" / "evil"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: |\n  evil\n  ::add-mask::x\ndescription: d\n---\nbody\n", encoding="utf-8"
+    )
+    config = SIMULATED + "require-env: [SKILL_EVALS_UNSET_X]\n"  # → a warning naming it
+    (tmp_path / ".skill-evals.yml").write_text(config, encoding="utf-8")
+    done = run_cli(["ci", "--out", str(tmp_path / "out")], tmp_path, gh_env(tmp_path))
+    assert done.returncode == 0 and "evil ::add-mask::x: skipped" in done.stderr
+    for line in (done.stdout + done.stderr).splitlines():
+        assert not line.startswith("::add-mask::"), line

@@ -106,6 +106,12 @@ def _inside(path: Path, directory: Path) -> bool:
     return True
 
 
+def _one_line(text: str) -> str:
+    """Names and ids come from user files: a line break in one must not start a new log line
+    (under GitHub Actions a line starting with ``::`` is a workflow command)."""
+    return " ".join(text.splitlines())
+
+
 class Console:
     """Progress, groups and warnings on stderr; annotations on stdout (GitHub reads both)."""
 
@@ -118,13 +124,17 @@ class Console:
     def info(self, message: str) -> None:
         """One line on stderr (not with --quiet)."""
         if not self.quiet:
-            self._write(self.err, f"skill-evals: {message}")
+            self._write(self.err, f"skill-evals: {_one_line(message)}")
 
     def warning(self, message: str) -> None:
         """A warning: an annotation under Actions, a stderr line elsewhere (even with --quiet)."""
         if self.actions:
             self._write(self.out, github.annotation("warning", message))
-        self._write(self.err, f"skill-evals: warning: {message}")
+        self._write(self.err, f"skill-evals: warning: {_one_line(message)}")
+
+    def error(self, message: str) -> None:
+        """An error line on stderr."""
+        self._write(self.err, f"skill-evals: error: {_one_line(message)}")
 
     def group(self, title: str) -> None:
         """Open a foldable log group under Actions."""
@@ -203,7 +213,7 @@ def run_ci(
         _preflight(chosen, env)
     except InvalidInput as exc:
         console.command(github.annotation("error", str(exc)))
-        print(f"skill-evals: error: {exc}", file=console.err)
+        console.error(str(exc))
         if writable:
             ci_report = _ci_report(exc.exit_code, [], {"mode": "none"}, [str(exc)])
             _write_all(ci_report, options, env, console)
