@@ -101,7 +101,10 @@ def test_failing_gate_exit_1_with_annotations(failing_run: dict[str, Any]) -> No
     assert read_outputs(tmp / "output.txt")["exit-code"] == "1"
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert "### refund-policy: what failed" in summary
-    assert "Gate failed: trigger F1 0.94 < 0.99" in summary
+    failed_section = summary.split("### refund-policy: what failed", 1)[1]
+    gate_line = next(line for line in failed_section.splitlines() if "trigger F1" in line)
+    assert "0.99" in gate_line and "ate failed" in gate_line  # said once, with the threshold
+    assert failed_section.lower().count("gate failed") == 1
     assert "False triggers: near-miss-refund-code" in summary
     xml = junitparser.JUnitXml.fromfile(str(out / "junit.xml"))
     assert xml.failures >= 1
@@ -316,3 +319,16 @@ def test_a_multiline_skill_name_cannot_inject_workflow_commands(tmp_path: Path) 
     assert done.returncode == 0 and "evil ::add-mask::x: skipped" in done.stderr
     for line in (done.stdout + done.stderr).splitlines():
         assert not line.startswith("::add-mask::"), line
+
+
+def test_failed_gates_are_listed_when_the_engine_gave_no_message(
+    failing_run: dict[str, Any],
+) -> None:
+    from skill_evals.ci.summary import failure_details
+
+    report = json.loads((failing_run["out"] / "report.json").read_text("utf-8"))
+    skill = report["skills"][0]
+    skill["report"]["messages"] = []
+    assert "- Gate failed: trigger F1 0.94 < 0.99" in failure_details(skill)
+    skill["exitCode"] = 0
+    assert failure_details(skill) == []  # a passing skill has nothing to explain

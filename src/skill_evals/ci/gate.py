@@ -411,8 +411,8 @@ def write_outputs(
                 "exit-code": str(ci_report["exitCode"]),
                 "status": str(ci_report["status"]),
                 "changed-skills": changed,
-                "report-dir": str(out),
-                "junit": str(out / "junit.xml"),
+                "report-dir": str(out.resolve()),
+                "junit": str(out.resolve() / "junit.xml"),
             },
         )
     except OSError as exc:

@@ -118,12 +118,15 @@ def failure_details(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]
         if skill.get("reason"):
             lines.append(f"- {_esc(skill['reason'])}")
         return lines
-    for message in _limited([str(m) for m in report.get("messages") or []], limit):
+    messages = [str(m) for m in report.get("messages") or []]
+    for message in _limited(messages, limit):
         lines.append(f"- {_esc(message)}")
+    # The engine usually explains failed gates in its messages; say it once.
+    explained = any("gate failed" in m.lower() for m in messages)
     gates = report.get("gates") or {}
     for key, label in (("minTriggerF1", "trigger F1"), ("minUplift", "uplift lower bound")):
         gate = gates.get(key)
-        if isinstance(gate, dict) and gate.get("passed") is False:
+        if isinstance(gate, dict) and gate.get("passed") is False and not explained:
             lines.append(
                 f"- Gate failed: {label} {_num(gate.get('value'))} < {_num(gate.get('threshold'))}"
             )
