@@ -5,9 +5,13 @@ Heavy modules are imported inside the commands so that `skill-evals --help` star
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -41,6 +45,17 @@ def cli(ctx: click.Context, debug: bool) -> None:
 # ---------------------------------------------------------------------------------------- test
 
 _OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)
+
+
+class _FloatRange(click.FloatRange):
+    """click.FloatRange that also rejects NaN: every comparison with NaN is false, so click's
+    own range check lets ``nan`` through (and the gate would then compare against it)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        if result != result:  # NaN
+            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
+        return result
 
 
 @cli.command(context_settings=CONTEXT)
@@ -79,10 +94,10 @@ _OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)
 @click.option("--report", type=_OUTPUT_PATH, default=None, help="Also write the JSON report.")
 @click.option("--junit", type=_OUTPUT_PATH, default=None, help="Also write JUnit XML.")
 @click.option("--markdown", type=_OUTPUT_PATH, default=None, help="Also write Markdown.")
-@click.option("--min-trigger-f1", type=click.FloatRange(0, 1), default=None)
+@click.option("--min-trigger-f1", type=_FloatRange(0, 1), default=None)
 @click.option(
     "--min-uplift",
-    type=click.FloatRange(-1, 1),
+    type=_FloatRange(-1, 1),
     default=None,
     help="Gate on the interval's lower bound.",
 )
@@ -152,9 +167,29 @@ def test(
         outputs=outputs,
     )
     printer = None if quiet else ProgressPrinter(sys.stderr)
-    result = run_test(options, progress=printer)
-    _write_outputs(result, fmt, report, junit, markdown, skill)
+    with _sigterm_interrupts():
+        result = run_test(options, progress=printer)
+        inputs = tuple(p for p in (cases, observations, resume) if p is not None)
+        _write_outputs(result, fmt, report, junit, markdown, skill, inputs)
     sys.exit(int(result["exitCode"]))
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM acts like Ctrl-C (exit 130) also while loading, hashing and scoring; while
+    invocations run, execute() installs its own handlers (and restores this one)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _write_outputs(
@@ -164,6 +199,7 @@ def _write_outputs(
     junit_path: Path | None,
     markdown_path: Path | None,
     skill_dir: Path,
+    inputs: tuple[Path, ...] = (),
 ) -> None:
     from .pipeline import path_inside
     from .render.json import render_json
@@ -187,14 +223,20 @@ def _write_outputs(
         (junit_path, junit),
         (markdown_path, renderers["markdown"]),
     ):
-        if path is not None and not path_inside(path, skill_dir):  # never write into the skill
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(render(), encoding="utf-8")
-            except OSError as exc:
-                _fail(f"{path}: cannot write ({exc.strerror})")
-    if report["exitCode"] in (5, 6, 7) and fmt == "text":
-        # One clear line on stderr for errors decided before scoring; the text report follows.
+        # Never write into the skill, nor over an input file (both are exit 5 already).
+        if path is None or path_inside(path, skill_dir):
+            continue
+        if any(path.resolve() == given.resolve() for given in inputs):
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(), encoding="utf-8")
+        except OSError as exc:
+            if report["exitCode"] == INVALID:
+                continue  # already invalid (e.g. this very path failed the checks): say why
+            _fail(f"{path}: cannot write ({exc.strerror})")
+    if report["exitCode"] in (5, 6, 7):
+        # One clear line on stderr whatever the format (stdout may be JSON/XML for a machine).
         for message in report.get("messages", [])[:1]:
             click.echo(f"skill-evals: error: {message}", err=True)
     click.echo(renderers[fmt](), nl=False)

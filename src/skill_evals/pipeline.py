@@ -7,6 +7,8 @@ no money is spent on a run that cannot pass.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +64,66 @@ def path_inside(path: Path, directory: Path) -> bool:
     return path.resolve().is_relative_to(directory.resolve())
 
 
+def _writable_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be written (created with its missing parents), or None.
+
+    Probed by opening, not with os.access (which says yes to root everywhere, even in /proc):
+    an existing file is opened for appending and closed unchanged; in an existing parent a
+    temporary file is created and removed. Missing parents are not created here."""
+    if path.is_dir():
+        return "it is a directory"
+    if path.exists():
+        if not path.is_file():
+            return None  # a pipe or device (e.g. /dev/stdout): opening it early could block
+        try:
+            with open(path, "ab"):
+                pass
+        except OSError as exc:
+            return f"it cannot be opened for writing ({exc.strerror})"
+        return None
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    # Missing directories are created when writing: probe the nearest existing one.
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=".skill-evals-probe-")
+    except OSError as exc:
+        return f"cannot create files in {parent} ({exc.strerror})"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
+def check_outputs(options: TestOptions) -> None:
+    """Exit-5 checks of the output paths, before anything runs (no money is spent on a run
+    whose report cannot be written): each must be writable, none may be an input file
+    (except ``--record F --resume F``, the resume pattern), and no two may be the same file."""
+    inputs = {
+        "--cases": options.cases,
+        "--observations": options.observations,
+        "--resume": options.resume,
+    }
+    seen: dict[Path, Path] = {}
+    for out in options.outputs:
+        resolved = out.resolve()
+        if resolved in seen:
+            raise InvalidInput(f"{out}: the same file is given for two outputs; use two files")
+        seen[resolved] = out
+        for option, given in inputs.items():
+            if given is None or given.resolve() != resolved:
+                continue
+            if option == "--resume" and options.record and resolved == options.record.resolve():
+                continue  # --resume F --record F: F is read first, then appended to
+            raise InvalidInput(
+                f"{out}: output path is also the {option} input file; write outputs elsewhere"
+            )
+        problem = _writable_problem(out)
+        if problem is not None:
+            raise InvalidInput(f"{out}: cannot write this output: {problem}")
+
+
 def _task_units(suite: CaseSuite) -> int:
     return len({c.unit for c in suite.cases if c.task is not None})
 
@@ -74,6 +136,11 @@ def run_test(options: TestOptions, progress: Callable[[Progress], None] | None =
     try:
         if (options.runner is None) == (options.observations is None):
             raise InvalidInput("give exactly one of --runner or --observations")
+        if options.observations is not None and (options.record or options.resume):
+            raise InvalidInput(
+                "--record and --resume work with --runner only; with --observations nothing "
+                "runs, so there is nothing to record or resume"
+            )
         skill = load_skill(options.skill)
         for out in options.outputs:
             if path_inside(out, skill.path):
@@ -81,6 +148,7 @@ def run_test(options: TestOptions, progress: Callable[[Progress], None] | None =
                     f"{out}: output path lies inside the skill directory {skill.path}; "
                     "write reports elsewhere (it would change the skill's hash)"
                 )
+        check_outputs(options)
         suite = load_cases(options.cases, skill.name)
         command = split_command(options.runner) if options.runner is not None else ()
         resumed = (
