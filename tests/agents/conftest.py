@@ -1,4 +1,5 @@
-"""Locating the real agent CLIs that .ci/run installs from npm into .cache/agents."""
+"""Shared helpers of the agent tests: locating the real agent CLIs that .ci/run installs from npm
+into .cache/agents, and searching what a run left on disk."""
 
 from __future__ import annotations
 
@@ -25,3 +26,18 @@ def agent_binary(name: str) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return str(path)
+
+
+def files_holding(roots: list[Path], secret: str) -> list[Path]:
+    """Regular files under ``roots`` whose bytes contain ``secret`` or its last 12 characters
+    (some tools keep only a key's tail, e.g. to remember that it was approved)."""
+    needles = (secret.encode(), secret[-12:].encode())
+    found: list[Path] = []
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if path.is_symlink() or not path.is_file():
+                continue
+            data = path.read_bytes()
+            if any(needle in data for needle in needles):
+                found.append(path)
+    return found

@@ -97,6 +97,7 @@ class FakeAnthropic:
     fail_status: int | None = None
     exchanges: list[Exchange] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # all text of every request, for leak checks
+    credentials: list[str] = field(default_factory=list)  # x-api-key / Authorization received
     _server: ThreadingHTTPServer | None = field(default=None, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -122,6 +123,12 @@ class FakeAnthropic:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                with fake._lock:
+                    fake.credentials += [
+                        v
+                        for v in (self.headers.get("x-api-key"), self.headers.get("authorization"))
+                        if v
+                    ]
                 try:
                     body = json.loads(raw)
                 except ValueError:
@@ -200,6 +207,7 @@ class FakeAnthropic:
                     )
                 ]
                 for i, block in enumerate(blocks):
+                    start: dict[str, Any]
                     if block["type"] == "text":
                         start = {"type": "text", "text": ""}
                         delta = {"type": "text_delta", "text": block["text"]}

@@ -176,6 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         with fake.lock:
             fake.requests.append(request)
             fake.seen.append(seen)
+            fake.credentials.append(self.headers.get("Authorization", ""))
             number = len(fake.seen)
         if behaviour.fail_turn:
             body = json.dumps(
@@ -280,6 +281,7 @@ class FakeResponses:
     behaviour: Behaviour = field(default_factory=Behaviour)
     seen: list[Seen] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)  # raw request bodies
+    credentials: list[str] = field(default_factory=list)  # Authorization header of each request
     lock: threading.Lock = field(default_factory=threading.Lock)
     _server: _Server | None = None
     _thread: threading.Thread | None = None

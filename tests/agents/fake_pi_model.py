@@ -178,10 +178,10 @@ def decide(conv: Conversation, behaviour: Behaviour) -> Reply:
     answers: list[str] = []
     for call_id, path in conv.tool_calls.items():
         result = conv.tool_results.get(call_id, "")
-        skill = by_location.get(path)
-        instruction = first_instruction(result) if skill is not None else None
-        if skill is not None and instruction is not None:
-            answers.append(f"Following the {skill.name} skill: {instruction}")
+        read = by_location.get(path)
+        instruction = first_instruction(result) if read is not None else None
+        if read is not None and instruction is not None:
+            answers.append(f"Following the {read.name} skill: {instruction}")
     return Reply(text=" ".join(answers) if answers else GENERIC_ANSWER)
 
 
@@ -228,6 +228,7 @@ class FakePiModel:
     def __init__(self, behaviour: Behaviour | None = None, port: int = 0) -> None:
         self.behaviour = behaviour or Behaviour()
         self.requests: list[dict[str, Any]] = []
+        self.credentials: list[str] = []  # the Authorization header of each request
         self._lock = threading.Lock()
         self._call_ids = itertools.count(1)
         self._release = threading.Event()  # lets hanging handlers go when the server stops
@@ -278,6 +279,8 @@ class FakePiModel:
                 except ValueError:
                     self.send_error(400, "request body is not JSON")
                     return
+                with owner._lock:
+                    owner.credentials.append(self.headers.get("Authorization") or "")
                 chunks = owner._respond(body)
                 if owner.behaviour.hang:
                     owner._release.wait()

@@ -25,7 +25,7 @@ from skill_evals.agents import claude_code
 from skill_evals.agents.base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
 from skill_evals.agents.evidence import EvidencePatterns, read_events
 from skill_evals.stats import bootstrap_interval
-from tests.agents.conftest import agent_binary
+from tests.agents.conftest import agent_binary, files_holding
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
@@ -120,9 +120,9 @@ def test_slash_command_expansion_counts_only_for_listed_skills() -> None:
         },
     }
     assert names([replay]) == []  # no init event listed x
-    listed = [{"type": "system", "subtype": "init", "skills": ["x"]}, replay]
+    listed: list[dict[str, Any]] = [{"type": "system", "subtype": "init", "skills": ["x"]}, replay]
     assert names(listed) == ["x"]
-    not_replayed = [listed[0], {**replay, "isReplay": False}]
+    not_replayed: list[dict[str, Any]] = [listed[0], {**replay, "isReplay": False}]
     assert names(not_replayed) == []
 
 
@@ -324,7 +324,7 @@ def test_fixture_that_already_holds_the_skill_is_refused(tmp_path: Path) -> None
     fixture_dir = tmp_path / "fixture"
     write_skill(fixture_dir / ".claude" / "skills")
     for variant in ("with", "without"):
-        invocation = AgentInvocation(variant, skill, "c", 1, "hi")  # type: ignore[arg-type]
+        invocation = AgentInvocation(variant, skill, "c", 1, "hi")
         options = AgentOptions(fixture=fixture_dir, bin=sys.executable)
         with pytest.raises(RunnerSetupError, match=r"\.claude/skills/refund-policy"):
             claude_code.run(invocation, options, {"PATH": os.environ["PATH"]})
@@ -461,6 +461,37 @@ def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
     assert result.invoked_skills == ["bugfix-workflow"]
     assert "bugfix-workflow" in fake.exchanges[0].offered
     assert "refund-policy" not in fake.exchanges[0].offered
+
+
+@pytest.mark.agents
+def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path, private_tmp: Path
+) -> None:
+    """A skill the fixture brings in .claude/skills is part of the project: offered in both
+    variants and reported when loaded. The API key reaches Claude Code (the fake saw it) but no
+    file of the kept workspace (config dir, settings, stderr, transcript) nor the saved
+    transcript holds it."""
+    secret = "sk-ant-test-7f3c9e1d5b2a4c6e8f0a1b2c"
+    fixture = tmp_path / "fixture"
+    write_skill(fixture / ".claude" / "skills", "bugfix-workflow", NEIGHBOUR_DESC)
+    env = {**_environ(fake, tmp_path / "transcripts"), "ANTHROPIC_API_KEY": secret}
+    invocation = AgentInvocation(
+        "without",
+        write_skill(tmp_path / "skills"),
+        "fixture",
+        1,
+        "Fix the failing tests in my Python code",
+    )
+    options = AgentOptions(bin=claude_bin, fixture=fixture, keep_workspace=True)
+    result = claude_code.run(invocation, options, env)
+    assert result.invoked_skills == ["bugfix-workflow"]
+    assert "bugfix-workflow" in fake.exchanges[0].offered
+    assert "refund-policy" not in fake.exchanges[0].offered
+    assert any(secret in credential for credential in fake.credentials)
+    (kept,) = private_tmp.iterdir()
+    assert (kept / "transcript.jsonl").is_file() and (kept / "home" / ".claude-config").is_dir()
+    assert files_holding([kept, tmp_path / "transcripts"], secret) == []
+    assert secret not in result.to_line()
 
 
 @pytest.mark.agents

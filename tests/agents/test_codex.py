@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -21,9 +22,9 @@ from typing import Any
 import pytest
 
 from skill_evals.agents import codex
-from skill_evals.agents.base import RunnerSetupError
+from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.evidence import EvidencePatterns, read_events
-from tests.agents.conftest import agent_binary
+from tests.agents.conftest import agent_binary, files_holding
 from tests.agents.fake_openai_responses import (
     GENERIC_ANSWER,
     Behaviour,
@@ -127,8 +128,24 @@ def test_outcome_from_transcripts() -> None:
     assert ok.output.startswith("Following the skill:") and "30 days" in ok.output
     assert ok.input_tokens > 0 and ok.output_tokens == 14  # two model requests, 7 each
     failed = codex.outcome_of(events("turn_failed"))
-    assert failed.exit_code == 1 and failed.saw_turn and failed.output == ""
+    assert failed.exit_code == 1 and failed.saw_turn and failed.turn_failed
+    assert failed.output == ""
     assert codex.outcome_of([{"type": "thread.started"}]).saw_turn is False
+
+
+def test_a_retried_stream_error_does_not_fail_a_completed_turn() -> None:
+    """Codex prints a top-level ``error`` for a stream it retries ("Reconnecting… 1/5"); what
+    decides is how the turn ended."""
+    retried: list[dict[str, Any]] = [
+        {"type": "turn.started"},
+        {"type": "error", "message": "Reconnecting... 1/5"},
+        {"type": "item.completed", "item": {"type": "agent_message", "text": "done"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 3, "output_tokens": 1}},
+    ]
+    ok = codex.outcome_of(retried)
+    assert (ok.exit_code, ok.turn_failed, ok.output) == (0, False, "done")
+    only_error = codex.outcome_of([{"type": "error", "message": "bad config"}])
+    assert only_error.saw_turn is False and only_error.exit_code == 1
 
 
 def test_mcp_resource_reads_and_error_results() -> None:
@@ -355,7 +372,9 @@ def test_with_loads_the_skill_and_without_does_not(
     assert with_["meta"]["durationMs"] > 0
     # Offered natively, and none of Codex's bundled system skills competes with it.
     assert fake.offered_names() == {"refund-policy"}
-    assert fake.seen[0].skills[0].path.endswith("/project/.agents/skills/refund-policy/SKILL.md")
+    assert (fake.seen[0].skills[0].path or "").endswith(
+        "/project/.agents/skills/refund-policy/SKILL.md"
+    )
     fake.seen.clear()
     without = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env)
     assert without["invokedSkills"] == [] and without["output"] == GENERIC_ANSWER
@@ -408,6 +427,64 @@ def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
 
 
 @pytest.mark.agents
+def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
+    codex_binary: str,
+    skills: dict[str, Path],
+    fake: FakeResponses,
+    proxy: Proxy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A skill the fixture brings in .agents/skills is part of the project: offered in both
+    variants and reported when loaded. The API key reaches Codex (the fake saw it) but no file
+    of the kept workspace (CODEX_HOME with config and session files, stderr, transcript) nor the
+    saved transcript holds it."""
+    secret = "sk-test-3b8d0f2e6a4c1e9b7d5f3a1c"
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
+    fixture = tmp_path / "fixture"
+    write_skill(
+        fixture / ".agents" / "skills", "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY
+    )
+    transcripts = tmp_path / "transcripts"
+    env = runner_env(
+        fake, proxy, OPENAI_API_KEY=secret, SKILL_EVALS_TRANSCRIPT_DIR=str(transcripts)
+    )
+    invocation = AgentInvocation("without", skills["refund-policy"], "fixture", 1, SHIPPING_PROMPT)
+    options = AgentOptions(bin=codex_binary, model=MODEL, fixture=fixture, keep_workspace=True)
+    result = codex.run(invocation, options, env)
+    assert result.invoked_skills == ["shipping-times"] and "working days" in result.output
+    assert fake.offered_names() == {"shipping-times"}
+    assert any(secret in credential for credential in fake.credentials)
+    (kept,) = private_tmp.iterdir()
+    assert (kept / "transcript.jsonl").is_file() and (kept / "home" / ".codex").is_dir()
+    assert (transcripts / "fixture.1.without.jsonl").is_file()
+    assert files_holding([kept, transcripts], secret) == []
+    assert secret not in result.to_line()
+
+
+def test_fixture_holding_an_offered_skill_is_refused(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "s", "refund-policy")
+    neighbour = write_skill(tmp_path / "n", "shipping-times")
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "k"}
+    for name in ("refund-policy", "shipping-times"):
+        fixture = tmp_path / f"fixture-{name}"
+        write_skill(fixture / ".agents" / "skills", name)
+        for variant in ("with", "without"):
+            for delivery in ("native", "mcp"):
+                invocation = AgentInvocation(variant, skill, "c", 1, "p")
+                options = AgentOptions(
+                    fixture=fixture,
+                    bin=sys.executable,
+                    with_skills=(neighbour,),
+                    delivery=delivery,
+                )
+                with pytest.raises(RunnerSetupError, match=rf"\.agents/skills/{name}"):
+                    codex.run(invocation, options, env)
+
+
+@pytest.mark.agents
 def test_failed_read_is_not_reported(
     codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
 ) -> None:
@@ -432,13 +509,22 @@ def test_commands_the_model_runs_never_see_the_api_key(
 
 
 @pytest.mark.agents
-def test_failed_turn_is_a_failed_task_not_a_runner_failure(
+def test_failed_turn_is_a_runner_failure_without_the_prompt(
     codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
 ) -> None:
+    """The model API refused the request: the run is void (as an API failure is for Claude Code
+    and pi), not a failed task that would read as "no uplift"."""
     fake.behaviour = Behaviour(fail_turn=True)
-    result = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT,
-                       runner_env(fake, proxy))  # fmt: skip
-    assert result["exitCode"] == 1 and result["invokedSkills"] == []
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", codex_binary,
+         "--model", MODEL],
+        input=b"SECRET-PROMPT-TEXT about refunds", capture_output=True, timeout=120,
+        env={**runner_env(fake, proxy), "EVALGATE_SKILL_VARIANT": "with",
+             "EVALGATE_SKILL_DIR": str(skills["refund-policy"])},
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"could not use the model API" in proc.stderr
+    assert b"SECRET-PROMPT-TEXT" not in proc.stderr and b"scripted failure" not in proc.stderr
 
 
 @pytest.mark.agents
@@ -591,7 +677,7 @@ def capture_fixtures() -> None:
             match = re.search(r"workspace kept at (\S+)", proc.stderr.decode())
             assert match, proc.stderr
             kept = Path(match.group(1))
-            (FIXTURES / f"{name}.jsonl").write_bytes((kept / "codex-events.jsonl").read_bytes())
+            (FIXTURES / f"{name}.jsonl").write_bytes((kept / "transcript.jsonl").read_bytes())
             shutil.rmtree(kept)
             print(name, json.loads(proc.stdout)["invokedSkills"])
     shutil.rmtree(root)

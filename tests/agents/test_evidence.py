@@ -3,6 +3,7 @@ SKILL.md paths, transcript reading and the per-agent dispatch."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,171 @@ def test_claude_mcp_load_end_to_end() -> None:
     ]
     loads = find_loads("claude-code", events)
     assert [(x.skill, x.delivery, x.index) for x in loads] == [("pdf", "mcp", 2)]
+
+
+# ------------------------------------------------ one shape, one meaning across the three agents
+
+# The same run in each agent's own event format: a built-in MCP load, a load through a tool only
+# a custom pattern recognises, a failed load, and (where the agent has MCP resources) a resource
+# read through a custom URI pattern. Each completion event sits on the line named in `done`.
+CONFIG = (
+    "evidence:\n"
+    "  toolPatterns: ['fetch_skill_(?P<name>[a-z_]+)']\n"
+    "  uriPatterns: ['docs://skills/(?P<name>[a-z-]+)']\n"
+)
+
+
+def _claude_transcript() -> list[dict[str, Any]]:
+    def use(tid: str, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "tool_use", "id": tid, "name": name, "input": tool_input}
+
+    def result(tid: str, **extra: Any) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": tid, "content": "x", **extra}
+
+    def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "assistant", "message": {"role": "assistant", "content": list(blocks)}}
+
+    def user(*blocks: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "user", "message": {"role": "user", "content": list(blocks)}}
+
+    return [
+        {"type": "system", "subtype": "init", "skills": []},
+        assistant(use("a", "mcp__skills__load_refund_policy_skill", {})),
+        user(result("a")),  # line 2
+        assistant(use("b", "mcp__docs__fetch_skill_shipping_times", {})),
+        user(result("b")),  # line 4
+        assistant(use("c", "mcp__skills__load_brand_deck_skill", {})),
+        user(result("c", is_error=True)),
+        assistant(use("d", "ReadMcpResourceTool", {"server": "docs", "uri": "docs://skills/pdf"})),
+        user(result("d")),  # line 8
+    ]
+
+
+def _codex_transcript() -> list[dict[str, Any]]:
+    def call(tool: str, status: str = "completed", **args: str) -> dict[str, Any]:
+        item = {"type": "mcp_tool_call", "server": "s", "tool": tool, "arguments": args}
+        return {"type": "item.completed", "item": {**item, "status": status}}
+
+    return [
+        {"type": "thread.started"},
+        {"type": "item.started", "item": {"type": "mcp_tool_call", "tool": "x"}},
+        call("load_refund_policy_skill"),  # line 2
+        {"type": "turn.started"},
+        call("fetch_skill_shipping_times"),  # line 4
+        call("load_brand_deck_skill", status="failed"),
+        {"type": "turn.started"},
+        {"type": "turn.started"},
+        call("read_mcp_resource", server="docs", uri="docs://skills/pdf"),  # line 8
+    ]
+
+
+def _pi_transcript() -> list[dict[str, Any]]:
+    def start(tid: str, name: str) -> dict[str, Any]:
+        return {"type": "tool_execution_start", "toolCallId": tid, "toolName": name, "args": {}}
+
+    def end(tid: str, name: str, error: bool = False) -> dict[str, Any]:
+        return {"type": "tool_execution_end", "toolCallId": tid, "toolName": name, "isError": error}
+
+    return [
+        {"type": "agent_start"},
+        start("a", "load_refund_policy_skill"),
+        end("a", "load_refund_policy_skill"),  # line 2
+        start("b", "fetch_skill_shipping_times"),
+        end("b", "fetch_skill_shipping_times"),  # line 4
+        start("c", "load_brand_deck_skill"),
+        end("c", "load_brand_deck_skill", error=True),
+        {"type": "turn_end"},  # pi has no MCP resources: no line 8
+    ]
+
+
+TRANSCRIPTS = {
+    "claude-code": (_claude_transcript, "mcp__skills__load_refund_policy_skill",
+                    "mcp__docs__fetch_skill_shipping_times"),
+    "codex": (_codex_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
+    "pi": (_pi_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_evidence_command_has_one_shape_for_every_agent(
+    agent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``skill-evals evidence``: the same keys for every agent; ``source`` = "mcp tool <the tool
+    name as the agent recorded it>" / "mcp resource <uri>"; ``index`` = the 0-based line of the
+    event that *completed* the load. Custom config patterns work for every agent; a failed call
+    is never a load."""
+    from skill_evals.cli import main
+
+    make, builtin_tool, custom_tool = TRANSCRIPTS[agent]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(e) + "\n" for e in make()), encoding="utf-8")
+    config = tmp_path / ".skill-evals.yml"
+    config.write_text(CONFIG, encoding="utf-8")
+
+    def evidence(*extra: str) -> list[dict[str, Any]]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["evidence", "--agent", agent, *extra, str(transcript)])
+        out, _ = capsys.readouterr()
+        assert exit_info.value.code == 0
+        found: list[dict[str, Any]] = json.loads(out)
+        return found
+
+    plain = evidence()
+    assert plain == [
+        {"skill": "refund-policy", "delivery": "mcp", "agent": agent,
+         "source": f"mcp tool {builtin_tool}", "index": 2},
+    ]  # fmt: skip
+    custom = evidence("--config", str(config))
+    expected = [
+        *plain,
+        {"skill": "shipping-times", "delivery": "mcp", "agent": agent,
+         "source": f"mcp tool {custom_tool}", "index": 4},
+    ]  # fmt: skip
+    if agent != "pi":
+        expected.append(
+            {"skill": "pdf", "delivery": "mcp", "agent": agent,
+             "source": "mcp resource docs://skills/pdf", "index": 8}
+        )  # fmt: skip
+    assert custom == expected
+
+
+# ------------------------------------------------------------------ helpers the runners share
+
+
+def test_saved_transcripts_are_named_by_case_trial_and_variant(tmp_path: Path) -> None:
+    from skill_evals.agents.base import AgentInvocation, RunnerSetupError
+    from skill_evals.agents.evidence import TRANSCRIPT_DIR_VAR, save_transcript
+
+    invocation = AgentInvocation("without", tmp_path, "../a b/é", 3, "prompt")
+    save_transcript(b"{}\n", invocation, {})  # not asked for: nothing happens
+    target = tmp_path / "out" / "deeper"
+    save_transcript(b"{}\n", invocation, {TRANSCRIPT_DIR_VAR: str(target)})
+    assert [p.name for p in target.iterdir()] == ["___a_b_é.3.without.jsonl"]
+    blocker = tmp_path / "file"
+    blocker.write_text("", encoding="utf-8")
+    with pytest.raises(RunnerSetupError, match=f"{TRANSCRIPT_DIR_VAR}=.*cannot write") as info:
+        save_transcript(b"{}\n", invocation, {TRANSCRIPT_DIR_VAR: str(blocker / "sub")})
+    assert "prompt" not in str(info.value)
+
+
+def test_project_skills_are_found_in_the_native_folders_only(tmp_path: Path) -> None:
+    from skill_evals.agents.evidence import project_skills
+    from tests.conftest import write_skill
+
+    write_skill(tmp_path / ".pi" / "skills", "b-skill")
+    write_skill(tmp_path / ".agents" / "skills", "a-skill")
+    (tmp_path / ".agents" / "skills" / "no-skill-md").mkdir()
+    (tmp_path / ".agents" / "skills" / "loose.md").write_text("x", encoding="utf-8")
+    write_skill(tmp_path / "elsewhere" / "skills", "c-skill")
+    found = project_skills(tmp_path, [".pi/skills", ".agents/skills", ".claude/skills"])
+    assert [ref.name for ref in found] == ["b-skill", "a-skill"]
+    assert found[1].path == (tmp_path / ".agents" / "skills" / "a-skill").resolve()
+
+
+def test_available_skills_go_to_stderr_once_each(capsys: pytest.CaptureFixture[str]) -> None:
+    from skill_evals.agents.evidence import print_available
+
+    print_available("pi", ["a", "b", "a"])
+    print_available("pi", [])
+    out, err = capsys.readouterr()
+    assert out == "" and err == "skill-evals runner pi: available skills: a, b\n"

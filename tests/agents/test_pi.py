@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from skill_evals.agents import pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.evidence import EvidencePatterns, read_events
-from tests.agents.conftest import agent_binary
+from tests.agents.conftest import agent_binary, files_holding
 from tests.agents.fake_pi_model import (
     GENERIC_ANSWER,
     Behaviour,
@@ -141,7 +142,7 @@ def test_bash_cat_and_mcp_style_tools_count() -> None:
     loads = pi.find_loads(evs, None, KNOWN)
     assert [(x.skill, x.delivery, x.source) for x in loads] == [
         ("shipping-times", "native", "bash SKILL.md"),
-        ("refund-policy", "mcp", "tool load_refund_policy_skill"),
+        ("refund-policy", "mcp", "mcp tool load_refund_policy_skill"),
     ]
 
 
@@ -252,6 +253,22 @@ def test_neighbour_with_the_tested_name_is_refused(tmp_path: Path) -> None:
     invocation = AgentInvocation("with", skill, "c", 1, "p")
     with pytest.raises(RunnerSetupError, match="already used"):
         pi.run(invocation, AgentOptions(with_skills=(twin,), bin=sys.executable))
+
+
+def test_fixture_holding_an_offered_skill_is_refused(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "s", "refund-policy")
+    neighbour = write_skill(tmp_path / "n", "shipping-times")
+    for folder in (".pi/skills", ".agents/skills"):
+        for name in ("refund-policy", "shipping-times"):
+            fixture = tmp_path / f"fixture-{name}-{folder[1:3]}"
+            write_skill(fixture / folder, name)
+            for variant in ("with", "without"):
+                invocation = AgentInvocation(variant, skill, "c", 1, "p")
+                options = AgentOptions(
+                    fixture=fixture, bin=sys.executable, with_skills=(neighbour,)
+                )
+                with pytest.raises(RunnerSetupError, match=rf"{folder}/{name} \(skill {name}\)"):
+                    pi.run(invocation, options, {"PATH": os.environ["PATH"]})
 
 
 def test_scripted_model_routes_on_description_words() -> None:
@@ -429,8 +446,51 @@ def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
         proc, with_ = run_runner(pi_binary, "with", skills["refund-policy"], env, *neighbour)
         assert proc.returncode == 0, proc.stderr
     assert without["invokedSkills"] == ["shipping-times"]
-    assert with_["invokedSkills"] == ["refund-policy", "shipping-times"]
+    # pi runs the two reads in parallel, so either may complete first
+    assert sorted(with_["invokedSkills"]) == ["refund-policy", "shipping-times"]
     assert "3 to 5 working days" in without["output"]
+
+
+@pytest.mark.agents
+def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
+    pi_binary: str,
+    skills: dict[str, Path],
+    model: FakePiModel,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A skill the fixture brings in .agents/skills is part of the project: passed with --skill
+    (pi's own discovery is off), offered in both variants and reported when loaded. The key
+    reaches pi (the model server saw it) but no file of the kept workspace (agent dir with
+    settings and models.json, stderr, transcript) nor the saved transcript holds it."""
+    secret = "sk-pi-test-9e1f3a5c7b2d4f6a8c0e2b4d"
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
+    fixture = tmp_path / "fixture"
+    write_skill(
+        fixture / ".agents" / "skills", "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY
+    )
+    transcripts = tmp_path / "transcripts"
+    env = runner_env(
+        model,
+        tmp_path,
+        {"SKILL_EVALS_PI_API_KEY": secret, "SKILL_EVALS_TRANSCRIPT_DIR": str(transcripts)},
+    )
+    invocation = AgentInvocation(
+        "without", skills["refund-policy"], "fixture", 1, "What are the shipping times for parcels?"
+    )
+    options = AgentOptions(bin=pi_binary, model="fake", fixture=fixture, keep_workspace=True)
+    result = pi.run(invocation, options, env)
+    assert result.invoked_skills == ["shipping-times"] and "working days" in result.output
+    (prompt, *_) = model.system_prompts()
+    assert "<name>shipping-times</name>" in prompt and "<name>refund-policy</name>" not in prompt
+    assert any(secret in credential for credential in model.credentials)
+    (kept,) = private_tmp.iterdir()
+    assert (kept / "transcript.jsonl").is_file() and (kept / "home" / ".pi" / "agent").is_dir()
+    assert (transcripts / "fixture.1.without.jsonl").is_file()
+    assert files_holding([kept, transcripts], secret) == []
+    assert secret not in result.to_line()
 
 
 @pytest.mark.agents

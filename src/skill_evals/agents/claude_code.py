@@ -42,9 +42,14 @@ from .base import (
     skill_ref,
 )
 from .evidence import (
+    STDERR_FILE,
+    TRANSCRIPT_DIR_VAR,
+    TRANSCRIPT_FILE,
     EvidencePatterns,
     Load,
     loaded_names,
+    print_available,
+    save_transcript,
     skill_from_path,
     skill_from_tool,
     skill_from_uri,
@@ -52,9 +57,7 @@ from .evidence import (
 
 AGENT = "claude-code"
 MCP_SERVER_NAME = "skills"
-# When set, each run's stream-json transcript is copied there as <case>.<trial>.<variant>.jsonl
-# (for `skill-evals evidence` and debugging). Transcripts contain the prompt and the answer.
-TRANSCRIPT_DIR_VAR = "SKILL_EVALS_TRANSCRIPT_DIR"
+__all__ = ["TRANSCRIPT_DIR_VAR", "find_loads", "run"]  # TRANSCRIPT_DIR_VAR: see .evidence
 _SLASH_EXPANSION = re.compile(
     r"\s*<command-message>[^<]*</command-message>\s*<command-name>/(?P<name>[^<\s]+)</command-name>"
 )
@@ -419,21 +422,6 @@ def _stdin_message(prompt: str) -> bytes:
     return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def _save_transcript(data: bytes, invocation: AgentInvocation, env: Mapping[str, str]) -> None:
-    target = env.get(TRANSCRIPT_DIR_VAR)
-    if not target:
-        return
-    folder = Path(target)
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in invocation.case_id) or "case"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{safe}.{invocation.trial}.{invocation.variant}.jsonl").write_bytes(data)
-    except OSError as exc:
-        raise RunnerSetupError(
-            f"{TRANSCRIPT_DIR_VAR}={target}: cannot write the transcript ({exc.strerror})"
-        ) from exc
-
-
 def run(
     invocation: AgentInvocation,
     options: AgentOptions,
@@ -489,7 +477,7 @@ def run(
         )
 
         cmd = build_command(binary, options, settings, mcp_path)
-        with (ws.root / "claude.stderr").open("wb") as err:
+        with (ws.root / STDERR_FILE).open("wb") as err:
             try:
                 done = subprocess.run(
                     cmd,
@@ -503,11 +491,11 @@ def run(
             except OSError as exc:
                 raise RunnerSetupError(f"cannot start {binary} ({exc.strerror})") from exc
         if options.keep_workspace:
-            (ws.root / "transcript.jsonl").write_bytes(done.stdout)
-        _save_transcript(done.stdout, invocation, base_env)
+            (ws.root / TRANSCRIPT_FILE).write_bytes(done.stdout)
+        save_transcript(done.stdout, invocation, base_env)
         events = parse_stream(done.stdout)
         result = outcome(events)
-        hint = "; rerun with --keep-workspace to inspect claude.stderr and transcript.jsonl"
+        hint = f"; rerun with --keep-workspace to inspect {STDERR_FILE} and {TRANSCRIPT_FILE}"
         if result is None:
             raise RunnerSetupError(
                 f"{binary} exited with code {done.returncode} without a result event{hint}"
@@ -524,12 +512,7 @@ def run(
             # The prompt itself could imitate an expansion record: do not trust those.
             loads = [ld for ld in loads if ld.source != "slash command"]
         invoked = loaded_names(loads)
-        available = available_skills(events)
-        if available:
-            print(
-                f"skill-evals runner {AGENT}: available skills: {', '.join(available)}",
-                file=sys.stderr,
-            )
+        print_available(AGENT, available_skills(events))
         return AgentResult(
             variant=invocation.variant,
             invoked_skills=invoked,

@@ -3,7 +3,9 @@
 Evidence comes only from the JSONL events Codex prints: completed ``mcp_tool_call`` items
 (``load_<name>_skill`` tools, ``read_mcp_resource`` of ``skill://<name>/SKILL.md``) and completed
 ``command_execution`` items (exit code 0) that read a ``…/skills/<name>/SKILL.md`` path with one of
-the reader commands in ``READERS``. See docs/agents/codex.md for the isolation this module sets up.
+the reader commands in ``READERS``. A turn that failed (the model request failed) voids the run,
+as an API failure does for the other agents. See docs/agents/codex.md for the isolation this
+module sets up.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +34,14 @@ from .base import (
     skill_ref,
 )
 from .evidence import (
+    STDERR_FILE,
+    TRANSCRIPT_FILE,
     EvidencePatterns,
     Load,
     loaded_names,
+    print_available,
+    project_skills,
+    save_transcript,
     skill_from_path,
     skill_from_tool,
     skill_from_uri,
@@ -54,6 +61,8 @@ SANDBOXES = ("read-only", "workspace-write", "danger-full-access")
 
 PROVIDER_ID = "skill_evals"
 MCP_SERVER_NAME = "skills"
+# Where Codex discovers a project's own skills (relative to the working directory).
+PROJECT_SKILLS = ".agents/skills"
 
 # Commands whose file arguments are read in full (or in part, as `head`/`sed -n` do) and shown to
 # the model. `grep`/`rg` only print matching lines, so they do not count as loading a skill.
@@ -245,8 +254,8 @@ class Outcome:
     exit_code: int = 1
     input_tokens: int = 0
     output_tokens: int = 0
-    saw_turn: bool = False
-    errors: list[str] = field(default_factory=list)
+    saw_turn: bool = False  # a turn.completed or turn.failed event was seen
+    turn_failed: bool = False  # the last turn ended with turn.failed
 
 
 def parse_events(stdout: bytes) -> list[dict[str, Any]]:
@@ -263,9 +272,12 @@ def parse_events(stdout: bytes) -> list[dict[str, Any]]:
 
 
 def outcome_of(events: Sequence[dict[str, Any]]) -> Outcome:
-    """Final message, success (``turn.completed`` and no ``turn.failed``/``error``) and usage."""
+    """Final message, how the turn ended, and usage.
+
+    ``exit_code`` is 0 when the last turn event is ``turn.completed``. Top-level ``error``
+    events alone decide nothing: Codex also prints them for a retried stream ("Reconnecting…")
+    that then completes. ``turn.failed`` sets ``turn_failed`` (the runner voids such a run)."""
     outcome = Outcome()
-    completed = failed = False
     for event in events:
         kind = event.get("type")
         if kind == "item.completed":
@@ -275,19 +287,15 @@ def outcome_of(events: Sequence[dict[str, Any]]) -> Outcome:
                 if isinstance(text, str):
                     outcome.output = text
         elif kind == "turn.completed":
-            completed = outcome.saw_turn = True
+            outcome.saw_turn = True
+            outcome.turn_failed = False
             usage = event.get("usage")
             if isinstance(usage, dict):
                 outcome.input_tokens += _int(usage.get("input_tokens"))
                 outcome.output_tokens += _int(usage.get("output_tokens"))
-        elif kind in ("turn.failed", "error"):
-            failed = outcome.saw_turn = True
-            message = event.get("message")
-            error = event.get("error")
-            if isinstance(error, dict):
-                message = error.get("message")
-            outcome.errors.append(str(message) if message else kind)
-    outcome.exit_code = 0 if completed and not failed else 1
+        elif kind == "turn.failed":
+            outcome.saw_turn = outcome.turn_failed = True
+    outcome.exit_code = 0 if outcome.saw_turn and not outcome.turn_failed else 1
     return outcome
 
 
@@ -447,11 +455,18 @@ def build_command(
 # ----------------------------------------------------------------------------------------- run
 
 
-def run(invocation: AgentInvocation, options: AgentOptions) -> AgentResult:
-    """Run Codex once for ``invocation`` in isolation and report the §1.4 result."""
+def run(
+    invocation: AgentInvocation,
+    options: AgentOptions,
+    environ: Mapping[str, str] | None = None,
+) -> AgentResult:
+    """Run Codex once for ``invocation`` in isolation and report the §1.4 result.
+
+    ``environ`` (default ``os.environ``) supplies the provider variables and the API key, which
+    reach Codex only through its environment, never a file."""
     if options.max_turns is not None:
         raise RunnerSetupError("--max-turns: codex exec has no turn limit; remove the option")
-    base_env = os.environ
+    base_env = os.environ if environ is None else environ
     binary = find_binary(options.bin, "codex", base_env)
     provider = provider_from_env(base_env)
     sandbox = sandbox_from_env(base_env)
@@ -459,24 +474,23 @@ def run(invocation: AgentInvocation, options: AgentOptions) -> AgentResult:
     neighbours = [skill_ref(p) for p in options.with_skills]
     _check_names(tested, neighbours)
     offered = ([tested] if invocation.variant == "with" else []) + neighbours
-    known = frozenset({tested.name, *(n.name for n in neighbours)})
 
     with Workspace(options.fixture, options.keep_workspace) as ws:
         codex_home = ws.home / ".codex"
         codex_home.mkdir()
+        skills_root = ws.project / PROJECT_SKILLS
+        for ref in (tested, *neighbours):
+            # Checked for both deliveries: Codex discovers the fixture's skills either way.
+            if (skills_root / ref.name).exists():
+                raise RunnerSetupError(
+                    f"--fixture {options.fixture}: already contains {PROJECT_SKILLS}/{ref.name}; "
+                    "remove it, the runner installs the skills itself"
+                )
+        # The fixture's own skills are part of the project: offered in both variants.
+        fixture_skills = project_skills(ws.project, [PROJECT_SKILLS])
         mcp_command: list[str] | None = None
         if options.delivery == "native":
-            skills_root = ws.project / ".agents" / "skills"
-            if (skills_root / tested.name).exists():
-                raise RunnerSetupError(
-                    f"--fixture {options.fixture}: contains .agents/skills/{tested.name}, the "
-                    "skill under test; it would be offered in the without variant too"
-                )
             for ref in offered:
-                if (skills_root / ref.name).exists():
-                    raise RunnerSetupError(
-                        f"--fixture {options.fixture}: already contains .agents/skills/{ref.name}"
-                    )
                 ws.install_skill(ref, skills_root)
         elif offered:
             served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in offered]
@@ -490,30 +504,51 @@ def run(invocation: AgentInvocation, options: AgentOptions) -> AgentResult:
         cmd = build_command(
             binary, ws.project, options.model, sandbox, ephemeral=not options.keep_workspace
         )
+        env = codex_env(base_env, ws.home, codex_home)
+        # Codex's own temporary files go with the workspace; no run sees another's.
+        agent_tmp = ws.root / "tmp"
+        agent_tmp.mkdir()
+        env["TMPDIR"] = str(agent_tmp)
         started = time.monotonic()
-        try:
-            proc = subprocess.run(
-                cmd,
-                input=invocation.prompt.encode("utf-8"),
-                stdout=subprocess.PIPE,
-                cwd=ws.project,
-                env=codex_env(base_env, ws.home, codex_home),
-                check=False,
-            )
-        except OSError as exc:
-            raise RunnerSetupError(f"cannot start {binary}: {exc.strerror}") from exc
+        with (ws.root / STDERR_FILE).open("wb") as err:
+            try:
+                proc = subprocess.run(
+                    cmd,
+                    input=invocation.prompt.encode("utf-8"),
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    cwd=ws.project,
+                    env=env,
+                    check=False,
+                )
+            except OSError as exc:
+                raise RunnerSetupError(f"cannot start {binary} ({exc.strerror})") from exc
         duration_ms = (time.monotonic() - started) * 1000.0
         if options.keep_workspace:
-            (ws.root / "codex-events.jsonl").write_bytes(proc.stdout)
+            (ws.root / TRANSCRIPT_FILE).write_bytes(proc.stdout)
+        save_transcript(proc.stdout, invocation, base_env)
 
+    hint = f"rerun with --keep-workspace to inspect {STDERR_FILE} and {TRANSCRIPT_FILE}"
     events = parse_events(proc.stdout)
     outcome = outcome_of(events)
     if not outcome.saw_turn:
         raise RunnerSetupError(
-            f"codex exited {proc.returncode} without reporting a turn (its stderr above says "
-            f"why); check --bin, {ENV_BASE_URL} and the API key variables"
+            f"{binary} exited with code {proc.returncode} without finishing a turn; check "
+            f"--bin, --model, {ENV_BASE_URL} and the API key variables; {hint}"
         )
+    if outcome.turn_failed:
+        # The model request failed (auth, network, rate limit, a refused request): the run
+        # says nothing about the skill, so it is void, not a failed task.
+        raise RunnerSetupError(
+            f"{binary} could not use the model API (turn.failed); check {ENV_BASE_URL}, "
+            f"CODEX_API_KEY / OPENAI_API_KEY and --model; {hint}"
+        )
+    # The tested skill is always known: a read of it in `without` is a leak the engine must see.
+    known = frozenset(
+        {tested.name, *(n.name for n in neighbours), *(f.name for f in fixture_skills)}
+    )
     loads = find_loads(events, EvidencePatterns(), known)
+    print_available(AGENT, [ref.name for ref in (*offered, *fixture_skills)])
     return AgentResult(
         variant=invocation.variant,
         invoked_skills=loaded_names(loads),

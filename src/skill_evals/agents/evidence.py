@@ -24,12 +24,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InvalidInput
+from .base import AgentInvocation, RunnerSetupError, SkillRef, skill_ref
 
 Agent = Literal["claude-code", "codex", "pi"]
 AGENTS: tuple[Agent, ...] = ("claude-code", "codex", "pi")
@@ -223,3 +225,61 @@ def loaded_names(loads: Iterable[Load]) -> list[str]:
     for load in loads:
         seen.setdefault(load.skill, None)
     return list(seen)
+
+
+# ------------------------------------------------------------------- shared by the three runners
+
+# When set, every agent runner copies the run's JSON event stream to
+# DIR/<case id>.<trial>.<variant>.jsonl (for `skill-evals evidence` and debugging). Transcripts
+# hold the prompt and the answer, never the API key.
+TRANSCRIPT_DIR_VAR = "SKILL_EVALS_TRANSCRIPT_DIR"
+# What a workspace kept with --keep-workspace holds, the same for every agent.
+TRANSCRIPT_FILE = "transcript.jsonl"
+STDERR_FILE = "agent.stderr"
+
+
+def transcript_name(invocation: AgentInvocation) -> str:
+    """``<case id>.<trial>.<variant>.jsonl``; characters of the case id other than letters,
+    digits, ``-`` and ``_`` become ``_`` (case ids are free text, file names are not)."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in invocation.case_id) or "case"
+    return f"{safe}.{invocation.trial}.{invocation.variant}.jsonl"
+
+
+def save_transcript(data: bytes, invocation: AgentInvocation, env: Mapping[str, str]) -> None:
+    """Copy a run's event stream to ``$SKILL_EVALS_TRANSCRIPT_DIR`` when that is set.
+
+    Raises RunnerSetupError (a runner failure) when the directory cannot be written: the caller
+    asked for the evidence to be kept, so losing it silently would be wrong."""
+    target = env.get(TRANSCRIPT_DIR_VAR)
+    if not target:
+        return
+    folder = Path(target)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / transcript_name(invocation)).write_bytes(data)
+    except OSError as exc:
+        raise RunnerSetupError(
+            f"{TRANSCRIPT_DIR_VAR}={target}: cannot write the transcript ({exc.strerror})"
+        ) from exc
+
+
+def project_skills(project: Path, folders: Sequence[str]) -> list[SkillRef]:
+    """Skills a ``--fixture`` brings in the agent's native project folders (e.g.
+    ``.agents/skills``): each ``<folder>/<dir>/SKILL.md``, in name order. They are part of the
+    project under test, so they are offered in both variants and their loads are reported."""
+    found: list[SkillRef] = []
+    for folder in folders:
+        root = project / folder
+        if not root.is_dir():
+            continue
+        for entry in sorted(root.iterdir()):
+            if entry.is_dir() and (entry / "SKILL.md").is_file():
+                found.append(skill_ref(entry))
+    return found
+
+
+def print_available(agent: str, names: Iterable[str]) -> None:
+    """Say on stderr which skills the run offered: recorded for diagnosis, never a load."""
+    listed = list(dict.fromkeys(names))
+    if listed:
+        print(f"skill-evals runner {agent}: available skills: {', '.join(listed)}", file=sys.stderr)

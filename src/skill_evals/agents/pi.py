@@ -38,9 +38,14 @@ from .base import (
     skill_ref,
 )
 from .evidence import (
+    STDERR_FILE,
+    TRANSCRIPT_FILE,
     EvidencePatterns,
     Load,
     loaded_names,
+    print_available,
+    project_skills,
+    save_transcript,
     skill_from_path,
     skill_from_tool,
     skills_from_command,
@@ -56,8 +61,9 @@ APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-
 _PI_LEAKY_VARS = ("PI_CODING_AGENT_SESSION_DIR",)
 _CONTEXT_FILES = ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
 _SKILL_MD = re.compile(r"(?:^|/)(?P<name>[^/]+)/SKILL\.md$")
-EVENTS_FILE = "pi-events.jsonl"
-STDERR_FILE = "pi-stderr.txt"
+# Where pi would discover a project's own skills; --no-skills turns that off, so the runner
+# passes a fixture's skills from there with --skill (they are part of the project under test).
+PROJECT_SKILLS = (".pi/skills", ".agents/skills")
 
 
 # ------------------------------------------------------------------------------------ evidence
@@ -144,7 +150,7 @@ def find_loads(
             return
         tool_skill = skill_from_tool(call.name, patterns)
         if tool_skill is not None and (known is None or tool_skill in known):
-            loads.append(Load(tool_skill, "mcp", AGENT, f"tool {call.name}", index))
+            loads.append(Load(tool_skill, "mcp", AGENT, f"mcp tool {call.name}", index))
 
     for index, event in enumerate(events):
         kind = event.get("type")
@@ -396,38 +402,73 @@ def _drive(
     return transcript, status
 
 
-def run(invocation: AgentInvocation, options: AgentOptions) -> AgentResult:
-    """One isolated pi run for the invocation (SPEC §2)."""
+def run(
+    invocation: AgentInvocation,
+    options: AgentOptions,
+    environ: Mapping[str, str] | None = None,
+) -> AgentResult:
+    """One isolated pi run for the invocation (SPEC §2).
+
+    ``environ`` (default ``os.environ``) supplies the provider's API key variable, which reaches
+    pi only through its environment, never a file."""
     if options.delivery == "mcp":
         raise RunnerSetupError(
             "--delivery mcp: pi has no MCP support (it ships none by design; MCP would need a "
             "pi extension); use --delivery native"
         )
-    binary = find_binary(options.bin, "pi", os.environ)
+    base_env = os.environ if environ is None else environ
+    binary = find_binary(options.bin, "pi", base_env)
     tested, neighbours = _offered(invocation, options)
     offered = ([tested] if invocation.variant == "with" else []) + neighbours
-    # The tested skill is always "known": a read of it in `without` is a leak the engine must see.
-    known = frozenset([tested.name, *(ref.name for ref in neighbours)])
     with Workspace(options.fixture, options.keep_workspace) as ws:
+        fixture_skills = _fixture_skills(ws.project, tested, neighbours, options)
+        # The tested skill is always "known": a read of it in `without` is a leak the engine
+        # must see.
+        known = frozenset(ref.name for ref in (tested, *neighbours, *fixture_skills))
         agent_dir = ws.home / ".pi" / "agent"
         agent_dir.mkdir(parents=True)
         settings = {"quietStartup": True, "enableInstallTelemetry": False}
         (agent_dir / "settings.json").write_text(json.dumps(settings) + "\n", encoding="utf-8")
-        env = isolated_env(os.environ, ws.home)
+        env = isolated_env(base_env, ws.home)
         for name in _PI_LEAKY_VARS:
             env.pop(name, None)
         env["PI_CODING_AGENT_DIR"] = str(agent_dir)
         env["PI_OFFLINE"] = "1"  # no version check, telemetry or package updates at startup
+        # pi's own temporary files (e.g. long bash output) go with the workspace.
+        agent_tmp = ws.root / "tmp"
+        agent_tmp.mkdir()
+        env["TMPDIR"] = str(agent_tmp)
         model_args = _model_args(options, env, agent_dir)
         skill_paths = [ws.install_skill(ref, ws.root / "skills") for ref in offered]
+        skill_paths += [ref.path for ref in fixture_skills]
         argv = build_command(binary, skill_paths, model_args, _has_context_file(ws.project))
         started = time.monotonic()
-        with (ws.root / EVENTS_FILE).open("wb") as log, (ws.root / STDERR_FILE).open("wb") as err:
+        log_path = ws.root / TRANSCRIPT_FILE
+        with log_path.open("wb") as log, (ws.root / STDERR_FILE).open("wb") as err:
             transcript, status = _drive(
                 argv, invocation.prompt, env, ws.project, log, err, options.max_turns
             )
         duration_ms = round((time.monotonic() - started) * 1000)
+        save_transcript(log_path.read_bytes(), invocation, base_env)
+    print_available(AGENT, [ref.name for ref in (*offered, *fixture_skills)])
     return _result(invocation, transcript, status, known, duration_ms, ws.root, options)
+
+
+def _fixture_skills(
+    project: Path, tested: SkillRef, neighbours: Sequence[SkillRef], options: AgentOptions
+) -> list[SkillRef]:
+    """The skills the fixture brings in pi's project folders; refuse one that would shadow or
+    leak a skill the runner offers itself (as the other runners do)."""
+    found = project_skills(project, PROJECT_SKILLS)
+    offered_names = {tested.name, *(ref.name for ref in neighbours)}
+    for ref in found:
+        if ref.name in offered_names or ref.path.name in offered_names:
+            where = ref.path.relative_to(project.resolve()).as_posix()
+            raise RunnerSetupError(
+                f"--fixture {options.fixture}: already contains {where} (skill {ref.name}); "
+                "remove it, the runner installs the skills itself"
+            )
+    return found
 
 
 def _result(
@@ -442,9 +483,9 @@ def _result(
     """Turn a finished pi run into the runner contract object, or a setup error when the run
     produced no evidence (pi failed to start, or the model request itself failed)."""
     keep_hint = (
-        f"see {root / STDERR_FILE} and {root / EVENTS_FILE}"
+        f"see {root / STDERR_FILE} and {root / TRANSCRIPT_FILE}"
         if options.keep_workspace
-        else "rerun with --keep-workspace to keep pi's stderr and events"
+        else f"rerun with --keep-workspace to inspect {STDERR_FILE} and {TRANSCRIPT_FILE}"
     )
     if not transcript.stopped_at_max_turns:
         if not transcript.agent_ended:
