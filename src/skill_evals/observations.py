@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .cases import CaseSuite
+from .cases import MAX_ID_CHARS, CaseSuite
 from .errors import InvalidInput
 
 Variant = Literal["with", "without"]
@@ -219,9 +219,16 @@ def _record_observation(
     )
 
 
+def _show_id(case_id: str) -> str:
+    """A case id for a message, cut to the longest valid id (an unknown one may be huge)."""
+    if len(case_id) > MAX_ID_CHARS:
+        return repr(case_id[:MAX_ID_CHARS]) + "…"
+    return repr(case_id)
+
+
 def _describe(key: tuple[str, int, str]) -> str:
     case_id, trial, variant = key
-    return f"caseId {case_id!r} trial {trial} variant {variant!r}"
+    return f"caseId {_show_id(case_id)} trial {trial} variant {variant!r}"
 
 
 def isolation_breach(observation: Observation, skill_name: str) -> RunnerFailure | None:
@@ -253,11 +260,14 @@ def load_observations(
     seen: dict[tuple[str, int, str], int] = {}
     found: dict[tuple[str, int, str], Observation] = {}
     bound = len(suite.cases) * trials * 2
-    for record in read_jsonl(path, max_records=bound):
+    # The record just past the bound is still read: when it is reached, every key already has
+    # its observation, so it is a duplicate, an extra trial or an unknown caseId, and that error
+    # names the key (§1.4.1). Reading stops there either way.
+    for record in read_jsonl(path, max_records=bound + 1):
         key = _record_key(path, record.line, record.value)
         if key[0] not in case_ids:
             raise InvalidInput(
-                f"{path}:{record.line}: unknown caseId {key[0]!r} (not in {suite.path})"
+                f"{path}:{record.line}: unknown caseId {_show_id(key[0])} (not in {suite.path})"
             )
         if not 1 <= key[1] <= trials:
             raise InvalidInput(
@@ -305,7 +315,7 @@ def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation
         key = _record_key(path, record.line, record.value)
         if key[0] not in case_ids:
             raise InvalidInput(
-                f"{path}:{record.line}: unknown caseId {key[0]!r} (not in {suite.path}); "
+                f"{path}:{record.line}: unknown caseId {_show_id(key[0])} (not in {suite.path}); "
                 "resume only with the case file the observations were recorded for"
             )
         observation = _record_observation(path, record.line, record.value, key)

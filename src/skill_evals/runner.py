@@ -269,7 +269,9 @@ def parse_stdout(data: bytes, variant: Variant) -> dict[str, Any]:
     try:
         value = loads_strict(text)
     except ValueError as exc:
-        raise ContractError(f"stdout is not strict JSON: {exc}") from None
+        # loads_strict says "invalid JSON: <why>" for syntax errors; say "JSON" only once.
+        reason = str(exc).removeprefix("invalid JSON: ")
+        raise ContractError(f"stdout is not strict JSON: {reason}") from None
     try:
         return parse_runner_object(value, variant)
     except ContractError as exc:

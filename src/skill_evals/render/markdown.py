@@ -36,6 +36,9 @@ _INLINE = frozenset("\\`*_{}[]()<>#|~&$!")
 _BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
 # An ordered-list marker at the start ("1." / "1)") would turn the text into a list.
 _LIST_NUMBER = re.compile(r"^(\d{1,9})([.)])")
+# Bidirectional controls (embeddings, overrides, isolates, marks): in a PR comment they would
+# reorder the rest of the line ("Trojan Source"), so they are shown as visible \uXXXX text.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def escape_md(text: str) -> str:
@@ -54,6 +57,8 @@ def escape_md(text: str) -> str:
             out.append("@\u200b")
         elif char == "\t":
             out.append(" ")
+        elif char in _BIDI:
+            out.append(f"\\u{ord(char):04x}")
         elif ord(char) < 0x20 or ord(char) == 0x7F:
             continue  # other C0 controls carry no text and can break renderers
         else:
@@ -105,7 +110,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         (
             f"| {name} | {icon} | "
             f"{fmt(trigger.get('f1')) if isinstance(trigger, Mapping) else 'n/a'} | "
-            f"{_esc(_uplift_cell(task))} | {fmt_p(p_value)} | {runs_cell} |"
+            f"{_esc(_uplift_cell(task, isinstance(trigger, Mapping)))} | {fmt_p(p_value)} | "
+            f"{runs_cell} |"
         ),
         "",
     ]
@@ -172,9 +178,10 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _uplift_cell(task: object) -> str:
+def _uplift_cell(task: object, scored: bool) -> str:
     if not isinstance(task, Mapping):
-        return "no task checks"
+        # A run stopped before scoring has no task figures; that is not "no task checks".
+        return "no task checks" if scored else "n/a"
     return uplift_summary(task).split(", p = ")[0] + (
         " (insufficient)" if task.get("insufficient") else ""
     )
