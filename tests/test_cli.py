@@ -349,8 +349,8 @@ def test_runner_failure_beats_gate_failure(tmp_path: Path) -> None:
 
 
 def test_f1_null_while_gated_exits_7(tmp_path: Path) -> None:
-    # every case negative and none triggers: precision is 0/0 → F1 null
-    cases = simple_cases(10, expect=False)
+    # every case should trigger but none does: precision is 0/0 → F1 null (recall is 0)
+    cases = simple_cases(10, expect=True)
     for case in cases:
         case["prompt"] = f"What time does shop {case['id']} open?"
     path = write_jsonl(tmp_path / "cases.jsonl", cases)
@@ -361,6 +361,7 @@ def test_f1_null_while_gated_exits_7(tmp_path: Path) -> None:
     assert report is not None
     assert report["trigger"]["f1"] is None
     assert report["trigger"]["precision"] is None
+    assert report["trigger"]["recall"] == 0
 
 
 def test_isolation_breach_in_observations_exits_7(tmp_path: Path) -> None:
@@ -452,3 +453,14 @@ def test_example_custom_runner_template_runs_end_to_end(tmp_path: Path) -> None:
     assert report is not None
     assert report["runner"]["failures"] == []
     assert report["runner"]["meta"]["durationMs"] is not None
+
+
+def test_f1_gate_without_positive_cases_exits_7_before_any_run(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "cases.jsonl", simple_cases(10, expect=False))
+    marker = tmp_path / "ran"
+    runner = f"{sys.executable} -c \"open({str(marker)!r}, 'w')\""
+    proc, report = run_test_cmd(tmp_path, "--runner", runner, "--min-trigger-f1", "0.5", cases=path)
+    assert proc.returncode == 7
+    assert not marker.exists()
+    assert report is not None and report["status"] == "unavailable"
+    assert "expectTrigger" in proc.stderr

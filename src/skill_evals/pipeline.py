@@ -179,6 +179,13 @@ def run_test(options: TestOptions, progress: Callable[[Progress], None] | None =
         if options.observations is not None:
             result = ExecutionResult(observations=observations, failures=failures)
             return evaluate(skill, suite, settings, result)
+        if options.min_trigger_f1 is not None and not any(c.expect_trigger for c in suite.cases):
+            # Recall's denominator TP+FN would be 0, so F1 is null and the gate can only end
+            # in exit 7: say so now instead of paying for every invocation first.
+            raise EvidenceUnavailable(
+                f"--min-trigger-f1 is set but no case in {suite.path} has expectTrigger: true, "
+                "so recall and F1 are undefined; add cases where the skill should load"
+            )
         plan = ExecutionPlan(
             command=command,
             suite=suite,
