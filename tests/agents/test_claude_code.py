@@ -608,19 +608,18 @@ def test_api_failure_is_a_runner_failure_without_the_prompt(
 
 # ------------------------------------------------------------------ a full skill-evals run
 
+# 10 independent prompts, the minimum: 20 invocations keep this run short on a 2-core machine.
 SUITE: list[tuple[str, str, bool, dict[str, Any]]] = [
     ("p-refund", "How do I get a refund for my store purchase?", True, {}),
     ("p-return", "Can I return a purchase without the receipt?", True, {}),
     ("p-receipt", "I lost the receipt for a store purchase, what now?", True, {}),
     ("p-window", "How long do refunds take after I return an item to the store?", True, {}),
-    ("p-online", "Is a refund possible for purchases made online?", True, {}),
     ("p-gift", "Can I return a gift and get a refund?", True, {}),
     ("p-missed", "I want my money back for these shoes", True, {}),  # no description words
     ("p-damaged", "My purchase arrived damaged; can I return it to the store?", True, {}),
     ("n-python", "Write a Python function that reverses a string", False, {}),
     ("n-weather", "What is the weather like in Paris today?", False, {}),
     ("n-false", "Please answer a question about sorting algorithms", False, {}),  # too broad
-    ("n-poem", "Compose a short poem about autumn leaves", False, {}),
 ]
 
 
@@ -661,18 +660,18 @@ def test_full_skill_evals_run_through_claude_code(
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert report["status"] == "pass" and report["exitCode"] == 0
     trigger = report["trigger"]
-    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (7, 1, 1, 3)
-    assert trigger["precision"] == pytest.approx(0.875)
-    assert trigger["recall"] == pytest.approx(0.875)
-    assert trigger["f1"] == pytest.approx(0.875)
+    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 1, 1, 2)
+    assert trigger["precision"] == pytest.approx(6 / 7)
+    assert trigger["recall"] == pytest.approx(6 / 7)
+    assert trigger["f1"] == pytest.approx(6 / 7)
     assert trigger["falseTriggerCaseIds"] == ["n-false"]
     assert trigger["missedTriggerCaseIds"] == ["p-missed"]
     task = report["task"]
-    assert task["units"] == 12 and task["insufficient"] is False
-    assert (task["with"]["passed"], task["with"]["total"]) == (11, 12)
-    assert (task["without"]["passed"], task["without"]["total"]) == (4, 12)
-    assert task["difference"] == pytest.approx(7 / 12)
-    assert task["signTest"] == {"positive": 7, "negative": 0, "ties": 5, "pValue": 0.015625}
+    assert task["units"] == 10 and task["insufficient"] is False
+    assert (task["with"]["passed"], task["with"]["total"]) == (9, 10)
+    assert (task["without"]["passed"], task["without"]["total"]) == (3, 10)
+    assert task["difference"] == pytest.approx(6 / 10)
+    assert task["signTest"] == {"positive": 6, "negative": 0, "ties": 4, "pValue": 0.03125}
     diffs = [
         Fraction(1) if expect and cid != "p-missed" else Fraction(0) for cid, _, expect, _ in SUITE
     ]
@@ -681,7 +680,7 @@ def test_full_skill_evals_run_through_claude_code(
     assert task["interval"]["upper"] == pytest.approx(float(interval.upper))
     assert report["gates"]["minTriggerF1"]["passed"] is True
     assert report["gates"]["minUplift"]["passed"] is True
-    assert report["runner"]["invocations"] == 24
+    assert report["runner"]["invocations"] == 20
     assert report["runner"]["meta"]["costUsd"] > 0
     assert report["loading"]["violations"] == []
     # The runner's claims are the transcripts' evidence, case by case.

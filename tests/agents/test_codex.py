@@ -567,19 +567,18 @@ def test_setup_problems_are_runner_failures(
 
 # ------------------------------------------------------------- the whole pipeline through Codex
 
+# 10 independent prompts, the minimum: 20 invocations keep this run short on a 2-core machine.
 SUITE = [
     ("refund-no-receipt", REFUND_PROMPT, True, ["30 days"]),
     ("refund-returns", "How do returns work for a store purchase?", True, ["30 days"]),
     ("refund-lost-receipt", "I lost my receipt, can I still get a refund?", True, ["30 days"]),
     ("refund-window", "What is the refund window for purchases?", True, ["30 days"]),
     ("refund-accept", "Do you accept returns without a receipt?", True, ["30 days"]),
-    ("refund-question", "Question about refunds for an online store order", True, ["30 days"]),
     ("ship-when", SHIPPING_PROMPT, False, ["working days"]),
     ("ship-how-long", "How long does delivery of a parcel take?", False, ["working days"]),
     ("ship-canada", "Explain shipping times to Canada", False, ["working days"]),
     ("ship-express", "Is express delivery faster for parcels?", False, ["working days"]),
     ("ship-track", "Track the shipping of my parcels", False, ["working days"]),
-    ("ship-large", "What delivery times apply to large parcels?", False, ["working days"]),
 ]
 
 
@@ -610,29 +609,38 @@ def test_full_skill_evals_run_through_codex(
     report_path = tmp_path / "report.json"
     proc = subprocess.run(
         [sys.executable, "-m", "skill_evals", "test", "--skill", str(skills["refund-policy"]),
-         "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "2",
+         "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "4",
          "--timeout-ms", "120000", "--min-trigger-f1", "0.9", "--min-uplift", "0.1",
          "--report", str(report_path), "--quiet"],
-        capture_output=True, text=True, timeout=900, env=runner_env(fake, proxy),
+        capture_output=True, text=True, timeout=900,
+        env=runner_env(fake, proxy, SKILL_EVALS_TRANSCRIPT_DIR=str(tmp_path / "transcripts")),
     )  # fmt: skip
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert_valid_report(report)
     assert report["runner"]["failures"] == [], proc.stderr[-2000:]
     assert report["loading"]["violations"] == []
     trigger = report["trigger"]
-    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 0, 0, 6)
+    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (5, 0, 0, 5)
     assert trigger["f1"] == 1.0
     task = report["task"]
-    assert task["units"] == 12 and task["insufficient"] is False
-    assert (task["with"]["passed"], task["without"]["passed"]) == (12, 6)
+    assert task["units"] == 10 and task["insufficient"] is False
+    assert (task["with"]["passed"], task["without"]["passed"]) == (10, 5)
     assert task["difference"] == 0.5
-    assert (task["signTest"]["positive"], task["signTest"]["negative"]) == (6, 0)
-    assert task["signTest"]["pValue"] == 0.03125
+    assert (task["signTest"]["positive"], task["signTest"]["negative"]) == (5, 0)
+    assert task["signTest"]["pValue"] == 0.0625
+    assert report["runner"]["invocations"] == 20
     assert 0.1 < task["interval"]["lower"] <= 0.5 <= task["interval"]["upper"]
     assert report["gates"]["minTriggerF1"]["passed"] and report["gates"]["minUplift"]["passed"]
     assert proc.returncode == 0 and report["exitCode"] == 0
     assert report["runner"]["meta"]["inputTokens"] > 0
     assert proxy.attempts == []
+    # The runner's claims are the saved transcripts' evidence, case by case.
+    for case_id, _, expect, _ in SUITE:
+        for variant in ("with", "without"):
+            saved = read_events(tmp_path / "transcripts" / f"{case_id}.1.{variant}.jsonl")
+            loaded = {x.skill for x in codex.find_loads(saved, None, KNOWN)}
+            wanted = {"refund-policy"} if expect and variant == "with" else set()
+            assert loaded == wanted | (set() if expect else {"shipping-times"}), (case_id, variant)
 
 
 # ------------------------------------------------------------------ regenerating the fixtures

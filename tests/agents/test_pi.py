@@ -629,7 +629,8 @@ def test_full_skill_evals_run_through_pi(
          "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "2",
          "--timeout-ms", "120000", "--min-trigger-f1", "0.9", "--min-uplift", "0.1",
          "--report", str(report_path)],
-        capture_output=True, text=True, timeout=900, env=runner_env(model, tmp_path),
+        capture_output=True, text=True, timeout=900,
+        env=runner_env(model, tmp_path, {"SKILL_EVALS_TRANSCRIPT_DIR": str(tmp_path / "saved")}),
     )  # fmt: skip
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert_valid_report(report)
@@ -648,3 +649,12 @@ def test_full_skill_evals_run_through_pi(
     assert report["runner"]["invocations"] == 20
     assert proc.returncode == 0 and report["exitCode"] == 0 and report["status"] == "pass"
     assert list((tmp_path / "tmpdir").iterdir()) == []  # every workspace removed
+    # The runner's claims are the saved transcripts' evidence, case by case.
+    for case_id, _, expect, _ in SUITE:
+        for variant in ("with", "without"):
+            saved = read_events(tmp_path / "saved" / f"{case_id}.1.{variant}.jsonl")
+            loaded = {x.skill for x in pi.find_loads(saved, None, KNOWN)}
+            wanted = {"refund-policy"} if expect and variant == "with" else set()
+            if case_id.startswith("ship-"):
+                wanted.add("shipping-times")
+            assert loaded == wanted, (case_id, variant)
