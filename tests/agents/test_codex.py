@@ -693,3 +693,34 @@ def capture_fixtures() -> None:
 
 if __name__ == "__main__":
     capture_fixtures()
+
+
+def test_fixture_skill_in_a_differently_named_folder_is_reported_by_name(tmp_path: Path) -> None:
+    """The runner's plumbing with a stand-in `codex` that prints a recorded stream: a read of
+    the fixture skill's SKILL.md shows its folder (`ship`); it is reported by its name."""
+    fixture = tmp_path / "fixture"
+    write_skill(fixture / ".agents" / "skills", "shipping-times").rename(
+        fixture / ".agents" / "skills" / "ship"
+    )
+    lines = [
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"type": "command_execution", "status": "completed",
+         "exit_code": 0, "command": "/bin/bash -lc 'cat .agents/skills/ship/SKILL.md'"}},
+        {"type": "item.completed", "item": {"type": "agent_message", "text": "3 to 5 days"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 5, "output_tokens": 2}},
+    ]  # fmt: skip
+    stand_in = tmp_path / "codex"
+    stand_in.write_text(
+        "#!/bin/sh\ncat >/dev/null\ncat <<'EOF'\n"
+        + "".join(json.dumps(line) + "\n" for line in lines)
+        + "EOF\n",
+        encoding="utf-8",
+    )
+    stand_in.chmod(0o755)
+    skill = write_skill(tmp_path / "s", "refund-policy")
+    invocation = AgentInvocation("without", skill, "c", 1, "When will my parcel arrive?")
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "k"}
+    result = codex.run(invocation, AgentOptions(bin=str(stand_in), fixture=fixture), env)
+    assert result.invoked_skills == ["shipping-times"]
+    assert (result.output, result.exit_code) == ("3 to 5 days", 0)
+    assert set(result.meta) == {"durationMs", "inputTokens", "outputTokens"}

@@ -487,3 +487,20 @@ def test_available_skills_go_to_stderr_once_each(capsys: pytest.CaptureFixture[s
     print_available("pi", [])
     out, err = capsys.readouterr()
     assert out == "" and err == "skill-evals runner pi: available skills: a, b\n"
+
+
+def test_folder_aliases_rename_path_evidence_to_skill_names(tmp_path: Path) -> None:
+    from skill_evals.agents.base import skill_ref
+    from skill_evals.agents.evidence import folder_aliases, rename_loads
+    from tests.conftest import write_skill
+
+    odd = write_skill(tmp_path, "shipping-times")
+    renamed = odd.rename(tmp_path / "ship")
+    refs = [skill_ref(renamed), skill_ref(write_skill(tmp_path, "refund-policy"))]
+    aliases = folder_aliases(refs)
+    assert aliases == {"ship": "shipping-times"}
+    loads = [Load("ship", "native", "pi", "read SKILL.md", 3), Load("x", "mcp", "pi", "t", 4)]
+    assert [(ld.skill, ld.index) for ld in rename_loads(loads, aliases)] == [
+        ("shipping-times", 3),
+        ("x", 4),
+    ]

@@ -658,3 +658,23 @@ def test_full_skill_evals_run_through_pi(
             if case_id.startswith("ship-"):
                 wanted.add("shipping-times")
             assert loaded == wanted, (case_id, variant)
+
+
+def test_fixture_skill_in_a_differently_named_folder_is_reported_by_name(tmp_path: Path) -> None:
+    transcript = pi._Transcript()
+    path = "/w/project/.agents/skills/ship/SKILL.md"
+    for event in (
+        {"type": "tool_execution_start", "toolCallId": "a", "toolName": "read",
+         "args": {"path": path}},
+        {"type": "tool_execution_end", "toolCallId": "a", "toolName": "read", "isError": False},
+        {"type": "message_end", "message": {"role": "assistant", "stopReason": "stop",
+                                            "content": [{"type": "text", "text": "ok"}]}},
+        {"type": "agent_end"},
+    ):  # fmt: skip
+        transcript.add(event)
+    invocation = AgentInvocation("without", tmp_path, "c", 1, "p")
+    known = frozenset({"refund-policy", "shipping-times", "ship"})
+    args = (known, 5, tmp_path, AgentOptions())
+    result = pi._result(invocation, transcript, 0, *args, {"ship": "shipping-times"})
+    assert result.invoked_skills == ["shipping-times"]
+    assert pi._result(invocation, transcript, 0, *args).invoked_skills == ["ship"]

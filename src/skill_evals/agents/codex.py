@@ -38,9 +38,11 @@ from .evidence import (
     TRANSCRIPT_FILE,
     EvidencePatterns,
     Load,
+    folder_aliases,
     loaded_names,
     print_available,
     project_skills,
+    rename_loads,
     save_transcript,
     skill_from_path,
     skill_from_tool,
@@ -544,10 +546,12 @@ def run(
             f"CODEX_API_KEY / OPENAI_API_KEY and --model; {hint}"
         )
     # The tested skill is always known: a read of it in `without` is a leak the engine must see.
+    # A fixture skill's SKILL.md path shows its folder, which may differ from its name.
+    aliases = folder_aliases(fixture_skills)
     known = frozenset(
-        {tested.name, *(n.name for n in neighbours), *(f.name for f in fixture_skills)}
+        {tested.name, *(n.name for n in neighbours), *(f.name for f in fixture_skills), *aliases}
     )
-    loads = find_loads(events, EvidencePatterns(), known)
+    loads = rename_loads(find_loads(events, EvidencePatterns(), known), aliases)
     print_available(AGENT, [ref.name for ref in (*offered, *fixture_skills)])
     return AgentResult(
         variant=invocation.variant,

@@ -26,7 +26,7 @@ import re
 import shlex
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -276,6 +276,17 @@ def project_skills(project: Path, folders: Sequence[str]) -> list[SkillRef]:
             if entry.is_dir() and (entry / "SKILL.md").is_file():
                 found.append(skill_ref(entry))
     return found
+
+
+def folder_aliases(refs: Iterable[SkillRef]) -> dict[str, str]:
+    """``{folder name: skill name}`` for skills whose folder is named differently from their
+    ``name``: a read of ``…/skills/<folder>/SKILL.md`` is a load of ``name``."""
+    return {ref.path.name: ref.name for ref in refs if ref.path.name != ref.name}
+
+
+def rename_loads(loads: Iterable[Load], aliases: Mapping[str, str]) -> list[Load]:
+    """The loads with folder names (found in paths) replaced by skill names."""
+    return [replace(ld, skill=aliases.get(ld.skill, ld.skill)) for ld in loads]
 
 
 def print_available(agent: str, names: Iterable[str]) -> None:

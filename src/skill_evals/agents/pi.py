@@ -42,9 +42,11 @@ from .evidence import (
     TRANSCRIPT_FILE,
     EvidencePatterns,
     Load,
+    folder_aliases,
     loaded_names,
     print_available,
     project_skills,
+    rename_loads,
     save_transcript,
     skill_from_path,
     skill_from_tool,
@@ -423,8 +425,10 @@ def run(
     with Workspace(options.fixture, options.keep_workspace) as ws:
         fixture_skills = _fixture_skills(ws.project, tested, neighbours, options)
         # The tested skill is always "known": a read of it in `without` is a leak the engine
-        # must see.
-        known = frozenset(ref.name for ref in (tested, *neighbours, *fixture_skills))
+        # must see. A fixture skill's SKILL.md path shows its folder, which may differ from its
+        # name.
+        aliases = folder_aliases(fixture_skills)
+        known = frozenset([*(ref.name for ref in (tested, *neighbours, *fixture_skills)), *aliases])
         agent_dir = ws.home / ".pi" / "agent"
         agent_dir.mkdir(parents=True)
         settings = {"quietStartup": True, "enableInstallTelemetry": False}
@@ -451,7 +455,7 @@ def run(
         duration_ms = round((time.monotonic() - started) * 1000)
         save_transcript(log_path.read_bytes(), invocation, base_env)
     print_available(AGENT, [ref.name for ref in (*offered, *fixture_skills)])
-    return _result(invocation, transcript, status, known, duration_ms, ws.root, options)
+    return _result(invocation, transcript, status, known, duration_ms, ws.root, options, aliases)
 
 
 def _fixture_skills(
@@ -479,6 +483,7 @@ def _result(
     duration_ms: int,
     root: Path,
     options: AgentOptions,
+    aliases: Mapping[str, str] | None = None,
 ) -> AgentResult:
     """Turn a finished pi run into the runner contract object, or a setup error when the run
     produced no evidence (pi failed to start, or the model request itself failed)."""
@@ -498,7 +503,7 @@ def _result(
             # The model call failed: the run says nothing about the skill, so it is void, not a
             # task failure.
             raise RunnerSetupError(f"pi's model request failed (stopReason '{stop}'); {keep_hint}")
-    loads = find_loads(transcript.events, EvidencePatterns(), known)
+    loads = rename_loads(find_loads(transcript.events, EvidencePatterns(), known), aliases or {})
     succeeded = (
         status == 0
         and not transcript.stopped_at_max_turns
