@@ -94,6 +94,13 @@ def test_cli_flags_win_over_overrides(tmp_path: Path) -> None:
         ("evidence: {toolPatterns: ['(']}\n", "$.evidence.toolPatterns[0]"),
         ("evidence: {uriPatterns: ['^x$']}\n", "$.evidence.uriPatterns[0]"),
         ("- a list\n", "$"),
+        # JSON Schema alone lets these through (NaN passes every bound; 3.0 "is" an integer):
+        # a NaN gate never failed, and a float trial count crashed the run with exit 70
+        ("gates: {min-trigger-f1: .nan}\n", "$.gates['min-trigger-f1']"),
+        ("gates: {min-uplift: .nan}\n", "$.gates['min-uplift']"),
+        ("overrides: {x: {gates: {min-uplift: -.inf}}}\n", "$.overrides.x.gates['min-uplift']"),
+        ("trials: 3.0\n", "$.trials"),
+        ("overrides: {x: {seed: 1.0}}\n", "$.overrides.x.seed"),
     ],
 )
 def test_invalid_config_names_file_and_json_path(tmp_path: Path, text: str, where: str) -> None:
@@ -123,6 +130,20 @@ def test_ci_exits_5_on_invalid_config(tmp_path: Path) -> None:
     done = run_cli(["changed"], tmp_path)
     assert done.returncode == 5
     assert ".skill-evals.yml: $.trials:" in done.stderr
+
+
+def test_ci_rejects_nan_and_float_counts_with_exit_5(tmp_path: Path) -> None:
+    (tmp_path / ".skill-evals.yml").write_text(
+        "runner: skill-evals runner simulated\ntrials: 1.0\n", encoding="utf-8"
+    )
+    done = run_cli(["ci", "--out", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 5 and ".skill-evals.yml: $.trials:" in done.stderr
+    (tmp_path / ".skill-evals.yml").write_text("runner: x\n", encoding="utf-8")
+    for flag in ("--min-trigger-f1", "--min-uplift"):
+        for command in (["ci"], ["ci", "plan"]):
+            done = run_cli([*command, flag, "nan"], tmp_path)
+            assert done.returncode == 5, done.stderr
+            assert f"'{flag}': nan is not in the range" in done.stderr
 
 
 def test_evidence_command_uses_config_patterns(tmp_path: Path) -> None:

@@ -5,10 +5,13 @@ Heavy modules are imported inside the commands so that `skill-evals --help` stay
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -23,6 +26,36 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _fail(message: str, code: int = 5) -> NoReturn:
     click.echo(f"skill-evals: error: {message}", err=True)
     sys.exit(code)
+
+
+class _FiniteRange(click.FloatRange):
+    """click.FloatRange that also rejects NaN (every comparison with NaN is false, so click's
+    range check lets ``nan`` through and a NaN gate would never fail)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        if result != result:  # NaN
+            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
+        return result
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM acts like Ctrl-C (exit 130, outputs still written) also while discovering,
+    hashing and scoring; while invocations run, execute() installs its own handlers (and
+    restores this one). Without it a SIGTERM between invocations killed the gate outright."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _selection_options(func: F) -> F:
@@ -59,8 +92,8 @@ def _selection_options(func: F) -> F:
         click.option("--runner", default=None, help="Runner command (overrides the config)."),
         click.option("--trials", type=click.IntRange(1, 100), default=None),
         click.option("--jobs", type=click.IntRange(1, 64), default=None),
-        click.option("--min-trigger-f1", type=click.FloatRange(0, 1), default=None),
-        click.option("--min-uplift", type=click.FloatRange(-1, 1), default=None),
+        click.option("--min-trigger-f1", type=_FiniteRange(0, 1), default=None),
+        click.option("--min-uplift", type=_FiniteRange(-1, 1), default=None),
     ]
     for option in reversed(options):
         func = option(func)
@@ -153,7 +186,8 @@ def ci(
 
     options = _options(kwargs, out, comment, fail_on_missing_secrets, quiet)
     try:
-        code = run_ci(options, dict(os.environ))
+        with _sigterm_interrupts():
+            code = run_ci(options, dict(os.environ))
     except EvalError as exc:
         _fail(str(exc), exc.exit_code)
     sys.exit(code)
@@ -201,7 +235,8 @@ def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> N
     if any(d.resolve() == resolved_out for d in dirs):
         _fail(f"--out {out}: must differ from the shard directories")
     try:
-        code = merge(list(dirs), out, env, comment, console)
+        with _sigterm_interrupts():
+            code = merge(list(dirs), out, env, comment, console)
     except EvalError as exc:
         _fail(str(exc), exc.exit_code)
     sys.exit(code)

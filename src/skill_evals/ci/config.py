@@ -5,6 +5,7 @@ Errors name the file and the JSON path of the offending value and exit 5 (Invali
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -187,7 +188,23 @@ def validate_config(raw: object, source: str) -> None:
 
     from ..schemas import load_schema
 
-    validator = jsonschema.Draft202012Validator(load_schema("config.schema.json"))
+    # JSON Schema counts 3.0 as an integer and lets NaN through every bound (each comparison
+    # with NaN is false); YAML can say both (`trials: 3.0`, `.nan`). Strict types here: an
+    # integer is an int, a number is finite — else a NaN gate would silently never fail.
+    checker = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine_many(
+        {
+            "integer": lambda _, value: isinstance(value, int) and not isinstance(value, bool),
+            "number": lambda _, value: (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            ),
+        }
+    )
+    strict = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        jsonschema.Draft202012Validator, type_checker=checker
+    )
+    validator = strict(load_schema("config.schema.json"))
     errors = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
         error = errors[0]

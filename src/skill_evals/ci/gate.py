@@ -218,6 +218,14 @@ def run_ci(
             ci_report = _ci_report(exc.exit_code, [], {"mode": "none"}, [str(exc)])
             _write_all(ci_report, options, env, console)
         return exc.exit_code
+    except KeyboardInterrupt:
+        # Ctrl-C/SIGTERM while hashing or reading git: nothing ran; still say so in the outputs.
+        console.error("interrupted before any skill was evaluated")
+        if writable:
+            message = "interrupted before any skill was evaluated"
+            ci_report = _ci_report(INTERRUPTED, [], {"mode": "none"}, [message])
+            _write_all(ci_report, options, env, console)
+        return INTERRUPTED
 
     skills = _evaluate(workspace, changes, chosen, options, env, console)
     messages = list(workspace.messages)
@@ -328,8 +336,12 @@ def _evaluate(
         try:
             report = run_test(test_options, progress=printer)
         except KeyboardInterrupt:
-            # Ctrl-C outside the runner's own handling: stop here, still write the outputs.
-            entries[state.path] = _entry(state, "skipped", "not run: interrupted", INTERRUPTED)
+            # Ctrl-C/SIGTERM outside the runner's own handling (loading, hashing, scoring):
+            # stop here, still write the outputs. What finished is in the observations file.
+            text = "interrupted during its evaluation; finished observations are in " + (
+                f"observations/{record.name}"
+            )
+            entries[state.path] = _entry(state, "skipped", text, INTERRUPTED)
             interrupted = True
             continue
         finally:
