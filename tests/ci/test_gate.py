@@ -332,3 +332,105 @@ def test_failed_gates_are_listed_when_the_engine_gave_no_message(
     assert "- Gate failed: trigger F1 0.94 < 0.99" in failure_details(skill)
     skill["exitCode"] = 0
     assert failure_details(skill) == []  # a passing skill has nothing to explain
+
+
+def test_summary_cut_inside_a_code_block_stays_within_the_limit() -> None:
+    from skill_evals.ci.summary import cut_bytes
+
+    # The cut lands on a line boundary inside an open ```text block: closing the block used to
+    # add 4 bytes after the budget was spent (1,000,003 bytes for a 1,000,000 limit).
+    for limit in (1000, 1_000_000):
+        for shift in range(0, 12):
+            text = "```text\n" + "a" * (limit - 140 + shift) + "\n" + "b\n" * limit
+            cut = cut_bytes(text, limit)
+            assert len(cut.encode("utf-8")) <= limit, (limit, shift)
+            assert cut.count("```") % 2 == 0 and f"Summary cut at {limit:,} bytes" in cut
+
+
+def test_invalid_cases_of_one_skill_exit_5_and_say_why(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    with (repo / "skills" / "beta" / "evals" / "cases.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "bad", "prompt": "p", "expectTrigger": "yes"}) + "\n")
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--all", "--out", str(out)], repo, gh_env(tmp_path))
+    assert done.returncode == 5, done.stderr
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    validate_ci_report(report)
+    assert report["status"] == "invalid"
+    codes = {s["name"]: s["exitCode"] for s in report["skills"]}
+    assert codes == {"alpha": 0, "beta": 5, "gamma": 0}  # the others were still evaluated
+    # the reason is in the log (it used to say only "beta: invalid (exit 5)") ...
+    assert re.search(r"error: beta: \S*cases\.jsonl:13: field expectTrigger", done.stderr)
+    # ... and annotated at the offending line of the cases file
+    assert any(
+        line.startswith("::error file=skills/beta/evals/cases.jsonl,line=13,title=skill-evals::")
+        for line in done.stdout.splitlines()
+    ), done.stdout
+    assert read_outputs(tmp_path / "output.txt")["status"] == "invalid"
+
+
+def test_a_failing_runner_makes_the_gate_unavailable_exit_7(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", skills=("alpha", "beta"))
+    runner = tmp_path / "broken.py"
+    runner.write_text("import sys\nsys.stdin.read()\nsys.exit(3)\n", encoding="utf-8")
+    out = tmp_path / "out"
+    done = run_cli(
+        ["ci", "--all", "--runner", f"{sys.executable} {runner}", "--out", str(out)],
+        repo,
+        gh_env(tmp_path),
+    )
+    assert done.returncode == 7, done.stderr
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    validate_ci_report(report)
+    assert report["status"] == "unavailable" and report["simulated"] is False
+    for skill in report["skills"]:
+        assert skill["exitCode"] == 7 and skill["report"]["runner"]["failures"]
+    assert "error: alpha: " in done.stderr and "runner failure" in done.stderr
+    assert "::error file=skills/alpha/evals/cases.jsonl,line=1," in done.stdout
+    junit = junitparser.JUnitXml.fromfile(str(out / "junit.xml"))
+    assert junit.errors >= 2  # runner failures are <error>, not <failure>
+    summary = (out / "summary.md").read_text("utf-8")
+    assert "### alpha: what failed" in summary and "Runner failure: alpha-case-0" in summary
+
+
+def test_merge_of_a_runner_failure_shard_and_a_gate_failure_shard_exits_7(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        skills=("alpha", "beta"),
+        config=SIMULATED + "gates: {min-trigger-f1: 0.99}\n",
+    )
+    broken = tmp_path / "broken.py"
+    broken.write_text("import sys\nsys.stdin.read()\nsys.exit(3)\n", encoding="utf-8")
+    shard_1 = run_cli(["ci", "--only", "alpha", "-q", "--out", str(tmp_path / "s1")], repo)
+    assert shard_1.returncode == 1, shard_1.stderr
+    shard_7 = run_cli(
+        ["ci", "--only", "beta", "-q", "--runner", f"{sys.executable} {broken}", "--out",
+         str(tmp_path / "s7")],
+        repo,
+    )  # fmt: skip
+    assert shard_7.returncode == 7, shard_7.stderr
+    out = tmp_path / "merged"
+    env = gh_env(tmp_path)
+    for order in ((tmp_path / "s1", tmp_path / "s7"), (tmp_path / "s7", tmp_path / "s1")):
+        done = run_cli(["ci", "merge", *map(str, order), "--out", str(out)], tmp_path, env)
+        assert done.returncode == 7, done.stderr  # 7 wins over 1 whatever the order
+        merged = json.loads((out / "report.json").read_text("utf-8"))
+        validate_ci_report(merged)
+        assert merged["status"] == "unavailable" and merged["exitCode"] == 7
+        assert {s["name"]: s["exitCode"] for s in merged["skills"]} == {"alpha": 1, "beta": 7}
+    junit = junitparser.JUnitXml.fromfile(str(out / "junit.xml"))
+    suites = {s.name: s for s in junit}
+    assert set(suites) == {"alpha", "beta"}
+    assert suites["alpha"].failures >= 1 and suites["beta"].errors >= 1
+    summary = (out / "summary.md").read_text("utf-8")
+    assert "### alpha: what failed" in summary and "### beta: what failed" in summary
+    comment = (out / "comment.md").read_text("utf-8")
+    assert comment.startswith(MARKER) and "alpha: what failed" in comment
+    assert "beta: what failed" in comment
+    assert read_outputs(tmp_path / "output.txt")["exit-code"] == "7"
+    assert sorted(p.name for p in (out / "observations").iterdir()) == [
+        "alpha.jsonl",
+        "beta.jsonl",
+    ]

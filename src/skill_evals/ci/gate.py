@@ -26,6 +26,7 @@ from .fingerprint import SkillState, worktree_states
 
 SCHEMA_VERSION = 1
 MAX_ANNOTATIONS = 50
+MAX_SKILL_MESSAGES = 10  # per skill, on stderr
 NO_CASES_GATE = 1  # a skill without cases fails the gate unless allow-missing-cases
 
 
@@ -348,6 +349,12 @@ def _evaluate(
             console.endgroup()
         code = int(report.get("exitCode", 70))
         console.info(f"{state.name}: {report.get('status')} (exit {code})")
+        if code != 0:
+            # Why it did not pass belongs in the log too (an invalid cases line, too few
+            # cases, runner failures), not only inside the artifact. Messages never hold
+            # prompts, outputs or runner stderr (SPEC §1.7).
+            for message in (report.get("messages") or [])[:MAX_SKILL_MESSAGES]:
+                console.error(f"{state.name}: {message}")
         entries[state.path] = _entry(state, "evaluated", reason, code, report)
         if code == INTERRUPTED:
             interrupted = True
@@ -490,7 +497,25 @@ def _annotate(ci_report: Mapping[str, Any], console: Console) -> None:
             continue
         if skill.get("exitCode") == 0:
             continue
-        for case_id, line, why in failing_cases(report):
+        cases = failing_cases(report)
+        if not cases:
+            # Stopped before any case could fail (invalid or too few cases, a gate that needs
+            # task checks): annotate the cases file with the reason, at its line when known.
+            for message in (report.get("messages") or [])[:3]:
+                if emitted >= MAX_ANNOTATIONS:
+                    return
+                console.command(
+                    github.annotation(
+                        "error",
+                        f"{skill['name']}: {message}",
+                        file=skill.get("cases"),
+                        line=_message_line(str(message), skill.get("cases")),
+                        title="skill-evals",
+                    )
+                )
+                emitted += 1
+            continue
+        for case_id, line, why in cases:
             if emitted >= MAX_ANNOTATIONS:
                 console.command(
                     github.annotation(
@@ -508,6 +533,18 @@ def _annotate(ci_report: Mapping[str, Any], console: Console) -> None:
                 )
             )
             emitted += 1
+
+
+def _message_line(message: str, cases: object) -> int | None:
+    """N when ``message`` starts with ``<the cases file>:N:`` (the engine names the cases
+    file by the path it was given, here absolute)."""
+    if not isinstance(cases, str):
+        return None
+    match = re.match(r"(?P<path>.+?):(?P<line>\d+): ", message)
+    path = match["path"].replace("\\", "/") if match is not None else ""
+    if match is None or not (path == cases or path.endswith("/" + cases)):
+        return None
+    return int(match["line"])
 
 
 def failing_cases(report: Mapping[str, Any]) -> list[tuple[str, int | None, str]]:

@@ -269,12 +269,14 @@ def cut_bytes(text: str, max_bytes: int) -> str:
         f"\n\n> Summary cut at {max_bytes:,} bytes; the full report is in report.html and "
         "report.json (workflow artifact).\n"
     )
-    budget = max_bytes - len(note.encode("utf-8"))
+    fence = "\n```"
+    # Room for the note and for the fence that may close an open code block.
+    budget = max_bytes - len(note.encode("utf-8")) - len(fence)
     head = data[: max(budget, 0)].decode("utf-8", "ignore")
     if "\n" in head:
         head = head[: head.rfind("\n")]
     if head.count("```") % 2:
-        head += "\n```"  # close an open code block so the note renders as text
+        head += fence  # close an open code block so the note renders as text
     return head + note
 
 
