@@ -89,12 +89,14 @@ class FakeAnthropic:
     - ``route``: how a natively offered skill is loaded: the ``Skill`` tool or a ``Read`` of
       ``<cwd>/.claude/skills/<name>/SKILL.md``.
     - ``fail_status``: answer every request with this HTTP error (e.g. 401, a bad API key).
+    - ``run``: first run this command with the ``Bash`` tool (e.g. ``env``), then answer.
     """
 
     min_words: int = 2
     attempt: tuple[str, ...] = ()
     route: Literal["skill", "read"] = "skill"
     fail_status: int | None = None
+    run: str | None = None
     exchanges: list[Exchange] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # all text of every request, for leak checks
     credentials: list[str] = field(default_factory=list)  # x-api-key / Authorization received
@@ -311,6 +313,9 @@ class FakeAnthropic:
             loaded = "\n".join(_flatten(m.get("content")) for m in messages)
             action, blocks = f"follow:{expanded.group(1)}", [_text(answer_from_skill(loaded))]
             stop = "end_turn"
+        elif self.run:
+            action, stop = "run", "tool_use"
+            blocks = [_tool_use("Bash", {"command": self.run, "description": "run"})]
         else:
             call = self._choose(prompt, offered, body)
             if call is None:

@@ -56,6 +56,7 @@ class Behaviour:
     fail_read: bool = False  # read a SKILL.md path that does not exist instead of the real one
     min_overlap: int = 2  # prompt words that must occur in a description to load that skill
     hang: bool = False  # never answer (until the server stops): a model that takes forever
+    run_command: str | None = None  # first run this with pi's bash tool (e.g. "env")
 
 
 @dataclass(frozen=True)
@@ -151,12 +152,15 @@ class Reply:
     """The scripted model's decision: tool reads, or a final text."""
 
     reads: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)  # bash tool calls
     text: str = ""
 
 
 def decide(conv: Conversation, behaviour: Behaviour) -> Reply:
     """Route like a model would: read the best-matching offered skill, then answer from it."""
     skills = offered_skills(conv.system)
+    if not conv.tool_calls and behaviour.run_command:
+        return Reply(commands=[behaviour.run_command])
     if not conv.tool_calls:
         prompt_words = _words(conv.prompt)
         best: OfferedSkill | None = None
@@ -198,14 +202,16 @@ def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict
 def stream_chunks(reply: Reply, model: str, call_ids: itertools.count[int]) -> list[dict[str, Any]]:
     """The SSE chunks of a reply, as OpenAI streams them (text in two deltas, usage last)."""
     chunks = [_chunk(model, {"role": "assistant", "content": ""})]
-    if reply.reads:
-        for index, path in enumerate(reply.reads):
-            args = json.dumps({"path": path})
+    calls = [("read", {"path": p}) for p in reply.reads]
+    calls += [("bash", {"command": c}) for c in reply.commands]
+    if calls:
+        for index, (tool, arguments) in enumerate(calls):
+            args = json.dumps(arguments)
             call = {
                 "index": index,
                 "id": f"call_{next(call_ids)}",
                 "type": "function",
-                "function": {"name": "read", "arguments": args[: len(args) // 2]},
+                "function": {"name": tool, "arguments": args[: len(args) // 2]},
             }
             chunks.append(_chunk(model, {"tool_calls": [call]}))
             rest = {"index": index, "function": {"arguments": args[len(args) // 2 :]}}

@@ -495,6 +495,27 @@ def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
 
 
 @pytest.mark.agents
+def test_commands_the_model_runs_never_see_the_api_key(claude_bin: str, tmp_path: Path) -> None:
+    """Codex and pi hide keys from the commands the model runs; Claude Code runs none: Bash is
+    denied under dontAsk, and a fixture's own allow rule is ignored because the fresh workspace
+    was never trusted. The request itself was still authorised."""
+    fixture = tmp_path / "fixture"
+    (fixture / ".claude").mkdir(parents=True)
+    allow = {"permissions": {"allow": ["Bash(env)"]}}
+    (fixture / ".claude" / "settings.json").write_text(json.dumps(allow), encoding="utf-8")
+    secret = "sk-ant-not-a-secret-5d7f9b1c3e"
+    with FakeAnthropic(run="env") as fake:
+        env = {**_environ(fake, tmp_path / "transcripts"), "ANTHROPIC_API_KEY": secret}
+        invocation = AgentInvocation("with", write_skill(tmp_path / "skills"), "c", 1, "hi")
+        result = claude_code.run(invocation, AgentOptions(bin=claude_bin, fixture=fixture), env)
+    assert [e.action for e in fake.exchanges] == ["run", "final"]
+    assert "denied" in fake.texts[-1] and "HOME=" not in fake.texts[-1]  # env never ran
+    assert not any(secret in text for text in fake.texts)
+    assert any(secret in credential for credential in fake.credentials)
+    assert result.exit_code == 0
+
+
+@pytest.mark.agents
 def test_failed_load_is_not_counted(claude_bin: str, tmp_path: Path) -> None:
     """The model asks for the tested skill in `without`, where it is not installed: Claude Code
     answers an error result, which is not a load (and so no isolation breach)."""

@@ -34,6 +34,7 @@ from .base import (
     skill_ref,
 )
 from .evidence import (
+    SECRET_NAME_PATTERNS,
     STDERR_FILE,
     TRANSCRIPT_FILE,
     EvidencePatterns,
@@ -57,7 +58,7 @@ ENV_API_KEYS = ("CODEX_API_KEY", "OPENAI_API_KEY")  # first one set wins
 ENV_SANDBOX = "SKILL_EVALS_CODEX_SANDBOX"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Variables hidden from the commands the model runs (globs, as Codex matches them).
-SECRET_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*")
+SECRET_PATTERNS = SECRET_NAME_PATTERNS
 DEFAULT_SANDBOX = "workspace-write"
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access")
 

@@ -21,6 +21,7 @@ built (``InvalidPattern``, exit 5); the config loader reports it with the file a
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import shlex
@@ -287,6 +288,20 @@ def folder_aliases(refs: Iterable[SkillRef]) -> dict[str, str]:
 def rename_loads(loads: Iterable[Load], aliases: Mapping[str, str]) -> list[Load]:
     """The loads with folder names (found in paths) replaced by skill names."""
     return [replace(ld, skill=aliases.get(ld.skill, ld.skill)) for ld in loads]
+
+
+# Variables hidden from the commands the model runs (shell globs, matched case-insensitively):
+# a prompt or skill that makes the agent print its environment must not expose a key.
+SECRET_NAME_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*")
+
+
+def secret_names(env: Mapping[str, str]) -> list[str]:
+    """Names (never values) of the variables in ``env`` that look like credentials, sorted."""
+    return sorted(
+        name
+        for name in env
+        if any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in SECRET_NAME_PATTERNS)
+    )
 
 
 def print_available(agent: str, names: Iterable[str]) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -48,6 +50,7 @@ from .evidence import (
     project_skills,
     rename_loads,
     save_transcript,
+    secret_names,
     skill_from_path,
     skill_from_tool,
     skills_from_command,
@@ -66,6 +69,7 @@ _SKILL_MD = re.compile(r"(?:^|/)(?P<name>[^/]+)/SKILL\.md$")
 # Where pi would discover a project's own skills; --no-skills turns that off, so the runner
 # passes a fixture's skills from there with --skill (they are part of the project under test).
 PROJECT_SKILLS = (".pi/skills", ".agents/skills")
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 # ------------------------------------------------------------------------------------ evidence
@@ -431,7 +435,10 @@ def run(
         known = frozenset([*(ref.name for ref in (tested, *neighbours, *fixture_skills)), *aliases])
         agent_dir = ws.home / ".pi" / "agent"
         agent_dir.mkdir(parents=True)
-        settings = {"quietStartup": True, "enableInstallTelemetry": False}
+        settings: dict[str, object] = {"quietStartup": True, "enableInstallTelemetry": False}
+        shell = _secretless_shell(ws.root, base_env)
+        if shell is not None:
+            settings["shellPath"] = str(shell)
         (agent_dir / "settings.json").write_text(json.dumps(settings) + "\n", encoding="utf-8")
         env = isolated_env(base_env, ws.home)
         for name in _PI_LEAKY_VARS:
@@ -456,6 +463,24 @@ def run(
         save_transcript(log_path.read_bytes(), invocation, base_env)
     print_available(AGENT, [ref.name for ref in (*offered, *fixture_skills)])
     return _result(invocation, transcript, status, known, duration_ms, ws.root, options, aliases)
+
+
+def _secretless_shell(root: Path, env: Mapping[str, str]) -> Path | None:
+    """A wrapper around bash that starts it without the credential-like variables (pi runs every
+    ``bash`` tool call as ``<shellPath> -c CMD`` with its own environment), so commands the model
+    runs cannot print a key — as Codex's ``shell_environment_policy`` does. The wrapper holds
+    variable *names* only. None when there is nothing to hide or no bash (pi then uses its
+    default shell)."""
+    names = [n for n in secret_names(env) if _SHELL_NAME.fullmatch(n)]
+    bash = shutil.which("bash", path=env.get("PATH"))
+    if not names or bash is None:
+        return None
+    wrapper = root / "bin" / "bash"
+    wrapper.parent.mkdir()
+    unset = " ".join(f"-u {name}" for name in names)
+    wrapper.write_text(f'#!/bin/sh\nexec env {unset} {shlex.quote(bash)} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    return wrapper
 
 
 def _fixture_skills(
