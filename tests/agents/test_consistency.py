@@ -1,0 +1,142 @@
+"""The three agent runners side by side (fast, no real agent): each runner is driven with a
+stand-in binary that replays a transcript captured from the real CLI, so the same checks run
+against every runner's plumbing — what it reports, what it refuses, and how it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from skill_evals.agents import claude_code, codex, pi
+from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
+from skill_evals.agents.evidence import TRANSCRIPT_DIR_VAR
+from tests.conftest import write_skill
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+META_KEYS = {"durationMs", "costUsd", "inputTokens", "outputTokens"}
+
+# agent -> (module, captured `with` transcript, captured failed-load transcript, environment)
+AGENTS: dict[str, tuple[ModuleType, str, str, dict[str, str]]] = {
+    "claude-code": (claude_code, "claude-code/with-skill-tool.jsonl",
+                    "claude-code/failed-load.jsonl", {}),
+    "codex": (codex, "codex/native_with.jsonl", "codex/failed_read.jsonl", {"OPENAI_API_KEY": "k"}),
+    "pi": (pi, "pi/with.jsonl", "pi/failed-read.jsonl", {}),
+}  # fmt: skip
+
+
+def stand_in(tmp_path: Path, transcript: Path, status: int = 0) -> str:
+    """An executable that reads its stdin to EOF, prints ``transcript`` and exits ``status``."""
+    script = tmp_path / "agent"
+    script.write_text(
+        f"#!/bin/sh\ncat >/dev/null\ncat '{transcript}'\nexit {status}\n", encoding="utf-8"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def run(
+    agent: str,
+    tmp_path: Path,
+    variant: str,
+    transcript: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    **options: Any,
+) -> Any:
+    module, _, _, extra = AGENTS[agent]
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir(exist_ok=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
+    skill = write_skill(tmp_path / "skills")
+    invocation = AgentInvocation(
+        "with" if variant == "with" else "without", skill, "case/1", 2, "PROMPT-TEXT"
+    )
+    env = {"PATH": os.environ["PATH"], **extra, TRANSCRIPT_DIR_VAR: str(tmp_path / "saved")}
+    opts = AgentOptions(bin=stand_in(tmp_path, transcript), **options)
+    return module.run(invocation, opts, env)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_completed_load_is_reported_with_the_contract_fields(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run(agent, tmp_path, "with", FIXTURES / AGENTS[agent][1], monkeypatch)
+    line = json.loads(result.to_line())
+    assert set(line) == {"variant", "invokedSkills", "output", "exitCode", "meta"}
+    assert line["variant"] == "with" and line["invokedSkills"] == ["refund-policy"]
+    assert line["exitCode"] == 0 and "30 days" in line["output"]
+    assert {"inputTokens", "outputTokens"} <= set(line["meta"]) <= META_KEYS
+    assert list((tmp_path / "tmp").iterdir()) == []  # workspace removed
+    # The transcript is saved under the same name by every runner.
+    saved = tmp_path / "saved" / "case_1.2.with.jsonl"
+    assert saved.read_bytes() == (FIXTURES / AGENTS[agent][1]).read_bytes()
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_the_tested_skill_loaded_in_without_is_reported(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leak must reach the engine as an isolation breach, never be filtered out: the tested
+    skill is a known name in both variants."""
+    result = run(agent, tmp_path, "without", FIXTURES / AGENTS[agent][1], monkeypatch)
+    assert result.variant == "without" and result.invoked_skills == ["refund-policy"]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_a_failed_load_is_not_reported(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = run(agent, tmp_path, "with", FIXTURES / AGENTS[agent][2], monkeypatch)
+    assert result.invoked_skills == [] and result.exit_code == 0
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_an_agent_without_a_result_is_a_setup_error_without_the_prompt(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("not json\n", encoding="utf-8")
+    with pytest.raises(RunnerSetupError) as info:
+        run(agent, tmp_path, "with", empty, monkeypatch)
+    assert "PROMPT-TEXT" not in str(info.value) and "--keep-workspace" in str(info.value)
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_missing_binaries_and_name_clashes_are_setup_errors(agent: str, tmp_path: Path) -> None:
+    module, _, _, extra = AGENTS[agent]
+    skill = write_skill(tmp_path / "a")
+    invocation = AgentInvocation("with", skill, "c", 1, "p")
+    env = {"PATH": str(tmp_path / "empty-path"), **extra}
+    with pytest.raises(RunnerSetupError, match="not found on PATH; install it or pass --bin"):
+        module.run(invocation, AgentOptions(), env)
+    with pytest.raises(RunnerSetupError, match="not an executable file"):
+        module.run(invocation, AgentOptions(bin=str(tmp_path / "nope" / "agent")), env)
+    twin = write_skill(tmp_path / "b")  # same name as the skill under test
+    with pytest.raises(RunnerSetupError, match=r"--with-skill .*refund-policy"):
+        module.run(invocation, AgentOptions(bin=sys.executable, with_skills=(twin,)), env)
+
+
+@pytest.mark.parametrize(
+    ("agent", "folder"),
+    [("claude-code", ".claude/skills"), ("codex", ".agents/skills"), ("pi", ".agents/skills"),
+     ("pi", ".pi/skills")],
+)  # fmt: skip
+def test_a_fixture_holding_the_tested_skill_is_refused_in_both_variants(
+    agent: str, folder: str, tmp_path: Path
+) -> None:
+    module, _, _, extra = AGENTS[agent]
+    skill = write_skill(tmp_path / "a")
+    fixture = tmp_path / "fixture"
+    write_skill(fixture / folder)
+    env = {"PATH": os.environ["PATH"], **extra}
+    for variant in ("with", "without"):
+        invocation = AgentInvocation(variant, skill, "c", 1, "p")  # type: ignore[arg-type]
+        with pytest.raises(RunnerSetupError, match=f"{folder}/refund-policy"):
+            module.run(invocation, AgentOptions(bin=sys.executable, fixture=fixture), env)
