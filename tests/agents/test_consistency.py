@@ -137,6 +137,6 @@ def test_a_fixture_holding_the_tested_skill_is_refused_in_both_variants(
     write_skill(fixture / folder)
     env = {"PATH": os.environ["PATH"], **extra}
     for variant in ("with", "without"):
-        invocation = AgentInvocation(variant, skill, "c", 1, "p")  # type: ignore[arg-type]
+        invocation = AgentInvocation(variant, skill, "c", 1, "p")
         with pytest.raises(RunnerSetupError, match=f"{folder}/refund-policy"):
             module.run(invocation, AgentOptions(bin=sys.executable, fixture=fixture), env)
