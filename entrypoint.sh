@@ -11,7 +11,8 @@ action_path="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set (run this throu
 python="${INPUT_PYTHON:-python3}"
 command -v -- "$python" >/dev/null 2>&1 || fail "python: '$python' not found on PATH"
 
-key="$(printf '%s' "$action_path" | sha256sum | cut -c1-12)"
+# One venv per action path; hashed with Python (sha256sum is GNU coreutils, not on every image).
+key="$("$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest()[:12])' "$action_path")"
 venv="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/skill-evals-venv-$key"
 if [ ! -x "$venv/bin/skill-evals" ]; then
   echo "::group::Install skill-evals from $action_path"
@@ -21,6 +22,7 @@ if [ ! -x "$venv/bin/skill-evals" ]; then
 fi
 
 out="${INPUT_REPORT_DIR:-skill-evals-report}"
+case "$out" in *$'\n'* | *$'\r'*) fail "report-dir: must be one line" ;; esac
 case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
 
 args=(ci --out "$out")
@@ -52,6 +54,18 @@ case "${INPUT_COMMENT:-auto}" in
   *) fail "comment: expected true, false or auto" ;;
 esac
 
+# The upload step's artifact name: the input as given, else derived from `only`, with the
+# characters upload-artifact refuses (/ \ : < > | * ? " and line breaks) and blanks replaced —
+# `only` may hold paths such as skills/alpha.
+artifact="${INPUT_ARTIFACT_NAME:-}"
+if [ -z "$artifact" ]; then
+  artifact="skill-evals-report"
+  if [ -n "$only" ]; then
+    artifact="skill-evals-${only//[^A-Za-z0-9._-]/-}"
+  fi
+fi
+artifact="${artifact//[$'\r\n']/-}" # one line in $GITHUB_OUTPUT, whatever the input held
+
 # The venv's bin first on PATH, so `--runner 'skill-evals runner …'` uses this very version.
 export PATH="$venv/bin:$PATH"
 set +e
@@ -60,8 +74,10 @@ code=$?
 set -e
 
 if [ -n "${GITHUB_OUTPUT:-}" ]; then
+  echo "artifact-name=$artifact" >>"$GITHUB_OUTPUT"
   # The gate writes its outputs itself; when it stopped before that (a usage error), say so.
-  if [ ! -f "$out/report.json" ]; then
+  # (Its own step's GITHUB_OUTPUT, not a report.json that an earlier step may have left.)
+  if ! grep -q '^status=' "$GITHUB_OUTPUT"; then
     {
       echo "status=invalid"
       echo "changed-skills=[]"

@@ -212,3 +212,61 @@ def test_shellcheck_entrypoint() -> None:
         ["shellcheck", str(ENTRYPOINT)], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout
+
+
+def test_entrypoint_fallback_outputs_ignore_a_stale_report(tmp_path: Path) -> None:
+    # An earlier step left rep/report.json; this step's gate stopped before writing outputs
+    # (the stub writes none). The fallback used to look for report.json and stayed silent.
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "report.json").write_text("{}", encoding="utf-8")
+    result = run_entrypoint(tmp_path, {"report-dir": "rep"}, exit_code=5)
+    assert result["returncode"] == 5
+    lines = result["outputs"].splitlines()
+    assert "status=invalid" in lines and "exit-code=5" in lines
+    assert f"report-dir={tmp_path / 'rep'}" in lines
+
+
+@pytest.mark.parametrize(
+    ("inputs", "expected"),
+    [
+        ({}, "skill-evals-report"),
+        ({"only": "refund-policy"}, "skill-evals-refund-policy"),
+        # paths and lists are fine for `only`, but / : * ? " < > | \ break upload-artifact
+        ({"only": "skills/alpha, beta"}, "skill-evals-skills-alpha--beta"),
+        ({"only": 'a:b*c?"d<e>f|g\\h'}, "skill-evals-a-b-c--d-e-f-g-h"),
+        ({"only": "x", "artifact-name": "mine"}, "mine"),
+        ({"artifact-name": "two\nstatus=pass"}, "two-status=pass"),  # no output injection
+    ],
+)
+def test_entrypoint_artifact_name(tmp_path: Path, inputs: dict[str, str], expected: str) -> None:
+    result = run_entrypoint(tmp_path, inputs)
+    lines = result["outputs"].splitlines()
+    assert f"artifact-name={expected}" in lines
+    assert not any(line.startswith("status=pass") for line in lines)
+
+
+def test_action_uploads_under_the_entrypoint_artifact_name() -> None:
+    action = load(ACTION)
+    upload = next(s for s in steps_of(action) if "uses" in s)
+    assert "steps.run.outputs.artifact-name" in upload["with"]["name"]
+    run_step = next(s for s in steps_of(action) if "run" in s)
+    assert run_step["env"]["INPUT_ARTIFACT_NAME"] == "${{ inputs.artifact-name }}"
+
+
+def test_entrypoint_rejects_a_multiline_report_dir(tmp_path: Path) -> None:
+    fake_install(tmp_path, tmp_path / "action")
+    (tmp_path / "action").mkdir()
+    done = subprocess.run(
+        ["bash", str(ENTRYPOINT)],
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ["PATH"],
+            "GITHUB_ACTION_PATH": str(tmp_path / "action"),
+            "RUNNER_TEMP": str(tmp_path / "runner-temp"),
+            "INPUT_REPORT_DIR": "rep\nstatus=pass",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 5 and "report-dir: must be one line" in done.stdout
