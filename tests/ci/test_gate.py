@@ -434,3 +434,24 @@ def test_merge_of_a_runner_failure_shard_and_a_gate_failure_shard_exits_7(
         "alpha.jsonl",
         "beta.jsonl",
     ]
+
+
+def test_merge_refuses_a_shard_report_that_is_not_schema_valid(
+    tmp_path: Path, failing_run: dict[str, Any]
+) -> None:
+    # A shard dir comes back through an artifact from a job where an agent ran the PR's skill;
+    # a value of the wrong type used to be rendered raw into the merged comment.
+    shard = tmp_path / "shard"
+    shutil.copytree(failing_run["out"], shard)
+    report = json.loads((shard / "report.json").read_text("utf-8"))
+    inner = report["skills"][0]["report"]
+    inner["loading"]["violations"] = [
+        {"caseId": "c", "trial": "<img src=//e.x/p>", "variant": "with", "missing": [],
+         "forbidden": ["x"]}
+    ]  # fmt: skip
+    (shard / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    out = tmp_path / "merged"
+    done = run_cli(["ci", "merge", str(shard), "--out", str(out)], tmp_path)
+    assert done.returncode == 5, done.stderr
+    assert "not a valid skill-evals ci report: $.skills[0].report.loading" in done.stderr
+    assert not (out / "comment.md").exists()

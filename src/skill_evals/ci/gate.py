@@ -92,6 +92,10 @@ def select(
     return changes, [s for s in workspace.states if changes.is_changed(s.path)]
 
 
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _safe_file_name(name: str, path: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "skill"
     if safe != name:
@@ -599,6 +603,11 @@ def merge(
     dirs: Sequence[Path], out: Path, env: Mapping[str, str], comment: bool, console: Console
 ) -> int:
     """Combine shards' outputs into one report/summary/JUnit/comment and exit code."""
+    import jsonschema
+
+    from .schema import ci_report_validator
+
+    validator = ci_report_validator()
     skills: dict[str, dict[str, Any]] = {}
     messages: list[str] = []
     shard_codes: list[int] = []
@@ -617,6 +626,16 @@ def merge(
             or not isinstance(shard.get("skills"), list)
         ):
             raise InvalidInput(f"{path}: not a skill-evals ci report (schemaVersion 1)")
+        # A shard's directory went through an artifact, written in a job where an agent ran
+        # the PR's skill: validate it fully, so every value rendered into the merged summary,
+        # comment and HTML has the type the renderers expect (a string where a trial number
+        # belongs would reach the PR comment unescaped).
+        problem = jsonschema.exceptions.best_match(validator.iter_errors(shard))
+        if problem is not None:
+            raise InvalidInput(
+                f"{path}: not a valid skill-evals ci report: {problem.json_path}: "
+                f"{_short(problem.message)}"
+            )
         shard_codes.append(int(shard.get("exitCode", 0)))
         base = base or dict(shard.get("base") or {})
         messages.extend(str(m) for m in shard.get("messages") or [])
