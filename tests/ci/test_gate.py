@@ -164,6 +164,9 @@ def test_repository_level_errors_exit_5_and_still_write_a_report(tmp_path: Path)
     done = run_cli(["ci", "--out", str(tmp_path / "out")], repo)
     assert done.returncode == 5
     assert "$.trials" in done.stderr
+    assert "::error" not in done.stdout  # workflow commands only under GitHub Actions
+    under_actions = run_cli(["ci", "--out", str(tmp_path / "o2")], repo, gh_env(tmp_path))
+    assert under_actions.stdout.startswith("::error::") and "$.trials" in under_actions.stdout
     report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
     validate_ci_report(report)
     assert report["status"] == "invalid" and report["skills"] == []

@@ -217,7 +217,8 @@ def run_ci(
         changes, chosen = select(workspace, options, env)
         _preflight(chosen, env)
     except InvalidInput as exc:
-        console.command(github.annotation("error", str(exc)))
+        if console.actions:  # a workflow command means nothing outside GitHub Actions
+            console.command(github.annotation("error", str(exc)))
         console.error(str(exc))
         if writable:
             ci_report = _ci_report(exc.exit_code, [], {"mode": "none"}, [str(exc)])
