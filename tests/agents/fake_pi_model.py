@@ -57,6 +57,7 @@ class Behaviour:
     min_overlap: int = 2  # prompt words that must occur in a description to load that skill
     hang: bool = False  # never answer (until the server stops): a model that takes forever
     run_command: str | None = None  # first run this with pi's bash tool (e.g. "env")
+    fail_status: int | None = None  # answer every request with this HTTP error (e.g. 401)
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,16 @@ class FakePiModel:
                 with owner._lock:
                     owner.credentials.append(self.headers.get("Authorization") or "")
                 chunks = owner._respond(body)
+                status = owner.behaviour.fail_status
+                if status is not None:
+                    error = {"error": {"message": "scripted failure", "type": "invalid_api_key"}}
+                    data = json.dumps(error).encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if owner.behaviour.hang:
                     owner._release.wait()
                     return

@@ -587,6 +587,23 @@ def test_pi_dies_with_the_runner_group(
 
 
 @pytest.mark.agents
+def test_api_failure_is_a_runner_failure_without_the_prompt(
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """HTTP 401 from the model: the run is void (as for Claude Code and Codex), not a failed
+    task."""
+    with FakePiModel(Behaviour(fail_status=401)) as model:
+        proc, _ = run_runner(
+            pi_binary, "with", skills["refund-policy"], runner_env(model, tmp_path),
+            prompt="SECRET-PROMPT-TEXT about refunds for store purchases",
+        )  # fmt: skip
+        assert model.requests  # pi did reach the model
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "model request failed" in proc.stderr
+    assert "SECRET-PROMPT-TEXT" not in proc.stderr and "scripted failure" not in proc.stderr
+
+
+@pytest.mark.agents
 def test_pi_that_cannot_start_is_a_setup_error(
     pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
 ) -> None:
