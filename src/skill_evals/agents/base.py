@@ -173,7 +173,7 @@ class Workspace:
 
     ``root/project`` is the agent's working directory (``--fixture`` copied in);
     ``root/home`` is HOME and the agent's config dir parent, so no user/global skill, setting or
-    prior session is visible."""
+    prior session is visible; ``root/tmp`` is the agent's TMPDIR."""
 
     def __init__(self, fixture: Path | None = None, keep: bool = False) -> None:
         self._fixture = fixture
@@ -185,6 +185,8 @@ class Workspace:
         (self.root / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
         self.project = self.root / "project"
         self.home = self.root / "home"
+        # The agent's TMPDIR: its temporary files go with the workspace, no run sees another's.
+        self.tmp = self.root / "tmp"
 
     def __enter__(self) -> Workspace:
         try:
@@ -195,6 +197,7 @@ class Workspace:
             else:
                 self.project.mkdir()
             self.home.mkdir()
+            self.tmp.mkdir()
         except BaseException:
             self.cleanup()
             raise

@@ -439,11 +439,7 @@ def run(
         config_dir.mkdir()
         env = isolated_env(base_env, ws.home)
         env["CLAUDE_CONFIG_DIR"] = str(config_dir)
-        # Claude Code keeps per-run state (shell snapshots, task output, sockets) in TMPDIR:
-        # keep it in the workspace so it goes with it and no run sees another's.
-        agent_tmp = ws.root / "tmp"
-        agent_tmp.mkdir()
-        env["TMPDIR"] = str(agent_tmp)
+        env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
         if options.delivery == "mcp":
             # Claude Code otherwise defers MCP tools behind ToolSearch, showing the model only
             # their names; skills must compete on their descriptions, as native ones do.

@@ -508,10 +508,7 @@ def run(
             binary, ws.project, options.model, sandbox, ephemeral=not options.keep_workspace
         )
         env = codex_env(base_env, ws.home, codex_home)
-        # Codex's own temporary files go with the workspace; no run sees another's.
-        agent_tmp = ws.root / "tmp"
-        agent_tmp.mkdir()
-        env["TMPDIR"] = str(agent_tmp)
+        env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
         started = time.monotonic()
         with (ws.root / STDERR_FILE).open("wb") as err:
             try:

@@ -63,7 +63,6 @@ ENV_API = "SKILL_EVALS_PI_API"
 ENV_API_KEY = "SKILL_EVALS_PI_API_KEY"
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
 # Variables that would point pi at the user's own sessions (isolated_env does not know it).
-_PI_LEAKY_VARS = ("PI_CODING_AGENT_SESSION_DIR",)
 _CONTEXT_FILES = ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
 _SKILL_MD = re.compile(r"(?:^|/)(?P<name>[^/]+)/SKILL\.md$")
 # Where pi would discover a project's own skills; --no-skills turns that off, so the runner
@@ -441,14 +440,9 @@ def run(
             settings["shellPath"] = str(shell)
         (agent_dir / "settings.json").write_text(json.dumps(settings) + "\n", encoding="utf-8")
         env = isolated_env(base_env, ws.home)
-        for name in _PI_LEAKY_VARS:
-            env.pop(name, None)
         env["PI_CODING_AGENT_DIR"] = str(agent_dir)
         env["PI_OFFLINE"] = "1"  # no version check, telemetry or package updates at startup
-        # pi's own temporary files (e.g. long bash output) go with the workspace.
-        agent_tmp = ws.root / "tmp"
-        agent_tmp.mkdir()
-        env["TMPDIR"] = str(agent_tmp)
+        env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
         model_args = _model_args(options, env, agent_dir)
         skill_paths = [ws.install_skill(ref, ws.root / "skills") for ref in offered]
         skill_paths += [ref.path for ref in fixture_skills]
