@@ -97,7 +97,10 @@ def test_empty_frontmatter_block() -> None:
         ("---\nname: a\nname: b\n---\n", "duplicate key 'name'"),
         ("---\n? [a]\n: b\n---\n", "keys"),
         ("---\na: !custom [x]\n---\n", "unsupported YAML tag"),
-        ("---\na: " + "[" * 100_000 + "]" * 100_000 + "\n---\n", "nested too deeply"),
+        (
+            "---\na: " + "[" * 100_000 + "]" * 100_000 + "\n---\n",
+            "nest",
+        ),  # ours, or PyYAML>=6.0.4's own limit
     ],
 )
 def test_bad_frontmatter_raises_value_error(text: str, needle: str) -> None:
