@@ -1,11 +1,11 @@
 """SPEC §5: scoring --observations is linear — a 50 MB observations file is validated and scored
 in at most 3× the time a bare ``json.loads`` loop over its lines takes.
 
-The file: 2,500 cases (every one with an exit_code task check) × 100 trials × 2 variants =
-500,000 observation lines padded to ~50 MB. Scoring is the whole `test --observations` pipeline
-(strict reading, completeness checks, trigger metrics, uplift with the minimum 1,000 bootstrap
-samples — the bootstrap's own O(B·n) cost is measured by bench_bootstrap.py). Also prints the
-time for a quarter of the file, to show linear growth.
+The file: 2,000 cases (every one with an exit_code task check) × 100 trials × 2 variants =
+400,000 observation lines padded to just under the 50 MB input limit. Scoring is the whole
+`test --observations` pipeline (strict reading, completeness checks, trigger metrics, uplift
+with the minimum 1,000 bootstrap samples — the bootstrap's own O(B·n) cost is measured by
+bench_bootstrap.py). Also prints the time for a quarter of the file, to show linear growth.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from _common import verdict, write_cases, write_skill
 
 from skill_evals.pipeline import TestOptions, run_test
 
-CASES = 2500
+CASES = 2000
 TRIALS = 100
 TARGET_BYTES = 49_500_000  # just under the 50,000,000-byte input limit
 
@@ -78,7 +78,7 @@ def main() -> int:
         skill = write_skill(root)
         cases = write_cases(root / "cases.jsonl", CASES)
         lines = CASES * TRIALS * 2
-        pad = max(0, TARGET_BYTES // lines - 125)  # a line is ~124 bytes before padding
+        pad = max(0, TARGET_BYTES // lines - 113)  # a line is ~112 bytes before padding
         full = root / "observations.jsonl"
         size = write_observations(full, CASES, TRIALS, pad)
         quarter = root / "quarter.jsonl"

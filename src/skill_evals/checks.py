@@ -5,10 +5,14 @@ Owner: scoring. (Validating ``expected`` when cases load is cases.py's job.)
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from .cases import TaskCheck
 from .jsonl import loads_strict
+
+if TYPE_CHECKING:
+    from .observations import Observation
 
 
 def passes(check: TaskCheck, output: str, exit_code: int) -> bool:
@@ -38,6 +42,21 @@ def passes(check: TaskCheck, output: str, exit_code: int) -> bool:
             return False
         return json_equal(actual, expected)
     raise ValueError(f"unknown task check {check.check!r}")
+
+
+def pass_row(check: TaskCheck, observations: Iterable[Observation | None]) -> list[bool | None]:
+    """:func:`passes` for each observation of a row; None (a missing one) stays None.
+
+    The exit_code check, by far the most common, is done without a call per observation
+    (SPEC §5: scoring is a few microseconds per observation)."""
+    if check.check == "exit_code":
+        expected = check.expected
+        if type(expected) is not int:  # as in passes(): never matches (bool is no int here)
+            return [None if obs is None else False for obs in observations]
+        return [None if obs is None else obs.exit_code == expected for obs in observations]
+    return [
+        None if obs is None else passes(check, obs.output, obs.exit_code) for obs in observations
+    ]
 
 
 def _is_number(value: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from . import __version__
 from .cases import MIN_UNITS, Case, CaseSuite
-from .checks import passes
+from .checks import pass_row
 from .codes import (
     GATE_FAILED,
     INSUFFICIENT,
@@ -120,49 +120,58 @@ def task_unit_count(suite: CaseSuite) -> int:
 # ------------------------------------------------------------------------------------ scoring
 
 
-def _index_observations(
-    suite: CaseSuite, trials: int, observations: Iterable[Observation]
-) -> dict[tuple[str, int, str], Observation]:
-    known = {c.id for c in suite.cases}
-    table: dict[tuple[str, int, str], Observation] = {}
+# case id → 2 × trials slots: slot 2 × (trial - 1) is the trial's "with" observation, the next
+# one its "without" observation; None where it is missing. row[0::2] / row[1::2] are the
+# variants' rows in trial order.
+Grid = dict[str, list[Observation | None]]
+
+
+def _grid(suite: CaseSuite, trials: int, observations: Iterable[Observation]) -> Grid:
+    """Place each observation in its slot, in one pass (SPEC §5): every section below reads
+    these rows instead of looking up a (case, trial, variant) key per observation."""
+    grid: Grid = {c.id: [None] * (2 * trials) for c in suite.cases}
     for obs in observations:
         # Observations outside the plan (unknown case, trial out of range) were rejected when
-        # they were read; ignoring any that slip through keeps the counts honest.
-        if obs.case_id in known and 1 <= obs.trial <= trials:
-            table.setdefault(obs.key, obs)
-    return table
+        # they were read; ignoring any that slip through keeps the counts honest. The first
+        # observation of a key wins.
+        row = grid.get(obs.case_id)
+        trial = obs.trial
+        if row is None or not 1 <= trial <= trials:
+            continue
+        if obs.variant == "with":
+            index = 2 * trial - 2
+        elif obs.variant == "without":
+            index = 2 * trial - 1
+        else:
+            continue
+        if row[index] is None:
+            row[index] = obs
+    return grid
 
 
 def _trigger_section(
-    suite: CaseSuite,
-    skill_name: str,
-    trials: int,
-    table: Mapping[tuple[str, int, str], Observation],
+    suite: CaseSuite, skill_name: str, grid: Grid
 ) -> tuple[dict[str, Any], dict[str, list[bool | None]]]:
     tp = fp = fn = tn = 0
     missed: list[str] = []
     false_triggers: list[str] = []
     per_case: dict[str, list[bool | None]] = {}
     for case in suite.cases:
-        row: list[bool | None] = []
-        for trial in range(1, trials + 1):
-            obs = table.get((case.id, trial, "with"))
-            if obs is None:
-                row.append(None)
-                continue
-            triggered = skill_name in obs.invoked_skills
-            row.append(triggered)
-            if case.expect_trigger:
-                tp += triggered
-                fn += not triggered
-            else:
-                fp += triggered
-                tn += not triggered
+        row: list[bool | None] = [
+            None if obs is None else skill_name in obs.invoked_skills for obs in grid[case.id][0::2]
+        ]
         per_case[case.id] = row
-        if case.expect_trigger and False in row:
-            missed.append(case.id)
-        if not case.expect_trigger and True in row:
-            false_triggers.append(case.id)
+        hits, misses = row.count(True), row.count(False)
+        if case.expect_trigger:
+            tp += hits
+            fn += misses
+            if misses:
+                missed.append(case.id)
+        else:
+            fp += hits
+            tn += misses
+            if hits:
+                false_triggers.append(case.id)
     metrics = trigger_metrics(tp, fp, fn)
     section = {
         "tp": tp,
@@ -178,20 +187,15 @@ def _trigger_section(
     return section, per_case
 
 
-def _task_passes(
-    suite: CaseSuite, trials: int, table: Mapping[tuple[str, int, str], Observation]
-) -> dict[tuple[str, str], list[bool | None]]:
+def _task_passes(suite: CaseSuite, grid: Grid) -> dict[tuple[str, str], list[bool | None]]:
     """(case id, variant) → pass per trial (None where the observation is missing)."""
     out: dict[tuple[str, str], list[bool | None]] = {}
     for case in suite.cases:
         if case.task is None:
             continue
-        for variant in VARIANTS:
-            row: list[bool | None] = []
-            for trial in range(1, trials + 1):
-                obs = table.get((case.id, trial, variant))
-                row.append(None if obs is None else passes(case.task, obs.output, obs.exit_code))
-            out[(case.id, variant)] = row
+        row = grid[case.id]
+        out[(case.id, "with")] = pass_row(case.task, row[0::2])
+        out[(case.id, "without")] = pass_row(case.task, row[1::2])
     return out
 
 
@@ -209,13 +213,13 @@ def _task_section(
     for case in task_cases:
         per_unit = units.setdefault(case.unit, {v: [0, 0] for v in VARIANTS})
         for variant in VARIANTS:
-            for result in task_passes[(case.id, variant)]:
-                if result is None:
-                    continue
-                counts[variant][0] += result
-                counts[variant][1] += 1
-                per_unit[variant][0] += result
-                per_unit[variant][1] += 1
+            results = task_passes[(case.id, variant)]
+            passed = results.count(True)
+            total = len(results) - results.count(None)
+            counts[variant][0] += passed
+            counts[variant][1] += total
+            per_unit[variant][0] += passed
+            per_unit[variant][1] += total
     # Units in case-file order of their first case (units are numbered that way); a unit
     # needs at least one observation of each variant to give a paired difference.
     differences: list[Fraction] = []
@@ -265,31 +269,28 @@ def _rate(passed: int, total: int) -> dict[str, Any]:
     }
 
 
-def _violations(
-    suite: CaseSuite, trials: int, table: Mapping[tuple[str, int, str], Observation]
-) -> list[dict[str, Any]]:
+def _violations(suite: CaseSuite, grid: Grid) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for case in suite.cases:
         if not case.include and not case.exclude:
             continue
-        for trial in range(1, trials + 1):
-            for variant in VARIANTS:
-                obs = table.get((case.id, trial, variant))
-                if obs is None:
-                    continue
-                invoked = set(obs.invoked_skills)
-                missing = [name for name in case.include if name not in invoked]
-                forbidden = [name for name in case.exclude if name in invoked]
-                if missing or forbidden:
-                    found.append(
-                        {
-                            "caseId": case.id,
-                            "trial": trial,
-                            "variant": variant,
-                            "missing": missing,
-                            "forbidden": forbidden,
-                        }
-                    )
+        # Slots are in plan order: trial by trial, with before without.
+        for index, obs in enumerate(grid[case.id]):
+            if obs is None:
+                continue
+            invoked = set(obs.invoked_skills)
+            missing = [name for name in case.include if name not in invoked]
+            forbidden = [name for name in case.exclude if name in invoked]
+            if missing or forbidden:
+                found.append(
+                    {
+                        "caseId": case.id,
+                        "trial": index // 2 + 1,
+                        "variant": VARIANTS[index % 2],
+                        "missing": missing,
+                        "forbidden": forbidden,
+                    }
+                )
     return found
 
 
@@ -297,6 +298,8 @@ def _meta_sums(observations: Iterable[Observation]) -> dict[str, Any]:
     """Sum each recognised meta key; a key no observation reported is null (not 0)."""
     values: dict[str, list[float]] = {key: [] for key in META_KEYS}
     for obs in observations:
+        if not obs.meta:
+            continue  # the common case: the runner reported no meta
         for key in META_KEYS:
             value = obs.meta.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -358,14 +361,15 @@ def evaluate(
     Runner failures, an interrupt or ``skill_changed`` make the evidence void (7 / 130); scores are
     still computed from the valid observations so the reader sees what was measured."""
     trials = settings.trials
-    table = _index_observations(suite, trials, result.observations)
-    trigger, triggered = _trigger_section(suite, skill.name, trials, table)
-    task_passes = _task_passes(suite, trials, table)
+    grid = _grid(suite, trials, result.observations)
+    observed = [obs for row in grid.values() for obs in row if obs is not None]
+    trigger, triggered = _trigger_section(suite, skill.name, grid)
+    task_passes = _task_passes(suite, grid)
     task = _task_section(suite, settings, task_passes)
-    violations = _violations(suite, trials, table)
+    violations = _violations(suite, grid)
     failures = sorted(result.failures, key=_failure_order(suite))
     expected = len(suite.cases) * trials * len(VARIANTS)
-    missing = expected - len(table)
+    missing = expected - len(observed)
 
     codes: list[int] = []
     notes: list[str] = list(messages)
@@ -475,7 +479,7 @@ def evaluate(
                     for f in failures
                 ],
                 "wallMs": round(result.wall_ms),
-                "meta": _meta_sums(table.values()),
+                "meta": _meta_sums(observed),
             },
             "gates": {"minTriggerF1": f1_gate, "minUplift": uplift_gate},
             "caseResults": [

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -173,6 +173,8 @@ _DECODER = json.JSONDecoder(
     parse_float=_parse_float,
     parse_constant=_reject_constant,
 )
+# Its C scanner: scan(text, index) -> (value, end index), with the same hooks.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -220,6 +222,15 @@ def iter_jsonl(
 
     Errors name ``path`` and the one-based line. Used by :func:`read_jsonl` and by callers
     that already hold the bytes (e.g. to hash them in the same read)."""
+    for line, value in iter_jsonl_values(chunks, path, max_records=max_records):
+        yield Record(line, value)
+
+
+def iter_jsonl_values(
+    chunks: Iterable[bytes], path: Path, *, max_records: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`iter_jsonl` yielding plain ``(line, object)`` pairs: the same rules and errors,
+    without building a Record per line (the observations loader reads ~10^5 lines per run)."""
     record_cap = MAX_RECORD_BYTES
     bound = max_records
     pending = b""
@@ -227,6 +238,7 @@ def iter_jsonl(
     count = 0  # non-blank records seen so far
     at_start = True
     long_blank = False  # the current line is whitespace only and longer than record_cap
+    parse = _parse_record
     for chunk in chunks:
         data = pending + chunk if pending else chunk
         if at_start:
@@ -251,15 +263,19 @@ def iter_jsonl(
                 )
             pending = b""  # a long blank line is still just blank; keep only that fact
             long_blank = True
+        # Hot loop (SPEC §5): a line that neither starts with whitespace nor ends in "\r" (nearly
+        # all of them) skips the "\r"/blank handling, which would copy it.
         for raw in lines:
             lineno += 1
-            if raw.endswith(b"\r"):
-                raw = raw[:-1]
-            if not raw or not raw.strip(_JSON_WS):
-                continue  # blank: counted toward the file cap only
+            if not raw or raw[0] in _JSON_WS or raw[-1] == 13:
+                if raw.endswith(b"\r"):
+                    raw = raw[:-1]
+                if not raw.strip(_JSON_WS):
+                    continue  # blank: counted toward the file cap only
             count += 1
-            _check_record(len(raw), lineno, count, path, record_cap, bound)
-            yield Record(lineno, _parse_record(raw, lineno, path))
+            if len(raw) > record_cap or (bound is not None and count > bound):
+                _check_record(len(raw), lineno, count, path, record_cap, bound)
+            yield lineno, parse(raw, lineno, path)
     if at_start and pending.startswith(_BOM):
         pending = pending[len(_BOM) :]
     lineno += 1
@@ -267,7 +283,7 @@ def iter_jsonl(
         pending = pending[:-1]
     if pending and pending.strip(_JSON_WS):
         _check_record(len(pending), lineno, count + 1, path, record_cap, bound)
-        yield Record(lineno, _parse_record(pending, lineno, path))
+        yield lineno, parse(pending, lineno, path)
 
 
 def _check_record(
@@ -283,6 +299,27 @@ def _check_record(
 
 def _parse_record(raw: bytes, lineno: int, path: Path) -> dict[str, Any]:
     """Decode and parse one non-blank record line into an object."""
+    # Fast path (SPEC §5): the strict decoder's C scanner called directly, skipping
+    # JSONDecoder.decode's Python wrapper (two whitespace regexes and a frame). It is only
+    # taken when the result is exactly what the careful path below would return: the whole
+    # line scanned, an object, no lone-surrogate escape. Anything else (an error, surrounding
+    # whitespace, ...) goes the careful way, which produces the error message.
+    try:
+        text = raw.decode("utf-8")
+        value, end = _SCAN(text, 0)
+    except (ValueError, StopIteration, RecursionError):  # UnicodeDecodeError is a ValueError
+        pass
+    else:
+        if (
+            end == len(text)
+            and type(value) is dict
+            and ("\\u" not in text or not _SURROGATE_ESCAPE.search(text))
+        ):
+            return value
+    return _parse_record_checked(raw, lineno, path)
+
+
+def _parse_record_checked(raw: bytes, lineno: int, path: Path) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -305,3 +342,11 @@ def read_jsonl(path: Path, *, max_records: int | None = None) -> Iterator[Record
     or at the first record past ``max_records`` (the population bound)."""
     fd = open_regular_file(path, "JSONL file")
     return iter_jsonl(_read_chunks(fd, path, "JSONL file"), path, max_records=max_records)
+
+
+def read_jsonl_values(
+    path: Path, *, max_records: int | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl` yielding ``(line, object)`` pairs instead of Records."""
+    fd = open_regular_file(path, "JSONL file")
+    return iter_jsonl_values(_read_chunks(fd, path, "JSONL file"), path, max_records=max_records)

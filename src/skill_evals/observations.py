@@ -16,12 +16,14 @@ Decisions where SPEC is silent (see docs/runner-contract.md):
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
 import stat
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -40,9 +42,13 @@ MAX_TRIALS = 100  # the --trials upper bound; sizes the --resume population boun
 _KEY_SHOWN = 40  # key names come from the runner: show at most this many characters
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Observation:
-    """What one (case, trial, variant) invocation reported."""
+    """What one (case, trial, variant) invocation reported. Treat it as read-only.
+
+    Not ``frozen``: a frozen dataclass's ``__init__`` sets each field through
+    object.__setattr__ (about 4× the cost), and --observations builds one per line (SPEC §5).
+    ``slots`` keeps each instance one small object for the garbage collector to walk."""
 
     case_id: str
     trial: int  # one-based
@@ -150,27 +156,7 @@ def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, A
         )
     if abs(code) > MAX_SAFE_INTEGER:
         raise ContractError("wrong-typed key 'exitCode': outside the safe integer range")
-    meta: dict[str, float] = {}
-    if "meta" in value:
-        raw_meta = value["meta"]
-        if not isinstance(raw_meta, dict):
-            raise ContractError(
-                f"wrong-typed key 'meta': must be an object, got {_type_name(raw_meta)}"
-            )
-        for key in META_KEYS:
-            item = raw_meta.get(key)
-            if item is None:
-                continue  # absent or null: unknown to the runner
-            if (
-                not isinstance(item, (int, float))
-                or isinstance(item, bool)
-                or not math.isfinite(item)
-                or item < 0
-            ):
-                raise ContractError(
-                    f"wrong-typed key 'meta.{key}': must be a number >= 0, got {_type_name(item)}"
-                )
-            meta[key] = item
+    meta = _parse_meta(value["meta"]) if "meta" in value else {}
     return {
         "variant": variant,
         "invoked_skills": tuple(skills),
@@ -178,6 +164,30 @@ def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, A
         "exit_code": code,
         "meta": meta,
     }
+
+
+def _parse_meta(raw_meta: object) -> dict[str, float]:
+    """The recognised ``meta`` keys of a runner object (ContractError naming a bad one)."""
+    if not isinstance(raw_meta, dict):
+        raise ContractError(
+            f"wrong-typed key 'meta': must be an object, got {_type_name(raw_meta)}"
+        )
+    meta: dict[str, float] = {}
+    for key in META_KEYS:
+        item = raw_meta.get(key)
+        if item is None:
+            continue  # absent or null: unknown to the runner
+        if (
+            not isinstance(item, (int, float))
+            or isinstance(item, bool)
+            or not math.isfinite(item)
+            or item < 0
+        ):
+            raise ContractError(
+                f"wrong-typed key 'meta.{key}': must be a number >= 0, got {_type_name(item)}"
+            )
+        meta[key] = item
+    return meta
 
 
 # ------------------------------------------------------------------------------------ files
@@ -219,6 +229,45 @@ def _record_observation(
     )
 
 
+def _valid_observation(value: dict[str, Any]) -> Observation | None:
+    """The Observation of a §1.4.1 record when every field is well-formed, else None.
+
+    Fast path of the --observations loader (SPEC §5): one pass of exact type tests, no copy
+    of the record. It only ever accepts: a record it declines goes through :func:`_record_key`
+    and :func:`_record_observation`, which give every error message in their order, so what
+    is accepted and what is said about the rest are unchanged."""
+    case_id = value.get("caseId")
+    trial = value.get("trial")
+    variant = value.get("variant")
+    skills = value.get("invokedSkills")
+    output = value.get("output")
+    code = value.get("exitCode")
+    # type(...) is, not isinstance: a bool is no integer here, and JSON yields no subclasses.
+    if not (
+        type(case_id) is str
+        and type(trial) is int
+        and (variant == "with" or variant == "without")
+        and type(skills) is list
+        and type(output) is str
+        and type(code) is int
+        and -MAX_SAFE_INTEGER <= code <= MAX_SAFE_INTEGER
+    ):
+        return None
+    for skill in skills:
+        if type(skill) is not str:
+            return None
+    if len(value) == 6:  # the six keys above, so no extra key
+        meta: dict[str, float] = {}
+    elif len(value) == 7 and "meta" in value:
+        try:
+            meta = _parse_meta(value["meta"])
+        except ContractError:
+            return None
+    else:
+        return None
+    return Observation(case_id, trial, variant, tuple(skills), output, code, meta)
+
+
 def _show_id(case_id: str) -> str:
     """A case id for a message, cut to the longest valid id (an unknown one may be huge)."""
     if len(case_id) > MAX_ID_CHARS:
@@ -234,14 +283,17 @@ def _describe(key: tuple[str, int, str]) -> str:
 def isolation_breach(observation: Observation, skill_name: str) -> RunnerFailure | None:
     """A failure when a ``without`` observation reports the tested skill, else None."""
     if observation.variant == "without" and skill_name in observation.invoked_skills:
-        return RunnerFailure(
-            observation.case_id,
-            observation.trial,
-            observation.variant,
-            f"isolation breach: the without variant reported loading the tested skill "
-            f"{skill_name!r}",
-        )
+        return _breach(observation, skill_name)
     return None
+
+
+def _breach(observation: Observation, skill_name: str) -> RunnerFailure:
+    return RunnerFailure(
+        observation.case_id,
+        observation.trial,
+        observation.variant,
+        f"isolation breach: the without variant reported loading the tested skill {skill_name!r}",
+    )
 
 
 def load_observations(
@@ -253,36 +305,80 @@ def load_observations(
     is checked first). A ``without`` observation listing ``skill_name`` is returned as a
     RunnerFailure "isolation breach" (the evaluation then exits 7), not as an observation.
     Both lists come back in plan order (case-file order, trial, with before without)."""
-    from .jsonl import check_regular_file, read_jsonl
+    from .jsonl import check_regular_file
 
     check_regular_file(path, "--observations")
-    case_ids = suite.by_id()
-    seen: dict[tuple[str, int, str], int] = {}
-    found: dict[tuple[str, int, str], Observation] = {}
-    bound = len(suite.cases) * trials * 2
+    with _gc_paused():
+        return _load_observations(path, suite, trials, skill_name)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a file's observations are built (SPEC §5).
+
+    Loading creates a few acyclic objects per line that survive to the end; the collector
+    would traverse them again and again as they pile up (about a third of the load time).
+    Reference counting frees everything as usual; collection resumes afterwards if it was on."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load_observations(
+    path: Path, suite: CaseSuite, trials: int, skill_name: str
+) -> tuple[list[Observation], list[RunnerFailure]]:
+    from .jsonl import read_jsonl_values
+
+    # Per case, slot 2 × (trial - 1) + (0 for with, 1 for without) holds that observation and,
+    # in a parallel list, its line: plan order without building and hashing a key per line.
+    width = 2 * trials
+    slots: dict[str, tuple[list[Observation | None], list[int]]] = {
+        case.id: ([None] * width, [0] * width) for case in suite.cases
+    }
+    bound = len(suite.cases) * width
+    filled = 0
     # The record just past the bound is still read: when it is reached, every key already has
     # its observation, so it is a duplicate, an extra trial or an unknown caseId, and that error
     # names the key (§1.4.1). Reading stops there either way.
-    for record in read_jsonl(path, max_records=bound + 1):
-        key = _record_key(path, record.line, record.value)
-        if key[0] not in case_ids:
+    for line, value in read_jsonl_values(path, max_records=bound + 1):
+        observation = _valid_observation(value)
+        if observation is None:
+            key = _record_key(path, line, value)
+        else:
+            key = (observation.case_id, observation.trial, observation.variant)
+        row = slots.get(key[0])
+        if row is None:
             raise InvalidInput(
-                f"{path}:{record.line}: unknown caseId {_show_id(key[0])} (not in {suite.path})"
+                f"{path}:{line}: unknown caseId {_show_id(key[0])} (not in {suite.path})"
             )
         if not 1 <= key[1] <= trials:
             raise InvalidInput(
-                f"{path}:{record.line}: extra observation {_describe(key)}: trial must be "
+                f"{path}:{line}: extra observation {_describe(key)}: trial must be "
                 f"1..{trials} (--trials {trials})"
             )
-        if key in seen:
+        index = 2 * key[1] - (2 if key[2] == "with" else 1)
+        found, lines = row
+        if found[index] is not None:
             raise InvalidInput(
-                f"{path}:{record.line}: duplicate observation {_describe(key)} "
-                f"(first on line {seen[key]})"
+                f"{path}:{line}: duplicate observation {_describe(key)} "
+                f"(first on line {lines[index]})"
             )
-        seen[key] = record.line
-        found[key] = _record_observation(path, record.line, record.value, key)
-    missing = [k for k in plan_keys(suite, trials) if k not in found]
-    if missing:
+        if observation is None:
+            observation = _record_observation(path, line, value, key)
+        found[index] = observation
+        lines[index] = line
+        filled += 1
+    if filled != bound:
+        missing = [
+            (case.id, index // 2 + 1, VARIANTS[index % 2])
+            for case in suite.cases
+            for index, observation in enumerate(slots[case.id][0])
+            if observation is None
+        ]
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
         raise InvalidInput(
             f"{path}: missing observation {_describe(missing[0])}{more}; every case × trial "
@@ -290,13 +386,13 @@ def load_observations(
         )
     observations: list[Observation] = []
     failures: list[RunnerFailure] = []
-    for key in plan_keys(suite, trials):
-        observation = found[key]
-        breach = isolation_breach(observation, skill_name)
-        if breach is None:
-            observations.append(observation)
-        else:
-            failures.append(breach)
+    for case in suite.cases:
+        for observation in slots[case.id][0]:
+            assert observation is not None  # every slot is filled (checked above)
+            if observation.variant == "without" and skill_name in observation.invoked_skills:
+                failures.append(_breach(observation, skill_name))
+            else:
+                observations.append(observation)
     return observations, failures
 
 
