@@ -400,21 +400,26 @@ def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation
     """Read a --resume file: keep observations matching current cases and trials (missing ones
     are fine; later duplicates of a key are ignored; trials outside 1..``trials`` are ignored).
     Unknown caseId → InvalidInput (exit 5). Returned in plan order."""
-    from .jsonl import check_regular_file, read_jsonl
+    from .jsonl import check_regular_file, read_jsonl_values
 
     check_regular_file(path, "--resume")
     case_ids = suite.by_id()
     found: dict[tuple[str, int, str], Observation] = {}
     # Bound by the largest --trials so that a file recorded with more trials still resumes.
     bound = len(suite.cases) * max(trials, MAX_TRIALS) * 2
-    for record in read_jsonl(path, max_records=bound):
-        key = _record_key(path, record.line, record.value)
+    for line, value in read_jsonl_values(path, max_records=bound):
+        observation = _valid_observation(value)
+        if observation is None:
+            key = _record_key(path, line, value)
+        else:
+            key = (observation.case_id, observation.trial, observation.variant)
         if key[0] not in case_ids:
             raise InvalidInput(
-                f"{path}:{record.line}: unknown caseId {_show_id(key[0])} (not in {suite.path}); "
+                f"{path}:{line}: unknown caseId {_show_id(key[0])} (not in {suite.path}); "
                 "resume only with the case file the observations were recorded for"
             )
-        observation = _record_observation(path, record.line, record.value, key)
+        if observation is None:
+            observation = _record_observation(path, line, value, key)
         if not 1 <= key[1] <= trials or key in found:
             continue
         found[key] = observation
