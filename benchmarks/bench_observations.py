@@ -4,8 +4,10 @@ in at most 3× the time a bare ``json.loads`` loop over its lines takes.
 The file: 2,000 cases (every one with an exit_code task check) × 100 trials × 2 variants =
 400,000 observation lines padded to just under the 50 MB input limit. Scoring is the whole
 `test --observations` pipeline (strict reading, completeness checks, trigger metrics, uplift
-with the minimum 1,000 bootstrap samples — the bootstrap's own O(B·n) cost is measured by
-bench_bootstrap.py). Also prints the time for a quarter of the file, to show linear growth.
+with the minimum 1,000 bootstrap samples over 2,000 units — the bootstrap's own O(B·n) cost is
+measured by bench_bootstrap.py). Both sides are the median of REPEAT runs, after one warm-up
+scoring (lazy imports, page cache). Also prints the time for a quarter of the file (linear
+growth) and, when NumPy is installed, one scoring with NumPy hidden (the pure-Python bootstrap).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 from _common import verdict, write_cases, write_skill
 
@@ -23,6 +26,7 @@ from skill_evals.pipeline import TestOptions, run_test
 CASES = 2000
 TRIALS = 100
 TARGET_BYTES = 49_500_000  # just under the 50,000,000-byte input limit
+REPEAT = 3
 
 
 def write_observations(path: Path, cases: int, trials: int, pad: int) -> int:
@@ -72,6 +76,22 @@ def score(skill: Path, cases: Path, observations: Path, trials: int) -> float:
     return elapsed
 
 
+def score_without_numpy(skill: Path, cases: Path, observations: Path, trials: int) -> float | None:
+    """One scoring with ``import numpy`` failing (the engine then takes the pure-Python
+    bootstrap), or None when NumPy is not installed anyway."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        return None
+    saved = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "numpy"}
+    sys.modules["numpy"] = None  # type: ignore[assignment]  # makes `import numpy` raise
+    try:
+        return score(skill, cases, observations, trials)
+    finally:
+        del sys.modules["numpy"]
+        sys.modules.update(saved)
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -83,14 +103,27 @@ def main() -> int:
         size = write_observations(full, CASES, TRIALS, pad)
         quarter = root / "quarter.jsonl"
         write_observations(quarter, CASES, TRIALS // 4, pad)
-        print(f"file: {size / 1e6:.1f} MB, {lines} lines")
-        bare = min(bare_loop(full) for _ in range(2))
-        quarter_time = score(skill, cases, quarter, TRIALS // 4)
-        full_time = min(score(skill, cases, full, TRIALS) for _ in range(2))
+        print(f"file: {size / 1e6:.1f} MB, {lines} lines; median of {REPEAT} runs")
+        score(skill, cases, quarter, TRIALS // 4)  # warm-up
+        bare = median(bare_loop(full) for _ in range(REPEAT))
+        quarter_bare = median(bare_loop(quarter) for _ in range(REPEAT))
+        quarter_time = median(score(skill, cases, quarter, TRIALS // 4) for _ in range(REPEAT))
+        full_time = median(score(skill, cases, full, TRIALS) for _ in range(REPEAT))
         print(
-            f"scoring a quarter of the file: {quarter_time:.2f} s; the whole: {full_time:.2f} s "
-            f"(×{full_time / quarter_time:.1f} for ×4 the lines)"
+            f"bare json.loads loop: quarter {quarter_bare:.2f} s, whole {bare:.2f} s "
+            f"({bare / lines * 1e6:.2f} µs per line)"
         )
+        print(
+            f"scoring: quarter {quarter_time:.2f} s, whole {full_time:.2f} s "
+            f"(×{full_time / quarter_time:.2f} for ×4 the lines; "
+            f"{full_time / lines * 1e6:.2f} µs per line)"
+        )
+        pure = score_without_numpy(skill, cases, full, TRIALS)
+        if pure is not None:
+            print(
+                f"scoring the whole without NumPy (pure-Python bootstrap, one run): {pure:.2f} s "
+                f"→ ratio {pure / bare:.2f}"
+            )
     return 0 if verdict("observations 50 MB vs bare json.loads loop", full_time, bare, 3.0) else 1
 
 

@@ -25,7 +25,7 @@ from .codes import (
     combine,
 )
 from .execute import ExecutionResult
-from .observations import META_KEYS, VARIANTS, Observation, RunnerFailure
+from .observations import META_KEYS, VARIANTS, Observation, RunnerFailure, gc_paused
 from .skill import Skill
 from .stats import bootstrap_interval, sign_test, trigger_metrics
 
@@ -360,6 +360,20 @@ def evaluate(
 
     Runner failures, an interrupt or ``skill_changed`` make the evidence void (7 / 130); scores are
     still computed from the valid observations so the reader sees what was measured."""
+    # All observations stay alive while scoring: each collection would walk every one of them
+    # (SPEC §5); nothing built here forms a reference cycle.
+    with gc_paused():
+        return _evaluate(skill, suite, settings, result, skill_changed, messages)
+
+
+def _evaluate(
+    skill: Skill,
+    suite: CaseSuite,
+    settings: Settings,
+    result: ExecutionResult,
+    skill_changed: bool,
+    messages: tuple[str, ...],
+) -> Report:
     trials = settings.trials
     grid = _grid(suite, trials, result.observations)
     observed = [obs for row in grid.values() for obs in row if obs is not None]

@@ -308,17 +308,18 @@ def load_observations(
     from .jsonl import check_regular_file
 
     check_regular_file(path, "--observations")
-    with _gc_paused():
+    with gc_paused():
         return _load_observations(path, suite, trials, skill_name)
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a file's observations are built (SPEC §5).
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while many long-lived objects are built or read.
 
-    Loading creates a few acyclic objects per line that survive to the end; the collector
-    would traverse them again and again as they pile up (about a third of the load time).
-    Reference counting frees everything as usual; collection resumes afterwards if it was on."""
+    Loading --observations creates a few acyclic objects per line that survive to the end;
+    the collector would walk them again and again as they pile up (about a third of the load
+    time, SPEC §5). Reference counting frees everything as usual; collection resumes
+    afterwards if it was on."""
     enabled = gc.isenabled()
     gc.disable()
     try:
