@@ -124,6 +124,10 @@ def main() -> int:
             f"(×{full_time / quarter_time:.2f} for ×4 the lines; "
             f"{full_time / lines * 1e6:.2f} µs per line)"
         )
+        print(
+            f"scoring / bare loop: quarter {quarter_time / quarter_bare:.2f}, "
+            f"whole {full_time / bare:.2f} (linear: the same ratio at both sizes)"
+        )
         pure = score_without_numpy(skill, cases, full, TRIALS)
         if pure is not None:
             print(
