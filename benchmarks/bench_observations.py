@@ -13,6 +13,7 @@ pure-Python bootstrap).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -93,26 +94,40 @@ def score_without_numpy(skill: Path, cases: Path, observations: Path, trials: in
         sys.modules.update(saved)
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", type=int, default=CASES, help="cases (default %(default)s)")
+    parser.add_argument(
+        "--trials", type=int, default=TRIALS, help="trials, >= 4 (default %(default)s)"
+    )
+    parser.add_argument(
+        "--pad", type=int, default=None, help="filler characters per output (default: fill 50 MB)"
+    )
+    args = parser.parse_args(argv)
+    n_cases, trials = args.cases, max(4, args.trials)
+    lines = n_cases * trials * 2
+    # A line is ~112 bytes before padding; by default pad up to just under the input limit.
+    pad = args.pad if args.pad is not None else max(0, TARGET_BYTES // lines - 113)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         skill = write_skill(root)
-        cases = write_cases(root / "cases.jsonl", CASES)
-        lines = CASES * TRIALS * 2
-        pad = max(0, TARGET_BYTES // lines - 113)  # a line is ~112 bytes before padding
+        cases = write_cases(root / "cases.jsonl", n_cases)
         full = root / "observations.jsonl"
-        size = write_observations(full, CASES, TRIALS, pad)
+        size = write_observations(full, n_cases, trials, pad)
         quarter = root / "quarter.jsonl"
-        write_observations(quarter, CASES, TRIALS // 4, pad)
-        print(f"file: {size / 1e6:.1f} MB, {lines} lines; median of {REPEAT} runs")
-        score(skill, cases, quarter, TRIALS // 4)  # warm-up
+        write_observations(quarter, n_cases, trials // 4, pad)
+        print(
+            f"file: {size / 1e6:.1f} MB, {lines} lines ({n_cases} cases × {trials} trials × 2); "
+            f"median of {REPEAT} runs"
+        )
+        score(skill, cases, quarter, trials // 4)  # warm-up
         # Baseline and scoring alternate, so a shared machine's drifting speed hits both alike.
         times: dict[str, list[float]] = {"bare": [], "score": [], "quarter bare": [], "quarter": []}
         for _ in range(REPEAT):
             times["quarter bare"].append(bare_loop(quarter))
-            times["quarter"].append(score(skill, cases, quarter, TRIALS // 4))
+            times["quarter"].append(score(skill, cases, quarter, trials // 4))
             times["bare"].append(bare_loop(full))
-            times["score"].append(score(skill, cases, full, TRIALS))
+            times["score"].append(score(skill, cases, full, trials))
         bare, full_time = median(times["bare"]), median(times["score"])
         quarter_bare, quarter_time = median(times["quarter bare"]), median(times["quarter"])
         print(
@@ -124,24 +139,27 @@ def main() -> int:
             f"(×{full_time / quarter_time:.2f} for ×4 the lines; "
             f"{full_time / lines * 1e6:.2f} µs per line)"
         )
-        # The quarter has the same 2,000 cases, so the fixed per-case costs (cases file,
-        # bootstrap over 2,000 units, the report) weigh more there; the cost of the extra lines
+        # The quarter has the same cases, so the fixed per-case costs (cases file, bootstrap
+        # over one unit per case, the report) weigh more there; the cost of the extra lines
         # between the two sizes is the per-line figure.
-        extra = lines - lines // 4
+        extra = lines - n_cases * (trials // 4) * 2
         print(
             f"scoring / bare loop: quarter {quarter_time / quarter_bare:.2f}, whole "
             f"{full_time / bare:.2f}; per extra line: scoring "
             f"{(full_time - quarter_time) / extra * 1e6:.2f} µs, bare "
             f"{(bare - quarter_bare) / extra * 1e6:.2f} µs"
         )
-        pure = score_without_numpy(skill, cases, full, TRIALS)
+        pure = score_without_numpy(skill, cases, full, trials)
         if pure is not None:
             print(
                 f"scoring the whole without NumPy (pure-Python bootstrap, one run): {pure:.2f} s "
                 f"→ ratio {pure / bare:.2f}"
             )
-    return 0 if verdict("observations 50 MB vs bare json.loads loop", full_time, bare, 3.0) else 1
+    name = "observations 50 MB vs bare json.loads loop"
+    if (n_cases, trials, args.pad) != (CASES, TRIALS, None):
+        name = f"observations {size / 1e6:.1f} MB ({n_cases} × {trials}) vs bare json.loads loop"
+    return 0 if verdict(name, full_time, bare, 3.0) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
