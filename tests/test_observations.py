@@ -339,3 +339,39 @@ def test_record_writer_unwritable(tmp_path: Path) -> None:
 
 def test_runner_failure_key() -> None:
     assert RunnerFailure("c", 1, "with", "r").key == ("c", 1, "with")
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [None, {"durationMs": 12.5, "costUsd": 0.01, "inputTokens": 100, "outputTokens": 7}],
+)
+def test_fast_path_builds_the_same_observations_as_the_constructor(
+    tmp_path: Path, meta: dict[str, float] | None
+) -> None:
+    """The one-pass loader must give exactly what Observation(...) built field by field gives,
+    with and without meta (the fast path bypasses parse_runner_object)."""
+    suite = make_suite(tmp_path, 2)
+    records = []
+    for case_id, trial, variant in plan_keys(suite, 2):
+        extra: dict[str, Any] = {"exitCode": trial - 1, "output": f"out {case_id} {trial}"}
+        if meta is not None:
+            extra["meta"] = meta
+        records.append(rec(case_id, trial, variant, **extra))
+    path = write_jsonl(tmp_path / "obs.jsonl", records)
+    observations, failures = load_observations(path, suite, 2, SKILL)
+    assert failures == []
+    expected = [
+        Observation(
+            case_id=r["caseId"],
+            trial=r["trial"],
+            variant=r["variant"],
+            invoked_skills=tuple(r["invokedSkills"]),
+            output=r["output"],
+            exit_code=r["exitCode"],
+            meta=dict(meta or {}),
+        )
+        for r in records
+    ]
+    assert observations == expected
+    assert [type(o.invoked_skills) for o in observations] == [tuple] * len(records)
+    assert load_recorded(path, suite, 2) == expected
