@@ -36,13 +36,15 @@ def _esc(value: object) -> str:
     return escape_md(text)
 
 
-def _num(value: object, digits: int = 2) -> str:
+def fmt_num(value: object, digits: int = 2) -> str:
+    """A number with ``digits`` decimals, or an em dash for null (undefined metrics)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "—"
     return f"{value:.{digits}f}"
 
 
-def _signed(value: object) -> str:
+def fmt_signed(value: object) -> str:
+    """A signed number with two decimals, or an em dash for null."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return "—"
     return f"{value:+.2f}"
@@ -63,8 +65,8 @@ def _uplift_cell(report: dict[str, Any] | None) -> str:
     if not isinstance(task, dict):
         return "—"
     interval = task.get("interval") or {}
-    cell = f"{_signed(task.get('difference'))} [{_signed(interval.get('lower'))}, " + (
-        f"{_signed(interval.get('upper'))}]"
+    cell = f"{fmt_signed(task.get('difference'))} [{fmt_signed(interval.get('lower'))}, " + (
+        f"{fmt_signed(interval.get('upper'))}]"
     )
     if task.get("insufficient"):
         cell += " (insufficient)"
@@ -94,7 +96,7 @@ def verdict_table(skills: Sequence[dict[str, Any]]) -> list[str]:
         status = skill_status(skill)
         lines.append(
             f"| {_esc(skill.get('name', '?'))} | {STATUS_ICON.get(status, _esc(status))} "
-            f"| {_num(trigger.get('f1'))} | {_uplift_cell(report)} | {_num(p_value, 3)} "
+            f"| {fmt_num(trigger.get('f1'))} | {_uplift_cell(report)} | {fmt_num(p_value, 3)} "
             f"| {_runs_cell(report)} |"
         )
     return lines
@@ -128,7 +130,8 @@ def failure_details(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]
         gate = gates.get(key)
         if isinstance(gate, dict) and gate.get("passed") is False and not explained:
             lines.append(
-                f"- Gate failed: {label} {_num(gate.get('value'))} < {_num(gate.get('threshold'))}"
+                f"- Gate failed: {label} {fmt_num(gate.get('value'))} "
+                f"< {fmt_num(gate.get('threshold'))}"
             )
     trigger = report.get("trigger") or {}
     missed = [str(c) for c in trigger.get("missedTriggerCaseIds") or []]

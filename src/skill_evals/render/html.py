@@ -8,6 +8,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ..ci.summary import fmt_num, fmt_signed, skill_status
+
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
     "base-uri 'none'; form-action 'none'"
@@ -54,27 +56,6 @@ def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def _num(value: object, digits: int = 2) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "—"
-    return f"{value:.{digits}f}"
-
-
-def _signed(value: object) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "—"
-    return f"{value:+.2f}"
-
-
-def _status_of(skill: dict[str, Any]) -> str:
-    report = skill.get("report")
-    if skill.get("status") == "evaluated" and isinstance(report, dict):
-        return str(report.get("status", "invalid"))
-    if skill.get("status") == "no-cases" and skill.get("exitCode", 0) == 0:
-        return "no-cases"
-    return str(skill.get("status"))
-
-
 def _badge(status: str) -> str:
     return f'<span class="badge {STATUS_CLASS.get(status, "warn")}">{_e(status)}</span>'
 
@@ -89,12 +70,12 @@ def _verdict_rows(skills: list[dict[str, Any]]) -> str:
         if task is not None:
             interval = task.get("interval") or {}
             uplift = (
-                f"{_signed(task.get('difference'))} [{_signed(interval.get('lower'))}, "
-                f"{_signed(interval.get('upper'))}]"
+                f"{fmt_signed(task.get('difference'))} [{fmt_signed(interval.get('lower'))}, "
+                f"{fmt_signed(interval.get('upper'))}]"
             )
             if task.get("insufficient"):
                 uplift += " (insufficient)"
-            p_value = _num((task.get("signTest") or {}).get("pValue"), 3)
+            p_value = fmt_num((task.get("signTest") or {}).get("pValue"), 3)
         else:
             uplift, p_value = "—", "—"
         runner = report.get("runner") or {}
@@ -105,8 +86,8 @@ def _verdict_rows(skills: list[dict[str, Any]]) -> str:
             "<tr>"
             f'<td><a href="#skill-{_anchor(skill)}">{_e(skill.get("name"))}</a></td>'
             f"<td><code>{_e(skill.get('path'))}</code></td>"
-            f"<td>{_badge(_status_of(skill))}</td>"
-            f'<td class="num">{_num(trigger.get("f1"))}</td>'
+            f"<td>{_badge(skill_status(skill))}</td>"
+            f'<td class="num">{fmt_num(trigger.get("f1"))}</td>'
             f'<td class="num">{_e(uplift)}</td>'
             f'<td class="num">{p_value}</td>'
             f'<td class="num">{_e(runs)}</td>'
@@ -194,7 +175,8 @@ def _trigger_marks(values: object, expect: object) -> str:
 def _skill_section(skill: dict[str, Any]) -> str:
     report = skill.get("report") if isinstance(skill.get("report"), dict) else None
     parts = [
-        f'<h2 id="skill-{_anchor(skill)}">{_e(skill.get("name"))} {_badge(_status_of(skill))}</h2>',
+        f'<h2 id="skill-{_anchor(skill)}">{_e(skill.get("name"))} '
+        f"{_badge(skill_status(skill))}</h2>",
         f"<p>Path <code>{_e(skill.get('path'))}</code>; cases "
         f"<code>{_e(skill.get('cases') or '—')}</code>; fingerprint "
         f"<code>{_e(str(skill.get('fingerprint') or '—')[:16])}</code></p>",
@@ -213,7 +195,7 @@ def _skill_section(skill: dict[str, Any]) -> str:
             verdict = "passed" if gate.get("passed") else "failed"
             gate_items.append(
                 f'<span class="{"ok" if gate.get("passed") else "bad"}">{label} '
-                f"{_num(gate.get('value'))} vs threshold {_num(gate.get('threshold'))}: "
+                f"{fmt_num(gate.get('value'))} vs threshold {fmt_num(gate.get('threshold'))}: "
                 f"{verdict}</span>"
             )
     parts.append(_list("Gates", gate_items))
@@ -226,7 +208,7 @@ def _skill_section(skill: dict[str, Any]) -> str:
                 f'<td class="num">{_e(trigger.get(k, "—"))}</td>' for k in ("tp", "fp", "fn", "tn")
             )
             + "".join(
-                f'<td class="num">{_num(trigger.get(k))}</td>'
+                f'<td class="num">{fmt_num(trigger.get(k))}</td>'
                 for k in ("precision", "recall", "f1")
             )
             + "</tr></table>"
