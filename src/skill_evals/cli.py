@@ -5,13 +5,9 @@ Heavy modules are imported inside the commands so that `skill-evals --help` star
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
-import signal
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,6 +16,7 @@ import click
 from . import __version__
 from .codes import INTERNAL, INVALID
 from .errors import EvalError
+from .interrupts import sigterm_interrupts
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -167,29 +164,11 @@ def test(
         outputs=outputs,
     )
     printer = None if quiet else ProgressPrinter(sys.stderr)
-    with _sigterm_interrupts():
+    with sigterm_interrupts():
         result = run_test(options, progress=printer)
         inputs = tuple(p for p in (cases, observations, resume) if p is not None)
         _write_outputs(result, fmt, report, junit, markdown, skill, inputs)
     sys.exit(int(result["exitCode"]))
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM acts like Ctrl-C (exit 130) also while loading, hashing and scoring; while
-    invocations run, execute() installs its own handlers (and restores this one)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _write_outputs(

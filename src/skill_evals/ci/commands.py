@@ -5,17 +5,16 @@ Heavy modules are imported inside the commands so that `skill-evals --help` stay
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
+
+from ..interrupts import sigterm_interrupts
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 DEFAULT_OUT = "skill-evals-report"
@@ -37,25 +36,6 @@ class _FiniteRange(click.FloatRange):
         if result != result:  # NaN
             self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
         return result
-
-
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM acts like Ctrl-C (exit 130, outputs still written) also while discovering,
-    hashing and scoring; while invocations run, execute() installs its own handlers (and
-    restores this one). Without it a SIGTERM between invocations killed the gate outright."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _selection_options(func: F) -> F:
@@ -186,7 +166,7 @@ def ci(
 
     options = _options(kwargs, out, comment, fail_on_missing_secrets, quiet)
     try:
-        with _sigterm_interrupts():
+        with sigterm_interrupts():
             code = run_ci(options, dict(os.environ))
     except EvalError as exc:
         _fail(str(exc), exc.exit_code)
@@ -235,7 +215,7 @@ def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> N
     if any(d.resolve() == resolved_out for d in dirs):
         _fail(f"--out {out}: must differ from the shard directories")
     try:
-        with _sigterm_interrupts():
+        with sigterm_interrupts():
             code = merge(list(dirs), out, env, comment, console)
     except EvalError as exc:
         _fail(str(exc), exc.exit_code)
