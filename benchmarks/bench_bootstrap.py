@@ -1,4 +1,4 @@
-"""SPEC §5: the bootstrap is O(B·n): n = 1000 units, B = 10000 in under 5 s on one core.
+"""The bootstrap is O(B·n): n = 1000 units, B = 10000 in under 5 s on one core.
 
 Baseline: the 5 s budget; the ratio is measured / 5 s (target ≤ 1). The figure is the path the
 engine takes (the NumPy fast path when NumPy is installed, `skill-evals[fast]`); the pure-Python

@@ -1,4 +1,4 @@
-"""SPEC §5: `skill-evals --help` starts in under 300 ms (heavy modules imported lazily).
+"""`skill-evals --help` starts in under 300 ms (heavy modules imported lazily).
 
 Baseline: the 300 ms budget; also prints a bare `python -c pass` start for reference.
 """

@@ -1,4 +1,4 @@
-"""SPEC §5: with a runner that sleeps 1 s, 60 invocations at --jobs 8 finish within 10 s.
+"""With a runner that sleeps 1 s, 60 invocations at --jobs 8 finish within 10 s.
 
 Baseline: the ideal wall time for 60 one-second invocations on 8 workers, ceil(60/8) × 1 s = 8 s.
 Target: measured ≤ 10 s, i.e. ratio to the ideal ≤ 1.25.

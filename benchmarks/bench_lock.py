@@ -1,4 +1,4 @@
-"""SPEC §5: hashing reads each file once — `skill-evals lock --update` on 500 skills / 200 MB is
+"""Hashing reads each file once — `skill-evals lock --update` on 500 skills / 200 MB is
 within 2× of `sha256sum` over the same files.
 
 The tree: 500 skills, each a SKILL.md, evals/cases.jsonl and four 100 kB data files (~200 MB).

@@ -1,4 +1,4 @@
-"""SPEC §5: scoring --observations is linear — a 50 MB observations file is validated and scored
+"""Scoring --observations is linear — a 50 MB observations file is validated and scored
 in at most 3× the time a bare ``json.loads`` loop over its lines takes.
 
 The file: 2,000 cases (every one with an exit_code task check) × 100 trials × 2 variants =

@@ -1,4 +1,4 @@
-"""SPEC §5: per-invocation overhead of the engine ≤ 10 ms over a bare subprocess.run.
+"""Per-invocation overhead of the engine ≤ 10 ms over a bare subprocess.run.
 
 Both sides run the same tiny runner N times sequentially: the engine through
 runner.run_invocation (process group, pipes, byte cap, contract parsing), the baseline through a

@@ -1,4 +1,4 @@
-"""Run every SPEC §5 benchmark and print a summary table. Exit 1 if any figure misses its target.
+"""Run every benchmark of docs/performance.md, print a summary table; exit 1 if a figure misses.
 
 Usage: python benchmarks/run.py [name ...]   (names: jobs overhead observations bootstrap lock help)
 """

@@ -1,4 +1,4 @@
-"""Case model, JSONL/YAML loading (incl. the Agent Skill Evals shape) and units (SPEC §1.2).
+"""Case model, JSONL/YAML loading (incl. the Agent Skill Evals shape) and units (docs/cases.md).
 
 Owner: inputs.
 """
@@ -32,7 +32,7 @@ YAML_ONLY_FIELDS = ("should",)
 
 @dataclass(frozen=True)
 class TaskCheck:
-    """A case's task check (§1.5). ``expected`` is already validated for its kind."""
+    """A case's task check (docs/cases.md). ``expected`` is already validated for its kind."""
 
     check: CheckKind
     expected: object
@@ -41,7 +41,7 @@ class TaskCheck:
 @dataclass(frozen=True)
 class Case:
     """One labelled prompt. ``line`` is the 1-based line in the cases file (YAML: the item's line).
-    ``unit`` is the 0-based index of its unit (§1.2), units numbered in order of first case."""
+    ``unit`` is the 0-based index of its unit, units numbered in order of first case."""
 
     id: str
     prompt: str
@@ -498,7 +498,7 @@ def load_cases(path: Path, skill_name: str) -> CaseSuite:
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".yaml", ".yml"):
         raise InvalidInput(f"{path}: --cases must be a .jsonl, .yaml or .yml file")
-    # One read: the bytes are hashed and parsed from memory (at most 50 MB, §1.3).
+    # One read: the bytes are hashed and parsed from memory (at most 50 MB).
     data = read_regular_file(path, "cases file")
     digest = hashlib.sha256(data).hexdigest()
     if suffix == ".jsonl":

@@ -1,4 +1,4 @@
-"""Task checks (SPEC §1.5): exit_code, includes_all, json_equals.
+"""Task checks (docs/cases.md): exit_code, includes_all, json_equals.
 
 Owner: scoring. (Validating ``expected`` when cases load is cases.py's job.)
 """
@@ -48,7 +48,7 @@ def pass_row(check: TaskCheck, observations: Iterable[Observation | None]) -> li
     """:func:`passes` for each observation of a row; None (a missing one) stays None.
 
     The exit_code check, by far the most common, is done without a call per observation
-    (SPEC §5: scoring is a few microseconds per observation)."""
+    (scoring is a few microseconds per observation)."""
     if check.check == "exit_code":
         expected = check.expected
         if type(expected) is not int:  # as in passes(): never matches (bool is no int here)

@@ -1,4 +1,4 @@
-"""The exit-code table of SPEC §1.6.1 and its precedence."""
+"""The exit-code table (`skill-evals codes`) and its precedence."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ _PRECEDENCE = (INTERRUPTED, INTERNAL, INVALID, INSUFFICIENT, UNAVAILABLE, GATE_F
 
 
 def combine(codes: Iterable[int]) -> int:
-    """Return the exit code that wins when several apply (§1.6.1 precedence); 0 for none."""
+    """Return the exit code that wins when several apply (the documented precedence); 0 for none."""
     present = set(codes)
     for code in _PRECEDENCE:
         if code in present:

@@ -1,4 +1,4 @@
-"""Errors that end a run with a documented exit code (SPEC §1.6.1).
+"""Errors that end a run with a documented exit code (the exit-code table).
 
 Messages name the file, line, option or key and what to fix. They never contain a prompt,
 an agent's output or a runner's stderr.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 class EvalError(Exception):
-    """Base class: an error that maps to one exit code of the §1.6.1 table."""
+    """Base class: an error that maps to one exit code of the exit-code table."""
 
     exit_code = 70
     status = "invalid"

@@ -1,4 +1,4 @@
-"""Observations → report data (SPEC §1.5–§1.7) and the exit code.
+"""Observations → report data (docs/statistics.md, docs/report.md) and the exit code.
 
 Owner: scoring. The report is a plain JSON-ready dict matching schemas/report.schema.json.
 It never contains prompts, agent outputs or runner stderr: only ids, counts, names and figures.
@@ -113,7 +113,7 @@ def _envelope(status_code: int) -> Report:
 
 
 def task_unit_count(suite: CaseSuite) -> int:
-    """Independent units (§1.2) among the cases that have a task check."""
+    """Independent units (docs/cases.md) among the cases that have a task check."""
     return len({c.unit for c in suite.cases if c.task is not None})
 
 
@@ -127,7 +127,7 @@ Grid = dict[str, list[Observation | None]]
 
 
 def _grid(suite: CaseSuite, trials: int, observations: Iterable[Observation]) -> Grid:
-    """Place each observation in its slot, in one pass (SPEC §5): every section below reads
+    """Place each observation in its slot, in one pass (docs/performance.md): every section reads
     these rows instead of looking up a (case, trial, variant) key per observation."""
     grid: Grid = {c.id: [None] * (2 * trials) for c in suite.cases}
     for obs in observations:
@@ -356,12 +356,12 @@ def evaluate(
     skill_changed: bool = False,
     messages: tuple[str, ...] = (),
 ) -> Report:
-    """Score the run and decide status/exitCode with the §1.6.1 precedence.
+    """Score the run and decide status/exitCode with the exit-code precedence.
 
     Runner failures, an interrupt or ``skill_changed`` make the evidence void (7 / 130); scores are
     still computed from the valid observations so the reader sees what was measured."""
     # All observations stay alive while scoring: each collection would walk every one of them
-    # (SPEC §5); nothing built here forms a reference cycle.
+    # (docs/performance.md); nothing built here forms a reference cycle.
     with gc_paused():
         return _evaluate(skill, suite, settings, result, skill_changed, messages)
 

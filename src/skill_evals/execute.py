@@ -1,5 +1,5 @@
 """Scheduling invocations: --jobs workers, fail-fast/--keep-going, --record/--resume, progress,
-SIGINT/SIGTERM (SPEC §1.4).
+SIGINT/SIGTERM (docs/runner-contract.md).
 
 Owner: execution.
 

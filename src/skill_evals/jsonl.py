@@ -1,4 +1,4 @@
-"""Strict, bounded JSONL reader (SPEC §1.3).
+"""Strict, bounded JSONL reader (docs/inputs.md).
 
 Owner: inputs. Reads incrementally as bytes, splits on b"\\n" only, strips one trailing b"\\r",
 skips a UTF-8 BOM at file start and blank lines, enforces the 50 MB file / 4 MiB record limits,
@@ -124,7 +124,7 @@ def _chunks_of(fh: BinaryIO, path: Path, what: str, limit: int) -> Iterator[byte
 
 
 def read_regular_file(path: Path, what: str = "file") -> bytes:
-    """Return the bytes of a regular file of at most MAX_FILE_BYTES (rules of §1.3)."""
+    """Return the bytes of a regular file of at most MAX_FILE_BYTES (docs/inputs.md)."""
     return b"".join(_read_chunks(open_regular_file(path, what), path, what))
 
 
@@ -219,7 +219,7 @@ def _json_type(value: object) -> str:
 def iter_jsonl(
     chunks: Iterable[bytes], path: Path, *, max_records: int | None = None
 ) -> Iterator[Record]:
-    """Parse JSONL from byte ``chunks`` (a file's content in order) with the §1.3 rules.
+    """Parse JSONL from byte ``chunks`` (a file's content in order) with the strict JSONL rules.
 
     Errors name ``path`` and the one-based line. Used by :func:`read_jsonl` and by callers
     that already hold the bytes (e.g. to hash them in the same read)."""
@@ -264,7 +264,7 @@ def iter_jsonl_values(
                 )
             pending = b""  # a long blank line is still just blank; keep only that fact
             long_blank = True
-        # Hot loop (SPEC §5): a line that neither starts with whitespace nor ends in "\r" (nearly
+        # Hot loop: a line that neither starts with whitespace nor ends in "\r" (nearly
         # all of them) skips the "\r"/blank handling, which would copy it.
         for raw in lines:
             lineno += 1
@@ -300,7 +300,7 @@ def _check_record(
 
 def _parse_record(raw: bytes, lineno: int, path: Path) -> dict[str, Any]:
     """Decode and parse one non-blank record line into an object."""
-    # Fast path (SPEC §5): the strict decoder's C scanner called directly, skipping
+    # Fast path (docs/performance.md): the strict decoder's C scanner called directly, skipping
     # JSONDecoder.decode's Python wrapper (two whitespace regexes and a frame). It returns only
     # what the careful path below would return: the whole line scanned, an object, and the
     # same lone-surrogate test as loads_strict. Anything else (an error, surrounding

@@ -1,8 +1,9 @@
-"""Observations: the runner contract object (§1.4), recorded files (§1.4.1), --record/--resume.
+"""Observations: the runner contract object, recorded files, --record/--resume
+(docs/runner-contract.md).
 
 Owner: execution.
 
-Decisions where SPEC is silent (see docs/runner-contract.md):
+Decisions (documented in docs/runner-contract.md):
 
 - ``meta`` keys other than the four recognised ones are ignored (not a failure): ``meta`` is the
   runner's free-form annex and EvalGate-style runners put more there. A recognised key must be a
@@ -47,7 +48,7 @@ class Observation:
     """What one (case, trial, variant) invocation reported. Treat it as read-only.
 
     Not ``frozen``: a frozen dataclass's ``__init__`` sets each field through
-    object.__setattr__ (about 4× the cost), and --observations builds one per line (SPEC §5).
+    object.__setattr__ (about 4× the cost), and --observations builds one per line.
     ``slots`` keeps each instance one small object for the garbage collector to walk."""
 
     case_id: str
@@ -64,7 +65,7 @@ class Observation:
         return (self.case_id, self.trial, self.variant)
 
     def to_record(self) -> dict[str, Any]:
-        """The §1.4.1 line for this observation (``meta`` only when non-empty)."""
+        """The recorded-observation line for this observation (``meta`` only when non-empty)."""
         record: dict[str, Any] = {
             "caseId": self.case_id,
             "trial": self.trial,
@@ -94,7 +95,7 @@ class RunnerFailure:
 
 
 class ContractError(ValueError):
-    """The runner's stdout broke the §1.4 contract; str() is a safe reason."""
+    """The runner's stdout broke the runner contract; str() is a safe reason."""
 
 
 def _show_key(key: str) -> str:
@@ -194,7 +195,7 @@ def _parse_meta(raw_meta: object) -> dict[str, float]:
 
 
 def _record_key(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int, Variant]:
-    """The (caseId, trial, variant) of a §1.4.1 record; InvalidInput naming the line."""
+    """The (caseId, trial, variant) of a recorded observation; InvalidInput naming the line."""
     case_id = value.get("caseId")
     if not isinstance(case_id, str):
         what = "missing" if case_id is None else "must be a string"
@@ -230,9 +231,9 @@ def _record_observation(
 
 
 def _valid_observation(value: dict[str, Any]) -> Observation | None:
-    """The Observation of a §1.4.1 record when every field is well-formed, else None.
+    """The Observation of a recorded observation when every field is well-formed, else None.
 
-    Fast path of the --observations loader (SPEC §5): one pass of exact type tests, no copy
+    Fast path of the --observations loader: one pass of exact type tests, no copy
     of the record. It only ever accepts: a record it declines goes through :func:`_record_key`
     and :func:`_record_observation`, which give every error message in their order, so what
     is accepted and what is said about the rest are unchanged."""
@@ -318,7 +319,7 @@ def gc_paused() -> Iterator[None]:
 
     Loading --observations creates a few acyclic objects per line that survive to the end;
     the collector would walk them again and again as they pile up (about a third of the load
-    time, SPEC §5). Reference counting frees everything as usual; collection resumes
+    time, docs/performance.md). Reference counting frees everything as usual; collection resumes
     afterwards if it was on."""
     enabled = gc.isenabled()
     gc.disable()
@@ -344,7 +345,7 @@ def _load_observations(
     filled = 0
     # The record just past the bound is still read: when it is reached, every key already has
     # its observation, so it is a duplicate, an extra trial or an unknown caseId, and that error
-    # names the key (§1.4.1). Reading stops there either way.
+    # names the key. Reading stops there either way.
     for line, value in read_jsonl_values(path, max_records=bound + 1):
         observation = _valid_observation(value)
         if observation is None:
@@ -470,7 +471,7 @@ class RecordWriter:
         return self._path
 
     def write(self, observation: Observation) -> None:
-        """Append one §1.4.1 line and flush it to disk (raises InvalidInput if that fails)."""
+        """Append one recorded observation, flushed to disk (raises InvalidInput if that fails)."""
         line = (
             json.dumps(
                 observation.to_record(), ensure_ascii=False, allow_nan=False, separators=(",", ":")

@@ -1,5 +1,5 @@
-"""Running one invocation of a runner (SPEC §1.4): new process group, stdin prompt, timeout,
-byte cap, kill the whole group afterwards, parse the one-line contract.
+"""Running one invocation of a runner (docs/runner-contract.md): new process group, stdin
+prompt, timeout, byte cap, kill the whole group afterwards, parse the one-line contract.
 
 Owner: execution.
 

@@ -1,4 +1,4 @@
-"""SKILL.md frontmatter, Agent Skills validation and the two hashes (SPEC §1.1).
+"""SKILL.md frontmatter, Agent Skills validation and the two hashes (docs/inputs.md).
 
 Owner: inputs.
 """
@@ -93,7 +93,7 @@ class _LineCounter:
     """One-based line of a parser mark, counting only "\n" as a line break.
 
     PyYAML and libyaml also break lines at U+0085, U+2028 and U+2029 (YAML 1.1); editors and
-    the JSONL rules of §1.3 do not, so when those appear the line is recounted from the
+    the JSONL rules do not, so when those appear the line is recounted from the
     mark's character index."""
 
     def __init__(self, text: str) -> None:

@@ -1,4 +1,5 @@
-"""Statistics (SPEC §1.5): mulberry32, percentile bootstrap, exact sign test, trigger metrics.
+"""Statistics: mulberry32, percentile bootstrap, exact sign test, trigger metrics
+(docs/statistics.md).
 
 Owner: scoring.
 
@@ -74,7 +75,7 @@ def _common_numerators(values: Sequence[Number]) -> tuple[list[int], int]:
 def bootstrap_interval(
     values: Sequence[Number], samples: int, seed: int, *, accelerate: bool = True
 ) -> Interval:
-    """Percentile bootstrap of the mean, SPEC §1.5 step 3 exactly. O(samples × n).
+    """Percentile bootstrap of the mean, exactly as docs/statistics.md describes it. O(samples × n).
 
     ``values`` are the per-unit differences in case-file order of each unit's first case.
     Resample b draws n indices ``floor(draw × n)`` from one mulberry32 stream seeded with

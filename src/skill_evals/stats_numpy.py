@@ -1,4 +1,4 @@
-"""Optional NumPy fast path for the bootstrap's resample sums (SPEC §5: n = 1000, B = 10000).
+"""Optional NumPy fast path for the bootstrap's resample sums (n = 1000, B = 10000).
 
 NumPy is not a dependency: when it is importable (e.g. ``pip install 'skill-evals[fast]'``) the
 B × n mulberry32 draws are computed as vectors, bit-exact with the pure-Python loop in stats.py,

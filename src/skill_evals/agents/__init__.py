@@ -1,1 +1,1 @@
-"""Built-in runners (SPEC §2): real agents run in isolation, and an offline simulation."""
+"""Built-in runners (docs/agents/): real agents run in isolation, and an offline simulation."""

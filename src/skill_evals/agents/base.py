@@ -1,6 +1,6 @@
 """What every built-in runner shares: reading the invocation the engine hands over (stdin prompt
 and EVALGATE_SKILL_* variables), a fresh isolated workspace per invocation, and printing the one
-line of the §1.4 runner contract.
+line of the runner contract.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class AgentOptions:
 
 @dataclass
 class AgentResult:
-    """The runner contract object (§1.4)."""
+    """The runner contract object (docs/runner-contract.md)."""
 
     variant: Variant
     invoked_skills: list[str]

@@ -1,4 +1,4 @@
-"""The Claude Code runner (SPEC §2): one isolated, headless ``claude -p`` run per invocation.
+"""The Claude Code runner (docs/agents/): one isolated, headless ``claude -p`` run per invocation.
 
 Isolation, per invocation:
 
@@ -427,7 +427,7 @@ def run(
     options: AgentOptions,
     environ: Mapping[str, str] | None = None,
 ) -> AgentResult:
-    """Run Claude Code once for ``invocation`` in a fresh isolated workspace (SPEC §2).
+    """Run Claude Code once for ``invocation`` in a fresh isolated workspace (docs/agents/).
 
     ``environ`` (default ``os.environ``) supplies auth (``ANTHROPIC_API_KEY`` etc.), which
     reaches the agent only through its environment, never a file."""

@@ -1,4 +1,4 @@
-"""Codex runner (SPEC §2): ``codex exec --json`` in a fresh project and a fresh ``CODEX_HOME``.
+"""Codex runner (docs/agents/): ``codex exec --json`` in a fresh project and a fresh ``CODEX_HOME``.
 
 Evidence comes only from the JSONL events Codex prints: completed ``mcp_tool_call`` items
 (``load_<name>_skill`` tools, ``read_mcp_resource`` of ``skill://<name>/SKILL.md``) and completed
@@ -463,7 +463,7 @@ def run(
     options: AgentOptions,
     environ: Mapping[str, str] | None = None,
 ) -> AgentResult:
-    """Run Codex once for ``invocation`` in isolation and report the §1.4 result.
+    """Run Codex once for ``invocation`` in isolation and report the runner-contract line.
 
     ``environ`` (default ``os.environ``) supplies the provider variables and the API key, which
     reach Codex only through its environment, never a file."""

@@ -1,4 +1,4 @@
-"""Loading evidence: which skills a run really loaded, from its recorded events (SPEC §2).
+"""Loading evidence: which skills a run really loaded, from its recorded events (docs/agents/).
 
 The shared pieces live here (the Load record, MCP tool/URI matching, SKILL.md path matching);
 each agent module provides ``find_loads(events, patterns, known)`` for its own event format.

@@ -1,4 +1,4 @@
-"""``skill-evals mcp-serve``: skills offered over the Model Context Protocol (SPEC §2).
+"""``skill-evals mcp-serve``: skills offered over the Model Context Protocol (docs/agents/).
 
 Each skill becomes a tool ``load_<name>_skill`` (``-`` → ``_``; its description is the skill's
 description, its result the ``SKILL.md`` text) and a resource ``skill://<name>/SKILL.md``. The

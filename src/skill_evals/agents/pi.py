@@ -1,4 +1,4 @@
-"""The pi runner (``skill-evals runner pi``) and pi's loading evidence (SPEC §2).
+"""The pi runner (``skill-evals runner pi``) and pi's loading evidence (docs/agents/).
 
 pi (``@mariozechner/pi-coding-agent``) is run headless as ``pi --mode json --no-skills`` with a
 fresh agent dir (``PI_CODING_AGENT_DIR``), a moved HOME, no session file and every discovery
@@ -412,7 +412,7 @@ def run(
     options: AgentOptions,
     environ: Mapping[str, str] | None = None,
 ) -> AgentResult:
-    """One isolated pi run for the invocation (SPEC §2).
+    """One isolated pi run for the invocation (docs/agents/).
 
     ``environ`` (default ``os.environ``) supplies the provider's API key variable, which reaches
     pi only through its environment, never a file."""

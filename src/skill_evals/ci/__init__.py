@@ -1,2 +1,2 @@
-"""The CI gate over a repository (SPEC §3): config, discovery, fingerprints, change detection,
+"""The CI gate over a repository (docs/ci.md): config, discovery, fingerprints, change detection,
 GitHub outputs/summary/comment, plan/merge."""

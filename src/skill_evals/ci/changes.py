@@ -1,4 +1,4 @@
-"""Which skills changed (SPEC §3): against a git commit read from its objects (no checkout),
+"""Which skills changed (docs/ci.md): against a git commit read from its objects (no checkout),
 against the lock file, or all of them. Moved and renamed skills are matched by fingerprint.
 """
 

@@ -155,7 +155,7 @@ def ci(
     quiet: bool,
     **kwargs: Any,
 ) -> None:
-    """Gate a repository: evaluate every changed skill (SPEC §3).
+    """Gate a repository: evaluate every changed skill (docs/ci.md).
 
     Writes report.json, junit.xml, summary.md, comment.md, report.html and observations/ to
     --out; exits with the most severe code over the evaluated skills (5 > 6 > 7 > 1 > 0)."""

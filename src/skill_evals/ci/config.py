@@ -1,4 +1,5 @@
-"""`.skill-evals.yml`: loading, JSON Schema validation, defaults and per-skill overrides (SPEC §3).
+"""`.skill-evals.yml`: loading, JSON Schema validation, defaults and per-skill overrides
+(docs/config.md).
 
 Errors name the file and the JSON path of the offending value and exit 5 (InvalidInput).
 """
@@ -52,7 +53,7 @@ class SkillSettings:
     allow_missing_cases: bool = False
 
     def result_settings(self) -> dict[str, Any]:
-        """The settings that change results, hashed into the fingerprint (SPEC §3): runner,
+        """The settings that change results, hashed into the fingerprint (docs/ci.md): runner,
         trials, gates, seed — plus bootstrap-samples, which moves the interval the uplift gate
         reads. Timeouts, jobs and byte caps do not change what a healthy run measures."""
         return {

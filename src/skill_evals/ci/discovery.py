@@ -1,4 +1,4 @@
-"""Finding the skills of a repository and their cases files (SPEC §3).
+"""Finding the skills of a repository and their cases files (docs/ci.md).
 
 Discovery works on a *tree*: the working directory, or a git commit read from its objects
 (``changes.GitTree``), so the base of a pull request is discovered exactly like the head.
@@ -144,7 +144,7 @@ def skill_dirs(tree: Tree, globs: tuple[str, ...] | None) -> tuple[list[str], li
 
 
 def skill_name(tree: Tree, path: str, root_name: str) -> str:
-    """``name`` from the SKILL.md frontmatter, else the directory's name (SPEC §1.1)."""
+    """``name`` from the SKILL.md frontmatter, else the directory's name (docs/inputs.md)."""
     from ..skill import parse_frontmatter
 
     fallback = root_name if path == "." else posixpath.basename(path)

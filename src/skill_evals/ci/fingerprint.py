@@ -1,4 +1,4 @@
-"""Skill fingerprints (SPEC §3): SHA-256 over the skill's directorySha256, its cases file's
+"""Skill fingerprints (docs/ci.md): SHA-256 over the skill's directorySha256, its cases file's
 SHA-256 and the effective settings that change results.
 
 The same function serves the working tree, a git commit (``changes``) and the lock file, so a
@@ -43,7 +43,7 @@ class SkillState:
 
 
 def dirhash_lines(entries: Iterable[tuple[str, str]]) -> str:
-    """The §1.1 directorySha256 from (relative path, hex sha256 of the bytes) pairs: sha256 of
+    """The directorySha256 from (relative path, hex sha256 of the bytes) pairs: sha256 of
     ``"<sha>  <path>\\n"`` lines sorted by the path's UTF-8 bytes (Go's dirhash.Hash1, hex)."""
     digest = hashlib.sha256()
     for path, sha in sorted(entries, key=lambda e: e[0].encode("utf-8")):

@@ -1,5 +1,5 @@
 """`skill-evals ci`: evaluate every changed skill of a repository and write the gate's outputs
-(SPEC §3): report.json, junit.xml, summary.md, comment.md, report.html, observations/*.jsonl,
+(docs/ci.md): report.json, junit.xml, summary.md, comment.md, report.html, observations/*.jsonl,
 ``$GITHUB_OUTPUT``, ``$GITHUB_STEP_SUMMARY``, annotations and the sticky PR comment.
 """
 
@@ -181,7 +181,7 @@ def _entry(
         "reason": reason,
         "exitCode": exit_code,
         "report": report,
-        # The simulated runner is labelled wherever its figures appear (SPEC §2).
+        # The simulated runner is labelled wherever its figures appear (docs/agents/).
         "simulated": "runner simulated" in runner,
     }
 
@@ -357,7 +357,7 @@ def _evaluate(
         if code != 0:
             # Why it did not pass belongs in the log too (an invalid cases line, too few
             # cases, runner failures), not only inside the artifact. Messages never hold
-            # prompts, outputs or runner stderr (SPEC §1.7).
+            # prompts, outputs or runner stderr (docs/report.md).
             for message in (report.get("messages") or [])[:MAX_SKILL_MESSAGES]:
                 console.error(f"{state.name}: {message}")
         entries[state.path] = _entry(state, "evaluated", reason, code, report)

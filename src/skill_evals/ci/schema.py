@@ -1,4 +1,4 @@
-"""Validation of the CI report against ci-report.schema.json (which references the §1.7
+"""Validation of the CI report against ci-report.schema.json (which references the test
 report.schema.json by its ``$id``)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""JUnit XML via junitparser (SPEC §3 JUnit rules), for one or many skill reports.
+"""JUnit XML via junitparser (docs/ci.md), for one or many skill reports.
 
 Mapping (decided so that a JUnit report action goes red exactly when the exit code says so):
 
@@ -205,7 +205,7 @@ def _skipped_suite(name: str, reason: str | None) -> TestSuite:
 
 
 def render_junit(suites: Sequence[tuple[str, dict[str, Any] | None, str | None]]) -> str:
-    """``suites``: (skill name, §1.7 report or None, skip reason or None) per skill.
+    """``suites``: (skill name, test report or None, skip reason or None) per skill.
 
     <testsuites name="skill-evals"> → one <testsuite> per skill with properties (hashes, trials,
     seed, thresholds) → testcases ``trigger[<case id>]``, ``uplift``, ``loading[<case id>]`` on

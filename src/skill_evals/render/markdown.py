@@ -85,7 +85,7 @@ def _gate_cell(gate: object, label: str) -> str | None:
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    """Render one §1.7 report as Markdown."""
+    """Render one test report as Markdown."""
     status = str(report.get("status"))
     name = _esc(skill_name(report))
     icon = STATUS_ICON.get(status, _esc(status))

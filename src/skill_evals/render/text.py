@@ -1,8 +1,8 @@
 """Human text report: verdict line, trigger and uplift tables, next steps.
 
 The helpers here (number formats, the verdict summary, the next-step list) are shared with the
-Markdown renderer so both show the same figures. They read only the §1.7 report dict, which
-holds no prompts, outputs or stderr.
+Markdown renderer so both show the same figures. They read only the report dict (docs/report.md),
+which holds no prompts, outputs or stderr.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def _gate_line(gate: object, label: str) -> str | None:
 
 
 def render_text(report: dict[str, Any]) -> str:
-    """Render one §1.7 report for a person."""
+    """Render one test report for a person."""
     status = str(report.get("status"))
     lines = [
         f"{STATUS_WORD.get(status, status.upper())}  {clean(skill_name(report))} — "
