@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import socket
@@ -487,3 +488,15 @@ def test_json_like_garbage_only_raises_invalid_input(text: str) -> None:
         list(iter_jsonl([text.encode()], Path("g.jsonl")))
     except InvalidInput as exc:
         assert str(exc).startswith("g.jsonl:")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"a":"\x01"}', '{"a":1,}', '{"a" 1}', "[", '"\\x"', '{"a":1}x', '{"a":"\ud800'],
+)
+def test_json_error_messages_never_double_a_word(text: str) -> None:
+    with pytest.raises(ValueError) as info:
+        jsonl.loads_strict(text)
+    words = str(info.value).split()
+    assert all(a != b for a, b in itertools.pairwise(words)), str(info.value)
+    assert str(info.value).startswith("invalid JSON: ")

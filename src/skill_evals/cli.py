@@ -17,12 +17,13 @@ from . import __version__
 from .codes import INTERNAL, INVALID
 from .errors import EvalError
 from .interrupts import sigterm_interrupts
+from .terminal import terminal_safe
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def _fail(message: str, code: int = INVALID) -> NoReturn:
-    click.echo(f"skill-evals: error: {message}", err=True)
+    click.echo(f"skill-evals: error: {terminal_safe(message)}", err=True)
     sys.exit(code)
 
 
@@ -217,7 +218,7 @@ def _write_outputs(
     if report["exitCode"] in (5, 6, 7):
         # One clear line on stderr whatever the format (stdout may be JSON/XML for a machine).
         for message in report.get("messages", [])[:1]:
-            click.echo(f"skill-evals: error: {message}", err=True)
+            click.echo(f"skill-evals: error: {terminal_safe(message)}", err=True)
     click.echo(renderers[fmt](), nl=False)
 
 
@@ -232,7 +233,7 @@ def validate(dirs: tuple[Path, ...]) -> None:
 
     problems = [p for d in dirs for p in validate_skill(d)]
     for problem in problems:
-        click.echo(problem)
+        click.echo(terminal_safe(problem))
     if not problems:
         click.echo(f"{len(dirs)} skill(s) valid")
     sys.exit(1 if problems else 0)
@@ -304,7 +305,7 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
         module = importlib.import_module(f".agents.{agent.replace('-', '_')}", __package__)
         result = module.run(invocation, opts)
     except RunnerSetupError as exc:
-        click.echo(f"skill-evals runner {agent}: {exc}", err=True)
+        click.echo(f"skill-evals runner {agent}: {terminal_safe(exc)}", err=True)
         sys.exit(2)
     sys.stdout.write(result.to_line())
     sys.stdout.flush()
@@ -341,7 +342,7 @@ def runner_simulated() -> None:
     try:
         result = run_simulated(read_invocation())
     except RunnerSetupError as exc:
-        click.echo(f"skill-evals runner simulated: {exc}", err=True)
+        click.echo(f"skill-evals runner simulated: {terminal_safe(exc)}", err=True)
         sys.exit(2)
     sys.stdout.write(result.to_line())
     sys.stdout.flush()
@@ -453,7 +454,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
             traceback.print_exc()
         click.echo(
-            f"skill-evals: internal error: {type(exc).__name__}: {exc} (rerun with --debug)",
+            f"skill-evals: internal error: {type(exc).__name__}: {terminal_safe(exc)} "
+            "(rerun with --debug)",
             err=True,
         )
         sys.exit(INTERNAL)

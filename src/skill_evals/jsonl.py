@@ -192,7 +192,9 @@ def loads_strict(text: str) -> Any:
     try:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        # Some of json's messages already end in " at" ("Invalid control character at").
+        problem = exc.msg.removesuffix(" at")
+        raise ValueError(f"invalid JSON: {problem} at column {exc.colno}") from None
     except RecursionError:
         raise ValueError("invalid JSON: nested too deeply") from None
     # A \uD800-style escape can smuggle a lone surrogate past strict UTF-8; it cannot be

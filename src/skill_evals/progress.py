@@ -6,14 +6,7 @@ import threading
 from typing import TextIO
 
 from .execute import Progress
-
-
-def _printable(text: str) -> str:
-    """Escape control and separator characters: a case id must never start a new line (on
-    GitHub Actions a line beginning with ``::`` is a workflow command)."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else f"\\u{ord(ch):04x}" for ch in text)
+from .terminal import terminal_safe
 
 
 class ProgressPrinter:
@@ -25,8 +18,9 @@ class ProgressPrinter:
 
     def __call__(self, event: Progress) -> None:
         mark = "✓" if event.ok else "✗"
+        skill, case_id = terminal_safe(event.skill), terminal_safe(event.case_id)
         line = (
-            f"[{event.done}/{event.total}] {_printable(event.skill)} {_printable(event.case_id)} "
+            f"[{event.done}/{event.total}] {skill} {case_id} "
             f"trial {event.trial} {event.variant} {mark} {event.elapsed_ms / 1000:.1f}s\n"
         )
         with self._lock:

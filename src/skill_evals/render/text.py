@@ -7,9 +7,10 @@ which holds no prompts, outputs or stderr.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from ..terminal import terminal_safe
 
 LIST_LIMIT = 20
 
@@ -57,15 +58,8 @@ def fmt_threshold(value: object) -> str:
 
 
 def clean(text: object) -> str:
-    """A user-controlled string made safe for a terminal: control and format characters
-    (escape sequences, bidi overrides, newlines) are shown as ``\\uXXXX``."""
-    out = []
-    for char in str(text):
-        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return "".join(out)
+    """A user-controlled string made safe for a terminal (see :func:`terminal_safe`)."""
+    return terminal_safe(text)
 
 
 def limited(items: Sequence[str], limit: int = LIST_LIMIT) -> list[str]:
