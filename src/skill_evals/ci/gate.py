@@ -453,42 +453,19 @@ def render_ci_junit(ci_report: dict[str, Any]) -> str:
     """JUnit for the gate: evaluated skills with their reports, skipped skills <skipped>,
     a skill without cases as a <failure> (or <skipped> when allowed). Unchanged skills are
     left out: they were not tested in this run."""
-    from ..render.junit import render_junit
+    from ..render.junit import SuiteInput, render_junit
 
-    suites: list[tuple[str, dict[str, Any] | None, str | None]] = []
-    failing_no_cases: list[dict[str, Any]] = []
+    suites: list[SuiteInput] = []
     for skill in ci_report.get("skills", []):
         status = skill["status"]
-        if status == "evaluated":
-            suites.append((skill["name"], skill["report"], None))
+        name = str(skill["name"])
+        if status == "evaluated" and isinstance(skill.get("report"), dict):
+            suites.append(SuiteInput(name, report=skill["report"]))
         elif status == "skipped" or (status == "no-cases" and skill["exitCode"] == 0):
-            suites.append((skill["name"], None, skill.get("reason") or status))
+            suites.append(SuiteInput(name, skipped=skill.get("reason") or status))
         elif status == "no-cases":
-            failing_no_cases.append(skill)
-    xml = render_junit(suites)
-    if failing_no_cases:
-        xml = _add_no_cases(xml, failing_no_cases)
-    return xml
-
-
-def _add_no_cases(xml: str, skills: list[dict[str, Any]]) -> str:
-    from junitparser import Failure, JUnitXml, TestCase, TestSuite
-
-    doc = JUnitXml.fromstring(xml)
-    if isinstance(doc, TestSuite):  # render_junit always writes <testsuites>; be safe anyway
-        wrapper = JUnitXml("skill-evals")
-        wrapper.add_testsuite(doc)
-        doc = wrapper
-    for skill in skills:
-        suite = TestSuite(skill["name"])
-        case = TestCase("cases", classname=skill["name"], time=0)
-        case.result = [Failure(skill.get("reason") or "no cases file", type_="no-cases")]
-        suite.add_testcase(case)
-        suite.time = 0
-        doc.add_testsuite(suite)
-    doc.update_statistics()  # type: ignore[no-untyped-call]
-    text = str(doc.tostring().decode("utf-8"))  # type: ignore[no-untyped-call]
-    return text if text.startswith("<?xml") else '<?xml version="1.0" encoding="utf-8"?>\n' + text
+            suites.append(SuiteInput(name, failed=skill.get("reason") or "no cases file"))
+    return render_junit(suites)
 
 
 def _annotate(ci_report: Mapping[str, Any], console: Console) -> None:

@@ -1,58 +1,141 @@
-"""JUnit XML via junitparser (docs/ci.md), for one or many skill reports.
+"""JUnit XML for one or many skill reports (``test --junit``, the CI gate's junit.xml).
 
 Mapping (decided so that a JUnit report action goes red exactly when the exit code says so):
 
 - ``trigger[<case id>]`` per case: ``<failure>`` when the trigger gate failed and this case was
-  misrouted in at least one trial; ``<error>`` when a runner failed on this case. Misroutes
-  without a failed gate are noted in ``system-out`` only.
+  misrouted in at least one trial; ``<error>`` when a runner failed on this case; ``<skipped
+  message="not run: …">`` when none of the case's observations ran (fail-fast after a runner
+  failure, an interrupt, a stopped run). Misroutes without a failed gate are noted in
+  ``system-out`` only.
 - ``trigger``: the F1 gate itself (failure when it failed, error when F1 is undefined while gated).
 - ``uplift``: failure when the uplift gate failed; error when it cannot be decided (no task
   checks, fewer than ten units); skipped when there are no task checks and no gate.
 - ``loading[<case id>]``: one per case with a loading violation, always a failure.
 - ``evaluation``: an error carrying the report's messages when the run is invalid, insufficient,
   unavailable or interrupted and nothing above already shows an error.
-- A skipped skill is a suite with one ``skill`` testcase holding ``<skipped>``.
+- A skill that was not evaluated is a suite with one ``skill`` testcase holding ``<skipped>``;
+  one that fails without a report (no cases file) holds ``<failure>``.
+
+The shape is the one Jenkins xunit's ``junit-10.xsd`` accepts: no ``skipped`` attribute on
+``<testsuites>`` (the per-suite counts carry it), ``time`` on every suite and testcase as plain
+decimals. Every attribute and text passes through one sanitiser when the tree is serialised,
+so no path can write a character XML 1.0 cannot carry.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
-
-from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from .text import fmt, fmt_p, fmt_signed, fmt_threshold
 
-# Characters XML 1.0 cannot carry (a case id may hold them); they are replaced, never written.
-_XML_INVALID = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
+# (\t, \n, \r stay): removed, never written.
+_XML_UNSAFE = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# An attribute longer than this is cut (with a hash of the whole, so distinct names stay
+# distinct): some readers refuse attributes of megabytes (libxml2 without its huge option).
+MAX_ATTRIBUTE_CHARS = 65_536
+# Text content (messages, system-out) is cut at this size.
+MAX_TEXT_CHARS = 1_000_000
 
 
-def _x(value: object) -> str:
-    return _XML_INVALID.sub("\ufffd", str(value))
+def xml_text(value: object) -> str:
+    """The one XML sanitiser: ``value`` as text with every character XML cannot carry removed."""
+    return _XML_UNSAFE.sub("", str(value))
 
 
-def _case(name: str, classname: str) -> TestCase:
-    case = TestCase(_x(name), classname=_x(classname), time=0.0)
-    return case
+def _attribute(value: object) -> str:
+    text = xml_text(value)
+    if len(text) <= MAX_ATTRIBUTE_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return text[: MAX_ATTRIBUTE_CHARS - 20] + "…" + digest
 
 
-def _result(case: TestCase, kind: type, message: str, text: str | None = None) -> None:
-    entry = kind(_x(message), kind.__name__.lower() if kind is not Skipped else None)
-    if text:
-        entry.text = _x(text)
-    case.result = [entry]
+def _content(value: object) -> str:
+    text = xml_text(value)
+    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + "…"
 
 
-def _properties(suite: TestSuite, report: Mapping[str, Any]) -> None:
-    skill = report.get("skill") or {}
-    cases = report.get("cases") or {}
-    settings = report.get("settings") or {}
-    gates = report.get("gates") or {}
+def _time(seconds: object) -> str:
+    """A time as junit-10.xsd's SUREFIRE_TIME accepts it: digits, a dot, three decimals."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return "0.000"
+    value = float(seconds)
+    return f"{value:.3f}" if math.isfinite(value) and value >= 0 else "0.000"
+
+
+@dataclass(frozen=True)
+class SuiteInput:
+    """One skill's suite: its report, or why it has none (``skipped`` or ``failed``)."""
+
+    name: str
+    report: Mapping[str, Any] | None = None
+    skipped: str | None = None  # not evaluated: the reason, as a <skipped> testcase
+    failed: str | None = None  # fails without a report (no cases file), as a <failure>
+    failure_type: str = "no-cases"
+
+
+class _Suite:
+    """A <testsuite> being built: its testcases and the counts JUnit readers want."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.properties: list[tuple[str, str]] = []
+        self.cases: list[ET.Element] = []
+        self.counts = {"failures": 0, "errors": 0, "skipped": 0}
+
+    def case(self, name: str, *, system_out: str | None = None) -> ET.Element:
+        element = ET.Element("testcase", name=name, classname=self.name, time=_time(0))
+        if system_out:
+            ET.SubElement(element, "system-out").text = system_out
+        self.cases.append(element)
+        return element
+
+    def result(
+        self, case: ET.Element, kind: str, message: str, text: str | None = None
+    ) -> ET.Element:
+        """Add <failure>, <error> or <skipped> to ``case`` (before any system-out)."""
+        attrs = {"message": message} if kind == "skipped" else {"message": message, "type": kind}
+        element = ET.Element(kind, attrs)
+        if text:
+            element.text = text
+        case.insert(0, element)
+        self.counts["skipped" if kind == "skipped" else kind + "s"] += 1
+        return element
+
+    def element(self, wall_s: float) -> ET.Element:
+        suite = ET.Element(
+            "testsuite",
+            name=self.name,
+            tests=str(len(self.cases)),
+            failures=str(self.counts["failures"]),
+            errors=str(self.counts["errors"]),
+            skipped=str(self.counts["skipped"]),
+            time=_time(wall_s),
+        )
+        if self.properties:
+            props = ET.SubElement(suite, "properties")
+            for key, value in self.properties:
+                ET.SubElement(props, "property", name=key, value=value)
+        suite.extend(self.cases)
+        return suite
+
+
+def _properties(suite: _Suite, report: Mapping[str, Any]) -> None:
+    skill = _mapping(report.get("skill"))
+    cases = _mapping(report.get("cases"))
+    settings = _mapping(report.get("settings"))
+    gates = _mapping(report.get("gates"))
     props: list[tuple[str, object]] = [
         ("status", report.get("status")),
         ("exitCode", report.get("exitCode")),
-        ("tool.version", (report.get("tool") or {}).get("version")),
+        ("tool.version", _mapping(report.get("tool")).get("version")),
         ("skill.path", skill.get("path")),
         ("skillMdSha256", skill.get("skillMdSha256")),
         ("directorySha256", skill.get("directorySha256")),
@@ -64,172 +147,246 @@ def _properties(suite: TestSuite, report: Mapping[str, Any]) -> None:
         ("bootstrapSamples", settings.get("bootstrapSamples")),
     ]
     for key, label in (("minTriggerF1", "min-trigger-f1"), ("minUplift", "min-uplift")):
-        gate = gates.get(key)
-        props.append((label, gate.get("threshold") if isinstance(gate, Mapping) else None))
-    for name, value in props:
-        if value is not None:
-            suite.add_property(name, _x(value))
+        props.append((label, _mapping(gates.get(key)).get("threshold")))
+    suite.properties = [(name, str(value)) for name, value in props if value is not None]
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _trial_list(trials: Sequence[int]) -> str:
     return ", ".join(str(t) for t in trials)
 
 
-def _skill_suite(name: str, report: Mapping[str, Any]) -> TestSuite:
-    suite = TestSuite(_x(name))
-    _properties(suite, report)
-    gates = report.get("gates") or {}
-    f1_gate = gates.get("minTriggerF1") if isinstance(gates.get("minTriggerF1"), Mapping) else None
-    up_gate = gates.get("minUplift") if isinstance(gates.get("minUplift"), Mapping) else None
-    failures = (report.get("runner") or {}).get("failures") or []
+def _ran(result: Mapping[str, Any]) -> bool:
+    """True when at least one observation of the case was recorded."""
+    return any(
+        isinstance(values, list) and any(v is not None for v in values)
+        for values in (result.get("triggered"), result.get("with"), result.get("without"))
+    )
+
+
+def not_run_reason(report: Mapping[str, Any]) -> str:
+    """``not run: …`` for a case none of whose observations ran, saying why the run stopped."""
+    if report.get("status") == "interrupted" or report.get("exitCode") == 130:
+        return "not run: the run was interrupted before this case"
+    if _mapping(report.get("runner")).get("failures"):
+        return "not run: the run stopped after a runner failure (fail-fast; see --keep-going)"
+    return "not run: the run stopped before this case"
+
+
+def _case_suite(suite: _Suite, report: Mapping[str, Any], case_results: list[Any]) -> bool:
+    """The ``trigger[<id>]`` testcases; returns True when one holds an error."""
+    gates = _mapping(report.get("gates"))
+    trigger_gate_failed = _mapping(gates.get("minTriggerF1")).get("passed") is False
     failures_by_case: dict[str, list[Mapping[str, Any]]] = {}
-    for f in failures:
-        failures_by_case.setdefault(str(f.get("caseId")), []).append(f)
+    for f in _mapping(report.get("runner")).get("failures") or []:
+        if isinstance(f, Mapping):
+            failures_by_case.setdefault(str(f.get("caseId")), []).append(f)
     has_error = False
-    case_results = report.get("caseResults")
+    for result in case_results:
+        if not isinstance(result, Mapping):
+            continue
+        cid = str(result.get("id"))
+        expect = bool(result.get("expectTrigger"))
+        wrong = [
+            i + 1
+            for i, t in enumerate(result.get("triggered") or [])
+            if t is not None and t != expect
+        ]
+        what = "expected the skill to load" if expect else "expected the skill not to load"
+        detail = f"{what}; wrong in trial(s) {_trial_list(wrong)}" if wrong else ""
+        if cid in failures_by_case:
+            tc = suite.case(f"trigger[{cid}]")
+            reasons = "; ".join(
+                f"trial {f.get('trial')} {f.get('variant')}: {f.get('reason')}"
+                for f in failures_by_case[cid]
+            )
+            suite.result(tc, "error", f"runner failure: {reasons}")
+            has_error = True
+        elif not _ran(result):
+            suite.result(suite.case(f"trigger[{cid}]"), "skipped", not_run_reason(report))
+        elif wrong and trigger_gate_failed:
+            tc = suite.case(f"trigger[{cid}]")
+            suite.result(tc, "failure", f"{detail} (line {result.get('line')})")
+        elif wrong:
+            suite.case(f"trigger[{cid}]", system_out=f"{detail} (no trigger gate failed)")
+        else:
+            suite.case(f"trigger[{cid}]")
+    return has_error
 
-    if isinstance(case_results, list):
-        trigger_gate_failed = f1_gate is not None and f1_gate.get("passed") is False
-        for result in case_results:
-            cid = str(result.get("id"))
-            tc = _case(f"trigger[{cid}]", name)
-            expect = bool(result.get("expectTrigger"))
-            wrong = [
-                i + 1
-                for i, t in enumerate(result.get("triggered") or [])
-                if t is not None and t != expect
-            ]
-            what = "expected the skill to load" if expect else "expected the skill not to load"
-            detail = f"{what}; wrong in trial(s) {_trial_list(wrong)}" if wrong else ""
-            if cid in failures_by_case:
-                reasons = "; ".join(
-                    f"trial {f.get('trial')} {f.get('variant')}: {f.get('reason')}"
-                    for f in failures_by_case[cid]
-                )
-                _result(tc, Error, f"runner failure: {reasons}")
-                has_error = True
-            elif wrong and trigger_gate_failed:
-                _result(tc, Failure, f"{detail} (line {result.get('line')})")
-            elif wrong:
-                tc.system_out = _x(f"{detail} (no trigger gate failed)")
-            suite.add_testcase(tc)
 
-    trigger = report.get("trigger")
-    if isinstance(trigger, Mapping):
-        tc = _case("trigger", name)
-        figures = (
-            f"precision {fmt(trigger.get('precision'))}, recall {fmt(trigger.get('recall'))}, "
-            f"F1 {fmt(trigger.get('f1'))}"
+def _trigger_case(suite: _Suite, report: Mapping[str, Any], trigger: Mapping[str, Any]) -> bool:
+    f1_gate = _mapping(_mapping(report.get("gates")).get("minTriggerF1")) or None
+    figures = (
+        f"precision {fmt(trigger.get('precision'))}, recall {fmt(trigger.get('recall'))}, "
+        f"F1 {fmt(trigger.get('f1'))}"
+    )
+    if f1_gate is not None and f1_gate.get("passed") is False:
+        tc = suite.case("trigger")
+        suite.result(
+            tc,
+            "failure",
+            f"trigger F1 {fmt(f1_gate.get('value'))} < --min-trigger-f1 "
+            f"{fmt_threshold(f1_gate.get('threshold'))}",
+            figures,
         )
-        if f1_gate is not None and f1_gate.get("passed") is False:
-            _result(
-                tc,
-                Failure,
-                f"trigger F1 {fmt(f1_gate.get('value'))} < --min-trigger-f1 "
-                f"{fmt_threshold(f1_gate.get('threshold'))}",
+    elif f1_gate is not None and f1_gate.get("passed") is None:
+        tc = suite.case("trigger")
+        suite.result(tc, "error", "trigger F1 is undefined while --min-trigger-f1 is set", figures)
+        return True
+    elif not _any_ran(report):
+        suite.result(suite.case("trigger"), "skipped", not_run_reason(report))
+    else:
+        suite.case("trigger", system_out=figures)
+    return False
+
+
+def _any_ran(report: Mapping[str, Any]) -> bool:
+    results = report.get("caseResults")
+    return isinstance(results, list) and any(isinstance(r, Mapping) and _ran(r) for r in results)
+
+
+def _uplift_case(suite: _Suite, report: Mapping[str, Any]) -> bool:
+    task = report.get("task")
+    up_gate = _mapping(_mapping(report.get("gates")).get("minUplift")) or None
+    if isinstance(task, Mapping):
+        interval = _mapping(task.get("interval"))
+        figures = (
+            f"difference {fmt_signed(task.get('difference'))}, 95% interval "
+            f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}], "
+            f"sign test p = {fmt_p(_mapping(task.get('signTest')).get('pValue'))}, "
+            f"{task.get('units')} unit(s)"
+        )
+        if up_gate is not None and up_gate.get("passed") is False:
+            suite.result(
+                suite.case("uplift"),
+                "failure",
+                f"uplift lower bound {fmt_signed(up_gate.get('value'))} < --min-uplift "
+                f"{fmt_threshold(up_gate.get('threshold'))}",
                 figures,
             )
-        elif f1_gate is not None and f1_gate.get("passed") is None:
-            _result(tc, Error, "trigger F1 is undefined while --min-trigger-f1 is set", figures)
-            has_error = True
-        else:
-            tc.system_out = _x(figures)
-        suite.add_testcase(tc)
-
-        task = report.get("task")
-        tc = _case("uplift", name)
-        if isinstance(task, Mapping):
-            interval = task.get("interval") or {}
-            figures = (
-                f"difference {fmt_signed(task.get('difference'))}, 95% interval "
-                f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}], "
-                f"sign test p = {fmt_p((task.get('signTest') or {}).get('pValue'))}, "
-                f"{task.get('units')} unit(s)"
+        elif up_gate is not None and up_gate.get("passed") is None:
+            suite.result(
+                suite.case("uplift"), "error", "the uplift gate cannot be decided", figures
             )
-            if up_gate is not None and up_gate.get("passed") is False:
-                _result(
-                    tc,
-                    Failure,
-                    f"uplift lower bound {fmt_signed(up_gate.get('value'))} < --min-uplift "
-                    f"{fmt_threshold(up_gate.get('threshold'))}",
-                    figures,
-                )
-            elif up_gate is not None and up_gate.get("passed") is None:
-                _result(tc, Error, "the uplift gate cannot be decided", figures)
-                has_error = True
-            else:
-                tc.system_out = _x(figures)
-        elif up_gate is not None:
-            _result(tc, Error, "--min-uplift is set but no case has a task check")
-            has_error = True
+            return True
+        elif not _any_ran(report):
+            suite.result(suite.case("uplift"), "skipped", not_run_reason(report))
         else:
-            _result(tc, Skipped, "no case has a task check")
-        suite.add_testcase(tc)
+            suite.case("uplift", system_out=figures)
+        return False
+    if up_gate is not None:
+        suite.result(
+            suite.case("uplift"), "error", "--min-uplift is set but no case has a task check"
+        )
+        return True
+    suite.result(suite.case("uplift"), "skipped", "no case has a task check")
+    return False
 
-        by_case: dict[str, list[Mapping[str, Any]]] = {}
-        for v in (report.get("loading") or {}).get("violations") or []:
+
+def _loading_cases(suite: _Suite, report: Mapping[str, Any]) -> None:
+    by_case: dict[str, list[Mapping[str, Any]]] = {}
+    for v in _mapping(report.get("loading")).get("violations") or []:
+        if isinstance(v, Mapping):
             by_case.setdefault(str(v.get("caseId")), []).append(v)
-        for cid, items in by_case.items():
-            tc = _case(f"loading[{cid}]", name)
-            parts = []
-            for v in items:
-                bits = []
-                if v.get("missing"):
-                    bits.append("not loaded: " + ", ".join(map(str, v["missing"])))
-                if v.get("forbidden"):
-                    bits.append("loaded but excluded: " + ", ".join(map(str, v["forbidden"])))
-                parts.append(f"trial {v.get('trial')} {v.get('variant')}: " + "; ".join(bits))
-            _result(tc, Failure, "loading violation: " + " | ".join(parts))
-            suite.add_testcase(tc)
+    for cid, items in by_case.items():
+        parts = []
+        for v in items:
+            bits = []
+            if v.get("missing"):
+                bits.append("not loaded: " + ", ".join(map(str, v["missing"])))
+            if v.get("forbidden"):
+                bits.append("loaded but excluded: " + ", ".join(map(str, v["forbidden"])))
+            parts.append(f"trial {v.get('trial')} {v.get('variant')}: " + "; ".join(bits))
+        tc = suite.case(f"loading[{cid}]")
+        suite.result(tc, "failure", "loading violation: " + " | ".join(parts))
 
-    exit_code = report.get("exitCode")
-    if exit_code in (5, 6, 7, 130) and not has_error:
-        tc = _case("evaluation", name)
+
+def _skill_suite(name: str, report: Mapping[str, Any]) -> _Suite:
+    suite = _Suite(name)
+    _properties(suite, report)
+    has_error = False
+    case_results = report.get("caseResults")
+    if isinstance(case_results, list):
+        has_error = _case_suite(suite, report, case_results)
+    trigger = report.get("trigger")
+    if isinstance(trigger, Mapping):
+        has_error = _trigger_case(suite, report, trigger) or has_error
+        has_error = _uplift_case(suite, report) or has_error
+        _loading_cases(suite, report)
+    if report.get("exitCode") in (5, 6, 7, 130) and not has_error:
         messages = [str(m) for m in report.get("messages") or []]
-        _result(
-            tc,
-            Error,
+        suite.result(
+            suite.case("evaluation"),
+            "error",
             messages[0] if messages else f"status {report.get('status')}",
             "\n".join(messages),
         )
-        suite.add_testcase(tc)
     return suite
 
 
-def _skipped_suite(name: str, reason: str | None) -> TestSuite:
-    suite = TestSuite(_x(name))
-    tc = _case("skill", name)
-    _result(tc, Skipped, reason or "not evaluated")
-    suite.add_testcase(tc)
-    return suite
+def _as_input(item: SuiteInput | tuple[str, Mapping[str, Any] | None, str | None]) -> SuiteInput:
+    if isinstance(item, SuiteInput):
+        return item
+    name, report, reason = item
+    if report is None:
+        return SuiteInput(name, skipped=reason or "not evaluated")
+    return SuiteInput(name, report=report)
 
 
-def render_junit(suites: Sequence[tuple[str, dict[str, Any] | None, str | None]]) -> str:
-    """``suites``: (skill name, test report or None, skip reason or None) per skill.
+def _wall_seconds(report: Mapping[str, Any] | None) -> float:
+    wall_ms = _mapping(_mapping(report).get("runner")).get("wallMs")
+    if isinstance(wall_ms, bool) or not isinstance(wall_ms, (int, float)):
+        return 0.0
+    return float(wall_ms) / 1000 if math.isfinite(wall_ms) and wall_ms > 0 else 0.0
+
+
+def render_junit(
+    suites: Sequence[SuiteInput | tuple[str, Mapping[str, Any] | None, str | None]],
+) -> str:
+    """``suites``: a :class:`SuiteInput` per skill, or (skill name, report or None, skip reason
+    or None).
 
     <testsuites name="skill-evals"> → one <testsuite> per skill with properties (hashes, trials,
     seed, thresholds) → testcases ``trigger[<case id>]``, ``uplift``, ``loading[<case id>]`` on
-    violation. Gate failures are <failure>, runner failures <error>, skipped skills <skipped>;
-    ``time`` always present."""
-    root = JUnitXml("skill-evals")
-    walls: list[tuple[TestSuite, float]] = []
-    for name, report, reason in suites:
-        if report is None:
-            suite = _skipped_suite(name, reason)
-            wall = 0.0
+    violation. Gate failures are <failure>, runner failures <error>, skipped skills and cases
+    that did not run <skipped>; ``time`` always present."""
+    root = ET.Element("testsuites", name="skill-evals")
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    total_time = 0.0
+    for item in map(_as_input, suites):
+        if item.report is not None:
+            suite = _skill_suite(item.name, item.report)
         else:
-            suite = _skill_suite(name, report)
-            runner = report.get("runner")
-            wall_ms = runner.get("wallMs") if isinstance(runner, Mapping) else None
-            wall = float(wall_ms) / 1000 if isinstance(wall_ms, (int, float)) else 0.0
-        root.add_testsuite(suite)
-        walls.append((suite, wall))
-    # Recounts every suite too (and sums testcase times into them).
-    root.update_statistics()  # type: ignore[no-untyped-call]
-    # A suite's time is its run's wall time (testcases carry 0: invocations interleave across
-    # cases, so no per-case time exists). Set after update_statistics, which would overwrite it.
-    for suite, wall in walls:
-        suite.time = round(wall, 3)
-    root.time = round(sum(wall for _, wall in walls), 3)
-    body: bytes = root.tostring()  # type: ignore[no-untyped-call]
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body.decode("utf-8") + "\n"
+            suite = _Suite(item.name)
+            tc = suite.case("cases" if item.failed is not None else "skill")
+            if item.failed is not None:
+                suite.result(tc, "failure", item.failed).set("type", item.failure_type)
+            else:
+                suite.result(tc, "skipped", item.skipped or "not evaluated")
+        # A suite's time is its run's wall time (testcases carry 0: invocations interleave
+        # across cases, so no per-case time exists).
+        wall = _wall_seconds(item.report)
+        total_time += wall
+        root.append(suite.element(wall))
+        totals["tests"] += len(suite.cases)
+        totals["failures"] += suite.counts["failures"]
+        totals["errors"] += suite.counts["errors"]
+    root.set("tests", str(totals["tests"]))
+    root.set("failures", str(totals["failures"]))
+    root.set("errors", str(totals["errors"]))
+    root.set("time", _time(total_time))
+    return _serialise(root)
+
+
+def _serialise(root: ET.Element) -> str:
+    """Every attribute and text through the sanitiser, then the document with its declaration."""
+    for element in root.iter():
+        for key, value in element.attrib.items():
+            element.set(key, _attribute(value))
+        if element.text is not None:
+            element.text = _content(element.text)
+    body = ET.tostring(root, encoding="unicode")
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
