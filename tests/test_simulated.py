@@ -104,7 +104,7 @@ def test_runner_exits_2_with_one_line_on_setup_error(tmp_path: Path) -> None:
 
 
 def test_workspaces_of_killed_runners_are_swept(tmp_path: Path) -> None:
-    from skill_evals.agents.base import OWNER_FILE, Workspace, sweep_stale_workspaces
+    from skill_evals.agents.workspace import OWNER_FILE, Workspace, sweep_stale_workspaces
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

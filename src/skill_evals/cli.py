@@ -5,7 +5,6 @@ Heavy modules are imported inside the commands so that `skill-evals --help` star
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, NoReturn
 import click
 
 from . import __version__
+from .agents.registry import ENTRIES as AGENT_ENTRIES
 from .codes import INTERNAL, INVALID
 from .errors import EvalError
 from .interrupts import sigterm_interrupts
@@ -289,6 +289,8 @@ def _agent_options(func: Any) -> Any:
 
 def _run_agent(agent: str, **kwargs: Any) -> None:
     from .agents.base import AgentOptions, RunnerSetupError, read_invocation
+    from .agents.registry import agent as load_agent
+    from .agents.scaffold import run_agent
 
     opts = AgentOptions(
         model=kwargs["model"],
@@ -301,9 +303,7 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
     )
     try:
         invocation = read_invocation()
-        # claude-code → agents.claude_code, codex → agents.codex, pi → agents.pi
-        module = importlib.import_module(f".agents.{agent.replace('-', '_')}", __package__)
-        result = module.run(invocation, opts)
+        result = run_agent(load_agent(agent), invocation, opts)
     except RunnerSetupError as exc:
         click.echo(f"skill-evals runner {agent}: {terminal_safe(exc)}", err=True)
         sys.exit(2)
@@ -311,25 +311,17 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
     sys.stdout.flush()
 
 
-@runner.command("claude-code", context_settings=CONTEXT)
-@_agent_options
-def runner_claude_code(**kwargs: Any) -> None:
-    """Claude Code (`claude -p --verbose --output-format stream-json`), isolated."""
-    _run_agent("claude-code", **kwargs)
+def _agent_command(name: str, summary: str) -> click.Command:
+    @click.command(name, help=summary, context_settings=CONTEXT)
+    @_agent_options
+    def command(**kwargs: Any) -> None:
+        _run_agent(name, **kwargs)
+
+    return command
 
 
-@runner.command("codex", context_settings=CONTEXT)
-@_agent_options
-def runner_codex(**kwargs: Any) -> None:
-    """Codex (`codex exec --json`), isolated."""
-    _run_agent("codex", **kwargs)
-
-
-@runner.command("pi", context_settings=CONTEXT)
-@_agent_options
-def runner_pi(**kwargs: Any) -> None:
-    """pi (`pi --mode json --no-skills`), isolated."""
-    _run_agent("pi", **kwargs)
+for _entry in AGENT_ENTRIES:
+    runner.add_command(_agent_command(_entry.name, _entry.summary))
 
 
 @runner.command("simulated", context_settings=CONTEXT)
@@ -352,7 +344,7 @@ def runner_simulated() -> None:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.option("--agent", required=True, type=click.Choice(["claude-code", "codex", "pi"]))
+@click.option("--agent", required=True, type=click.Choice([e.name for e in AGENT_ENTRIES]))
 @click.option(
     "--config",
     "config_path",
@@ -363,7 +355,8 @@ def runner_simulated() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 def evidence(agent: str, config_path: Path | None, file: Path) -> None:
     """Print the loading evidence found in a saved agent transcript (JSON)."""
-    from .agents.evidence import EvidencePatterns, find_loads, read_events
+    from .agents.evidence import EvidencePatterns, read_events
+    from .agents.registry import agent as load_agent
 
     patterns = EvidencePatterns()
     if config_path is not None:
@@ -374,7 +367,7 @@ def evidence(agent: str, config_path: Path | None, file: Path) -> None:
         events = read_events(file)
     except OSError as exc:
         _fail(f"{file}: cannot read ({exc.strerror})")
-    loads = find_loads(agent, events, patterns)  # type: ignore[arg-type]
+    loads = load_agent(agent).find_loads(events, patterns)
     click.echo(json.dumps([load.to_json() for load in loads], indent=2))
 
 

@@ -315,7 +315,7 @@ def test_neighbour_with_the_tested_name_is_refused(tmp_path: Path) -> None:
     skill = write_skill(tmp_path / "a")
     twin = write_skill(tmp_path / "b")
     invocation = AgentInvocation("with", skill, "c", 1, "hi")
-    with pytest.raises(RunnerSetupError, match="same name"):
+    with pytest.raises(RunnerSetupError, match="already used by the skill under test"):
         claude_code.run(invocation, AgentOptions(with_skills=(twin,), bin=sys.executable))
 
 
@@ -356,7 +356,7 @@ def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _environ(fake: FakeAnthropic, transcripts: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
     env.update(fake.env())
-    env[claude_code.TRANSCRIPT_DIR_VAR] = str(transcripts)
+    env["SKILL_EVALS_TRANSCRIPT_DIR"] = str(transcripts)
     return env
 
 

@@ -242,16 +242,6 @@ def test_toml_strings_escape_everything_toml_requires() -> None:
     assert tomllib.loads(f"k = {codex.toml_string(tricky)}")["k"] == tricky
 
 
-def test_environment_moves_home_and_drops_codex_pointers(tmp_path: Path) -> None:
-    base = {"HOME": "/real", "CODEX_HOME": "/real/.codex", "CODEX_SQLITE_HOME": "/x",
-            "CODEX_API_KEY": "k", "PATH": "/bin", "EVALGATE_SKILL_VARIANT": "with"}  # fmt: skip
-    env = codex.codex_env(base, tmp_path / "home", tmp_path / "home" / ".codex")
-    assert env["HOME"] == str(tmp_path / "home")
-    assert env["CODEX_HOME"] == str(tmp_path / "home" / ".codex")
-    assert "CODEX_SQLITE_HOME" not in env and env["CODEX_API_KEY"] == "k"
-    assert "EVALGATE_SKILL_VARIANT" not in env and env["PATH"] == "/bin"
-
-
 def test_sandbox_choice_is_validated() -> None:
     assert codex.sandbox_from_env({}) == "workspace-write"
     assert codex.sandbox_from_env({codex.ENV_SANDBOX: "read-only"}) == "read-only"

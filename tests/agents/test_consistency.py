@@ -16,7 +16,8 @@ import pytest
 
 from skill_evals.agents import claude_code, codex, pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
-from skill_evals.agents.evidence import TRANSCRIPT_DIR_VAR
+from skill_evals.agents.registry import names as agent_names
+from skill_evals.agents.scaffold import TRANSCRIPT_DIR_VAR
 from tests.conftest import write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -140,3 +141,23 @@ def test_a_fixture_holding_the_tested_skill_is_refused_in_both_variants(
         invocation = AgentInvocation(variant, skill, "c", 1, "p")
         with pytest.raises(RunnerSetupError, match=f"{folder}/refund-policy"):
             module.run(invocation, AgentOptions(bin=sys.executable, fixture=fixture), env)
+
+
+def test_every_registered_agent_is_tested_here_documented_and_a_runner() -> None:
+    """The registry is the one list: each agent has captured transcripts above, a docs page
+    linked from the index, a `skill-evals runner` subcommand and an `evidence --agent` choice."""
+    from click.testing import CliRunner
+
+    from skill_evals.agents.registry import ENTRIES
+    from skill_evals.cli import cli
+
+    assert list(AGENTS) == agent_names()
+    docs = Path(__file__).resolve().parents[2] / "docs" / "agents"
+    index = (docs / "README.md").read_text(encoding="utf-8")
+    runner_help = CliRunner().invoke(cli, ["runner", "--help"]).output
+    evidence_help = CliRunner().invoke(cli, ["evidence", "--help"]).output
+    for entry in ENTRIES:
+        plugin = entry.load()
+        assert plugin.name == entry.name and plugin is AGENTS[entry.name][0].PLUGIN
+        assert (docs / entry.doc).is_file() and f"]({entry.doc})" in index
+        assert entry.name in runner_help and entry.name in evidence_help

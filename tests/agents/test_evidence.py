@@ -11,11 +11,9 @@ import pytest
 
 from skill_evals.agents import claude_code, codex, pi
 from skill_evals.agents.evidence import (
-    AGENTS,
     EvidencePatterns,
     InvalidPattern,
     Load,
-    find_loads,
     loaded_names,
     read_events,
     skill_from_path,
@@ -25,6 +23,8 @@ from skill_evals.agents.evidence import (
     split_mcp_tool_name,
 )
 from skill_evals.agents.mcp_server import tool_name_for, uri_for
+from skill_evals.agents.registry import agent as load_agent
+from skill_evals.agents.registry import names as agent_names
 from skill_evals.errors import InvalidInput
 
 # ------------------------------------------------------------------------------ MCP tools
@@ -253,29 +253,13 @@ def test_load_json_shape() -> None:
 @pytest.mark.parametrize(
     ("agent", "module"), [("claude-code", claude_code), ("codex", codex), ("pi", pi)]
 )
-def test_find_loads_dispatches_to_the_agent_module(
-    monkeypatch: pytest.MonkeyPatch, agent: str, module: Any
-) -> None:
-    seen: list[Any] = []
-    sentinel = [Load("x", "native", agent, "test", 0)]
-
-    def fake(events: Any, patterns: Any, known: Any) -> list[Load]:
-        seen.append((events, patterns, known))
-        return sentinel
-
-    monkeypatch.setattr(module, "find_loads", fake)
-    events = [{"type": "x"}]
-    patterns = EvidencePatterns(tool_patterns=("t_(?P<name>.+)",))
-    assert find_loads(agent, events, patterns, frozenset({"x"})) is sentinel  # type: ignore[arg-type]
-    assert seen == [(events, patterns, frozenset({"x"}))]
-    find_loads(agent, events)  # type: ignore[arg-type]
-    assert seen[1][1] == EvidencePatterns()  # default patterns, never None
+def test_the_registry_dispatches_to_the_agent_module(agent: str, module: Any) -> None:
+    assert load_agent(agent) is module.PLUGIN and module.PLUGIN.name == agent
 
 
-def test_find_loads_unknown_agent() -> None:
-    assert AGENTS == ("claude-code", "codex", "pi")
-    with pytest.raises(ValueError, match="unknown agent 'gemini'"):
-        find_loads("gemini", [])  # type: ignore[arg-type]
+def test_unknown_agent_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown agent 'nope'"):
+        load_agent("nope")
 
 
 def test_claude_mcp_load_end_to_end() -> None:
@@ -317,7 +301,7 @@ def test_claude_mcp_load_end_to_end() -> None:
             },
         },
     ]
-    loads = find_loads("claude-code", events)
+    loads = load_agent("claude-code").find_loads(events)
     assert [(x.skill, x.delivery, x.index) for x in loads] == [("pdf", "mcp", 2)]
 
 
@@ -404,7 +388,7 @@ TRANSCRIPTS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", agent_names())
 def test_evidence_command_has_one_shape_for_every_agent(
     agent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -452,7 +436,7 @@ def test_evidence_command_has_one_shape_for_every_agent(
 
 def test_saved_transcripts_are_named_by_case_trial_and_variant(tmp_path: Path) -> None:
     from skill_evals.agents.base import AgentInvocation, RunnerSetupError
-    from skill_evals.agents.evidence import TRANSCRIPT_DIR_VAR, save_transcript
+    from skill_evals.agents.scaffold import TRANSCRIPT_DIR_VAR, save_transcript
 
     invocation = AgentInvocation("without", tmp_path, "../a b/é", 3, "prompt")
     save_transcript(b"{}\n", invocation, {})  # not asked for: nothing happens
@@ -467,7 +451,7 @@ def test_saved_transcripts_are_named_by_case_trial_and_variant(tmp_path: Path) -
 
 
 def test_project_skills_are_found_in_the_native_folders_only(tmp_path: Path) -> None:
-    from skill_evals.agents.evidence import project_skills
+    from skill_evals.agents.scaffold import project_skills
     from tests.conftest import write_skill
 
     write_skill(tmp_path / ".pi" / "skills", "b-skill")
@@ -481,7 +465,7 @@ def test_project_skills_are_found_in_the_native_folders_only(tmp_path: Path) -> 
 
 
 def test_available_skills_go_to_stderr_once_each(capsys: pytest.CaptureFixture[str]) -> None:
-    from skill_evals.agents.evidence import print_available
+    from skill_evals.agents.scaffold import print_available
 
     print_available("pi", ["a", "b", "a"])
     print_available("pi", [])
@@ -491,7 +475,8 @@ def test_available_skills_go_to_stderr_once_each(capsys: pytest.CaptureFixture[s
 
 def test_folder_aliases_rename_path_evidence_to_skill_names(tmp_path: Path) -> None:
     from skill_evals.agents.base import skill_ref
-    from skill_evals.agents.evidence import folder_aliases, rename_loads
+    from skill_evals.agents.evidence import rename_loads
+    from skill_evals.agents.scaffold import folder_aliases
     from tests.conftest import write_skill
 
     odd = write_skill(tmp_path, "shipping-times")

@@ -228,16 +228,17 @@ def _finished(stop_reason: str) -> pi._Transcript:
 def test_a_failed_model_request_voids_the_run_and_a_cut_answer_fails_the_task(
     tmp_path: Path,
 ) -> None:
-    invocation = AgentInvocation("with", tmp_path, "c", 1, "SECRET-PROMPT")
-    args = (frozenset({"x"}), 5, tmp_path, AgentOptions())
+    args = (frozenset({"x"}), 5, None)
     with pytest.raises(RunnerSetupError, match="model request failed") as err:
-        pi._result(invocation, _finished("error"), 0, *args)
-    assert "SECRET-PROMPT" not in str(err.value) and "partial" not in str(err.value)
+        pi.outcome(_finished("error"), 0, *args)
+    assert "partial" not in str(err.value) and "--keep-workspace" in str(err.value)
     with pytest.raises(RunnerSetupError, match="before the agent finished"):
-        pi._result(invocation, pi._Transcript(), 1, *args)
-    cut = pi._result(invocation, _finished("length"), 0, *args)
+        pi.outcome(pi._Transcript(), 1, *args)
+    with pytest.raises(RunnerSetupError, match=f"see {tmp_path}/agent.stderr"):
+        pi.outcome(pi._Transcript(), 1, frozenset(), 5, tmp_path)
+    cut = pi.outcome(_finished("length"), 0, *args)
     assert (cut.exit_code, cut.output, cut.meta) == (1, "partial", {"durationMs": 5})
-    assert pi._result(invocation, _finished("stop"), 0, *args).exit_code == 0
+    assert pi.outcome(_finished("stop"), 0, *args).exit_code == 0
 
 
 def test_mcp_delivery_is_refused(tmp_path: Path) -> None:
@@ -267,7 +268,7 @@ def test_fixture_holding_an_offered_skill_is_refused(tmp_path: Path) -> None:
                 options = AgentOptions(
                     fixture=fixture, bin=sys.executable, with_skills=(neighbour,)
                 )
-                with pytest.raises(RunnerSetupError, match=rf"{folder}/{name} \(skill {name}\)"):
+                with pytest.raises(RunnerSetupError, match=rf"already contains {folder}/{name}"):
                     pi.run(invocation, options, {"PATH": os.environ["PATH"]})
 
 
@@ -698,20 +699,31 @@ def test_full_skill_evals_run_through_pi(
 
 
 def test_fixture_skill_in_a_differently_named_folder_is_reported_by_name(tmp_path: Path) -> None:
-    transcript = pi._Transcript()
+    """A stand-in `pi` replays a read of the fixture skill's SKILL.md, which shows its folder
+    (`ship`); the runner reports the skill by its name."""
+    fixture = tmp_path / "fixture"
+    write_skill(fixture / ".agents" / "skills", "shipping-times").rename(
+        fixture / ".agents" / "skills" / "ship"
+    )
     path = "/w/project/.agents/skills/ship/SKILL.md"
-    for event in (
+    lines = [
         {"type": "tool_execution_start", "toolCallId": "a", "toolName": "read",
          "args": {"path": path}},
         {"type": "tool_execution_end", "toolCallId": "a", "toolName": "read", "isError": False},
         {"type": "message_end", "message": {"role": "assistant", "stopReason": "stop",
                                             "content": [{"type": "text", "text": "ok"}]}},
         {"type": "agent_end"},
-    ):  # fmt: skip
-        transcript.add(event)
-    invocation = AgentInvocation("without", tmp_path, "c", 1, "p")
-    known = frozenset({"refund-policy", "shipping-times", "ship"})
-    args = (known, 5, tmp_path, AgentOptions())
-    result = pi._result(invocation, transcript, 0, *args, {"ship": "shipping-times"})
-    assert result.invoked_skills == ["shipping-times"]
-    assert pi._result(invocation, transcript, 0, *args).invoked_skills == ["ship"]
+    ]  # fmt: skip
+    stand_in = tmp_path / "pi"
+    stand_in.write_text(
+        "#!/bin/sh\ncat >/dev/null\ncat <<'EOF'\n"
+        + "".join(json.dumps(line) + "\n" for line in lines)
+        + "EOF\n",
+        encoding="utf-8",
+    )
+    stand_in.chmod(0o755)
+    skill = write_skill(tmp_path / "s", "refund-policy")
+    invocation = AgentInvocation("without", skill, "c", 1, "When will my parcel arrive?")
+    result = pi.run(invocation, AgentOptions(bin=str(stand_in), fixture=fixture),
+                    {"PATH": os.environ["PATH"]})  # fmt: skip
+    assert (result.invoked_skills, result.output, result.exit_code) == (["shipping-times"], "ok", 0)

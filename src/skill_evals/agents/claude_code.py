@@ -1,4 +1,6 @@
-"""The Claude Code runner (docs/agents/): one isolated, headless ``claude -p`` run per invocation.
+"""The Claude Code runner: one isolated, headless ``claude -p`` run per invocation.
+
+See docs/agents/claude-code.md.
 
 Isolation, per invocation:
 
@@ -20,7 +22,6 @@ Evidence comes only from the ``stream-json`` events: ``Skill`` tool calls, ``Rea
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -30,34 +31,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base import (
-    AgentInvocation,
-    AgentOptions,
-    AgentResult,
-    RunnerSetupError,
-    SkillRef,
-    Workspace,
-    find_binary,
-    isolated_env,
-    skill_ref,
-)
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
 from .evidence import (
-    STDERR_FILE,
-    TRANSCRIPT_DIR_VAR,
-    TRANSCRIPT_FILE,
     EvidencePatterns,
     Load,
-    loaded_names,
-    print_available,
-    save_transcript,
+    parse_lines,
     skill_from_path,
     skill_from_tool,
     skill_from_uri,
 )
+from .protocol import Event, Finished, Launch, Outcome, RunSetup
+from .scaffold import KEEP_HINT, run_agent
 
 AGENT = "claude-code"
 MCP_SERVER_NAME = "skills"
-__all__ = ["TRANSCRIPT_DIR_VAR", "find_loads", "run"]  # TRANSCRIPT_DIR_VAR: see .evidence
 _SLASH_EXPANSION = re.compile(
     r"\s*<command-message>[^<]*</command-message>\s*<command-name>/(?P<name>[^<\s]+)</command-name>"
 )
@@ -212,7 +199,7 @@ def available_skills(events: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 @dataclass
-class Outcome:
+class Result:
     """What the final ``result`` event says."""
 
     output: str
@@ -226,7 +213,7 @@ def _number(value: Any) -> float | None:
     return value
 
 
-def outcome(events: Sequence[Mapping[str, Any]]) -> Outcome | None:
+def outcome(events: Sequence[Mapping[str, Any]]) -> Result | None:
     """The last ``result`` event as output / task exit code / meta; None when there is none.
 
     ``exitCode`` is 0 only for ``subtype: success`` without ``is_error``; any other result
@@ -256,9 +243,7 @@ def outcome(events: Sequence[Mapping[str, Any]]) -> Outcome | None:
         out = _number(usage.get("output_tokens"))
         if out is not None:
             meta["outputTokens"] = out
-    return Outcome(
-        output=text if isinstance(text, str) else "", exit_code=0 if ok else 1, meta=meta
-    )
+    return Result(output=text if isinstance(text, str) else "", exit_code=0 if ok else 1, meta=meta)
 
 
 def api_failure(events: Sequence[Mapping[str, Any]]) -> str | None:
@@ -279,17 +264,7 @@ def api_failure(events: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
-def parse_stream(data: bytes) -> list[dict[str, Any]]:
-    """Decode ``stream-json`` stdout into events; non-JSON (and blank) lines become ``{}`` so
-    indexes keep matching lines, as in :func:`.evidence.read_events`."""
-    events: list[dict[str, Any]] = []
-    for raw in data.splitlines():
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = None
-        events.append(value if isinstance(value, dict) else {})
-    return events
+parse_stream = parse_lines  # stream-json stdout: one event per line
 
 
 # ----------------------------------------------------------------------------------------- run
@@ -399,27 +374,91 @@ def build_command(
     return cmd
 
 
-def _refs(invocation: AgentInvocation, options: AgentOptions) -> tuple[SkillRef, list[SkillRef]]:
-    tested = skill_ref(invocation.skill_dir)
-    neighbours: list[SkillRef] = []
-    for path in options.with_skills:
-        ref = skill_ref(path)
-        if ref.name == tested.name:
-            raise RunnerSetupError(
-                f"--with-skill {path}: has the same name as the skill under test ({ref.name})"
-            )
-        if any(n.name == ref.name for n in neighbours):
-            raise RunnerSetupError(
-                f"--with-skill {path}: a neighbour named {ref.name} is given twice"
-            )
-        neighbours.append(ref)
-    return tested, neighbours
-
-
 def _stdin_message(prompt: str) -> bytes:
     """The prompt as the one stream-json user message Claude Code reads from stdin."""
     message = {"type": "user", "message": {"role": "user", "content": prompt}}
     return (json.dumps(message, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+class ClaudeCode:
+    """Claude Code as an agent plug-in (:class:`~.protocol.Agent`)."""
+
+    name = AGENT
+    binary = "claude"
+    skill_folders = (".claude/skills",)
+
+    def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
+        """Claude Code honours every agent option."""
+
+    def prepare(self, setup: RunSetup) -> Launch:
+        """Fresh ``CLAUDE_CONFIG_DIR``, the project a git root, skills under ``.claude/skills``
+        (or served over MCP), memory files above the project excluded."""
+        ws, options, env = setup.workspace, setup.options, setup.env
+        config_dir = ws.home / ".claude-config"
+        config_dir.mkdir()
+        env["CLAUDE_CONFIG_DIR"] = str(config_dir)
+        if options.delivery == "mcp":
+            # Claude Code otherwise defers MCP tools behind ToolSearch, showing the model only
+            # their names; skills must compete on their descriptions, as native ones do.
+            env.setdefault("ENABLE_TOOL_SEARCH", "false")
+        _make_git_root(ws.project, env)
+        mcp_path: Path | None = None
+        if options.delivery == "mcp":
+            # Copies, so the agent can never touch the caller's skill folders.
+            served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
+            if served:
+                mcp_path = ws.root / "mcp.json"
+                mcp_path.write_text(
+                    json.dumps(_mcp_config(served, env), indent=2), encoding="utf-8"
+                )
+        else:
+            for ref in setup.offered:
+                ws.install_skill(ref, ws.project / ".claude" / "skills")
+        settings = ws.root / "settings.json"
+        settings.write_text(
+            json.dumps({"claudeMdExcludes": _ancestor_excludes(ws.project)}), encoding="utf-8"
+        )
+        argv = build_command(setup.binary, options, settings, mcp_path)
+        return Launch(argv=argv, stdin=_stdin_message(setup.invocation.prompt))
+
+    def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
+        """The ``result`` event's answer and meta; loads paired with their results."""
+        result = outcome(events)
+        binary = setup.binary
+        if result is None:
+            raise RunnerSetupError(
+                f"{binary} exited with code {run.status} without a result event; {KEEP_HINT}"
+            )
+        failure = api_failure(events)
+        if failure is not None:
+            raise RunnerSetupError(
+                f"{binary} could not use the model API ({failure}; check ANTHROPIC_API_KEY, "
+                f"ANTHROPIC_BASE_URL or the network); {KEEP_HINT}"
+            )
+        listed = available_skills(events)
+        loads = find_loads(events, EvidencePatterns(), setup.known | frozenset(listed))
+        if "<command-" in setup.invocation.prompt:
+            # The prompt itself could imitate an expansion record: do not trust those.
+            loads = [ld for ld in loads if ld.source != "slash command"]
+        return Outcome(
+            output=result.output,
+            exit_code=result.exit_code,
+            loads=loads,
+            meta=result.meta,
+            offered=listed,
+        )
+
+    def find_loads(
+        self,
+        events: Sequence[Event],
+        patterns: EvidencePatterns | None = None,
+        known: frozenset[str] | None = None,
+    ) -> list[Load]:
+        """See :func:`find_loads`."""
+        return find_loads(events, patterns, known)
+
+
+PLUGIN = ClaudeCode()
 
 
 def run(
@@ -427,92 +466,5 @@ def run(
     options: AgentOptions,
     environ: Mapping[str, str] | None = None,
 ) -> AgentResult:
-    """Run Claude Code once for ``invocation`` in a fresh isolated workspace (docs/agents/).
-
-    ``environ`` (default ``os.environ``) supplies auth (``ANTHROPIC_API_KEY`` etc.), which
-    reaches the agent only through its environment, never a file."""
-    base_env = os.environ if environ is None else environ
-    binary = find_binary(options.bin, "claude", base_env)
-    tested, neighbours = _refs(invocation, options)
-    with Workspace(options.fixture, keep=options.keep_workspace) as ws:
-        config_dir = ws.home / ".claude-config"
-        config_dir.mkdir()
-        env = isolated_env(base_env, ws.home)
-        env["CLAUDE_CONFIG_DIR"] = str(config_dir)
-        env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
-        if options.delivery == "mcp":
-            # Claude Code otherwise defers MCP tools behind ToolSearch, showing the model only
-            # their names; skills must compete on their descriptions, as native ones do.
-            env.setdefault("ENABLE_TOOL_SEARCH", "false")
-        _make_git_root(ws.project, env)
-
-        skills_root = ws.project / ".claude" / "skills"
-        for ref in (tested, *neighbours):
-            if (skills_root / ref.name).exists():
-                # It would leak into `without` (or shadow the copy under test in `with`).
-                raise RunnerSetupError(
-                    f"--fixture {options.fixture}: already contains .claude/skills/{ref.name}; "
-                    "remove it, the runner installs the skills itself"
-                )
-        offered = ([tested] if invocation.variant == "with" else []) + neighbours
-        mcp_path: Path | None = None
-        if options.delivery == "mcp":
-            # Copies, so the agent can never touch the caller's skill folders.
-            served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in offered]
-            if served:
-                mcp_path = ws.root / "mcp.json"
-                mcp_path.write_text(
-                    json.dumps(_mcp_config(served, env), indent=2), encoding="utf-8"
-                )
-        else:
-            for ref in offered:
-                ws.install_skill(ref, skills_root)
-        settings = ws.root / "settings.json"
-        settings.write_text(
-            json.dumps({"claudeMdExcludes": _ancestor_excludes(ws.project)}), encoding="utf-8"
-        )
-
-        cmd = build_command(binary, options, settings, mcp_path)
-        with (ws.root / STDERR_FILE).open("wb") as err:
-            try:
-                done = subprocess.run(
-                    cmd,
-                    input=_stdin_message(invocation.prompt),
-                    cwd=ws.project,
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    check=False,
-                )
-            except OSError as exc:
-                raise RunnerSetupError(f"cannot start {binary} ({exc.strerror})") from exc
-        if options.keep_workspace:
-            (ws.root / TRANSCRIPT_FILE).write_bytes(done.stdout)
-        save_transcript(done.stdout, invocation, base_env)
-        events = parse_stream(done.stdout)
-        result = outcome(events)
-        hint = f"; rerun with --keep-workspace to inspect {STDERR_FILE} and {TRANSCRIPT_FILE}"
-        if result is None:
-            raise RunnerSetupError(
-                f"{binary} exited with code {done.returncode} without a result event{hint}"
-            )
-        failure = api_failure(events)
-        if failure is not None:
-            raise RunnerSetupError(
-                f"{binary} could not use the model API ({failure}; check ANTHROPIC_API_KEY, "
-                f"ANTHROPIC_BASE_URL or the network){hint}"
-            )
-        known = frozenset([tested.name, *(n.name for n in neighbours), *available_skills(events)])
-        loads = find_loads(events, EvidencePatterns(), known)
-        if "<command-" in invocation.prompt:
-            # The prompt itself could imitate an expansion record: do not trust those.
-            loads = [ld for ld in loads if ld.source != "slash command"]
-        invoked = loaded_names(loads)
-        print_available(AGENT, available_skills(events))
-        return AgentResult(
-            variant=invocation.variant,
-            invoked_skills=invoked,
-            output=result.output,
-            exit_code=result.exit_code,
-            meta=result.meta,
-        )
+    """Run Claude Code once for ``invocation`` in a fresh isolated workspace."""
+    return run_agent(PLUGIN, invocation, options, environ)

@@ -1,4 +1,6 @@
-"""Codex runner (docs/agents/): ``codex exec --json`` in a fresh project and a fresh ``CODEX_HOME``.
+"""Codex runner: ``codex exec --json`` in a fresh project and a fresh ``CODEX_HOME``.
+
+See docs/agents/codex.md.
 
 Evidence comes only from the JSONL events Codex prints: completed ``mcp_tool_call`` items
 (``load_<name>_skill`` tools, ``read_mcp_resource`` of ``skill://<name>/SKILL.md``) and completed
@@ -10,45 +12,26 @@ module sets up.
 
 from __future__ import annotations
 
-import json
-import os
 import posixpath
 import shlex
-import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .base import (
-    AgentInvocation,
-    AgentOptions,
-    AgentResult,
-    RunnerSetupError,
-    SkillRef,
-    Workspace,
-    find_binary,
-    isolated_env,
-    skill_ref,
-)
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .environment import SECRET_NAME_PATTERNS
 from .evidence import (
-    SECRET_NAME_PATTERNS,
-    STDERR_FILE,
-    TRANSCRIPT_FILE,
     EvidencePatterns,
     Load,
-    folder_aliases,
-    loaded_names,
-    print_available,
-    project_skills,
-    rename_loads,
-    save_transcript,
+    parse_lines,
     skill_from_path,
     skill_from_tool,
     skill_from_uri,
 )
+from .protocol import Event, Finished, Launch, Outcome, RunSetup
+from .scaffold import KEEP_HINT, run_agent
 
 AGENT = "codex"
 
@@ -250,7 +233,7 @@ def _join(cwd: str, path: str) -> str:
 
 
 @dataclass
-class Outcome:
+class TurnResult:
     """What one ``codex exec --json`` run reported."""
 
     output: str = ""
@@ -261,26 +244,16 @@ class Outcome:
     turn_failed: bool = False  # the last turn ended with turn.failed
 
 
-def parse_events(stdout: bytes) -> list[dict[str, Any]]:
-    """The JSONL events; a line that is not a JSON object becomes ``{}`` so indexes keep
-    matching transcript lines."""
-    events: list[dict[str, Any]] = []
-    for raw in stdout.splitlines():
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = None
-        events.append(value if isinstance(value, dict) else {})
-    return events
+parse_events = parse_lines  # `exec --json` stdout: one event per line
 
 
-def outcome_of(events: Sequence[dict[str, Any]]) -> Outcome:
+def outcome_of(events: Sequence[dict[str, Any]]) -> TurnResult:
     """Final message, how the turn ended, and usage.
 
     ``exit_code`` is 0 when the last turn event is ``turn.completed``. Top-level ``error``
     events alone decide nothing: Codex also prints them for a retried stream ("Reconnecting…")
     that then completes. ``turn.failed`` sets ``turn_failed`` (the runner voids such a run)."""
-    outcome = Outcome()
+    outcome = TurnResult()
     for event in events:
         kind = event.get("type")
         if kind == "item.completed":
@@ -419,17 +392,6 @@ def build_config(
     return "\n".join(lines) + "\n"
 
 
-def codex_env(base: Mapping[str, str], home: Path, codex_home: Path) -> dict[str, str]:
-    """The caller's environment with HOME moved, every ``CODEX_*`` pointer but the API key
-    dropped, and ``CODEX_HOME`` set to the fresh dir."""
-    env = isolated_env(base, home)
-    for key in list(env):
-        if key.startswith("CODEX_") and key != "CODEX_API_KEY":
-            del env[key]
-    env["CODEX_HOME"] = str(codex_home)
-    return env
-
-
 def build_command(
     binary: str, project: Path, model: str | None, sandbox: str, ephemeral: bool
 ) -> list[str]:
@@ -458,118 +420,99 @@ def build_command(
 # ----------------------------------------------------------------------------------------- run
 
 
+class Codex:
+    """Codex as an agent plug-in (:class:`~.protocol.Agent`)."""
+
+    name = AGENT
+    binary = "codex"
+    skill_folders = (PROJECT_SKILLS,)
+
+    def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
+        """``--max-turns`` is refused (``codex exec`` has no turn limit); the provider and the
+        sandbox choice must be usable."""
+        if options.max_turns is not None:
+            raise RunnerSetupError("--max-turns: codex exec has no turn limit; remove the option")
+        provider_from_env(env)
+        sandbox_from_env(env)
+
+    def prepare(self, setup: RunSetup) -> Launch:
+        """Fresh ``CODEX_HOME`` with a generated ``config.toml``; skills under
+        ``.agents/skills`` or served over MCP."""
+        ws, options, caller_env = setup.workspace, setup.options, setup.caller_env
+        codex_home = ws.home / ".codex"
+        codex_home.mkdir()
+        mcp_command: list[str] | None = None
+        if options.delivery == "native":
+            for ref in setup.offered:
+                ws.install_skill(ref, ws.project / PROJECT_SKILLS)
+        elif setup.offered:
+            served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
+            mcp_command = [sys.executable, "-m", "skill_evals", "mcp-serve"]
+            for path in served:
+                mcp_command += ["--skill", str(path)]
+        pythonpath = caller_env.get("PYTHONPATH")
+        mcp_env = {"PYTHONPATH": pythonpath} if pythonpath else None
+        provider = provider_from_env(caller_env)
+        (codex_home / "config.toml").write_text(
+            build_config(provider, options.model, mcp_command, mcp_env), encoding="utf-8"
+        )
+        for key in list(setup.env):
+            if key.startswith("CODEX_") and key != "CODEX_API_KEY":
+                del setup.env[key]
+        setup.env["CODEX_HOME"] = str(codex_home)
+        argv = build_command(
+            setup.binary,
+            ws.project,
+            options.model,
+            sandbox_from_env(caller_env),
+            ephemeral=not options.keep_workspace,
+        )
+        return Launch(argv=argv, stdin=setup.invocation.prompt.encode("utf-8"))
+
+    def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
+        """The last agent message, how the turn ended, usage; loads of known skills."""
+        result = outcome_of(events)
+        if not result.saw_turn:
+            raise RunnerSetupError(
+                f"{setup.binary} exited with code {run.status} without finishing a turn; check "
+                f"--bin, --model, {ENV_BASE_URL} and the API key variables; {KEEP_HINT}"
+            )
+        if result.turn_failed:
+            # The model request failed (auth, network, rate limit, a refused request): the run
+            # says nothing about the skill, so it is void, not a failed task.
+            raise RunnerSetupError(
+                f"{setup.binary} could not use the model API (turn.failed); check "
+                f"{ENV_BASE_URL}, CODEX_API_KEY / OPENAI_API_KEY and --model; {KEEP_HINT}"
+            )
+        return Outcome(
+            output=result.output,
+            exit_code=result.exit_code,
+            loads=find_loads(events, EvidencePatterns(), setup.known),
+            meta={
+                "durationMs": round(run.duration_ms, 3),
+                "inputTokens": float(result.input_tokens),
+                "outputTokens": float(result.output_tokens),
+            },
+            offered=[ref.name for ref in (*setup.offered, *setup.fixture_skills)],
+        )
+
+    def find_loads(
+        self,
+        events: Sequence[Event],
+        patterns: EvidencePatterns | None = None,
+        known: frozenset[str] | None = None,
+    ) -> list[Load]:
+        """See :func:`find_loads`."""
+        return find_loads(events, patterns, known)
+
+
+PLUGIN = Codex()
+
+
 def run(
     invocation: AgentInvocation,
     options: AgentOptions,
     environ: Mapping[str, str] | None = None,
 ) -> AgentResult:
-    """Run Codex once for ``invocation`` in isolation and report the runner-contract line.
-
-    ``environ`` (default ``os.environ``) supplies the provider variables and the API key, which
-    reach Codex only through its environment, never a file."""
-    if options.max_turns is not None:
-        raise RunnerSetupError("--max-turns: codex exec has no turn limit; remove the option")
-    base_env = os.environ if environ is None else environ
-    binary = find_binary(options.bin, "codex", base_env)
-    provider = provider_from_env(base_env)
-    sandbox = sandbox_from_env(base_env)
-    tested = skill_ref(invocation.skill_dir)
-    neighbours = [skill_ref(p) for p in options.with_skills]
-    _check_names(tested, neighbours)
-    offered = ([tested] if invocation.variant == "with" else []) + neighbours
-
-    with Workspace(options.fixture, options.keep_workspace) as ws:
-        codex_home = ws.home / ".codex"
-        codex_home.mkdir()
-        skills_root = ws.project / PROJECT_SKILLS
-        for ref in (tested, *neighbours):
-            # Checked for both deliveries: Codex discovers the fixture's skills either way.
-            if (skills_root / ref.name).exists():
-                raise RunnerSetupError(
-                    f"--fixture {options.fixture}: already contains {PROJECT_SKILLS}/{ref.name}; "
-                    "remove it, the runner installs the skills itself"
-                )
-        # The fixture's own skills are part of the project: offered in both variants.
-        fixture_skills = project_skills(ws.project, [PROJECT_SKILLS])
-        mcp_command: list[str] | None = None
-        if options.delivery == "native":
-            for ref in offered:
-                ws.install_skill(ref, skills_root)
-        elif offered:
-            served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in offered]
-            mcp_command = [sys.executable, "-m", "skill_evals", "mcp-serve"]
-            for path in served:
-                mcp_command += ["--skill", str(path)]
-        mcp_env = {"PYTHONPATH": base_env["PYTHONPATH"]} if base_env.get("PYTHONPATH") else None
-        (codex_home / "config.toml").write_text(
-            build_config(provider, options.model, mcp_command, mcp_env), encoding="utf-8"
-        )
-        cmd = build_command(
-            binary, ws.project, options.model, sandbox, ephemeral=not options.keep_workspace
-        )
-        env = codex_env(base_env, ws.home, codex_home)
-        env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
-        started = time.monotonic()
-        with (ws.root / STDERR_FILE).open("wb") as err:
-            try:
-                proc = subprocess.run(
-                    cmd,
-                    input=invocation.prompt.encode("utf-8"),
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    cwd=ws.project,
-                    env=env,
-                    check=False,
-                )
-            except OSError as exc:
-                raise RunnerSetupError(f"cannot start {binary} ({exc.strerror})") from exc
-        duration_ms = (time.monotonic() - started) * 1000.0
-        if options.keep_workspace:
-            (ws.root / TRANSCRIPT_FILE).write_bytes(proc.stdout)
-        save_transcript(proc.stdout, invocation, base_env)
-
-    hint = f"rerun with --keep-workspace to inspect {STDERR_FILE} and {TRANSCRIPT_FILE}"
-    events = parse_events(proc.stdout)
-    outcome = outcome_of(events)
-    if not outcome.saw_turn:
-        raise RunnerSetupError(
-            f"{binary} exited with code {proc.returncode} without finishing a turn; check "
-            f"--bin, --model, {ENV_BASE_URL} and the API key variables; {hint}"
-        )
-    if outcome.turn_failed:
-        # The model request failed (auth, network, rate limit, a refused request): the run
-        # says nothing about the skill, so it is void, not a failed task.
-        raise RunnerSetupError(
-            f"{binary} could not use the model API (turn.failed); check {ENV_BASE_URL}, "
-            f"CODEX_API_KEY / OPENAI_API_KEY and --model; {hint}"
-        )
-    # The tested skill is always known: a read of it in `without` is a leak the engine must see.
-    # A fixture skill's SKILL.md path shows its folder, which may differ from its name.
-    aliases = folder_aliases(fixture_skills)
-    known = frozenset(
-        {tested.name, *(n.name for n in neighbours), *(f.name for f in fixture_skills), *aliases}
-    )
-    loads = rename_loads(find_loads(events, EvidencePatterns(), known), aliases)
-    print_available(AGENT, [ref.name for ref in (*offered, *fixture_skills)])
-    return AgentResult(
-        variant=invocation.variant,
-        invoked_skills=loaded_names(loads),
-        output=outcome.output,
-        exit_code=outcome.exit_code,
-        meta={
-            "durationMs": round(duration_ms, 3),
-            "inputTokens": float(outcome.input_tokens),
-            "outputTokens": float(outcome.output_tokens),
-        },
-    )
-
-
-def _check_names(tested: SkillRef, neighbours: Sequence[SkillRef]) -> None:
-    seen = {tested.name: tested.path}
-    for ref in neighbours:
-        if ref.name in seen:
-            raise RunnerSetupError(
-                f"--with-skill {ref.path}: skill name '{ref.name}' is already used by "
-                f"{seen[ref.name]}; each offered skill needs its own name"
-            )
-        seen[ref.name] = ref.path
+    """Run Codex once for ``invocation`` in isolation and report the runner contract's result."""
+    return run_agent(PLUGIN, invocation, options, environ)

@@ -1,8 +1,7 @@
-"""Loading evidence: which skills a run really loaded, from its recorded events (docs/agents/).
-
-The shared pieces live here (the Load record, MCP tool/URI matching, SKILL.md path matching);
-each agent module provides ``find_loads(events, patterns, known)`` for its own event format.
-Only completed loads count; skills that were merely available never count.
+"""Loading-evidence primitives shared by every agent: the Load record, MCP tool/URI matching,
+SKILL.md path matching and transcript reading. This module sits below the agent modules and
+imports none of them; each agent module parses its own event format with these pieces, and
+``agents/registry.py`` dispatches ``skill-evals evidence --agent`` to the right one.
 
 Matching rules (exact, case-sensitive):
 
@@ -21,21 +20,15 @@ built (``InvalidPattern``, exit 5); the config loader reports it with the file a
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 import shlex
-import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InvalidInput
-from .base import AgentInvocation, RunnerSetupError, SkillRef, skill_ref
-
-Agent = Literal["claude-code", "codex", "pi"]
-AGENTS: tuple[Agent, ...] = ("claude-code", "codex", "pi")
 
 
 @dataclass(frozen=True)
@@ -180,44 +173,35 @@ def skills_from_command(command: str, known: frozenset[str] | None = None) -> li
     return list(found)
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Read a JSON-lines transcript; lines that are not JSON objects are kept as empty events so
-    that indexes keep matching transcript lines (index = line number − 1).
+# A transcript larger than this is refused rather than held in memory (real runs stay far below).
+MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024
 
-    Raises OSError when the file cannot be read."""
+
+def parse_lines(data: bytes) -> list[dict[str, Any]]:
+    """Decode JSON-lines output into events; lines that are not JSON objects (blank ones too)
+    become ``{}`` so that indexes keep matching transcript lines (index = line number − 1)."""
     events: list[dict[str, Any]] = []
-    with path.open("rb") as fh:
-        for raw in fh:
-            try:
-                value = json.loads(raw)
-            except ValueError:  # also UnicodeDecodeError
-                value = None
-            events.append(value if isinstance(value, dict) else {})
+    for raw in data.splitlines():
+        try:
+            value = json.loads(raw)
+        except ValueError:  # also UnicodeDecodeError
+            value = None
+        events.append(value if isinstance(value, dict) else {})
     return events
 
 
-def find_loads(
-    agent: Agent,
-    events: Sequence[dict[str, Any]],
-    patterns: EvidencePatterns | None = None,
-    known: frozenset[str] | None = None,
-) -> list[Load]:
-    """Dispatch to the agent's parser (``agents/<agent>.py``: ``find_loads``)."""
-    patterns = patterns or _NO_PATTERNS
-    # Imported here: the agent modules import this one.
-    if agent == "claude-code":
-        from .claude_code import find_loads as claude_code_loads
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Read a saved JSON-lines transcript (see :func:`parse_lines`).
 
-        return claude_code_loads(events, patterns, known)
-    if agent == "codex":
-        from .codex import find_loads as codex_loads
-
-        return codex_loads(events, patterns, known)
-    if agent == "pi":
-        from .pi import find_loads as pi_loads
-
-        return pi_loads(events, patterns, known)
-    raise ValueError(f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}")
+    Raises OSError when the file cannot be read, InvalidInput when it exceeds
+    ``MAX_TRANSCRIPT_BYTES``."""
+    with path.open("rb") as fh:
+        data = fh.read(MAX_TRANSCRIPT_BYTES + 1)
+    if len(data) > MAX_TRANSCRIPT_BYTES:
+        raise InvalidInput(
+            f"{path}: larger than {MAX_TRANSCRIPT_BYTES // (1024 * 1024)} MiB; not a transcript"
+        )
+    return parse_lines(data)
 
 
 def loaded_names(loads: Iterable[Load]) -> list[str]:
@@ -228,84 +212,6 @@ def loaded_names(loads: Iterable[Load]) -> list[str]:
     return list(seen)
 
 
-# ------------------------------------------------------------------- shared by the three runners
-
-# When set, every agent runner copies the run's JSON event stream to
-# DIR/<case id>.<trial>.<variant>.jsonl (for `skill-evals evidence` and debugging). Transcripts
-# hold the prompt and the answer, never the API key.
-TRANSCRIPT_DIR_VAR = "SKILL_EVALS_TRANSCRIPT_DIR"
-# What a workspace kept with --keep-workspace holds, the same for every agent.
-TRANSCRIPT_FILE = "transcript.jsonl"
-STDERR_FILE = "agent.stderr"
-
-
-def transcript_name(invocation: AgentInvocation) -> str:
-    """``<case id>.<trial>.<variant>.jsonl``; characters of the case id other than letters,
-    digits, ``-`` and ``_`` become ``_`` (case ids are free text, file names are not)."""
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in invocation.case_id) or "case"
-    return f"{safe}.{invocation.trial}.{invocation.variant}.jsonl"
-
-
-def save_transcript(data: bytes, invocation: AgentInvocation, env: Mapping[str, str]) -> None:
-    """Copy a run's event stream to ``$SKILL_EVALS_TRANSCRIPT_DIR`` when that is set.
-
-    Raises RunnerSetupError (a runner failure) when the directory cannot be written: the caller
-    asked for the evidence to be kept, so losing it silently would be wrong."""
-    target = env.get(TRANSCRIPT_DIR_VAR)
-    if not target:
-        return
-    folder = Path(target)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / transcript_name(invocation)).write_bytes(data)
-    except OSError as exc:
-        raise RunnerSetupError(
-            f"{TRANSCRIPT_DIR_VAR}={target}: cannot write the transcript ({exc.strerror})"
-        ) from exc
-
-
-def project_skills(project: Path, folders: Sequence[str]) -> list[SkillRef]:
-    """Skills a ``--fixture`` brings in the agent's native project folders (e.g.
-    ``.agents/skills``): each ``<folder>/<dir>/SKILL.md``, in name order. They are part of the
-    project under test, so they are offered in both variants and their loads are reported."""
-    found: list[SkillRef] = []
-    for folder in folders:
-        root = project / folder
-        if not root.is_dir():
-            continue
-        for entry in sorted(root.iterdir()):
-            if entry.is_dir() and (entry / "SKILL.md").is_file():
-                found.append(skill_ref(entry))
-    return found
-
-
-def folder_aliases(refs: Iterable[SkillRef]) -> dict[str, str]:
-    """``{folder name: skill name}`` for skills whose folder is named differently from their
-    ``name``: a read of ``…/skills/<folder>/SKILL.md`` is a load of ``name``."""
-    return {ref.path.name: ref.name for ref in refs if ref.path.name != ref.name}
-
-
 def rename_loads(loads: Iterable[Load], aliases: Mapping[str, str]) -> list[Load]:
     """The loads with folder names (found in paths) replaced by skill names."""
     return [replace(ld, skill=aliases.get(ld.skill, ld.skill)) for ld in loads]
-
-
-# Variables hidden from the commands the model runs (shell globs, matched case-insensitively):
-# a prompt or skill that makes the agent print its environment must not expose a key.
-SECRET_NAME_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*")
-
-
-def secret_names(env: Mapping[str, str]) -> list[str]:
-    """Names (never values) of the variables in ``env`` that look like credentials, sorted."""
-    return sorted(
-        name
-        for name in env
-        if any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in SECRET_NAME_PATTERNS)
-    )
-
-
-def print_available(agent: str, names: Iterable[str]) -> None:
-    """Say on stderr which skills the run offered: recorded for diagnosis, never a load."""
-    listed = list(dict.fromkeys(names))
-    if listed:
-        print(f"skill-evals runner {agent}: available skills: {', '.join(listed)}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The pi runner (``skill-evals runner pi``) and pi's loading evidence (docs/agents/).
+"""The pi runner (``skill-evals runner pi``) and pi's loading evidence (docs/agents/pi.md).
 
 pi (``@mariozechner/pi-coding-agent``) is run headless as ``pi --mode json --no-skills`` with a
 fresh agent dir (``PI_CODING_AGENT_DIR``), a moved HOME, no session file and every discovery
@@ -17,44 +17,25 @@ from the environment at request time, so no secret is ever written to disk.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
-import subprocess
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from .base import (
-    AgentInvocation,
-    AgentOptions,
-    AgentResult,
-    RunnerSetupError,
-    SkillRef,
-    Workspace,
-    find_binary,
-    isolated_env,
-    skill_ref,
-)
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .environment import secret_names
 from .evidence import (
-    STDERR_FILE,
-    TRANSCRIPT_FILE,
     EvidencePatterns,
     Load,
-    folder_aliases,
-    loaded_names,
-    print_available,
-    project_skills,
-    rename_loads,
-    save_transcript,
-    secret_names,
     skill_from_path,
     skill_from_tool,
     skills_from_command,
 )
+from .protocol import Event, Finished, Launch, Outcome, RunSetup
+from .scaffold import STDERR_FILE, TRANSCRIPT_FILE, run_agent
 
 AGENT = "pi"
 PROVIDER = "skill-evals"
@@ -267,24 +248,6 @@ def usage_meta(messages: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     return meta
 
 
-def _offered(invocation: AgentInvocation, options: AgentOptions) -> tuple[SkillRef, list[SkillRef]]:
-    """The tested skill and the neighbours, with name clashes rejected (pi keeps the first skill
-    of a name and would silently hide the other)."""
-    tested = skill_ref(invocation.skill_dir)
-    neighbours: list[SkillRef] = []
-    names = {tested.name: "the skill under test"}
-    for path in options.with_skills:
-        ref = skill_ref(path)
-        if ref.name in names:
-            raise RunnerSetupError(
-                f"--with-skill {path}: skill name '{ref.name}' is already used by "
-                f"{names[ref.name]}; neighbour skills need distinct names"
-            )
-        names[ref.name] = f"--with-skill {path}"
-        neighbours.append(ref)
-    return tested, neighbours
-
-
 def _model_args(options: AgentOptions, env: Mapping[str, str], agent_dir: Path) -> list[str]:
     """``--provider/--model`` arguments, writing ``models.json`` for a custom base URL."""
     base_url = env.get(ENV_BASE_URL, "")
@@ -338,127 +301,6 @@ def build_command(
     return argv + list(model_args)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End pi: SIGTERM (pi exits on it), SIGKILL if it lingers.
-
-    pi stays in the runner's process group on purpose: when the engine kills that group (timeout,
-    output cap, or after the runner ends) pi and anything its ``bash`` tool started die with it."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _drive(
-    argv: Sequence[str],
-    prompt: str,
-    env: Mapping[str, str],
-    cwd: Path,
-    log: IO[bytes],
-    stderr: IO[bytes],
-    max_turns: int | None,
-) -> tuple[_Transcript, int]:
-    """Run pi, feed the prompt, collect the event stream; stop it after ``max_turns`` turns
-    (pi has no such option) when it still wants to go on."""
-    transcript = _Transcript()
-    try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            cwd=cwd,
-            env=dict(env),
-        )
-    except OSError as exc:
-        raise RunnerSetupError(f"cannot start {argv[0]} ({exc.strerror})") from exc
-    try:
-        assert proc.stdin is not None and proc.stdout is not None
-        try:
-            proc.stdin.write(prompt.encode("utf-8"))
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass  # pi exited before reading; its status and stderr tell why
-        for raw in proc.stdout:
-            log.write(raw)
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(event, dict):
-                continue
-            transcript.add(event)
-            if (
-                max_turns is not None
-                and event.get("type") == "turn_end"
-                and transcript.turns >= max_turns
-                and _tool_calls_of(event.get("message"))
-            ):
-                transcript.stopped_at_max_turns = True
-                _stop(proc)
-                break
-        status = proc.wait()
-    finally:
-        _stop(proc)  # only does something when reading failed half-way
-    return transcript, status
-
-
-def run(
-    invocation: AgentInvocation,
-    options: AgentOptions,
-    environ: Mapping[str, str] | None = None,
-) -> AgentResult:
-    """One isolated pi run for the invocation (docs/agents/).
-
-    ``environ`` (default ``os.environ``) supplies the provider's API key variable, which reaches
-    pi only through its environment, never a file."""
-    if options.delivery == "mcp":
-        raise RunnerSetupError(
-            "--delivery mcp: pi has no MCP support (it ships none by design; MCP would need a "
-            "pi extension); use --delivery native"
-        )
-    base_env = os.environ if environ is None else environ
-    binary = find_binary(options.bin, "pi", base_env)
-    tested, neighbours = _offered(invocation, options)
-    offered = ([tested] if invocation.variant == "with" else []) + neighbours
-    with Workspace(options.fixture, options.keep_workspace) as ws:
-        fixture_skills = _fixture_skills(ws.project, tested, neighbours, options)
-        # The tested skill is always "known": a read of it in `without` is a leak the engine
-        # must see. A fixture skill's SKILL.md path shows its folder, which may differ from its
-        # name.
-        aliases = folder_aliases(fixture_skills)
-        known = frozenset([*(ref.name for ref in (tested, *neighbours, *fixture_skills)), *aliases])
-        agent_dir = ws.home / ".pi" / "agent"
-        agent_dir.mkdir(parents=True)
-        settings: dict[str, object] = {"quietStartup": True, "enableInstallTelemetry": False}
-        shell = _secretless_shell(ws.root, base_env)
-        if shell is not None:
-            settings["shellPath"] = str(shell)
-        (agent_dir / "settings.json").write_text(json.dumps(settings) + "\n", encoding="utf-8")
-        env = isolated_env(base_env, ws.home)
-        env["PI_CODING_AGENT_DIR"] = str(agent_dir)
-        env["PI_OFFLINE"] = "1"  # no version check, telemetry or package updates at startup
-        env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
-        model_args = _model_args(options, env, agent_dir)
-        skill_paths = [ws.install_skill(ref, ws.root / "skills") for ref in offered]
-        skill_paths += [ref.path for ref in fixture_skills]
-        argv = build_command(binary, skill_paths, model_args, _has_context_file(ws.project))
-        started = time.monotonic()
-        log_path = ws.root / TRANSCRIPT_FILE
-        with log_path.open("wb") as log, (ws.root / STDERR_FILE).open("wb") as err:
-            transcript, status = _drive(
-                argv, invocation.prompt, env, ws.project, log, err, options.max_turns
-            )
-        duration_ms = round((time.monotonic() - started) * 1000)
-        save_transcript(log_path.read_bytes(), invocation, base_env)
-    print_available(AGENT, [ref.name for ref in (*offered, *fixture_skills)])
-    return _result(invocation, transcript, status, known, duration_ms, ws.root, options, aliases)
-
-
 def _secretless_shell(root: Path, env: Mapping[str, str]) -> Path | None:
     """A wrapper around bash that starts it without the credential-like variables (pi runs every
     ``bash`` tool call as ``<shellPath> -c CMD`` with its own environment), so commands the model
@@ -477,38 +319,15 @@ def _secretless_shell(root: Path, env: Mapping[str, str]) -> Path | None:
     return wrapper
 
 
-def _fixture_skills(
-    project: Path, tested: SkillRef, neighbours: Sequence[SkillRef], options: AgentOptions
-) -> list[SkillRef]:
-    """The skills the fixture brings in pi's project folders; refuse one that would shadow or
-    leak a skill the runner offers itself (as the other runners do)."""
-    found = project_skills(project, PROJECT_SKILLS)
-    offered_names = {tested.name, *(ref.name for ref in neighbours)}
-    for ref in found:
-        if ref.name in offered_names or ref.path.name in offered_names:
-            where = ref.path.relative_to(project.resolve()).as_posix()
-            raise RunnerSetupError(
-                f"--fixture {options.fixture}: already contains {where} (skill {ref.name}); "
-                "remove it, the runner installs the skills itself"
-            )
-    return found
-
-
-def _result(
-    invocation: AgentInvocation,
-    transcript: _Transcript,
-    status: int,
-    known: frozenset[str],
-    duration_ms: int,
-    root: Path,
-    options: AgentOptions,
-    aliases: Mapping[str, str] | None = None,
-) -> AgentResult:
-    """Turn a finished pi run into the runner contract object, or a setup error when the run
-    produced no evidence (pi failed to start, or the model request itself failed)."""
+def outcome(
+    transcript: _Transcript, status: int, known: frozenset[str], duration_ms: int, kept: Path | None
+) -> Outcome:
+    """Turn a finished pi run into its outcome, or a setup error when the run produced no
+    evidence (pi failed to start, or the model request itself failed). ``kept``: the workspace
+    kept with --keep-workspace, named in the hint."""
     keep_hint = (
-        f"see {root / STDERR_FILE} and {root / TRANSCRIPT_FILE}"
-        if options.keep_workspace
+        f"see {kept / STDERR_FILE} and {kept / TRANSCRIPT_FILE}"
+        if kept is not None
         else f"rerun with --keep-workspace to inspect {STDERR_FILE} and {TRANSCRIPT_FILE}"
     )
     if not transcript.stopped_at_max_turns:
@@ -522,7 +341,6 @@ def _result(
             # The model call failed: the run says nothing about the skill, so it is void, not a
             # task failure.
             raise RunnerSetupError(f"pi's model request failed (stopReason '{stop}'); {keep_hint}")
-    loads = rename_loads(find_loads(transcript.events, EvidencePatterns(), known), aliases or {})
     succeeded = (
         status == 0
         and not transcript.stopped_at_max_turns
@@ -534,10 +352,97 @@ def _result(
     failed_code = status if status > 0 and not transcript.stopped_at_max_turns else 1
     meta = usage_meta(transcript.assistants)
     meta["durationMs"] = duration_ms
-    return AgentResult(
-        variant=invocation.variant,
-        invoked_skills=loaded_names(loads),
+    return Outcome(
         output=final_text(transcript.last_assistant),
         exit_code=0 if succeeded else failed_code,
+        loads=find_loads(transcript.events, EvidencePatterns(), known),
         meta=meta,
     )
+
+
+class Pi:
+    """pi as an agent plug-in (:class:`~.protocol.Agent`)."""
+
+    name = AGENT
+    binary = "pi"
+    skill_folders = PROJECT_SKILLS
+
+    def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
+        """``--delivery mcp`` is refused: pi has no MCP client."""
+        if options.delivery == "mcp":
+            raise RunnerSetupError(
+                "--delivery mcp: pi has no MCP support (it ships none by design; MCP would need "
+                "a pi extension); use --delivery native"
+            )
+
+    def prepare(self, setup: RunSetup) -> Launch:
+        """Fresh agent dir, every discovery off, skills passed with ``--skill``; ``--max-turns``
+        emulated by stopping pi after that many turns."""
+        ws, options, env = setup.workspace, setup.options, setup.env
+        agent_dir = ws.home / ".pi" / "agent"
+        agent_dir.mkdir(parents=True)
+        settings: dict[str, object] = {"quietStartup": True, "enableInstallTelemetry": False}
+        shell = _secretless_shell(ws.root, setup.caller_env)
+        if shell is not None:
+            settings["shellPath"] = str(shell)
+        (agent_dir / "settings.json").write_text(json.dumps(settings) + "\n", encoding="utf-8")
+        env["PI_CODING_AGENT_DIR"] = str(agent_dir)
+        env["PI_OFFLINE"] = "1"  # no version check, telemetry or package updates at startup
+        model_args = _model_args(options, env, agent_dir)
+        skill_paths = [ws.install_skill(ref, ws.root / "skills") for ref in setup.offered]
+        skill_paths += [ref.path for ref in setup.fixture_skills]
+        argv = build_command(setup.binary, skill_paths, model_args, _has_context_file(ws.project))
+        return Launch(
+            argv=argv,
+            stdin=setup.invocation.prompt.encode("utf-8"),
+            stop_after=_turn_limit(options.max_turns),
+        )
+
+    def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
+        """The last assistant message, usage sums and loads; a void run when pi never finished
+        or its model request failed."""
+        transcript = _Transcript()
+        for event in events:
+            transcript.add(event)
+        transcript.stopped_at_max_turns = run.stopped
+        kept = setup.workspace.root if setup.options.keep_workspace else None
+        result = outcome(transcript, run.status, setup.known, round(run.duration_ms), kept)
+        result.offered = [ref.name for ref in (*setup.offered, *setup.fixture_skills)]
+        return result
+
+    def find_loads(
+        self,
+        events: Sequence[Event],
+        patterns: EvidencePatterns | None = None,
+        known: frozenset[str] | None = None,
+    ) -> list[Load]:
+        """See :func:`find_loads`."""
+        return find_loads(events, patterns, known)
+
+
+PLUGIN = Pi()
+
+
+def run(
+    invocation: AgentInvocation,
+    options: AgentOptions,
+    environ: Mapping[str, str] | None = None,
+) -> AgentResult:
+    """One isolated pi run for the invocation."""
+    return run_agent(PLUGIN, invocation, options, environ)
+
+
+def _turn_limit(max_turns: int | None) -> Callable[[Event], bool] | None:
+    """pi has no turn limit: stop it after the N-th turn that still asked for a tool."""
+    if max_turns is None:
+        return None
+    turns = 0
+
+    def stop_after(event: Event) -> bool:
+        nonlocal turns
+        if event.get("type") != "turn_end":
+            return False
+        turns += 1
+        return turns >= max_turns and bool(_tool_calls_of(event.get("message")))
+
+    return stop_after

@@ -1,0 +1,62 @@
+"""The agent runners that ship, in one place: ``skill-evals runner <name>``, ``skill-evals
+evidence --agent``, the docs index and the consistency tests all enumerate this list.
+
+Adding an agent = one module implementing :class:`~.protocol.Agent` (with ``PLUGIN = <instance>``)
+plus one :class:`Entry` here; no other agent's module changes. Modules are imported only when
+used, so ``skill-evals --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the protocol imports the heavier modules; --help must not
+    from .protocol import Agent
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One shipped agent runner."""
+
+    name: str  # the runner name, e.g. "claude-code"
+    module: str  # the module under skill_evals.agents defining PLUGIN
+    summary: str  # one line for `skill-evals runner --help`
+    doc: str  # its page under docs/agents/
+
+    def load(self) -> Agent:
+        """The agent plug-in (imports its module)."""
+        module = importlib.import_module(f"{__package__}.{self.module}")
+        plugin: Agent = module.PLUGIN
+        return plugin
+
+
+ENTRIES: tuple[Entry, ...] = (
+    Entry(
+        "claude-code",
+        "claude_code",
+        "Claude Code (`claude -p --verbose --output-format stream-json`), isolated.",
+        "claude-code.md",
+    ),
+    Entry("codex", "codex", "Codex (`codex exec --json`), isolated.", "codex.md"),
+    Entry("pi", "pi", "pi (`pi --mode json --no-skills`), isolated.", "pi.md"),
+)
+
+
+def names() -> list[str]:
+    """The agent names, in registry order."""
+    return [entry.name for entry in ENTRIES]
+
+
+def entry(name: str) -> Entry:
+    """The registry entry named ``name``; ValueError for an unknown one."""
+    for candidate in ENTRIES:
+        if candidate.name == name:
+            return candidate
+    raise ValueError(f"unknown agent {name!r}; expected one of {', '.join(names())}")
+
+
+def agent(name: str) -> Agent:
+    """The agent plug-in named ``name``; ValueError for an unknown one."""
+    return entry(name).load()

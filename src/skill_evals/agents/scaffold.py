@@ -1,0 +1,252 @@
+"""The run every agent shares, written once: resolve the binary and the skills, make the fresh
+workspace and environment, start the agent with the prompt on stdin, collect its JSON event
+stream (bounded), save the transcript, and turn the agent's :class:`~.protocol.Outcome` into the
+runner contract's line. Agent modules supply only what differs (:class:`~.protocol.Agent`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, SkillRef, skill_ref
+from .environment import find_binary, isolated_env
+from .evidence import MAX_TRANSCRIPT_BYTES, loaded_names, parse_lines, rename_loads
+from .protocol import Agent, Event, Finished, Launch, RunSetup
+from .workspace import Workspace
+
+# When set, every agent runner copies the run's JSON event stream to
+# DIR/<case id>.<trial>.<variant>.jsonl (for `skill-evals evidence` and debugging). Transcripts
+# hold the prompt and the answer, never the API key.
+TRANSCRIPT_DIR_VAR = "SKILL_EVALS_TRANSCRIPT_DIR"
+# What a workspace kept with --keep-workspace holds, the same for every agent.
+TRANSCRIPT_FILE = "transcript.jsonl"
+STDERR_FILE = "agent.stderr"
+KEEP_HINT = f"rerun with --keep-workspace to inspect {STDERR_FILE} and {TRANSCRIPT_FILE}"
+
+
+def transcript_name(invocation: AgentInvocation) -> str:
+    """``<case id>.<trial>.<variant>.jsonl``; characters of the case id other than letters,
+    digits, ``-`` and ``_`` become ``_`` (case ids are free text, file names are not)."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in invocation.case_id) or "case"
+    return f"{safe}.{invocation.trial}.{invocation.variant}.jsonl"
+
+
+def save_transcript(data: bytes, invocation: AgentInvocation, env: Mapping[str, str]) -> None:
+    """Copy a run's event stream to ``$SKILL_EVALS_TRANSCRIPT_DIR`` when that is set.
+
+    Raises RunnerSetupError (a runner failure) when the directory cannot be written: the caller
+    asked for the evidence to be kept, so losing it silently would be wrong."""
+    target = env.get(TRANSCRIPT_DIR_VAR)
+    if not target:
+        return
+    folder = Path(target)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / transcript_name(invocation)).write_bytes(data)
+    except OSError as exc:
+        raise RunnerSetupError(
+            f"{TRANSCRIPT_DIR_VAR}={target}: cannot write the transcript ({exc.strerror})"
+        ) from exc
+
+
+def project_skills(project: Path, folders: Sequence[str]) -> list[SkillRef]:
+    """Skills a ``--fixture`` brings in the agent's native project folders (e.g.
+    ``.agents/skills``): each ``<folder>/<dir>/SKILL.md``, in name order. They are part of the
+    project under test, so they are offered in both variants and their loads are reported."""
+    found: list[SkillRef] = []
+    for folder in folders:
+        root = project / folder
+        if not root.is_dir():
+            continue
+        for entry in sorted(root.iterdir()):
+            if entry.is_dir() and (entry / "SKILL.md").is_file():
+                found.append(skill_ref(entry))
+    return found
+
+
+def folder_aliases(refs: Iterable[SkillRef]) -> dict[str, str]:
+    """``{folder name: skill name}`` for skills whose folder is named differently from their
+    ``name``: a read of ``…/skills/<folder>/SKILL.md`` is a load of ``name``."""
+    return {ref.path.name: ref.name for ref in refs if ref.path.name != ref.name}
+
+
+def print_available(agent: str, names: Iterable[str]) -> None:
+    """Say on stderr which skills the run offered: recorded for diagnosis, never a load."""
+    listed = list(dict.fromkeys(names))
+    if listed:
+        print(f"skill-evals runner {agent}: available skills: {', '.join(listed)}", file=sys.stderr)
+
+
+def skill_refs(
+    invocation: AgentInvocation, options: AgentOptions
+) -> tuple[SkillRef, tuple[SkillRef, ...]]:
+    """The tested skill and the ``--with-skill`` neighbours; a neighbour with the tested name or
+    two with one name are refused (one would leak into ``without`` or hide the other)."""
+    tested = skill_ref(invocation.skill_dir)
+    neighbours: list[SkillRef] = []
+    used = {tested.name: "the skill under test"}
+    for path in options.with_skills:
+        ref = skill_ref(path)
+        if ref.name in used:
+            raise RunnerSetupError(
+                f"--with-skill {path}: skill name '{ref.name}' is already used by "
+                f"{used[ref.name]}; each offered skill needs its own name"
+            )
+        used[ref.name] = f"--with-skill {path}"
+        neighbours.append(ref)
+    return tested, tuple(neighbours)
+
+
+def fixture_skills(
+    project: Path, folders: Sequence[str], offered: Sequence[SkillRef], fixture: Path | None
+) -> tuple[SkillRef, ...]:
+    """The skills the fixture brings in the agent's project folders; one that holds an offered
+    skill's name (as its name or its folder) is refused in both variants: it would leak into
+    ``without`` or shadow the copy under test."""
+    names = {ref.name for ref in offered}
+    for folder in folders:
+        for name in sorted(names):
+            if (project / folder / name).exists():
+                raise RunnerSetupError(
+                    f"--fixture {fixture}: already contains {folder}/{name}; "
+                    "remove it, the runner installs the skills itself"
+                )
+    found = project_skills(project, folders)
+    for ref in found:
+        if ref.name in names:
+            where = ref.path.relative_to(project.resolve()).as_posix()
+            raise RunnerSetupError(
+                f"--fixture {fixture}: already contains {where} (skill {ref.name}); "
+                "remove it, the runner installs the skills itself"
+            )
+    return tuple(found)
+
+
+def run_agent(
+    agent: Agent,
+    invocation: AgentInvocation,
+    options: AgentOptions,
+    environ: Mapping[str, str] | None = None,
+) -> AgentResult:
+    """Run ``agent`` once for ``invocation`` in a fresh isolated workspace.
+
+    ``environ`` (default ``os.environ``) supplies auth and endpoints, which reach the agent only
+    through its environment, never a file. Raises RunnerSetupError for a void run."""
+    caller_env = os.environ if environ is None else environ
+    agent.check(options, caller_env)
+    binary = find_binary(options.bin, agent.binary, caller_env)
+    tested, neighbours = skill_refs(invocation, options)
+    with Workspace(options.fixture, keep=options.keep_workspace) as ws:
+        found = fixture_skills(
+            ws.project, agent.skill_folders, [tested, *neighbours], options.fixture
+        )
+        env = isolated_env(caller_env, ws.home)
+        env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
+        setup = RunSetup(
+            invocation, options, binary, tested, neighbours, found, ws, caller_env, env
+        )
+        launch = agent.prepare(setup)
+        started = time.monotonic()
+        data, status, stopped = execute(launch, setup)
+        finished = Finished(status, (time.monotonic() - started) * 1000.0, stopped)
+        save_transcript(data, invocation, caller_env)
+    outcome = agent.finish(parse_lines(data), setup, finished)
+    print_available(agent.name, outcome.offered)
+    return AgentResult(
+        variant=invocation.variant,
+        invoked_skills=loaded_names(rename_loads(outcome.loads, setup.aliases)),
+        output=outcome.output,
+        exit_code=outcome.exit_code,
+        meta=outcome.meta,
+    )
+
+
+def execute(launch: Launch, setup: RunSetup) -> tuple[bytes, int, bool]:
+    """Start the agent in the project, feed stdin, collect stdout (also written to the
+    workspace's transcript file) until it exits or ``launch.stop_after`` says so.
+
+    Returns (stdout bytes, exit status, stopped early). The agent stays in the runner's process
+    group on purpose: when the engine kills that group (timeout, output cap, or after the runner
+    ends) the agent and anything it started die with it."""
+    ws = setup.workspace
+    with (ws.root / STDERR_FILE).open("wb") as err, (ws.root / TRANSCRIPT_FILE).open("wb") as log:
+        try:
+            proc = subprocess.Popen(
+                launch.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                cwd=ws.project,
+                env=setup.env,
+            )
+        except OSError as exc:
+            raise RunnerSetupError(f"cannot start {launch.argv[0]} ({exc.strerror})") from exc
+        try:
+            return _collect(proc, launch, log)
+        finally:
+            stop(proc)  # only does something when reading ended early
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], launch: Launch, log: IO[bytes]
+) -> tuple[bytes, int, bool]:
+    assert proc.stdin is not None and proc.stdout is not None
+    # A writer thread: an agent that prints before reading all of a large prompt must not
+    # deadlock against us.
+    feeder = threading.Thread(target=_feed, args=(proc.stdin, launch.stdin), daemon=True)
+    feeder.start()
+    chunks: list[bytes] = []
+    size = 0
+    stopped = False
+    for raw in proc.stdout:
+        size += len(raw)
+        if size > MAX_TRANSCRIPT_BYTES:
+            raise RunnerSetupError(
+                f"{launch.argv[0]} printed more than {MAX_TRANSCRIPT_BYTES // (1024 * 1024)} MiB "
+                f"of events; {KEEP_HINT}"
+            )
+        chunks.append(raw)
+        log.write(raw)
+        if launch.stop_after is not None and _stops(launch, raw):
+            stopped = True
+            stop(proc)
+            break
+    status = proc.wait()
+    feeder.join(timeout=5)
+    return b"".join(chunks), status, stopped
+
+
+def _stops(launch: Launch, raw: bytes) -> bool:
+    try:
+        event: Event = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(event, dict) and launch.stop_after is not None and launch.stop_after(event)
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    try:
+        pipe.write(data)
+        pipe.close()
+    except (BrokenPipeError, ValueError, OSError):
+        pass  # the agent exited before reading; its status and stderr tell why
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the agent: SIGTERM, SIGKILL if it lingers."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
