@@ -640,6 +640,8 @@ def test_report_sections_are_exactly_those_of_the_spec(setup: dict[str, Any]) ->
         "gates",
         "caseResults",
         "messages",
+        "messageSeverities",  # additive: the severity of each message
+        "coverage",  # additive: observations scored of those planned
     ]
     assert set(report["task"]) == {
         "units",

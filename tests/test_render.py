@@ -109,8 +109,10 @@ def test_text_pass_says_nothing_to_do() -> None:
 def test_text_runner_failures_listed() -> None:
     text = render_text(report_for(failures=(FAILURE,)))
     assert text.startswith("UNAVAILABLE  refund-policy")
-    assert "Runner failure: c04 trial 2 without: timed out after 30000 ms" in text
+    assert "  - 1× timed out after 30000 ms — first: c04 trial 2 without" in text
+    assert "    what to do: raise --timeout-ms" in text
     assert "(exit 7)" in text.splitlines()[0]
+    assert "(partial: 47 of 48 invocations)" in text.splitlines()[0]
 
 
 def test_text_shows_null_as_na_never_zero() -> None:
@@ -125,10 +127,11 @@ def test_text_error_report() -> None:
     report = error_report(5, "cases.jsonl:4: field 'expectTrigger': expected a boolean")
     assert_valid_report(report)
     text = render_text(report)
-    assert text.splitlines()[0] == (
-        "INVALID  (unknown skill) — cases.jsonl:4: field 'expectTrigger': expected a boolean "
-        "(exit 5)"
-    )
+    assert text.splitlines()[0] == "INVALID  (unknown skill) — stopped before scoring (exit 5)"
+    assert render_text(report, "my-skill").startswith("INVALID  my-skill — stopped before")
+    # The reason is printed once, under what failed.
+    assert text.count("field 'expectTrigger': expected a boolean") == 1
+    assert "What failed\n  - cases.jsonl:4: field 'expectTrigger'" in text
 
 
 def test_text_escapes_terminal_control_characters() -> None:

@@ -142,6 +142,7 @@ def test(
     quiet: bool,
 ) -> None:
     """Evaluate one skill: trigger F1, uplift, loading evidence."""
+    from .agents.simulated import NOTICE, is_simulated_command
     from .pipeline import TestOptions, run_test
     from .progress import ProgressPrinter
 
@@ -164,6 +165,9 @@ def test(
         keep_going=keep_going,
         outputs=outputs,
     )
+    if is_simulated_command(runner):
+        # Said on every run, --quiet or not: these figures must never pass for a model's.
+        click.echo(f"skill-evals: note: {NOTICE}", err=True)
     printer = None if quiet else ProgressPrinter(sys.stderr)
     with sigterm_interrupts():
         result = run_test(options, progress=printer)
@@ -181,21 +185,24 @@ def _write_outputs(
     skill_dir: Path,
     inputs: tuple[Path, ...] = (),
 ) -> None:
+    from .messages import by_severity
     from .pipeline import path_inside
     from .render.json import render_json
     from .render.junit import render_junit
     from .render.markdown import render_markdown
     from .render.text import render_text
 
-    name = (report.get("skill") or {}).get("name") or "skill"
+    # A run stopped before the skill loaded still has the name the user gave: the directory's.
+    fallback = skill_dir.name or str(skill_dir)
+    name = (report.get("skill") or {}).get("name") or fallback
 
     def junit() -> str:
         return render_junit([(name, report, None)])
 
     renderers = {
-        "text": lambda: render_text(report),
+        "text": lambda: render_text(report, fallback),
         "json": lambda: render_json(report),
-        "markdown": lambda: render_markdown(report),
+        "markdown": lambda: render_markdown(report, fallback),
         "junit": junit,
     }
     for path, render in (
@@ -215,9 +222,11 @@ def _write_outputs(
             if report["exitCode"] == INVALID:
                 continue  # already invalid (e.g. this very path failed the checks): say why
             _fail(f"{path}: cannot write ({exc.strerror})")
-    if report["exitCode"] in (5, 6, 7):
-        # One clear line on stderr whatever the format (stdout may be JSON/XML for a machine).
-        for message in report.get("messages", [])[:1]:
+    to_person = fmt == "text" and sys.stdout.isatty()
+    if report["exitCode"] in (5, 6, 7) and not to_person:
+        # One clear line on stderr (stdout may be JSON/XML for a machine, or a file); the text
+        # report on the user's own terminal already says it, once.
+        for message in by_severity(report, "error")[:1]:
             click.echo(f"skill-evals: error: {terminal_safe(message)}", err=True)
     click.echo(renderers[fmt](), nl=False)
 

@@ -25,6 +25,7 @@ from .codes import (
     combine,
 )
 from .execute import ExecutionResult
+from .messages import Messages
 from .observations import META_KEYS, VARIANTS, Observation, RunnerFailure, gc_paused
 from .skill import Skill
 from .stats import bootstrap_interval, sign_test, trigger_metrics
@@ -359,7 +360,9 @@ def evaluate(
     """Score the run and decide status/exitCode with the exit-code precedence.
 
     Runner failures, an interrupt or ``skill_changed`` make the evidence void (7 / 130); scores are
-    still computed from the valid observations so the reader sees what was measured."""
+    still computed from the valid observations so the reader sees what was measured, and
+    ``coverage`` says how many of the planned observations they rest on. ``messages`` from the
+    caller are notes (information that does not change the exit code)."""
     # All observations stay alive while scoring: each collection would walk every one of them
     # (docs/performance.md); nothing built here forms a reference cycle.
     with gc_paused():
@@ -386,13 +389,12 @@ def _evaluate(
     missing = expected - len(observed)
 
     codes: list[int] = []
-    notes: list[str] = list(messages)
+    notes = Messages()
+    for message in messages:
+        notes.note(message)
     if failures:
         codes.append(UNAVAILABLE)
-        notes.append(
-            f"{len(failures)} runner failure(s): the evidence is void; see runner.failures "
-            "for each case, trial, variant and reason"
-        )
+        notes.append(_failures_message(failures))
     if skill_changed:
         codes.append(UNAVAILABLE)
         notes.append(
@@ -459,7 +461,7 @@ def _evaluate(
                         f"below --min-uplift {_num(threshold)}"
                     )
     elif task is not None and task["insufficient"]:
-        notes.append(
+        notes.note(
             f"uplift rests on {task_unit_count(suite)} independent case(s) with a task check "
             f"(fewer than {MIN_UNITS}): reported, but too few to gate on"
         )
@@ -499,10 +501,33 @@ def _evaluate(
             "caseResults": [
                 _case_result(case, triggered[case.id], task_passes) for case in suite.cases
             ],
-            "messages": notes,
+            "messages": notes.texts(),
+            "messageSeverities": notes.severities(),
+            "coverage": {"observed": len(observed), "planned": expected},
         }
     )
     return report
+
+
+def _failures_message(failures: Sequence[RunnerFailure]) -> str:
+    """One line a person can act on: how many failed, and the most frequent reason (the
+    runner's own words when it gave one) with the first invocation it hit."""
+    counts: dict[str, int] = {}
+    firsts: dict[str, RunnerFailure] = {}
+    for failure in failures:
+        counts[failure.reason] = counts.get(failure.reason, 0) + 1
+        firsts.setdefault(failure.reason, failure)
+    reason = max(counts, key=lambda r: counts[r])  # ties: the earliest (dicts keep order)
+    first = firsts[reason]
+    where = f"{first.case_id} trial {first.trial} {first.variant}"
+    if len(counts) == 1:
+        head = f"{len(failures)} runner failure(s), all: {reason} (first: {where})"
+    else:
+        head = (
+            f"{len(failures)} runner failure(s) with {len(counts)} different reasons, most "
+            f"often ({counts[reason]}×): {reason} (first: {where})"
+        )
+    return head + "; the evidence is void (every failure is in runner.failures)"
 
 
 def _why_f1_undefined(trigger: Mapping[str, Any]) -> str:
@@ -544,6 +569,7 @@ def error_report(
             "gates": gates,
             "caseResults": None,
             "messages": [message],
+            "messageSeverities": ["error"],
         }
     )
     return report

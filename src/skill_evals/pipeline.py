@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .agents import simulated
 from .cases import MIN_UNITS, CaseSuite, load_cases
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from .evaluate import Report, Settings, error_report, evaluate
@@ -179,6 +180,7 @@ def run_test(options: TestOptions, progress: Callable[[Progress], None] | None =
         if options.observations is not None:
             result = ExecutionResult(observations=observations, failures=failures)
             return evaluate(skill, suite, settings, result)
+        notes = (simulated.NOTICE,) if simulated.is_simulated_command(options.runner) else ()
         if options.min_trigger_f1 is not None and not any(c.expect_trigger for c in suite.cases):
             # Recall's denominator TP+FN would be 0, so F1 is null and the gate can only end
             # in exit 7: say so now instead of paying for every invocation first.
@@ -205,6 +207,6 @@ def run_test(options: TestOptions, progress: Callable[[Progress], None] | None =
             changed = directory_sha256(skill.path) != skill.directory_sha256
         except InvalidInput:
             changed = True
-        return evaluate(skill, suite, settings, result, skill_changed=changed)
+        return evaluate(skill, suite, settings, result, skill_changed=changed, messages=notes)
     except EvalError as exc:
         return error_report(exc.exit_code, str(exc), settings, skill, suite)

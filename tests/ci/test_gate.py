@@ -393,7 +393,10 @@ def test_a_failing_runner_makes_the_gate_unavailable_exit_7(tmp_path: Path) -> N
     junit = junitparser.JUnitXml.fromfile(str(out / "junit.xml"))
     assert junit.errors >= 2  # runner failures are <error>, not <failure>
     summary = (out / "summary.md").read_text("utf-8")
-    assert "### alpha: what failed" in summary and "Runner failure: alpha-case-0" in summary
+    assert "### alpha: what failed" in summary
+    # Each distinct reason once, with its count, the first case and what to do.
+    assert "- Runner failure ×" in summary and "(first: alpha-case-0 trial 1 " in summary
+    assert "run it by hand" in summary
 
 
 def test_merge_of_a_runner_failure_shard_and_a_gate_failure_shard_exits_7(

@@ -38,6 +38,21 @@ _STOPWORDS = frozenset(
     """.split()
 )
 _WORD = re.compile(r"[a-z0-9]+")
+# `skill-evals runner simulated`, `python -m skill_evals runner simulated`, or either inside a
+# `sh -c '…'` string: the words "runner simulated" in the command line.
+_SIMULATED_COMMAND = re.compile(r"(?:^|[\s'\"])runner\s+simulated(?:$|[\s'\"])")
+NOTICE = (
+    "the runner is `skill-evals runner simulated`, a SIMULATION: no model is called and the "
+    "figures say nothing about a real agent (use e.g. --runner 'skill-evals runner "
+    "claude-code' for a real one)"
+)
+
+
+def is_simulated_command(command: str | None) -> bool:
+    """Whether a ``--runner`` command runs this simulation (labelled wherever it is used)."""
+    return command is not None and _SIMULATED_COMMAND.search(command) is not None
+
+
 _JSON_BLOCK = re.compile(r"```json\s*\n(.*?)\n```", re.DOTALL)
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .. import __version__
+from ..agents import simulated
 from ..codes import INTERRUPTED, STATUS_BY_CODE, UNAVAILABLE, combine
 from ..errors import InvalidInput
+from ..messages import by_severity, severities_of
 from . import github
 from .changes import BaseChoice, ChangeSet, detect_changes
 from .config import CiConfig, find_config, load_config
@@ -182,7 +184,7 @@ def _entry(
         "exitCode": exit_code,
         "report": report,
         # The simulated runner is labelled wherever its figures appear (docs/agents/).
-        "simulated": "runner simulated" in runner,
+        "simulated": simulated.is_simulated_command(runner),
     }
 
 
@@ -338,6 +340,8 @@ def _evaluate(
         )
         console.group(f"skill-evals {state.name} ({state.path})")
         console.info(f"evaluating {state.name} ({reason})")
+        if simulated.is_simulated_command(settings.runner):
+            console.info(f"note: {state.name}: {simulated.NOTICE}")
         printer = None if options.quiet else ProgressPrinter(console.err)
         try:
             report = run_test(test_options, progress=printer)
@@ -354,12 +358,16 @@ def _evaluate(
             console.endgroup()
         code = int(report.get("exitCode", 70))
         console.info(f"{state.name}: {report.get('status')} (exit {code})")
-        if code != 0:
-            # Why it did not pass belongs in the log too (an invalid cases line, too few
-            # cases, runner failures), not only inside the artifact. Messages never hold
-            # prompts, outputs or runner stderr (docs/report.md).
-            for message in (report.get("messages") or [])[:MAX_SKILL_MESSAGES]:
+        # Why it did not pass belongs in the log too (an invalid cases line, too few cases,
+        # runner failures), not only inside the artifact, each message with its own severity.
+        # Messages never hold prompts, outputs or runner stderr (docs/report.md).
+        for severity, message in severities_of(report)[:MAX_SKILL_MESSAGES]:
+            if severity == "error":
                 console.error(f"{state.name}: {message}")
+            elif severity == "warning":
+                console.warning(f"{state.name}: {message}")
+            elif message != simulated.NOTICE:  # said once above
+                console.info(f"note: {state.name}: {message}")
         entries[state.path] = _entry(state, "evaluated", reason, code, report)
         if code == INTERRUPTED:
             interrupted = True
@@ -377,7 +385,7 @@ def _ci_report(
     considered = [s for s in skills if s["status"] != "unchanged"]
     if exit_code == 0 and considered and all(s["status"] == "skipped" for s in considered):
         status = "skipped"
-    simulated = any(s.get("simulated") and s["status"] == "evaluated" for s in skills)
+    any_simulated = any(s.get("simulated") and s["status"] == "evaluated" for s in skills)
     return {
         "schemaVersion": SCHEMA_VERSION,
         "tool": {"name": "skill-evals", "version": __version__},
@@ -386,7 +394,7 @@ def _ci_report(
         "base": {**base, "removed": list(removed)} if removed else dict(base),
         "skills": skills,
         "changedSkills": [s["name"] for s in skills if s["status"] != "unchanged"],
-        "simulated": simulated,
+        "simulated": any_simulated,
         "messages": messages,
     }
 
@@ -483,7 +491,7 @@ def _annotate(ci_report: Mapping[str, Any], console: Console) -> None:
         if not cases:
             # Stopped before any case could fail (invalid or too few cases, a gate that needs
             # task checks): annotate the cases file with the reason, at its line when known.
-            for message in (report.get("messages") or [])[:3]:
+            for message in by_severity(report, "error")[:3]:
                 if emitted >= MAX_ANNOTATIONS:
                     return
                 console.command(

@@ -11,6 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..render.diagnosis import sections
+
 MARKER = "<!-- skill-evals -->"
 SUMMARY_MAX_BYTES = 1_000_000
 COMMENT_MAX_CHARS = 65_000
@@ -70,7 +72,15 @@ def _uplift_cell(report: dict[str, Any] | None) -> str:
     )
     if task.get("insufficient"):
         cell += " (insufficient)"
-    return cell
+    return cell + partial_mark(report or {})
+
+
+def partial_mark(report: dict[str, Any]) -> str:
+    """`` (partial 18/40)`` after a figure that rests on part of the planned runs, else ""."""
+    from ..render.diagnosis import coverage
+
+    found = coverage(report)
+    return f" (partial {found[0]}/{found[1]})" if found else ""
 
 
 def _runs_cell(report: dict[str, Any] | None) -> str:
@@ -96,7 +106,8 @@ def verdict_table(skills: Sequence[dict[str, Any]]) -> list[str]:
         status = skill_status(skill)
         lines.append(
             f"| {_esc(skill.get('name', '?'))} | {STATUS_ICON.get(status, _esc(status))} "
-            f"| {fmt_num(trigger.get('f1'))} | {_uplift_cell(report)} | {fmt_num(p_value, 3)} "
+            f"| {fmt_num(trigger.get('f1'))}{partial_mark(report or {}) if trigger else ''} "
+            f"| {_uplift_cell(report)} | {fmt_num(p_value, 3)} "
             f"| {_runs_cell(report)} |"
         )
     return lines
@@ -120,11 +131,11 @@ def failure_details(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]
         if skill.get("reason"):
             lines.append(f"- {_esc(skill['reason'])}")
         return lines
-    messages = [str(m) for m in report.get("messages") or []]
-    for message in _limited(messages, limit):
+    found = sections(report)
+    for message in _limited(found.failed, limit):
         lines.append(f"- {_esc(message)}")
-    # The engine usually explains failed gates in its messages; say it once.
-    explained = any("gate failed" in m.lower() for m in messages)
+    # The engine explains failed gates in its messages; say it once.
+    explained = any("gate failed" in m.lower() for m in found.failed)
     gates = report.get("gates") or {}
     for key, label in (("minTriggerF1", "trigger F1"), ("minUplift", "uplift lower bound")):
         gate = gates.get(key)
@@ -143,10 +154,30 @@ def failure_details(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]
     violations = (report.get("loading") or {}).get("violations") or []
     for text in _limited([_violation(v) for v in violations], limit):
         lines.append(f"- Loading violation: {text}")
-    failures = (report.get("runner") or {}).get("failures") or []
-    for text in _limited([_failure(f) for f in failures], limit):
-        lines.append(f"- Runner failure: {text}")
+    for group in found.failures[: max(limit, 1)]:
+        lines.append(
+            f"- Runner failure ×{group.count}: {_esc(group.reason)} (first: "
+            f"{_esc(group.first)}) — {_esc(group.advice)}"
+        )
+    if len(found.failures) > max(limit, 1):
+        lines.append(
+            f"- … and {len(found.failures) - max(limit, 1)} more reasons (see report.html)"
+        )
     return lines
+
+
+def notes_lines(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]:
+    """Warnings and notes of one skill's report, as bullets (never under "what failed")."""
+    report = skill.get("report") if isinstance(skill.get("report"), dict) else None
+    if report is None:
+        return []
+    from ..agents.simulated import NOTICE
+
+    found = sections(report)
+    # The simulated runner has its own banner at the top; do not repeat it per skill.
+    notes = [m for m in found.notes if m != NOTICE]
+    items = [f"warning: {m}" for m in found.warnings] + [f"note: {m}" for m in notes]
+    return [f"- {_esc(item)}" for item in _limited(items, limit)]
 
 
 def _code_list(ids: Sequence[str], limit: int) -> list[str]:
@@ -160,13 +191,6 @@ def _violation(v: dict[str, Any]) -> str:
     if v.get("forbidden"):
         parts.append("forbidden " + ", ".join(_esc(n) for n in v["forbidden"]))
     return "; ".join(parts)
-
-
-def _failure(f: dict[str, Any]) -> str:
-    return (
-        f"{_esc(f.get('caseId'))} trial {f.get('trial')} {_esc(f.get('variant'))}: "
-        f"{_esc(f.get('reason'))}"
-    )
 
 
 def _bar(rate: float, width: int = 20) -> str:
@@ -255,6 +279,12 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
         lines.append(f"### {_esc(skill.get('name'))}: what failed")
         lines.append("")
         lines += failure_details(skill) or ["- see report.html"]
+        lines.append("")
+    noted = [(s, items) for s in skills if (items := notes_lines(s))]
+    if noted:
+        lines += ["### Warnings and notes", ""]
+        for skill, items in noted:
+            lines += [f"- {_esc(skill.get('name'))}:", *[f"  {item}" for item in items]]
         lines.append("")
     chart = pass_rate_chart(skills)
     if chart:

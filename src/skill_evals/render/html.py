@@ -8,7 +8,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from ..ci.summary import fmt_num, fmt_signed, skill_status
+from ..ci.summary import fmt_num, fmt_signed, partial_mark, skill_status
+from .diagnosis import partial_note, sections
 
 CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -75,6 +76,7 @@ def _verdict_rows(skills: list[dict[str, Any]]) -> str:
             )
             if task.get("insufficient"):
                 uplift += " (insufficient)"
+            uplift += partial_mark(report)
             p_value = fmt_num((task.get("signTest") or {}).get("pValue"), 3)
         else:
             uplift, p_value = "—", "—"
@@ -87,7 +89,8 @@ def _verdict_rows(skills: list[dict[str, Any]]) -> str:
             f'<td><a href="#skill-{_anchor(skill)}">{_e(skill.get("name"))}</a></td>'
             f"<td><code>{_e(skill.get('path'))}</code></td>"
             f"<td>{_badge(skill_status(skill))}</td>"
-            f'<td class="num">{fmt_num(trigger.get("f1"))}</td>'
+            f'<td class="num">{fmt_num(trigger.get("f1"))}'
+            f"{_e(partial_mark(report)) if trigger else ''}</td>"
             f'<td class="num">{_e(uplift)}</td>'
             f'<td class="num">{p_value}</td>'
             f'<td class="num">{_e(runs)}</td>'
@@ -185,16 +188,37 @@ def _skill_section(skill: dict[str, Any]) -> str:
         parts.append(f"<p>{_e(skill['reason'])}</p>")
     if report is None:
         return "\n".join(parts)
-    messages = [_e(m) for m in report.get("messages") or []]
-    parts.append(_list("Messages", messages))
+    found = sections(report)
+    partial = partial_note(report)
+    if partial:
+        parts.append(
+            f"<p class='note'><strong>Partial figures</strong> ({_e(partial)}): the run did not "
+            "complete, so they are not the result.</p>"
+        )
+    parts.append(_list("What failed", [f'<span class="bad">{_e(m)}</span>' for m in found.failed]))
+    if found.failures:
+        rows = "".join(
+            f'<tr><td>{_e(g.reason)}</td><td class="num">{g.count}</td>'
+            f"<td><code>{_e(g.case_id)}</code> trial {_e(g.trial)} {_e(g.variant)}</td>"
+            f"<td>{_e(g.advice)}</td></tr>"
+            for g in found.failures
+        )
+        parts.append(
+            "<h4>Runner failures by reason</h4><table><tr><th>reason</th><th>count</th>"
+            f"<th>first</th><th>what to do</th></tr>{rows}</table>"
+        )
+    parts.append(_list("Warnings", [f'<span class="warn">{_e(m)}</span>' for m in found.warnings]))
+    parts.append(_list("Notes", [_e(m) for m in found.notes]))
     gates = report.get("gates") or {}
     gate_items = []
     for key, label in (("minTriggerF1", "trigger F1"), ("minUplift", "uplift lower bound")):
         gate = gates.get(key)
         if isinstance(gate, dict):
-            verdict = "passed" if gate.get("passed") else "failed"
+            passed = gate.get("passed")
+            verdict = "passed" if passed is True else "failed" if passed is False else "not decided"
+            css = "ok" if passed is True else "bad" if passed is False else "warn"
             gate_items.append(
-                f'<span class="{"ok" if gate.get("passed") else "bad"}">{label} '
+                f'<span class="{css}">{label} '
                 f"{fmt_num(gate.get('value'))} vs threshold {fmt_num(gate.get('threshold'))}: "
                 f"{verdict}</span>"
             )

@@ -6,7 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .diagnosis import partial_note, sections
 from .text import (
+    LIST_LIMIT,
     fmt,
     fmt_p,
     fmt_pct,
@@ -84,10 +86,12 @@ def _gate_cell(gate: object, label: str) -> str | None:
     )
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    """Render one test report as Markdown."""
+def render_markdown(report: dict[str, Any], fallback_name: str | None = None) -> str:
+    """Render one test report as Markdown (``fallback_name`` as for render_text)."""
     status = str(report.get("status"))
-    name = _esc(skill_name(report))
+    name = _esc(skill_name(report, fallback_name))
+    partial = partial_note(report)
+    partial_cell = " (partial)" if partial else ""
     icon = STATUS_ICON.get(status, _esc(status))
     lines = [
         f"### {name}: {icon} (exit {report.get('exitCode')})",
@@ -109,12 +113,14 @@ def render_markdown(report: dict[str, Any]) -> str:
         "| --- | --- | --- | --- | --- | --- |",
         (
             f"| {name} | {icon} | "
-            f"{fmt(trigger.get('f1')) if isinstance(trigger, Mapping) else 'n/a'} | "
-            f"{_esc(_uplift_cell(task, isinstance(trigger, Mapping)))} | {fmt_p(p_value)} | "
-            f"{runs_cell} |"
+            f"{fmt(trigger.get('f1')) if isinstance(trigger, Mapping) else 'n/a'}{partial_cell} | "
+            f"{_esc(_uplift_cell(task, isinstance(trigger, Mapping)))}{partial_cell} | "
+            f"{fmt_p(p_value)} | {runs_cell} |"
         ),
         "",
     ]
+    if partial:
+        lines += [f"> **Partial figures** — {partial}: they are not the result.", ""]
     if isinstance(trigger, Mapping):
         lines += [
             "#### Trigger",
@@ -165,17 +171,41 @@ def render_markdown(report: dict[str, Any]) -> str:
     if gate_rows:
         lines += ["#### Gates", "", "| gate | value | result |", "| --- | ---: | --- |"]
         lines += [*gate_rows, ""]
+    lines += _sections(report)
+    return "\n".join(lines) + "\n"
+
+
+def _sections(report: Mapping[str, Any]) -> list[str]:
+    """What failed, runner failures by reason, warnings, notes, then what to do next."""
+    found = sections(report)
+    lines: list[str] = []
+    if found.failed:
+        lines += ["#### What failed", "", *[f"- {_esc(m)}" for m in limited(found.failed)], ""]
+    if found.failures:
+        total = sum(g.count for g in found.failures)
+        lines += [
+            f"#### Runner failures ({total}, {len(found.failures)} distinct reason(s))",
+            "",
+            "| reason | count | first | what to do |",
+            "| --- | ---: | --- | --- |",
+        ]
+        lines += [
+            f"| {_esc(g.reason)} | {g.count} | {_esc(g.first)} | {_esc(g.advice)} |"
+            for g in found.failures[:LIST_LIMIT]
+        ]
+        lines.append("")
+    for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
+        if items:
+            lines += [f"#### {title}", "", *[f"- {_esc(m)}" for m in limited(items)], ""]
     steps = next_steps(report, _esc)
-    skill = report.get("skill")
-    if isinstance(skill, Mapping):
-        warnings = [str(w) for w in skill.get("warnings") or []]
-        steps += [f"Skill format warning: {_esc(w)}" for w in limited(warnings)]
     lines += ["#### What to do next", ""]
     if steps:
         lines += [f"- {step}" for step in steps]
-    else:
+    elif report.get("exitCode") == 0:
         lines.append("Nothing: the evidence clears every configured gate.")
-    return "\n".join(lines) + "\n"
+    else:
+        lines.append("Fix what failed (above), then run again.")
+    return lines
 
 
 def _uplift_cell(task: object, scored: bool) -> str:

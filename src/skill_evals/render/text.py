@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..terminal import terminal_safe
+from .diagnosis import partial_note, partial_suffix, sections
 
 LIST_LIMIT = 20
 
@@ -73,12 +74,13 @@ def limited(items: Sequence[str], limit: int = LIST_LIMIT) -> list[str]:
 # ------------------------------------------------------------------------ shared summaries
 
 
-def skill_name(report: Mapping[str, Any]) -> str:
-    """The skill's name, or ``(unknown skill)`` for a run that stopped before loading it."""
+def skill_name(report: Mapping[str, Any], fallback: str | None = None) -> str:
+    """The skill's name; for a run that stopped before loading it, ``fallback`` (the directory
+    the user gave) or ``(unknown skill)``."""
     skill = report.get("skill")
     if isinstance(skill, Mapping) and skill.get("name"):
         return str(skill["name"])
-    return "(unknown skill)"
+    return fallback or "(unknown skill)"
 
 
 def uplift_summary(task: Mapping[str, Any] | None) -> str:
@@ -98,12 +100,15 @@ def uplift_summary(task: Mapping[str, Any] | None) -> str:
 
 
 def verdict_summary(report: Mapping[str, Any]) -> str:
-    """One line of figures: trigger F1 and uplift, or the first message when not scored."""
+    """One line of figures: trigger F1 and uplift, marked when they are partial; for a run that
+    stopped before scoring, just that (the reason is listed once, under what failed)."""
     trigger = report.get("trigger")
     if not isinstance(trigger, Mapping):
-        messages = report.get("messages") or []
-        return str(messages[0]) if messages else "not scored"
-    return f"trigger F1 {fmt(trigger.get('f1'))}, uplift {uplift_summary(report.get('task'))}"
+        return "stopped before scoring"
+    return (
+        f"trigger F1 {fmt(trigger.get('f1'))}, uplift {uplift_summary(report.get('task'))}"
+        + partial_suffix(report)
+    )
 
 
 def next_steps(
@@ -111,9 +116,11 @@ def next_steps(
     esc: Callable[[object], str],
     code: Callable[[str], str] | None = None,
 ) -> list[str]:
-    """What to do next, one item per line (without bullet), user strings through ``esc``."""
+    """What to do next about the cases, one item per line (without bullet), user strings
+    through ``esc``: missed and false triggers, loading violations. (Messages and runner
+    failures have their own sections, see :func:`diagnosis.sections`.)"""
     code = code or (lambda s: s)
-    steps = [esc(m) for m in report.get("messages") or []]
+    steps: list[str] = []
     cases = {c.get("id"): c for c in report.get("caseResults") or []}
 
     def where(case_id: str) -> str:
@@ -137,9 +144,6 @@ def next_steps(
     violations = (report.get("loading") or {}).get("violations") or []
     for v in limited([_violation(v, esc, code) for v in violations]):
         steps.append(f"Loading violation: {v}")
-    failures = (report.get("runner") or {}).get("failures") or []
-    for f in limited([_failure(f, esc, code) for f in failures]):
-        steps.append(f"Runner failure: {f}")
     return steps
 
 
@@ -152,13 +156,6 @@ def _violation(
     if v.get("forbidden"):
         parts.append("loaded but excluded: " + ", ".join(code(esc(n)) for n in v["forbidden"]))
     return "; ".join(parts)
-
-
-def _failure(f: Mapping[str, Any], esc: Callable[[object], str], code: Callable[[str], str]) -> str:
-    return (
-        f"{code(esc(f.get('caseId')))} trial {f.get('trial')} {f.get('variant')}: "
-        f"{esc(f.get('reason'))}"
-    )
 
 
 # ----------------------------------------------------------------------------------- render
@@ -187,18 +184,21 @@ def _gate_line(gate: object, label: str) -> str | None:
     )
 
 
-def render_text(report: dict[str, Any]) -> str:
-    """Render one test report for a person."""
+def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str:
+    """Render one test report for a person (``fallback_name``: the skill directory's name, shown
+    when the run stopped before the skill was loaded)."""
     status = str(report.get("status"))
     lines = [
-        f"{STATUS_WORD.get(status, status.upper())}  {clean(skill_name(report))} — "
+        f"{STATUS_WORD.get(status, status.upper())}  "
+        f"{clean(skill_name(report, fallback_name))} — "
         f"{clean(verdict_summary(report))} (exit {report.get('exitCode')})",
         "",
     ]
+    partial = partial_note(report)
     gates = report.get("gates") or {}
     trigger = report.get("trigger")
     if isinstance(trigger, Mapping):
-        lines.append("Trigger (with-variant observations)")
+        lines.append("Trigger (with-variant observations" + (f"; {partial})" if partial else ")"))
         lines += _table(
             [
                 ["TP", "FP", "FN", "TN", "precision", "recall", "F1"],
@@ -219,7 +219,10 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append("")
     task = report.get("task")
     if isinstance(task, Mapping):
-        lines.append(f"Uplift ({task.get('units')} independent unit(s) with a task check)")
+        lines.append(
+            f"Uplift ({task.get('units')} independent unit(s) with a task check"
+            + (f"; {partial})" if partial else ")")
+        )
         rows = [["variant", "passed", "total", "pass rate"]]
         for variant in ("with", "without"):
             rate = task.get(variant) or {}
@@ -276,14 +279,40 @@ def render_text(report: dict[str, Any]) -> str:
             line += f", tokens in/out {tokens[0] if is_number(tokens[0]) else 'n/a'}/" + (
                 f"{tokens[1] if is_number(tokens[1]) else 'n/a'}"
             )
+        if partial:
+            line += f"; the figures above are {partial}"
         lines += [line, ""]
-    skill = report.get("skill") or {}
-    warnings = skill.get("warnings") or [] if isinstance(skill, Mapping) else []
+    lines += _sections(report)
+    return "\n".join(lines) + "\n"
+
+
+def _sections(report: Mapping[str, Any]) -> list[str]:
+    """What failed, runner failures by reason, warnings, notes, then what to do next."""
+    found = sections(report)
+    lines: list[str] = []
+    if found.failed:
+        lines += ["What failed", *[f"  - {clean(m)}" for m in limited(found.failed)], ""]
+    if found.failures:
+        total = sum(g.count for g in found.failures)
+        lines.append(
+            f"Runner failures: {total} in {len(found.failures)} distinct reason(s) "
+            "(every one is in the JSON report's runner.failures)"
+        )
+        for group in found.failures[:LIST_LIMIT]:
+            lines.append(f"  - {group.count}× {clean(group.reason)} — first: {clean(group.first)}")
+            lines.append(f"    what to do: {group.advice}")
+        if len(found.failures) > LIST_LIMIT:
+            lines.append(f"  … and {len(found.failures) - LIST_LIMIT} more reasons")
+        lines.append("")
+    for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
+        if items:
+            lines += [title, *[f"  - {clean(m)}" for m in limited(items)], ""]
     steps = next_steps(report, clean)
-    steps += [f"Skill format warning: {clean(w)}" for w in limited([str(w) for w in warnings])]
     lines.append("What to do next")
     if steps:
         lines += [f"  - {step}" for step in steps]
     elif report.get("exitCode") == 0:
         lines.append("  nothing: the evidence clears every configured gate")
-    return "\n".join(lines) + "\n"
+    else:
+        lines.append("  fix what failed (above), then run again")
+    return lines

@@ -1,0 +1,72 @@
+"""Report messages with a severity: ``error`` (why the run did not pass), ``warning`` (worth
+fixing, the exit code does not depend on it) and ``note`` (for information).
+
+The report keeps ``messages`` as plain strings (the schema of version 1) and adds the parallel
+list ``messageSeverities``; :func:`severities_of` reads both, and gives reports written before
+that list a sensible default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Severity = Literal["error", "warning", "note"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "note")
+
+
+@dataclass
+class Messages:
+    """Messages in the order they were added, each with its severity.
+
+    ``append`` adds an error: most messages the scoring step writes explain a failed or void
+    run, and a message added without thought must never be hidden as a note."""
+
+    items: list[tuple[Severity, str]] = field(default_factory=list)
+
+    def append(self, text: str) -> None:
+        """Add an error (the run did not pass because of it)."""
+        self.items.append(("error", text))
+
+    def error(self, text: str) -> None:
+        """Add an error (the run did not pass because of it)."""
+        self.items.append(("error", text))
+
+    def warning(self, text: str) -> None:
+        """Add a warning (worth fixing; the exit code does not depend on it)."""
+        self.items.append(("warning", text))
+
+    def note(self, text: str) -> None:
+        """Add a note (for information)."""
+        self.items.append(("note", text))
+
+    def texts(self) -> list[str]:
+        """The report's ``messages``."""
+        return [text for _, text in self.items]
+
+    def severities(self) -> list[Severity]:
+        """The report's ``messageSeverities``, parallel to ``messages``."""
+        return [severity for severity, _ in self.items]
+
+    def __iter__(self) -> Iterator[tuple[Severity, str]]:
+        return iter(self.items)
+
+
+def severities_of(report: Mapping[str, Any]) -> list[tuple[Severity, str]]:
+    """(severity, text) for each of ``report["messages"]``.
+
+    Without a valid ``messageSeverities`` (a report from an older version, or one edited by
+    hand) every message of a report that did not pass is an error and every message of a
+    passing one a note: nothing that explains a failure is ever shown as a mere note."""
+    texts = [str(m) for m in report.get("messages") or []]
+    given = report.get("messageSeverities")
+    if isinstance(given, list) and len(given) == len(texts) and all(s in SEVERITIES for s in given):
+        return list(zip(given, texts, strict=True))
+    default: Severity = "note" if report.get("exitCode") == 0 else "error"
+    return [(default, text) for text in texts]
+
+
+def by_severity(report: Mapping[str, Any], severity: Severity) -> list[str]:
+    """The texts of the report's messages of one severity, in order."""
+    return [text for level, text in severities_of(report) if level == severity]
