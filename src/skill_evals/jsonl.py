@@ -15,6 +15,7 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -268,17 +269,22 @@ def iter_jsonl_values(
             long_blank = True
         # Hot loop: a line that neither starts with whitespace nor ends in "\r" (nearly
         # all of them) skips the "\r"/blank handling, which would copy it.
-        for raw in lines:
-            lineno += 1
-            if not raw or raw[0] in _JSON_WS or raw[-1] == 13:
+        # Empty lines never reach Python: compress() hands out only the non-empty ones (a file
+        # of newlines would otherwise cost one loop turn per byte).
+        base = lineno
+        lineno += len(lines)
+        for index in compress(range(len(lines)), lines):
+            raw = lines[index]
+            if raw[0] in _JSON_WS or raw[-1] == 13:
                 if raw.endswith(b"\r"):
                     raw = raw[:-1]
                 if not raw.strip(_JSON_WS):
                     continue  # blank: counted toward the file cap only
             count += 1
+            at = base + index + 1
             if len(raw) > record_cap or (bound is not None and count > bound):
-                _check_record(len(raw), lineno, count, path, record_cap, bound)
-            yield lineno, parse(raw, lineno, path)
+                _check_record(len(raw), at, count, path, record_cap, bound)
+            yield at, parse(raw, at, path)
     if at_start and pending.startswith(_BOM):
         pending = pending[len(_BOM) :]
     lineno += 1

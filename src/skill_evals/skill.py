@@ -27,6 +27,10 @@ _NAME_CHARS = re.compile(r"[a-z0-9-]+")
 # Nodes reached through aliases, summed over a document: an alias bomb ("billion laughs")
 # stops here. The document's own nodes are bounded by the file size.
 MAX_YAML_ALIAS_NODES = 100_000
+# The document with every alias written out may hold at most this many scalar bytes (the input
+# file limit): a large anchor aliased many times is refused while it is parsed, before any case
+# or prompt is built from it.
+MAX_YAML_EXPANDED_BYTES = MAX_FILE_BYTES
 # Deeper nesting is an error (libyaml's composer would even crash on very deep nesting, which
 # is why documents are built here from parser events, without recursion).
 MAX_YAML_DEPTH = 200
@@ -71,7 +75,7 @@ _NO_KEY = object()
 class _Frame:
     """An open mapping or sequence while a document is being built."""
 
-    __slots__ = ("anchor", "container", "key", "key_line", "line", "path", "size")
+    __slots__ = ("anchor", "container", "key", "key_line", "line", "nbytes", "path", "size")
 
     def __init__(
         self,
@@ -87,6 +91,7 @@ class _Frame:
         self.key: object = _NO_KEY
         self.key_line = line
         self.size = 1
+        self.nbytes = 0  # scalar bytes inside, aliases expanded
 
 
 class _LineCounter:
@@ -107,6 +112,18 @@ class _LineCounter:
         if self.newlines is None:
             return int(mark.line) + 1
         return bisect.bisect_left(self.newlines, int(mark.index)) + 1
+
+
+def _scalar_bytes(text: str) -> int:
+    """UTF-8 size of a scalar's text (surrogates, which YAML cannot produce, count 3 each)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _too_large(limit: int) -> str:
+    return (
+        f"aliases expand the document past {limit} bytes (the input file limit); "
+        "write the data out instead of repeating a large anchor"
+    )
 
 
 def _resolve_tag(loader: Any, event: yaml.ScalarEvent) -> str:
@@ -139,8 +156,10 @@ def load_yaml(
     ``lines`` receives the one-based line of every value by path (a mapping value: its key's
     line). Returns None for an empty document. Raises yaml.YAMLError or YamlValueError."""
     counter = _LineCounter(text)
-    anchors: dict[str, tuple[object, int]] = {}
+    anchors: dict[str, tuple[object, int, int]] = {}  # value, nodes, scalar bytes
     alias_budget = MAX_YAML_ALIAS_NODES
+    byte_limit = MAX_YAML_EXPANDED_BYTES
+    expanded_bytes = 0  # scalar bytes of the document with every alias written out
     depth_limit = MAX_YAML_DEPTH
     stack: list[_Frame] = []
     root: object = None
@@ -155,15 +174,16 @@ def load_yaml(
             raise YamlValueError("mapping keys must be plain strings", line)
         return (*frame.path, frame.key), frame.key_line
 
-    def add(value: object, size: int, line: int, anchor: str | None) -> None:
+    def add(value: object, size: int, line: int, anchor: str | None, nbytes: int = 0) -> None:
         nonlocal root
         if anchor is not None:
-            anchors[anchor] = (value, size)
+            anchors[anchor] = (value, size, nbytes)
         if not stack:
             root = value
             return
         frame = stack[-1]
         frame.size += size
+        frame.nbytes += nbytes
         if isinstance(frame.container, list):
             if lines is not None:
                 item_path = (*frame.path, len(frame.container))
@@ -196,7 +216,11 @@ def load_yaml(
                 value = scalar(node)
             except YamlValueError as exc:
                 raise YamlValueError(str(exc), line) from None
-            add(value, 1, line, event.anchor)
+            nbytes = _scalar_bytes(event.value)
+            expanded_bytes += nbytes
+            if expanded_bytes > byte_limit:  # only aliases can get a document this far
+                raise YamlValueError(_too_large(byte_limit), line)
+            add(value, 1, line, event.anchor, nbytes)
         elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             line = counter.line(event.start_mark)
             if event.tag not in _COLLECTION_TAGS[type(event)]:
@@ -212,12 +236,12 @@ def load_yaml(
             stack.append(_Frame(container, path, counter.line(event.start_mark), event.anchor))
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             frame = stack.pop()
-            add(frame.container, frame.size, frame.line, frame.anchor)
+            add(frame.container, frame.size, frame.line, frame.anchor, frame.nbytes)
         elif isinstance(event, yaml.AliasEvent):
             line = counter.line(event.start_mark)
             if event.anchor not in anchors:
                 raise YamlValueError(f"unknown or recursive alias *{event.anchor}", line)
-            value, size = anchors[event.anchor]
+            value, size, nbytes = anchors[event.anchor]
             alias_budget -= size
             if alias_budget < 0:
                 raise YamlValueError(
@@ -225,7 +249,10 @@ def load_yaml(
                     "write the data out instead",
                     line,
                 )
-            add(value, size, line, None)
+            expanded_bytes += nbytes
+            if expanded_bytes > byte_limit:
+                raise YamlValueError(_too_large(byte_limit), line)
+            add(value, size, line, None, nbytes)
         elif isinstance(event, yaml.DocumentStartEvent):
             documents += 1
             if documents > 1:

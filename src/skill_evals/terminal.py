@@ -26,7 +26,10 @@ def terminal_safe(text: object) -> str:
     value = str(text)
     if value.isprintable():  # the common case: nothing to escape (no Cc/Cf/Zl/Zp/Cs in it)
         return value
-    return "".join(
-        _escape(char) if unicodedata.category(char) in _ESCAPED_CATEGORIES else char
-        for char in value
-    )
+    # One look per distinct character, then one C-level pass: linear however long the text.
+    table = {
+        ord(char): _escape(char)
+        for char in set(value)
+        if unicodedata.category(char) in _ESCAPED_CATEGORIES
+    }
+    return value.translate(table)

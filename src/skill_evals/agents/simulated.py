@@ -53,8 +53,6 @@ def is_simulated_command(command: str | None) -> bool:
     return command is not None and _SIMULATED_COMMAND.search(command) is not None
 
 
-_JSON_BLOCK = re.compile(r"```json\s*\n(.*?)\n```", re.DOTALL)
-
 
 def content_words(text: str) -> set[str]:
     """Lower-cased words of 3+ characters, plural ``s`` dropped, common words removed."""
@@ -93,6 +91,19 @@ def _sections(body: str) -> list[_Section]:
     return [s for s in sections if s.text]
 
 
+def _json_block(text: str) -> str | None:
+    """The lines between the first line opening a ```json fence and the next line starting
+    with ```; one pass over the lines (a regular expression would retry every fence)."""
+    lines = text.split("\n")
+    for start, line in enumerate(lines):
+        if line.startswith("```json") and not line[len("```json") :].strip():
+            for end in range(start + 1, len(lines)):
+                if lines[end].startswith("```"):
+                    return "\n".join(lines[start + 1 : end])
+            return None
+    return None
+
+
 def answer_from_body(prompt: str, body: str) -> str:
     """The best-matching section of the skill body (ties: the earlier section)."""
     wanted = content_words(prompt)
@@ -104,9 +115,9 @@ def answer_from_body(prompt: str, body: str) -> str:
         key=lambda s: len(wanted & content_words(s.heading + " " + s.text)),
     )
     if "json" in wanted:
-        match = _JSON_BLOCK.search(best.text)
-        if match:
-            return match.group(1).strip()
+        block = _json_block(best.text)
+        if block is not None:
+            return block.strip()
     return f"[simulated] {best.text}"
 
 

@@ -7,7 +7,9 @@ Errors name the file and the JSON path of the offending value and exit 5 (Invali
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,6 +19,8 @@ import yaml
 
 from ..agents.evidence import EvidencePatterns
 from ..errors import InvalidInput
+from ..jsonl import MAX_FILE_BYTES
+from ..skill import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
 
 CONFIG_NAMES = (".skill-evals.yml", ".skill-evals.yaml")
 DEFAULT_LOCK = ".skill-evals.lock.json"
@@ -122,7 +126,7 @@ def _apply(base: SkillSettings, values: Mapping[str, Any]) -> SkillSettings:
     return replace(base, **changes) if changes else base
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """SafeLoader that rejects duplicate mapping keys (a silently ignored duplicate `gates:`
     would weaken the gate without anyone noticing)."""
 
@@ -158,14 +162,24 @@ def find_config(root: Path) -> Path | None:
 def load_config(path: Path) -> CiConfig:
     """Load and validate ``path``; InvalidInput (exit 5) naming the file and JSON path."""
     try:
-        data = path.read_bytes()
+        # Non-blocking open: a FIFO given as the config is refused below, never waited on.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read the config ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{path}: the config must be a regular file")
+        try:
+            data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise InvalidInput(f"{path}: cannot read the config ({exc.strerror})") from None
     return parse_config(data, str(path), path)
 
 
 def parse_config(data: bytes, source: str, path: Path | None = None) -> CiConfig:
     """Parse config bytes (from a file or a git blob); ``source`` names it in errors."""
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidInput(f"{source}: the config is larger than {MAX_FILE_BYTES} bytes")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -177,10 +191,56 @@ def parse_config(data: bytes, source: str, path: Path | None = None) -> CiConfig
         where = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise InvalidInput(f"{source}{where}: {problem}") from None
+    except RecursionError:
+        raise InvalidInput(f"{source}: nested too deeply") from None
     if raw is None:
         raw = {}
+    _check_shape(raw, source)
     validate_config(raw, source)
     return _build(raw, path)
+
+
+def _check_shape(raw: object, source: str) -> None:
+    """Refuse what aliases can do to a small file: a recursive alias, nesting deeper than
+    MAX_YAML_DEPTH, or more than MAX_YAML_ALIAS_NODES nodes added by aliases ("billion
+    laughs": validating the expanded tree would never end). Iterative, linear in the distinct
+    values (an aliased value is one shared object, measured once)."""
+    measured: dict[int, tuple[int, int]] = {}  # id → (nodes with aliases expanded, depth)
+    open_ids: set[int] = set()
+    distinct = 0
+    stack: list[tuple[Any, bool]] = [(raw, False)]
+    while stack:
+        value, children_done = stack.pop()
+        children = list(value.values()) if isinstance(value, dict) else value
+        key = id(value)
+        if children_done:
+            open_ids.discard(key)
+            nodes, depth = 1, 0
+            for child in children:
+                child_nodes, child_depth = measured.get(id(child), (1, 0))
+                nodes, depth = nodes + child_nodes, max(depth, child_depth)
+            measured[key] = (nodes, depth + 1)
+            distinct += 1 + len(children)
+            continue
+        if key in measured:
+            continue
+        open_ids.add(key)
+        stack.append((value, True))
+        for child in children:
+            if isinstance(child, (dict, list)) and id(child) not in measured:
+                if id(child) in open_ids:
+                    raise InvalidInput(f"{source}: a recursive alias (a value containing itself)")
+                stack.append((child, False))
+    if not isinstance(raw, (dict, list)):
+        return
+    nodes, depth = measured[id(raw)]
+    if depth > MAX_YAML_DEPTH:
+        raise InvalidInput(f"{source}: nested too deeply (over {MAX_YAML_DEPTH} levels)")
+    if nodes - distinct > MAX_YAML_ALIAS_NODES:
+        raise InvalidInput(
+            f"{source}: aliases expand to more than {MAX_YAML_ALIAS_NODES} nodes; "
+            "write the data out instead"
+        )
 
 
 def validate_config(raw: object, source: str) -> None:
