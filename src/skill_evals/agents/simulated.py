@@ -53,7 +53,6 @@ def is_simulated_command(command: str | None) -> bool:
     return command is not None and _SIMULATED_COMMAND.search(command) is not None
 
 
-
 def content_words(text: str) -> set[str]:
     """Lower-cased words of 3+ characters, plural ``s`` dropped, common words removed."""
     words = set()
