@@ -210,7 +210,7 @@ def test_cannot_start_not_executable(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("mode", "expected"),
     [
-        ("extrakey", "stdout: extra key 'verdict'"),
+        ("extrakey", "stdout: an extra key; the only keys allowed are variant, invokedSkills"),
         ("missingkey", "stdout: missing key 'exitCode'"),
         ("boolcode", "stdout: wrong-typed key 'exitCode'"),
         ("badmeta", "stdout: wrong-typed key 'meta.costUsd'"),
@@ -222,6 +222,15 @@ def test_cannot_start_not_executable(tmp_path: Path) -> None:
 )
 def test_contract_violations(mode: str, expected: str) -> None:
     assert failure_of(faulty(mode)).startswith(expected)
+
+
+@pytest.mark.parametrize("mode", ["extrakey", "promptkey", "dupkey"])
+def test_reasons_never_quote_stdout_not_even_a_key_name(mode: str) -> None:
+    prompt = "refund-question-from-the-private-prompt"
+    reason = failure_of(faulty(mode, prompt=prompt))
+    for text in (prompt, "verdict", "secretfield", "SECRET-OUTPUT"):
+        assert text not in reason
+    assert reason.startswith("stdout")
 
 
 def test_runner_that_ignores_stdin_with_huge_prompt() -> None:

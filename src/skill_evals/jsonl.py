@@ -154,15 +154,28 @@ def _parse_float(text: str) -> float:
     return value
 
 
+class DuplicateKey(ValueError):
+    """A JSON object repeats a key. str() never names it (the text may be a runner's output);
+    ``key`` holds it for a reader that may name it (see :func:`describe_key`)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__("duplicate object key")
+        self.key = key
+
+
+def describe_key(key: str) -> str | None:
+    """A key quoted for an error about the user's own file, only when it looks like a field
+    name (so no data leaks into the message); None otherwise."""
+    return f'"{key}"' if _SAFE_KEY.fullmatch(key) else None
+
+
 def _pairs_to_dict(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                if _SAFE_KEY.fullmatch(key):
-                    raise ValueError(f'duplicate object key "{key}"')
-                raise ValueError("duplicate object key")
+                raise DuplicateKey(key)
             seen.add(key)
     return result
 
@@ -341,6 +354,11 @@ def _parse_record_checked(raw: bytes, lineno: int, path: Path) -> dict[str, Any]
         ) from None
     try:
         value = loads_strict(text)
+    except DuplicateKey as exc:
+        # The file is the user's own: name a field-like key to say which one to fix.
+        named = describe_key(exc.key)
+        shown = f"duplicate object key {named}" if named else "duplicate object key"
+        raise InvalidInput(f"{path}:{lineno}: {shown}") from None
     except ValueError as exc:
         raise InvalidInput(f"{path}:{lineno}: {exc}") from None
     if type(value) is not dict:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from .cases import MAX_ID_CHARS, CaseSuite
 from .errors import InvalidInput
+from .jsonl import describe_key
 
 Variant = Literal["with", "without"]
 VARIANTS: tuple[Variant, Variant] = ("with", "without")
@@ -39,8 +40,6 @@ RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode", "meta")
 REQUIRED_RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode")
 MAX_SAFE_INTEGER = 9_007_199_254_740_991
 MAX_TRIALS = 100  # the --trials upper bound; sizes the --resume population bound
-
-_KEY_SHOWN = 40  # key names come from the runner: show at most this many characters
 
 
 @dataclass(slots=True)
@@ -95,14 +94,13 @@ class RunnerFailure:
 
 
 class ContractError(ValueError):
-    """The runner's stdout broke the runner contract; str() is a safe reason."""
+    """The runner's stdout broke the runner contract. str() is a safe reason: it names the
+    problem and our own field names, never text from the output. ``key`` is an unknown key
+    the object had (for a reader of the user's own file, which may name it)."""
 
-
-def _show_key(key: str) -> str:
-    """A key name for a message: repr'd and cut, since it comes from untrusted output."""
-    if len(key) > _KEY_SHOWN:
-        return repr(key[:_KEY_SHOWN]) + "…"
-    return repr(key)
+    def __init__(self, reason: str, key: str | None = None) -> None:
+        super().__init__(reason)
+        self.key = key
 
 
 def _type_name(value: object) -> str:
@@ -131,8 +129,9 @@ def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, A
     for key in value:
         if key not in RUNNER_KEYS:
             raise ContractError(
-                f"extra key {_show_key(key)}; allowed: variant, invokedSkills, output, "
-                "exitCode, meta"
+                "an extra key; the only keys allowed are variant, invokedSkills, output, "
+                "exitCode and meta",
+                key,
             )
     for key in REQUIRED_RUNNER_KEYS:
         if key not in value:
@@ -218,7 +217,9 @@ def _record_observation(
     try:
         fields = parse_runner_object(body, key[2])
     except ContractError as exc:
-        raise InvalidInput(f"{path}:{line}: {exc}") from None
+        named = describe_key(exc.key) if exc.key is not None else None
+        where = f" ({named})" if named else ""
+        raise InvalidInput(f"{path}:{line}: {exc}{where}") from None
     return Observation(
         case_id=key[0],
         trial=key[1],

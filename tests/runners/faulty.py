@@ -73,6 +73,12 @@ def main() -> None:
         sys.exit(int(arg or "4"))
     elif mode == "extrakey":
         out.write(obj(verdict=MARK) + "\n")
+    elif mode == "promptkey":
+        # An unknown key made of the prompt text: a reason must never show it.
+        out.write(obj(**{sys.stdin.read(): 1}) + "\n")
+    elif mode == "dupkey":
+        # A duplicate key that looks like a field name: not named from stdout either.
+        out.write(obj()[:-1] + ', "secretfield": 1, "secretfield": 2}\n')
     elif mode == "missingkey":
         data = json.loads(obj())
         del data["exitCode"]
