@@ -410,13 +410,12 @@ def mcp_serve(skills: tuple[Path, ...], http: str | None) -> None:
     if http is None:
         mcp_server.serve_stdio(server)
         return
-    host, sep, port = http.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        _fail(f"--http {http}: expected HOST:PORT, e.g. 127.0.0.1:8765")
-    try:
-        mcp_server.serve_http(server, host, int(port))
-    except ValueError as exc:  # e.g. the port is in use
+    try:  # a malformed address, an unknown host, a port in use: exit 5 naming --http
+        host, port = mcp_server.parse_http_address(http)
+        httpd = mcp_server.make_http_server(server, host, port)
+    except ValueError as exc:
         _fail(str(exc))
+    mcp_server.serve_http_server(httpd)
 
 
 # -------------------------------------------------------------------------- ci, lock, changed

@@ -82,14 +82,17 @@ class SkillRef:
     description: str
 
 
-def skill_ref(path: Path) -> SkillRef:
-    """Read a skill folder's name (frontmatter ``name``, else the folder name) and description."""
+def skill_ref(path: Path, text: str | None = None) -> SkillRef:
+    """Read a skill folder's name (frontmatter ``name``, else the folder name) and description.
+
+    ``text`` is the SKILL.md content when the caller has already read it (with its own bounds)."""
     path = path.resolve()
     md = path / "SKILL.md"
-    try:
-        text = md.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RunnerSetupError(f"{md}: cannot read SKILL.md ({exc.strerror})") from exc
+    if text is None:
+        try:
+            text = md.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise RunnerSetupError(f"{md}: cannot read SKILL.md ({exc.strerror})") from exc
     try:
         front, _ = parse_frontmatter(text)
     except ValueError as exc:
