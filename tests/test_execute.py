@@ -303,11 +303,11 @@ def test_progress_printer_line() -> None:
 
     stream = io.StringIO()
     printer = ProgressPrinter(stream)
-    printer(Progress(12, 60, SKILL, "case-3", 2, "with", True, 4100.0))
-    printer(Progress(13, 60, SKILL, "case-3", 2, "without", False, 50.0))
+    printer(Progress(12, 60, SKILL, "case-3", 2, "with", True, 4100.0, None, True, True))
+    printer(Progress(13, 60, SKILL, "case-3", 2, "without", False, 50.0, "timed out after 9 ms"))
     assert stream.getvalue() == (
-        "[12/60] refund-policy case-3 trial 2 with ✓ 4.1s\n"
-        "[13/60] refund-policy case-3 trial 2 without ✗ 0.1s\n"
+        "[12/60] refund-policy case-3 trial 2 with: runner ok, skill loaded (expected) 4.1s\n"
+        "[13/60] refund-policy case-3 trial 2 without: runner FAILED (timed out after 9 ms) 0.1s\n"
     )
     stream.close()
     printer(Progress(14, 60, SKILL, "case-4", 1, "with", True, 1.0))  # closed stream: no error

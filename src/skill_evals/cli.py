@@ -170,7 +170,11 @@ def test(
         click.echo(f"skill-evals: note: {NOTICE}", err=True)
     printer = None if quiet else ProgressPrinter(sys.stderr)
     with sigterm_interrupts():
-        result = run_test(options, progress=printer)
+        try:
+            result = run_test(options, progress=printer)
+        finally:
+            if printer is not None:
+                printer.close()
         inputs = tuple(p for p in (cases, observations, resume) if p is not None)
         _write_outputs(result, fmt, report, junit, markdown, skill, inputs)
     sys.exit(int(result["exitCode"]))

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .cases import CaseSuite
 from .errors import EvalError
@@ -37,8 +37,7 @@ from .runner import InvocationSpec, invocation_env, run_invocation
 
 @dataclass(frozen=True)
 class Progress:
-    """One finished invocation, for the progress line
-    ``[12/60] refund-policy case-3 trial 2 with ✓ 4.1s``."""
+    """One finished invocation, for the progress output (progress.py)."""
 
     done: int
     total: int
@@ -48,6 +47,19 @@ class Progress:
     variant: Variant
     ok: bool  # False for a runner failure
     elapsed_ms: float
+    reason: str | None = None  # the failure's reason (never stdout, stderr or the prompt)
+    triggered: bool | None = None  # did the run load the tested skill (None: failed)
+    expect_trigger: bool | None = None  # the case's label
+    running: int = 0  # invocations still running after this one
+
+
+@runtime_checkable
+class StartListener(Protocol):
+    """A progress callable that also wants to know when an invocation starts (a live status
+    line shows what is running, also while nothing finishes)."""
+
+    def started(self, running: int, done: int, total: int) -> None:
+        """An invocation started: ``running`` now run, ``done`` of ``total`` have finished."""
 
 
 @dataclass(frozen=True)
@@ -121,8 +133,10 @@ class _Scheduler:
         self.total = total
         self.writer = writer
         self.progress = progress
+        self.on_start = progress.started if isinstance(progress, StartListener) else None
         self.stop_starting = False
         self.started = 0
+        self.running = 0
         self.observations: dict[tuple[str, int, str], Observation] = {}
         self.failures: dict[tuple[str, int, str], RunnerFailure] = {}
         self.error: BaseException | None = None
@@ -130,6 +144,7 @@ class _Scheduler:
         self.base_env: Mapping[str, str] = base
         self.skill_dir = str(Path(plan.skill_dir).resolve())
         self.prompts = {case.id: case.prompt for case in plan.suite.cases}
+        self.expect = {case.id: case.expect_trigger for case in plan.suite.cases}
 
     def take(self) -> tuple[str, int, Variant] | None:
         """The next key to run, or None when nothing more may start."""
@@ -139,6 +154,9 @@ class _Scheduler:
             key = self.todo[self.next_index]
             self.next_index += 1
             self.started += 1
+            self.running += 1
+            if self.on_start is not None:
+                self.on_start(self.running, self.done, self.total)
             return key
 
     def run_one(self, key: tuple[str, int, Variant]) -> None:
@@ -156,6 +174,8 @@ class _Scheduler:
         result = run_invocation(spec, self.cancel)
         outcome = result.outcome
         if isinstance(outcome, RunnerFailure) and self.cancel.is_set():
+            with self.lock:
+                self.running -= 1
             return  # killed by our own interrupt: not the runner's failure, just not run
         if isinstance(outcome, Observation):
             breach = isolation_breach(outcome, self.plan.skill_name)
@@ -171,7 +191,9 @@ class _Scheduler:
                 if not self.plan.keep_going:
                     self.stop_starting = True
             self.done += 1
+            self.running -= 1
             if self.progress is not None:
+                ok = isinstance(outcome, Observation)
                 self.progress(
                     Progress(
                         done=self.done,
@@ -180,8 +202,16 @@ class _Scheduler:
                         case_id=case_id,
                         trial=trial,
                         variant=variant,
-                        ok=isinstance(outcome, Observation),
+                        ok=ok,
                         elapsed_ms=result.elapsed_ms,
+                        reason=None if isinstance(outcome, Observation) else outcome.reason,
+                        triggered=(
+                            self.plan.skill_name in outcome.invoked_skills
+                            if isinstance(outcome, Observation)
+                            else None
+                        ),
+                        expect_trigger=self.expect.get(case_id),
+                        running=self.running,
                     )
                 )
 

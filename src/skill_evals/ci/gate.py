@@ -355,6 +355,8 @@ def _evaluate(
             interrupted = True
             continue
         finally:
+            if printer is not None:
+                printer.close()
             console.endgroup()
         code = int(report.get("exitCode", 70))
         console.info(f"{state.name}: {report.get('status')} (exit {code})")
