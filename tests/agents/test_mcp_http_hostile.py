@@ -147,6 +147,15 @@ def test_conflicting_or_oversized_headers_are_refused(
     _ok(_address(httpd))
 
 
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_content_length_is_strict_for_every_method(start: Start, method: str) -> None:
+    httpd = start()
+    request = f"{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: ²\r\n\r\n"
+    status, _ = _exchange(_address(httpd), request.encode("utf-8"))
+    assert status == 400
+    _ok(_address(httpd))
+
+
 def test_repeated_identical_content_length_is_accepted(start: Start) -> None:
     httpd = start()
     extra = f"Content-Length: {len(INIT)}\r\n"
@@ -193,6 +202,7 @@ def test_malformed_body_is_a_jsonrpc_error_and_keep_alive_goes_on(
         conn.request("POST", "/mcp", INIT, {"Content-Type": "application/json"})
         second = conn.getresponse()
         assert second.status == 200 and json.loads(second.read())["id"] == 1
+        assert second.getheader("Keep-Alive") == "timeout=2"  # FAST idle_timeout
     finally:
         conn.close()
 

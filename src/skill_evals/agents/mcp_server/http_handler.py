@@ -46,7 +46,7 @@ from .protocol import SUPPORTED_PROTOCOL_VERSIONS, Session, SkillServer
 
 ENDPOINT = "/mcp"
 MAX_HTTP_SESSIONS = 1000  # oldest session is dropped past this, so memory stays bounded
-_SINGLE_VALUED = ("Content-Length", "Content-Type", "Mcp-Session-Id")  # also Host, Origin, …
+_SINGLE_VALUED = ("Content-Type", "Mcp-Session-Id")  # and Host, Origin, … where they are read
 _DISCARD_LIMIT = 65536  # a refused request's body up to this size is read to keep the connection
 
 
@@ -253,6 +253,7 @@ class McpRequestHandler(BaseHTTPRequestHandler):
             raise HttpRefusal(400, "Bad Request: folded header lines are not accepted", close=True)
         for name in _SINGLE_VALUED:
             single_header(self.headers, name)
+        content_length(self.headers, self.server.context.limits.max_body_bytes)  # any method
         host_header = single_header(self.headers, "Host")
         if host_header is None and self.request_version == "HTTP/1.1":
             raise HttpRefusal(400, "Bad Request: an HTTP/1.1 request needs a Host header")
@@ -331,6 +332,9 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         if self.close_connection:
             self.send_header("Connection", "close")
+        else:  # lets clients drop an idle connection before the server does (no reuse race)
+            idle = int(self.server.context.limits.idle_timeout)
+            self.send_header("Keep-Alive", f"timeout={idle}")
         if content_type:
             self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
