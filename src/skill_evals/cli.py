@@ -143,6 +143,7 @@ def test(
 ) -> None:
     """Evaluate one skill: trigger F1, uplift, loading evidence."""
     from .agents.simulated import NOTICE, is_simulated_command
+    from .outputs import close_held
     from .pipeline import TestOptions, run_test
     from .progress import ProgressPrinter
 
@@ -169,14 +170,18 @@ def test(
         # Said on every run, --quiet or not: these figures must never pass for a model's.
         click.echo(f"skill-evals: note: {NOTICE}", err=True)
     printer = None if quiet else ProgressPrinter(sys.stderr)
-    with sigterm_interrupts():
-        try:
-            result = run_test(options, progress=printer)
-        finally:
-            if printer is not None:
-                printer.close()
-        inputs = tuple(p for p in (cases, observations, resume) if p is not None)
-        _write_outputs(result, fmt, report, junit, markdown, skill, inputs)
+    held: dict[Path, int] = {}  # pipes and devices among the outputs, opened by the checks
+    try:
+        with sigterm_interrupts():
+            try:
+                result = run_test(options, progress=printer, held=held)
+            finally:
+                if printer is not None:
+                    printer.close()
+            inputs = tuple(p for p in (cases, observations, resume) if p is not None)
+            _write_outputs(result, fmt, report, junit, markdown, skill, inputs, held)
+    finally:
+        close_held(held)
     sys.exit(int(result["exitCode"]))
 
 
@@ -188,8 +193,10 @@ def _write_outputs(
     markdown_path: Path | None,
     skill_dir: Path,
     inputs: tuple[Path, ...] = (),
+    held: dict[Path, int] | None = None,
 ) -> None:
     from .messages import by_severity
+    from .outputs import write_output
     from .pipeline import path_inside
     from .render.json import render_json
     from .render.junit import render_junit
@@ -220,8 +227,7 @@ def _write_outputs(
         if any(path.resolve() == given.resolve() for given in inputs):
             continue
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(), encoding="utf-8")
+            write_output(path, render(), held)
         except OSError as exc:
             if report["exitCode"] == INVALID:
                 continue  # already invalid (e.g. this very path failed the checks): say why

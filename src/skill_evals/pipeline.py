@@ -8,7 +8,6 @@ no money is spent on a run that cannot pass.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,8 @@ from .cases import MIN_UNITS, CaseSuite, load_cases
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from .evaluate import Report, Settings, error_report, evaluate
 from .execute import ExecutionPlan, ExecutionResult, Progress, execute
-from .observations import load_observations, load_recorded
+from .observations import Observation, load_observations, load_recorded
+from .outputs import HeldOutputs, holds_records, output_problem
 from .runner import split_command
 from .skill import Skill, directory_sha256, load_skill
 
@@ -65,42 +65,19 @@ def path_inside(path: Path, directory: Path) -> bool:
     return path.resolve().is_relative_to(directory.resolve())
 
 
-def _writable_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be written (created with its missing parents), or None.
-
-    Probed by opening, not with os.access (which says yes to root everywhere, even in /proc):
-    an existing file is opened for appending and closed unchanged; in an existing parent a
-    temporary file is created and removed. Missing parents are not created here."""
-    if path.is_dir():
-        return "it is a directory"
-    if path.exists():
-        if not path.is_file():
-            return None  # a pipe or device (e.g. /dev/stdout): opening it early could block
-        try:
-            with open(path, "ab"):
-                pass
-        except OSError as exc:
-            return f"it cannot be opened for writing ({exc.strerror})"
-        return None
-    parent = path.absolute().parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"{parent} is not a directory"
-    # Missing directories are created when writing: probe the nearest existing one.
-    try:
-        fd, probe = tempfile.mkstemp(dir=parent, prefix=".skill-evals-probe-")
-    except OSError as exc:
-        return f"cannot create files in {parent} ({exc.strerror})"
-    os.close(fd)
-    os.unlink(probe)
-    return None
-
-
-def check_outputs(options: TestOptions) -> None:
+def check_outputs(options: TestOptions, held: HeldOutputs | None = None) -> None:
     """Exit-5 checks of the output paths, before anything runs (no money is spent on a run
-    whose report cannot be written): each must be writable, none may be an input file
-    (except ``--record F --resume F``, the resume pattern), and no two may be the same file."""
+    whose report cannot be written): each must be writable (a pipe or device: opened without
+    blocking, kept in ``held``), none may be an input file (except ``--record F --resume F``,
+    the resume pattern), no two may be the same file, and a ``--record`` file that already
+    holds records must also be the ``--resume`` file (no duplicates in a record file)."""
+    record = options.record
+    if record is not None and holds_records(record):
+        resume = options.resume
+        if resume is None or resume.resolve() != record.resolve():
+            raise InvalidInput(
+                f"{record} exists: add --resume {record} to continue it, or remove it"
+            )
     inputs = {
         "--cases": options.cases,
         "--observations": options.observations,
@@ -120,17 +97,37 @@ def check_outputs(options: TestOptions) -> None:
             raise InvalidInput(
                 f"{out}: output path is also the {option} input file; write outputs elsewhere"
             )
-        problem = _writable_problem(out)
+        problem = output_problem(out, held, record=out == record)
         if problem is not None:
             raise InvalidInput(f"{out}: cannot write this output: {problem}")
+
+
+def _resumed(options: TestOptions, suite: CaseSuite) -> list[Observation]:
+    """The observations --resume reuses. ``--resume F --record F`` with F missing is the first
+    run of a resumable job: it starts from nothing (any other missing --resume file is an
+    error: resuming from nothing by mistake would re-run and re-pay everything)."""
+    resume, record = options.resume, options.record
+    if resume is None:
+        return []
+    first_run = record is not None and resume.resolve() == record.resolve()
+    if first_run and not os.path.lexists(resume):
+        return []
+    return load_recorded(resume, suite, options.trials)
 
 
 def _task_units(suite: CaseSuite) -> int:
     return len({c.unit for c in suite.cases if c.task is not None})
 
 
-def run_test(options: TestOptions, progress: Callable[[Progress], None] | None = None) -> Report:
-    """Run one skill's evaluation and return its report (``report["exitCode"]`` is the exit)."""
+def run_test(
+    options: TestOptions,
+    progress: Callable[[Progress], None] | None = None,
+    held: HeldOutputs | None = None,
+) -> Report:
+    """Run one skill's evaluation and return its report (``report["exitCode"]`` is the exit).
+
+    ``held`` receives the descriptors of outputs that are pipes or devices, opened by the
+    checks before anything runs, for :func:`outputs.write_output`."""
     settings = options.settings()
     skill: Skill | None = None
     suite: CaseSuite | None = None
@@ -149,14 +146,10 @@ def run_test(options: TestOptions, progress: Callable[[Progress], None] | None =
                     f"{out}: output path lies inside the skill directory {skill.path}; "
                     "write reports elsewhere (it would change the skill's hash)"
                 )
-        check_outputs(options)
+        check_outputs(options, held)
         suite = load_cases(options.cases, skill.name)
         command = split_command(options.runner) if options.runner is not None else ()
-        resumed = (
-            load_recorded(options.resume, suite, options.trials)
-            if options.resume is not None
-            else []
-        )
+        resumed = _resumed(options, suite)
         if options.observations is not None:
             observations, failures = load_observations(
                 options.observations, suite, options.trials, skill.name
