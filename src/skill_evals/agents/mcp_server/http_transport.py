@@ -159,6 +159,8 @@ def make_http_server(
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             reason = f"port {port} is already in use; stop the other server or use another port"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            reason = "that address is not one of this machine's (use 127.0.0.1 or localhost)"
         elif exc.errno == errno.EACCES:
             reason = f"permission denied for port {port} (ports below 1024 need privileges)"
         else:
