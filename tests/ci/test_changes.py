@@ -117,7 +117,7 @@ def test_fresh_lock_shows_nothing_changed_and_stale_lock_exits_1(repo: Path) -> 
 def test_lock_file_invalid_exits_5(repo: Path) -> None:
     (repo / "bad.json").write_text("{", encoding="utf-8")
     done = run_cli(["changed", "--lock", "bad.json"], repo)
-    assert done.returncode == 5 and "bad.json: not valid JSON" in done.stderr
+    assert done.returncode == 5 and "bad.json: the lock file: invalid JSON" in done.stderr
 
 
 def test_rename_and_move_matched_by_fingerprint(repo: Path) -> None:

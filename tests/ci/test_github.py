@@ -236,16 +236,44 @@ def test_ci_comment_end_to_end_token_never_in_output(
     assert all(TOKEN not in p and a == f"Bearer {TOKEN}" for _, p, a in state.requests)
 
 
-def test_ci_comment_command(api: tuple[FakeGitHub, str], tmp_path: Path) -> None:
+def _ci_report_dir(tmp_path: Path) -> Path:
+    """A real `ci` output directory (a skill without cases: exit 1, nothing runs)."""
+    repo = tmp_path / "repo"
+    write_skill(repo / "skills", "lonely")
+    (repo / ".skill-evals.yml").write_text("runner: skill-evals runner simulated\n", "utf-8")
+    out = tmp_path / "report"
+    assert run_cli(["ci", "--out", str(out)], repo).returncode == 1
+    return out
+
+
+def test_ci_comment_renders_the_comment_from_the_report(
+    api: tuple[FakeGitHub, str], tmp_path: Path
+) -> None:
+    """The fork-safe poster renders the comment itself from the validated report.json: a
+    comment.md in the artifact is never posted, whatever it says."""
     state, url = api
-    body = tmp_path / "comment.md"
-    body.write_text(MARKER + "\nhello\n", encoding="utf-8")
-    env = pr_env(tmp_path, url)
-    done = run_cli(
-        ["ci", "comment", str(body), "--pr", str(PR), "--head-sha", "a" * 40], tmp_path, env
+    out = _ci_report_dir(tmp_path)
+    (out / "comment.md").write_text(MARKER + "\n@everyone ![x](http://evil.example/t.png)\n")
+    env = pr_env(tmp_path, url, GITHUB_SERVER_URL="https://github.com", GITHUB_RUN_ID="1")
+    args = ["ci", "comment", str(out), "--pr", str(PR), "--head-sha", "a" * 40]
+    done = run_cli([*args, "--run-id", "4242"], tmp_path, env)
+    assert done.returncode == 0 and "created" in done.stderr, done.stderr
+    (comment,) = state.comments
+    assert comment["body"].startswith(MARKER) and "lonely" in comment["body"]
+    assert "@everyone" not in comment["body"] and "evil.example" not in comment["body"]
+    assert "/octo/skills/actions/runs/4242)" in comment["body"]  # the evaluating run
+    # report.json itself works as the argument too, and updates the same comment
+    again = run_cli(["ci", "comment", str(out / "report.json"), "--pr", str(PR)], tmp_path, env)
+    assert again.returncode == 0 and "updated" in again.stderr and len(state.comments) == 1
+    # a comment.md (the old interface) or a tampered report is refused: exit 5, nothing posted
+    assert (
+        run_cli(["ci", "comment", str(out / "comment.md"), "--pr", "7"], tmp_path, env).returncode
+        == 5
     )
-    assert done.returncode == 0 and "created" in done.stderr
-    bad = tmp_path / "bad.md"
-    bad.write_text("no marker", encoding="utf-8")
-    assert run_cli(["ci", "comment", str(bad), "--pr", "7"], tmp_path, env).returncode == 5
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    report["skills"][0]["exitCode"] = "1; @everyone"
+    (out / "report.json").write_text(json.dumps(report), "utf-8")
+    bad = run_cli(["ci", "comment", str(out), "--pr", "7"], tmp_path, env)
+    assert bad.returncode == 5 and "not a valid skill-evals ci report" in bad.stderr
+    assert "@everyone" not in bad.stderr  # the offending value is never echoed
     assert len(state.comments) == 1

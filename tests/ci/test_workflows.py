@@ -92,6 +92,27 @@ def test_fork_safe_comment_workflow_never_checks_out_pr_code() -> None:
     for step in steps_of(doc):
         assert not str(step.get("uses", "")).startswith("actions/checkout")
     assert "--head-sha" in json.dumps(doc)
+    # the privileged poster renders the comment from the validated report, never posts the
+    # artifact's comment.md
+    run = " ".join(str(s.get("run", "")) for s in steps_of(doc))
+    assert "skill-evals ci comment" in run and "report.json" in run
+    assert "comment.md" not in run
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_checkouts_do_not_persist_credentials(path: Path) -> None:
+    """The job token left in .git/config would be within reach of the agent the gate runs."""
+    checkouts = [
+        s for s in steps_of(load(path)) if str(s.get("uses", "")).startswith("actions/checkout@")
+    ]
+    for step in checkouts:
+        assert (step.get("with") or {}).get("persist-credentials") is False, path.name
+    text = path.read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if "persist-credentials: false" in line]
+    assert len(lines) == len(checkouts)
+    assert all("#" in line.split("persist-credentials: false", 1)[1] for line in lines), (
+        f"{path.name}: say why next to persist-credentials"
+    )
 
 
 def fake_install(tmp_path: Path, action_path: Path) -> Path:

@@ -4,11 +4,13 @@ against the lock file, or all of them. Moved and renamed skills are matched by f
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import posixpath
 import re
+import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -20,8 +22,13 @@ from ..errors import InvalidInput
 from .config import CONFIG_NAMES, CiConfig, parse_config
 from .discovery import SKIPPED_DIRS, discover
 from .fingerprint import SkillState, dirhash_lines, fingerprint
+from .github import read_event
+from .untrusted import load_json_file
 
 GIT_TIMEOUT_S = 300
+MAX_GIT_OUTPUT = 256 * 1024 * 1024
+MAX_BLOB_BYTES = 50_000_000
+MAX_LOCK_BYTES = 50_000_000  # a config or SKILL.md read from a commit (same cap as files)
 LOCK_VERSION = 1
 _HEX_SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
 
@@ -33,21 +40,75 @@ class GitError(Exception):
     """A git command failed; str() is safe to print (git's own stderr is not included)."""
 
 
-def _git(root: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
+def _git_env() -> dict[str, str]:
+    # Never wait for a person: no credential prompt, no pager, no editor.
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_EDITOR": "true"}
+
+
+class _Killer:
+    """Kills a git process group at a deadline: `git fetch` runs helpers that hold the pipes
+    open, so killing git alone (what subprocess.run's timeout does) could leave a read hanging."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], seconds: float) -> None:
+        self.proc = proc
+        self.fired = False
+        self._timer = threading.Timer(seconds, self.kill)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def kill(self) -> None:
+        self.fired = True
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _popen(root: Path, args: list[str], stdin: int) -> subprocess.Popen[bytes]:
     try:
-        done = subprocess.run(
+        return subprocess.Popen(
             ["git", *args],
             cwd=root,
-            input=input_bytes,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_git_env(),
+            start_new_session=True,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:
         raise GitError(f"git {args[0]}: {type(exc).__name__}") from None
-    if done.returncode != 0:
-        raise GitError(f"git {args[0]} exited {done.returncode}")
-    return done.stdout
+
+
+def _git(root: Path, *args: str) -> bytes:
+    """git's stdout; bounded in time (GIT_TIMEOUT_S) and size (MAX_GIT_OUTPUT)."""
+    proc = _popen(root, list(args), subprocess.DEVNULL)
+    assert proc.stdout is not None
+    killer = _Killer(proc, GIT_TIMEOUT_S)
+    parts: list[bytes] = []
+    total = 0
+    try:
+        while True:
+            chunk = proc.stdout.read1(1 << 20)  # type: ignore[attr-defined]
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > MAX_GIT_OUTPUT:
+                killer.kill()
+                raise GitError(f"git {args[0]}: output larger than {MAX_GIT_OUTPUT} bytes")
+            parts.append(chunk)
+        code = proc.wait()
+    finally:
+        killer.cancel()
+        proc.stdout.close()
+        if proc.poll() is None:
+            killer.kill()
+            proc.wait()
+    if killer.fired:
+        raise GitError(f"git {args[0]}: no answer within {GIT_TIMEOUT_S} s")
+    if code != 0:
+        raise GitError(f"git {args[0]} exited {code}")
+    return b"".join(parts)
 
 
 @dataclass(frozen=True)
@@ -100,10 +161,22 @@ class GitTree:
         return contents.get(self.entries[path].oid)
 
     def read_blobs(self, oids: Iterable[str]) -> dict[str, bytes]:
-        """Contents of blobs by object id (one ``git cat-file --batch`` process)."""
+        """Contents of blobs by object id (one ``git cat-file --batch`` process); a blob over
+        MAX_BLOB_BYTES is left out (read as absent), never held in memory."""
         chunks: dict[str, list[bytes]] = {}
-        self._batch(list(dict.fromkeys(oids)), lambda oid, c: chunks.setdefault(oid, []).append(c))
-        return {oid: b"".join(parts) for oid, parts in chunks.items()}
+        sizes: dict[str, int] = {}
+
+        def keep(oid: str, chunk: bytes) -> None:
+            sizes[oid] = sizes.get(oid, 0) + len(chunk)
+            if sizes[oid] > MAX_BLOB_BYTES:
+                chunks.pop(oid, None)
+            else:
+                chunks.setdefault(oid, []).append(chunk)
+
+        self._batch(list(dict.fromkeys(oids)), keep)
+        return {
+            oid: b"".join(parts) for oid, parts in chunks.items() if sizes[oid] <= MAX_BLOB_BYTES
+        }
 
     def blob_sha256(self, oids: Iterable[str]) -> dict[str, str]:
         """SHA-256 of blobs by object id, streamed: each blob is read once and never held
@@ -120,14 +193,9 @@ class GitTree:
         an empty one)."""
         if not oids:
             return
-        proc = subprocess.Popen(
-            ["git", "cat-file", "--batch"],
-            cwd=self.root,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        proc = _popen(self.root, ["cat-file", "--batch"], subprocess.PIPE)
         assert proc.stdin is not None and proc.stdout is not None
+        killer = _Killer(proc, GIT_TIMEOUT_S)
 
         def feed() -> None:
             assert proc.stdin is not None
@@ -142,9 +210,13 @@ class GitTree:
         writer.start()
         try:
             for oid in oids:
-                header = proc.stdout.readline().decode("ascii", "replace").split()
-                if len(header) != 3:
-                    raise GitError(f"git cat-file: object {oid} is missing")
+                header = proc.stdout.readline(200).decode("ascii", "replace").split()
+                if len(header) != 3 or not header[2].isdigit():
+                    raise GitError(
+                        f"git cat-file: no answer within {GIT_TIMEOUT_S} s"
+                        if killer.fired
+                        else f"git cat-file: object {oid} is missing"
+                    )
                 remaining = int(header[2])
                 on_chunk(oid, b"")
                 while remaining:
@@ -155,11 +227,12 @@ class GitTree:
                     remaining -= len(chunk)
                 proc.stdout.read(1)  # the newline after the contents
         finally:
-            writer.join(timeout=GIT_TIMEOUT_S)
+            killer.cancel()
             proc.stdout.close()
             if proc.poll() is None:
-                proc.kill()
-            proc.wait(timeout=GIT_TIMEOUT_S)
+                killer.kill()
+            proc.wait()
+            writer.join(timeout=5)
 
 
 def git_states(tree: GitTree, config: CiConfig, root_name: str) -> list[SkillState]:
@@ -211,24 +284,29 @@ def _under(tree: GitTree, path: str) -> list[tuple[str, _Entry]]:
 # ------------------------------------------------------------------------------- base commit
 
 
-def event_base_sha(env: Mapping[str, str]) -> str | None:
+def event_base(env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """The base commit of the pull request (or merge-queue group) that triggered the workflow,
-    read from ``$GITHUB_EVENT_PATH``; None outside such events."""
+    read from ``$GITHUB_EVENT_PATH``: (sha or None outside such events, why the event file
+    could not be used or None)."""
     event_name = env.get("GITHUB_EVENT_NAME", "")
-    path = env.get("GITHUB_EVENT_PATH")
-    if not path or event_name not in ("pull_request", "pull_request_target", "merge_group"):
-        return None
-    try:
-        event = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(event, dict):
-        return None
+    if event_name not in ("pull_request", "pull_request_target", "merge_group"):
+        return None, None
+    event, problem = read_event(env)
+    if event is None:
+        return None, problem
     if event_name == "merge_group":
-        sha = (event.get("merge_group") or {}).get("base_sha")
+        group = event.get("merge_group")
+        sha = group.get("base_sha") if isinstance(group, dict) else None
     else:
-        sha = ((event.get("pull_request") or {}).get("base") or {}).get("sha")
-    return sha if isinstance(sha, str) and _HEX_SHA.match(sha) else None
+        pull = event.get("pull_request")
+        base = pull.get("base") if isinstance(pull, dict) else None
+        sha = base.get("sha") if isinstance(base, dict) else None
+    return (sha if isinstance(sha, str) and _HEX_SHA.match(sha) else None), None
+
+
+def event_base_sha(env: Mapping[str, str]) -> str | None:
+    """:func:`event_base`'s sha alone."""
+    return event_base(env)[0]
 
 
 def resolve_commit(root: Path, ref: str) -> tuple[str | None, list[str]]:
@@ -329,12 +407,7 @@ def render_lock(states: Iterable[SkillState]) -> str:
 
 def read_lock(path: Path) -> dict[str, dict[str, Any]]:
     """The ``skills`` mapping of a lock file (path → entry); InvalidInput naming the file."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot read the lock file ({exc.strerror})") from None
-    except ValueError as exc:
-        raise InvalidInput(f"{path}: not valid JSON ({exc})") from None
+    doc = load_json_file(path, "the lock file", MAX_LOCK_BYTES)
     if not isinstance(doc, dict) or doc.get("version") != LOCK_VERSION:
         raise InvalidInput(f"{path}: not a skill-evals lock file of version {LOCK_VERSION}")
     skills = doc.get("skills")
@@ -417,19 +490,23 @@ def detect_changes(
         return _against_git(root, config, states, choice.base, "--base")
     if choice.lock is not None:
         return _against_lock(states, choice.lock)
-    event_sha = event_base_sha(env)
+    event_sha, problem = event_base(env)
     if event_sha is not None:
         return _against_git(root, config, states, event_sha, "pull request base")
+    messages = [f"{problem}; the pull request's base is unknown"] if problem else []
     default_lock = root / config.lock
     if default_lock.is_file():
-        return _against_lock(states, default_lock)
-    return all_changed(
-        states,
-        {
-            "mode": "all",
-            "reason": "no --base, no pull request event and no lock file: every skill is evaluated",
-        },
-    )
+        changes = _against_lock(states, default_lock)
+        if messages:
+            changes.base["messages"] = messages
+        return changes
+    info: dict[str, Any] = {
+        "mode": "all",
+        "reason": "no --base, no pull request event and no lock file: every skill is evaluated",
+    }
+    if messages:
+        info["messages"] = messages
+    return all_changed(states, info)
 
 
 def _against_lock(states: list[SkillState], lock: Path) -> ChangeSet:

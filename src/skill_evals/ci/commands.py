@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from ..interrupts import sigterm_interrupts
+from ..terminal import terminal_safe
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 DEFAULT_OUT = "skill-evals-report"
@@ -23,8 +24,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int = 5) -> NoReturn:
-    click.echo(f"skill-evals: error: {message}", err=True)
+    click.echo(f"skill-evals: error: {terminal_safe(message)}", err=True)
     sys.exit(code)
+
+
+def _say(text: str, err: bool = False) -> None:
+    """One line for a person: paths and names in it come from the repository."""
+    click.echo(terminal_safe(text), err=err)
 
 
 class _FiniteRange(click.FloatRange):
@@ -180,7 +186,7 @@ def ci_plan(**kwargs: Any) -> None:
 
     Also writes `matrix` and `count` to $GITHUB_OUTPUT when set."""
     from ..errors import EvalError
-    from . import github
+    from . import workflow
     from .gate import plan
 
     options = _options(kwargs, Path(DEFAULT_OUT))
@@ -188,8 +194,10 @@ def ci_plan(**kwargs: Any) -> None:
         matrix = plan(options, dict(os.environ))
     except EvalError as exc:
         _fail(str(exc), exc.exit_code)
-    text = json.dumps(matrix, separators=(",", ":"), ensure_ascii=False)
-    github.write_outputs(os.environ, {"matrix": text, "count": str(len(matrix["include"]))})
+    # ASCII JSON: every non-ASCII character of a name is a \u escape, so the line can neither
+    # break nor carry terminal controls, and fromJSON() reads it back unchanged.
+    text = json.dumps(matrix, separators=(",", ":"), ensure_ascii=True)
+    workflow.write_outputs(os.environ, {"matrix": text, "count": str(len(matrix["include"]))})
     click.echo(text)
 
 
@@ -207,7 +215,8 @@ def ci_plan(**kwargs: Any) -> None:
 def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> None:
     """Combine several shards' output dirs into one summary/JUnit/comment and exit code."""
     from ..errors import EvalError
-    from .gate import Console, merge
+    from .console import Console
+    from .merge import merge
 
     env = dict(os.environ)
     console = Console(env, quiet, sys.stderr, sys.stdout)
@@ -223,7 +232,7 @@ def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> N
 
 
 @ci.command("comment", context_settings=CONTEXT)
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("report", type=click.Path(path_type=Path))
 @click.option(
     "--pr",
     "pr",
@@ -236,24 +245,39 @@ def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> N
     default=None,
     help="Only comment when the PR's head commit is this SHA (workflow_run posters).",
 )
-def ci_comment(file: Path, pr: int | None, head_sha: str | None) -> None:
-    """Post FILE (a comment.md) as the sticky PR comment. Failures are warnings (exit 0)."""
-    from . import github
-    from .summary import COMMENT_MAX_CHARS, MARKER
+@click.option(
+    "--run-id",
+    default=None,
+    help="Link the comment to this workflow run of the repository (the evaluating run).",
+)
+def ci_comment(report: Path, pr: int | None, head_sha: str | None, run_id: str | None) -> None:
+    """Render the sticky PR comment from REPORT (a `ci` report.json, or the output directory
+    holding it) and post it. The report is validated first (exit 5 when it is not a valid
+    skill-evals ci report); the comment is rendered here, never taken from the artifact, so
+    a report from an untrusted job cannot post text of its own choosing. Failures to post
+    are warnings (exit 0)."""
+    from ..errors import EvalError
+    from . import github, workflow
+    from .schema import load_ci_report
+    from .summary import render_comment
 
-    try:
-        body = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        _fail(f"{file}: cannot read ({getattr(exc, 'strerror', None) or 'not UTF-8'})")
-    if not body.startswith(MARKER):
-        _fail(f"{file}: does not start with {MARKER}; only skill-evals comments are posted")
-    if len(body) > COMMENT_MAX_CHARS:
-        _fail(f"{file}: {len(body)} characters, more than {COMMENT_MAX_CHARS}")
-    if head_sha is not None and not all(c in "0123456789abcdefABCDEF" for c in head_sha):
+    if head_sha is not None and not (
+        7 <= len(head_sha) <= 64 and all(c in "0123456789abcdefABCDEF" for c in head_sha)
+    ):
         _fail("--head-sha: expected a hex commit SHA")
-    result = github.post_comment(body, dict(os.environ), number=pr, head_sha=head_sha)
+    if run_id is not None and not (run_id.isascii() and run_id.isdigit()):
+        _fail("--run-id: expected the digits of a workflow run id")
+    path = report / "report.json" if report.is_dir() else report
+    try:
+        ci_report = load_ci_report(path)
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code)
+    env = dict(os.environ)
+    url = workflow.run_url(env, run_id) if run_id is not None else None
+    body = render_comment(ci_report, url)
+    result = github.post_comment(body, env, number=pr, head_sha=head_sha)
     prefix = "" if result.action in ("created", "updated") else "warning: "
-    click.echo(f"skill-evals: {prefix}{result.message}", err=True)
+    _say(f"skill-evals: {prefix}{result.message}", err=True)
 
 
 @click.command(context_settings=CONTEXT)
@@ -289,10 +313,10 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
             text = render_lock(workspace.states)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-            click.echo(f"wrote {path} ({len(workspace.states)} skill(s))")
+            _say(f"wrote {path} ({len(workspace.states)} skill(s))")
             return
         if not path.is_file():
-            click.echo(f"{path}: no lock file; run `skill-evals lock --update`", err=True)
+            _say(f"{path}: no lock file; run `skill-evals lock --update`", err=True)
             sys.exit(1)
         recorded = read_lock(path)
         render_lock(workspace.states)  # every skill must be hashable (else exit 5)
@@ -304,11 +328,11 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     stale += [(p, r) for p, r in changes.unchanged.items() if r.startswith("moved")]
     stale += [(r["path"], "removed since the lock was written") for r in changes.removed]
     if not stale:
-        click.echo(f"{path}: up to date ({len(workspace.states)} skill(s))")
+        _say(f"{path}: up to date ({len(workspace.states)} skill(s))")
         return
     for skill_path, reason in sorted(stale):
-        click.echo(f"{skill_path}: {reason}")
-    click.echo(f"{path}: stale; run `skill-evals lock --update`", err=True)
+        _say(f"{skill_path}: {reason}")
+    _say(f"{path}: stale; run `skill-evals lock --update`", err=True)
     sys.exit(1)
 
 
@@ -349,11 +373,11 @@ def changed(
         _fail(str(exc), exc.exit_code)
     for message in [changes.base.get("reason"), *changes.base.get("messages", [])]:
         if message:
-            click.echo(f"skill-evals: {message}", err=True)
+            _say(f"skill-evals: {message}", err=True)
     by_path = {s.path: s for s in workspace.states}
     if fmt == "lines":
         for path in changes.changed:
-            click.echo(path)
+            _say(path)
         return
 
     def item(path: str, reason: str) -> dict[str, Any]:
@@ -371,4 +395,4 @@ def changed(
         "unchanged": [item(p, r) for p, r in changes.unchanged.items()],
         "removed": changes.removed,
     }
-    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=True))

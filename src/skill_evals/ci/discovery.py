@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import InvalidInput
+from ..jsonl import MAX_FILE_BYTES
+from ..terminal import terminal_safe
 from .config import DEFAULT_CASES, CiConfig, SkillSettings
+from .untrusted import read_bounded
 
 SKIPPED_DIRS = frozenset({".git", "node_modules"})
 
@@ -64,13 +67,11 @@ class WorkTree:
                 yield prefix + name
 
     def read(self, path: str) -> bytes | None:
-        """A regular file's bytes (None for symlinks, missing files and unreadable files)."""
-        target = self.root / path
-        if target.is_symlink() or not target.is_file():
-            return None
+        """A regular file's bytes (None for symlinks, missing, unreadable or oversized files:
+        the read is bounded and never blocks on a FIFO)."""
         try:
-            return target.read_bytes()
-        except OSError:
+            return read_bounded(self.root / path, "file", MAX_FILE_BYTES, follow_symlinks=False)
+        except InvalidInput:
             return None
 
     def is_file(self, path: str) -> bool:
@@ -159,6 +160,19 @@ def skill_name(tree: Tree, path: str, root_name: str) -> str:
     return name.strip() if isinstance(name, str) and name.strip() else fallback
 
 
+def path_problem(path: str) -> str | None:
+    """Why a skill directory's path cannot be used, or None. A line break would forge lines in
+    every output that lists paths (on GitHub Actions, a workflow command); a name that is not
+    UTF-8 (read back as lone surrogates) cannot be written into any report."""
+    if any(c in path for c in "\n\r\x85\u2028\u2029"):
+        return "the path contains a line break; rename the directory"
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the path is not valid UTF-8; rename the directory"
+    return None
+
+
 def find_cases(tree: Tree, path: str, settings: SkillSettings) -> tuple[str | None, str | None]:
     """(cases file relative to the root or None, the configured path when one is configured)."""
     if settings.cases is not None:
@@ -188,6 +202,11 @@ def discover(
     found: list[SkillLocation] = []
     by_name: dict[str, str] = {}
     for path in dirs:
+        problem = path_problem(path)
+        if problem is not None:
+            if not strict:
+                continue  # a base commit's such skill has no fingerprint to match anyway
+            raise InvalidInput(f"skill directory {terminal_safe(path)}: {problem}")
         name = skill_name(tree, path, root_name)
         if name in by_name and strict:
             raise InvalidInput(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,9 +68,12 @@ def fingerprint(directory_sha256: str, cases_sha256: str | None, settings: Skill
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 (hex) of a file's bytes, read in blocks."""
+    """SHA-256 (hex) of a regular file's bytes, read in blocks (InvalidInput for a symlink,
+    FIFO or device: the open never blocks, and such a cases file is refused anyway)."""
+    from ..jsonl import open_regular_file
+
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    with os.fdopen(open_regular_file(path, "cases file"), "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -1,5 +1,5 @@
-"""GitHub Actions integration: the sticky PR comment (REST API, stdlib urllib), step outputs,
-the job summary, workflow commands (annotations, groups).
+"""GitHub: the sticky PR comment (REST API through the bounded client of ``http``) and the
+event payload of the workflow run (``$GITHUB_EVENT_PATH``).
 
 The comment is only ever edited when it carries the marker AND was written by our own identity.
 Identity: ``GET /user`` with the token. The Actions ``GITHUB_TOKEN`` is an installation token that
@@ -11,22 +11,21 @@ The token is sent only in the Authorization header and is scrubbed from every me
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .http import ApiError, GitHubClient, Limits
 from .summary import MARKER
+from .untrusted import UntrustedFileError, load_json_file
 
 DEFAULT_API = "https://api.github.com"
 ACTIONS_BOT = "github-actions[bot]"
-TIMEOUT_S = 20
 MAX_PAGES = 50
+# GitHub caps webhook payloads at 25 MB; an event file is never larger.
+MAX_EVENT_BYTES = 25_000_000
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -39,83 +38,52 @@ class CommentResult:
     comment_id: int | None = None
 
 
-class _ApiError(Exception):
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class GitHubClient:
-    """A tiny REST client: JSON in, JSON out, token in the header only."""
-
-    def __init__(self, api_url: str, token: str) -> None:
-        self.api_url = api_url.rstrip("/")
-        self._token = token
-
-    def request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
-        """Call the API; raises _ApiError with a token-free message."""
-        url = path if path.startswith("http") else self.api_url + path
-        data = json.dumps(body).encode("utf-8") if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self._token}")
-        req.add_header("Accept", "application/vnd.github+json")
-        req.add_header("X-GitHub-Api-Version", "2022-11-28")
-        req.add_header("User-Agent", "skill-evals")
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT_S) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as exc:
-            raise _ApiError(f"{method} {path}: HTTP {exc.code}", exc.code) from None
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise _ApiError(f"{method} {path}: {self.scrub(str(reason))}") from None
-        if not raw:
-            return None
-        try:
-            return json.loads(raw)
-        except ValueError:
-            raise _ApiError(f"{method} {path}: the response is not JSON") from None
-
-    def scrub(self, text: str) -> str:
-        """Remove the token from a message."""
-        return text.replace(self._token, "***") if self._token else text
-
-
-def pr_number(env: Mapping[str, str]) -> int | None:
-    """The pull request number from ``$GITHUB_EVENT_PATH`` (pull_request, pull_request_target,
-    issue_comment on a PR), else None."""
+def read_event(env: Mapping[str, str]) -> tuple[dict[str, Any] | None, str | None]:
+    """The workflow run's event payload from ``$GITHUB_EVENT_PATH``: (event or None, why it
+    could not be used or None). Read bounded and strictly: a FIFO, a device, a huge or deeply
+    nested file is a problem to report, never a hang or a crash."""
     path = env.get("GITHUB_EVENT_PATH")
     if not path:
-        return None
+        return None, None
     try:
-        event = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+        event = load_json_file(Path(path), "the GITHUB_EVENT_PATH event file", MAX_EVENT_BYTES)
+    except UntrustedFileError as exc:
+        return None, str(exc)
     if not isinstance(event, dict):
+        return None, f"{path}: the GITHUB_EVENT_PATH event file is not a JSON object"
+    return event, None
+
+
+def pr_number_of(event: Mapping[str, Any] | None) -> int | None:
+    """The pull request number of an event (pull_request, pull_request_target, issue_comment
+    on a PR), else None."""
+    if event is None:
         return None
     pull = event.get("pull_request")
-    if isinstance(pull, dict) and isinstance(pull.get("number"), int):
+    if isinstance(pull, dict) and _positive_int(pull.get("number")):
         return int(pull["number"])
     issue = event.get("issue")
-    if isinstance(issue, dict) and "pull_request" in issue and isinstance(issue.get("number"), int):
+    if isinstance(issue, dict) and "pull_request" in issue and _positive_int(issue.get("number")):
         return int(issue["number"])
     return None
 
 
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def own_login(client: GitHubClient, env: Mapping[str, str]) -> str:
     """Our identity: /user's login, else github-actions[bot] for the Actions token (which
-    /user refuses with 403). Raises _ApiError when neither applies."""
+    /user refuses with 403). Raises ApiError when neither applies."""
     try:
         user = client.request("GET", "/user")
-    except _ApiError as exc:
+    except ApiError as exc:
         if exc.status == 403 and env.get("GITHUB_ACTIONS") == "true":
             return ACTIONS_BOT
-        raise _ApiError(f"cannot tell which user the token belongs to ({exc})") from None
+        raise ApiError(f"cannot tell which user the token belongs to ({exc})") from None
     login = user.get("login") if isinstance(user, dict) else None
     if not isinstance(login, str):
-        raise _ApiError("cannot tell which user the token belongs to (GET /user: no login)")
+        raise ApiError("cannot tell which user the token belongs to (GET /user: no login)")
     return login
 
 
@@ -124,8 +92,10 @@ def post_comment(
     env: Mapping[str, str],
     number: int | None = None,
     head_sha: str | None = None,
+    limits: Limits | None = None,
 ) -> CommentResult:
-    """Create or update the sticky comment on the pull request. Never raises.
+    """Create or update the sticky comment on the pull request. Never raises, never hangs
+    (``limits`` bounds every request and the whole operation).
 
     ``number`` defaults to the PR of the event. With ``head_sha`` the PR's head commit must equal
     it (the fork-safe workflow_run poster uses this to refuse a PR number it cannot trust)."""
@@ -137,15 +107,22 @@ def post_comment(
         return CommentResult(
             "skipped", "GITHUB_REPOSITORY is not set: the PR comment was not posted"
         )
-    number = number if number is not None else pr_number(env)
+    if number is None:
+        event, problem = read_event(env)
+        if problem is not None:
+            return CommentResult("skipped", f"PR comment not posted: {problem}")
+        number = pr_number_of(event)
     if number is None:
         return CommentResult("skipped", "not a pull request event: no PR comment")
     if not body.startswith(MARKER):
         body = MARKER + "\n" + body
-    client = GitHubClient(env.get("GITHUB_API_URL") or DEFAULT_API, token)
+    try:
+        client = GitHubClient(env.get("GITHUB_API_URL") or DEFAULT_API, token, limits)
+    except ApiError as exc:
+        return CommentResult("skipped", f"PR comment not posted: {exc}")
     try:
         return _post(client, env, repo, number, body, head_sha)
-    except _ApiError as exc:
+    except ApiError as exc:
         return CommentResult("failed", client.scrub(f"PR comment not posted: {exc}"))
     except Exception as exc:  # a comment must never break the gate
         return CommentResult("failed", client.scrub(f"PR comment not posted: {type(exc).__name__}"))
@@ -161,8 +138,9 @@ def _post(
 ) -> CommentResult:
     if head_sha is not None:
         pull = client.request("GET", f"/repos/{repo}/pulls/{number}")
-        actual = ((pull or {}).get("head") or {}).get("sha") if isinstance(pull, dict) else None
-        if actual != head_sha:
+        head = pull.get("head") if isinstance(pull, dict) else None
+        actual = head.get("sha") if isinstance(head, dict) else None
+        if not isinstance(actual, str) or actual.lower() != head_sha.lower():
             return CommentResult(
                 "skipped",
                 f"PR #{number} head is not {head_sha[:12]}: refusing to comment on it",
@@ -188,90 +166,13 @@ def _find_own(client: GitHubClient, repo: str, number: int, login: str) -> int |
         for comment in comments:
             if not isinstance(comment, dict):
                 continue
-            author = (comment.get("user") or {}).get("login")
+            user = comment.get("user")
+            author = user.get("login") if isinstance(user, dict) else None
             text = comment.get("body") or ""
             if author == login and isinstance(text, str) and text.startswith(MARKER):
                 comment_id = comment.get("id")
-                if isinstance(comment_id, int):
+                if isinstance(comment_id, int) and _positive_int(comment_id):
                     return comment_id
         if len(comments) < 100:
             return None
     return None
-
-
-# ------------------------------------------------------------------------- workflow commands
-
-
-def escape_data(text: str) -> str:
-    """Escape a workflow command's message."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    """Escape a workflow command property value (file=, line=, title=)."""
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def annotation(
-    level: str,
-    message: str,
-    file: str | None = None,
-    line: int | None = None,
-    title: str | None = None,
-) -> str:
-    """``::error file=F,line=N,title=T::message`` (one line)."""
-    props = []
-    if file:
-        props.append(f"file={escape_property(file)}")
-    if line:
-        props.append(f"line={int(line)}")
-    if title:
-        props.append(f"title={escape_property(title)}")
-    head = f"::{level}" + (" " + ",".join(props) if props else "")
-    return f"{head}::{escape_data(message)}"
-
-
-def write_outputs(env: Mapping[str, str], values: Mapping[str, str]) -> None:
-    """Append ``key=value`` lines to ``$GITHUB_OUTPUT`` (values on one line; multi-line values
-    use the heredoc form with a random delimiter)."""
-    path = env.get("GITHUB_OUTPUT")
-    if not path:
-        return
-    import secrets
-
-    lines = []
-    for key, value in values.items():
-        if "\n" in value or "\r" in value:
-            delimiter = f"ghadelimiter_{secrets.token_hex(8)}"
-            lines.append(f"{key}<<{delimiter}\n{value}\n{delimiter}\n")
-        else:
-            lines.append(f"{key}={value}\n")
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write("".join(lines))
-
-
-def append_step_summary(env: Mapping[str, str], text: str) -> None:
-    """Append to ``$GITHUB_STEP_SUMMARY`` when set."""
-    path = env.get("GITHUB_STEP_SUMMARY")
-    if not path:
-        return
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(text if text.endswith("\n") else text + "\n")
-
-
-def run_url(env: Mapping[str, str]) -> str | None:
-    """The URL of this workflow run, when the environment names one."""
-    server = env.get("GITHUB_SERVER_URL", "")
-    repo = env.get("GITHUB_REPOSITORY", "")
-    run_id = env.get("GITHUB_RUN_ID", "")
-    if not (server and _REPO.match(repo) and run_id.isdigit()):
-        return None
-    parsed = urllib.parse.urlparse(server)
-    if (
-        parsed.scheme not in ("http", "https")
-        or not parsed.netloc
-        or "(" in server
-        or ")" in server
-    ):
-        return None
-    return f"{server.rstrip('/')}/{repo}/actions/runs/{run_id}"

@@ -1,12 +1,13 @@
 """Markdown for the CI gate: the job summary (`summary.md`) and the PR comment (`comment.md`).
 
-Every user-controlled string (skill names, case ids, paths, messages) goes through ``escape_md``;
-chart labels sit in a code block with backticks and newlines removed.
+Every user-controlled string (skill names, case ids, paths, messages, statuses) goes through
+``escape_md``, the one Markdown escaper, wherever it appears: table cells, bullets, the chart,
+and the ``<summary>`` of the comment's collapsible sections (whose text is set off by blank
+lines so that GitHub reads it as Markdown, where the escapes hold, not as raw HTML).
 """
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -34,8 +35,7 @@ STATUS_ICON = {
 def _esc(value: object) -> str:
     from ..render.markdown import escape_md
 
-    text = " ".join(str(value).splitlines())
-    return escape_md(text)
+    return escape_md(str(value))
 
 
 def fmt_num(value: object, digits: int = 2) -> str:
@@ -88,7 +88,7 @@ def _runs_cell(report: dict[str, Any] | None) -> str:
     if not isinstance(runner, dict):
         return "—"
     failures = len(runner.get("failures") or [])
-    cell = str(runner.get("invocations", 0))
+    cell = _esc(runner.get("invocations", 0))
     return cell + (f" ({failures} failed)" if failures else "")
 
 
@@ -185,7 +185,7 @@ def _code_list(ids: Sequence[str], limit: int) -> list[str]:
 
 
 def _violation(v: dict[str, Any]) -> str:
-    parts = [f"{_esc(v.get('caseId'))} trial {v.get('trial')} {_esc(v.get('variant'))}"]
+    parts = [f"{_esc(v.get('caseId'))} trial {_esc(v.get('trial'))} {_esc(v.get('variant'))}"]
     if v.get("missing"):
         parts.append("missing " + ", ".join(_esc(n) for n in v["missing"]))
     if v.get("forbidden"):
@@ -199,11 +199,12 @@ def _bar(rate: float, width: int = 20) -> str:
 
 
 def _chart_label(name: str) -> str:
-    return " ".join(name.replace("`", "'").splitlines())[:40]
+    return _esc(name[:40] + ("…" if len(name) > 40 else ""))
 
 
 def pass_rate_chart(skills: Iterable[dict[str, Any]]) -> list[str]:
-    """A Unicode bar chart of with/without task pass rates (empty when no skill has tasks)."""
+    """A Unicode bar chart of with/without task pass rates, as a table (empty when no skill
+    has tasks)."""
     rows: list[tuple[str, float, float]] = []
     for skill in skills:
         task = (
@@ -217,17 +218,28 @@ def pass_rate_chart(skills: Iterable[dict[str, Any]]) -> list[str]:
         without_rate = (task.get("without") or {}).get("passRate")
         if isinstance(with_rate, (int, float)) and isinstance(without_rate, (int, float)):
             rows.append(
-                (_chart_label(str(skill.get("name"))), float(with_rate), float(without_rate))
+                (_chart_label(str(skill.get("name"))), _rate(with_rate), _rate(without_rate))
             )
     if not rows:
         return []
-    width = max(len(r[0]) for r in rows)
-    lines = ["Task pass rate, with vs without the skill:", "", "```text"]
+    lines = [
+        "Task pass rate, with vs without the skill:",
+        "",
+        "| Skill | With the skill | Without |",
+        "| --- | --- | --- |",
+    ]
     for label, with_rate, without_rate in rows:
-        lines.append(f"{label:<{width}}  with     {_bar(with_rate)} {with_rate * 100:5.1f}%")
-        lines.append(f"{'':<{width}}  without  {_bar(without_rate)} {without_rate * 100:5.1f}%")
-    lines.append("```")
+        lines.append(
+            f"| {label} | `{_bar(with_rate)}` {with_rate * 100:5.1f}% "
+            f"| `{_bar(without_rate)}` {without_rate * 100:5.1f}% |"
+        )
     return lines
+
+
+def _rate(value: float) -> float:
+    """A pass rate clamped to [0, 1] (a shard's report is schema-checked, not trusted)."""
+    rate = float(value)
+    return max(0.0, min(1.0, rate)) if rate == rate else 0.0
 
 
 def _headline(ci_report: dict[str, Any]) -> str:
@@ -235,9 +247,9 @@ def _headline(ci_report: dict[str, Any]) -> str:
     counts: dict[str, int] = {}
     for skill in ci_report.get("skills") or []:
         counts[str(skill.get("status"))] = counts.get(str(skill.get("status")), 0) + 1
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no skills"
+    summary = ", ".join(f"{n} {_esc(k)}" for k, n in sorted(counts.items())) or "no skills"
     return (
-        f"**{STATUS_ICON.get(status, _esc(status))}** (exit {ci_report.get('exitCode')}) — "
+        f"**{STATUS_ICON.get(status, _esc(status))}** (exit {_esc(ci_report.get('exitCode'))}) — "
         f"{summary}"
     )
 
@@ -253,7 +265,7 @@ def _base_line(ci_report: dict[str, Any]) -> str:
     if mode == "only":
         return "Skills chosen with --only."
     if mode == "merged":
-        return f"Merged from {base.get('shards', 0)} shard(s)."
+        return f"Merged from {_esc(base.get('shards', 0))} shard(s)."
     return _esc(base.get("reason", "Every skill evaluated."))
 
 
@@ -346,9 +358,11 @@ def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
     failing = [s for s in shown if s.get("exitCode", 0) != 0]
     if limit:
         for skill in failing:
-            # Inside an HTML block Markdown escapes do not apply: HTML-escape the name there.
-            name = html.escape(" ".join(str(skill.get("name")).splitlines()), quote=True)
-            lines += ["", f"<details><summary>{name}: what failed</summary>", ""]
+            # The summary's text stands between blank lines: GitHub then parses it as
+            # Markdown (not as part of the HTML block), so the one Markdown escaper applies.
+            name = _esc(skill.get("name"))
+            lines += ["", "<details>", "<summary>", "", f"{name}: what failed", ""]
+            lines += ["</summary>", ""]
             lines += failure_details(skill, limit) or ["- see the job summary"]
             lines += ["", "</details>"]
     chart = pass_rate_chart(shown) if limit else []

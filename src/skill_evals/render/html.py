@@ -1,6 +1,8 @@
 """`report.html` of the CI gate: one self-contained file (inline CSS, no script, no external
 asset, a Content-Security-Policy that forbids loading anything) with the summary's content plus
-per-case detail. Every user-controlled string is escaped with ``html.escape``.
+per-case detail. Every user-controlled string goes through ``escape_html``, the one HTML
+escaper: markup characters become entities, and control, format (bidi overrides, zero-width)
+and separator characters are shown as visible ``\\uXXXX`` text, never written raw.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from html import escape
 from typing import Any
 
 from ..ci.summary import fmt_num, fmt_signed, partial_mark, skill_status
+from ..terminal import terminal_safe
 from .diagnosis import partial_note, sections
 
 CSP = (
@@ -53,8 +56,13 @@ details { margin: .5rem 0; }
 """
 
 
-def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+def escape_html(value: object) -> str:
+    """``value`` as HTML text or attribute content: the invisible characters made visible
+    (as on a terminal), then ``&``, ``<``, ``>`` and both quotes as entities."""
+    return escape(terminal_safe(value), quote=True)
+
+
+_e = escape_html
 
 
 def _badge(status: str) -> str:

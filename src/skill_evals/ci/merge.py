@@ -1,0 +1,73 @@
+"""`skill-evals ci merge`: one report, summary, JUnit file, comment and exit code from the
+output directories of several shards (`ci --only NAME` jobs of a matrix).
+
+A shard's directory arrives as an artifact written in a job where an agent ran the pull
+request's skill: everything in it is untrusted. Its report.json is read bounded and strictly
+and validated against the schema (exit 5 naming the shard otherwise); only regular files of a
+bounded size are copied from its observations/.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..codes import combine
+from ..jsonl import MAX_FILE_BYTES
+from .console import Console, annotate
+from .outputs import build_report, write_outputs
+from .schema import load_ci_report
+
+
+def merge(
+    dirs: Sequence[Path], out: Path, env: dict[str, str], comment: bool, console: Console
+) -> int:
+    """Combine shards' outputs into one report/summary/JUnit/comment and exit code."""
+    skills: dict[str, dict[str, Any]] = {}
+    messages: list[str] = []
+    shard_codes: list[int] = []
+    shards = [load_ci_report(directory / "report.json") for directory in dirs]
+    for directory, shard in zip(dirs, shards, strict=True):
+        shard_codes.append(int(shard["exitCode"]))
+        messages.extend(str(m) for m in shard.get("messages") or [])
+        for skill in shard["skills"]:
+            previous = skills.get(skill["path"])
+            if previous is None or previous["status"] == "unchanged":
+                skills[skill["path"]] = skill
+        _copy_observations(directory / "observations", out / "observations", console)
+    ordered = sorted(skills.values(), key=lambda s: str(s["path"]))
+    exit_code = combine([*shard_codes, *(int(s.get("exitCode", 0)) for s in ordered)])
+    info = {"mode": "merged", "shards": len(dirs)}
+    ci_report = build_report(exit_code, ordered, info, list(dict.fromkeys(messages)))
+    write_outputs(ci_report, out, env, console, comment=comment)
+    annotate(ci_report, console)
+    console.info(f"merged {len(dirs)} shard(s): {ci_report['status']} (exit {exit_code})")
+    return exit_code
+
+
+def _copy_observations(source: Path, target: Path, console: Console) -> None:
+    """Copy the shard's observations/*.jsonl: regular files (no symlinks, FIFOs, devices) of
+    at most the observations file limit; anything else is left out with a warning."""
+    try:
+        entries = sorted(os.scandir(source), key=lambda e: e.name)
+    except OSError:
+        return  # no observations in this shard
+    for entry in entries:
+        if not entry.name.endswith(".jsonl"):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            console.warning(
+                f"{source / entry.name}: not copied (not a regular file, or larger than "
+                f"{MAX_FILE_BYTES} bytes)"
+            )
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / entry.name, target / entry.name, follow_symlinks=False)
