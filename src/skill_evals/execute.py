@@ -32,6 +32,7 @@ from .observations import (
     isolation_breach,
     plan_keys,
 )
+from .processes import ProcessSweeper
 from .runner import InvocationSpec, invocation_env, run_invocation
 
 
@@ -127,6 +128,7 @@ class _Scheduler:
         self.plan = plan
         self.lock = threading.Lock()
         self.cancel = threading.Event()
+        self.sweeper = ProcessSweeper()  # one per run: it knows every live runner
         self.todo = todo
         self.next_index = 0
         self.done = done
@@ -171,7 +173,7 @@ class _Scheduler:
             timeout_ms=self.plan.timeout_ms,
             max_bytes=self.plan.max_bytes,
         )
-        result = run_invocation(spec, self.cancel)
+        result = run_invocation(spec, self.cancel, self.sweeper)
         outcome = result.outcome
         if isinstance(outcome, RunnerFailure) and self.cancel.is_set():
             with self.lock:
@@ -246,7 +248,7 @@ def execute(
     writer = RecordWriter(plan.record) if plan.record is not None else None
     sched = _Scheduler(plan, todo, len(resumed), len(keys), writer, progress)
     try:
-        with _signals_cancel(sched.cancel):
+        with sched.sweeper.running(), _signals_cancel(sched.cancel):
             threads = [
                 threading.Thread(target=sched.worker, name=f"skill-evals-job-{i}", daemon=True)
                 for i in range(max(1, min(plan.jobs, len(todo))))

@@ -25,6 +25,7 @@ from typing import Any
 
 from .errors import InvalidInput
 from .observations import ContractError, Observation, RunnerFailure, Variant, parse_runner_object
+from .processes import ProcessSweeper, identity
 
 READ_CHUNK = 65_536
 # After the direct child has exited (and its group was killed), how long to keep reading pipes
@@ -54,11 +55,6 @@ class InvocationResult:
 
     outcome: Observation | RunnerFailure
     elapsed_ms: float
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
 
 
 def _child_exited(pid: int) -> bool:
@@ -91,6 +87,7 @@ def _pump(
     deadline: float,
     spec: InvocationSpec,
     cancel: threading.Event | None,
+    sweeper: ProcessSweeper,
 ) -> _Outcome:
     """Feed stdin, read stdout/stderr until EOF or the child's exit; enforce timeout and cap."""
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -156,7 +153,7 @@ def _pump(
                     child_gone = True
                     if pidfd >= 0:
                         sel.unregister(pidfd)
-                    _kill_group(proc.pid)
+                    sweeper.sweep(proc.pid, identity(spec.env))
                     deadline = min(deadline, time.monotonic() + DRAIN_SECONDS)
                 else:
                     fd = out_fd if what == "out" else err_fd
@@ -184,10 +181,17 @@ def _pump(
     return _Outcome(b"".join(stdout_chunks), failure)
 
 
-def run_invocation(spec: InvocationSpec, cancel: threading.Event | None = None) -> InvocationResult:
-    """Run once. Never raises for anything the runner does; always kills the process group.
+def run_invocation(
+    spec: InvocationSpec,
+    cancel: threading.Event | None = None,
+    sweeper: ProcessSweeper | None = None,
+) -> InvocationResult:
+    """Run once. Never raises for anything the runner does; always kills what it left
+    (its group, its session, its marked descendants: see processes.py).
 
-    ``cancel`` set → kill the group at once and return a failure with reason "interrupted"."""
+    ``cancel`` set → kill at once and return a failure with reason "interrupted". ``sweeper``
+    is the run's (execute() passes one that is a child subreaper); by default a fresh one."""
+    sweeper = sweeper if sweeper is not None else ProcessSweeper()
     started = time.monotonic()
 
     def fail(reason: str) -> InvocationResult:
@@ -199,30 +203,23 @@ def run_invocation(spec: InvocationSpec, cancel: threading.Event | None = None) 
     if not spec.argv:
         return fail("cannot start: the runner command is empty")
     try:
-        proc = subprocess.Popen(
-            list(spec.argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(spec.env),
-            start_new_session=True,  # own process group (pgid == pid): killed as a whole
-            bufsize=0,
-        )
+        proc = sweeper.spawn(spec.argv, spec.env)
     except OSError as exc:
         return fail(f"cannot start {spec.argv[0]!r}: {exc.strerror or type(exc).__name__}")
     except (ValueError, subprocess.SubprocessError) as exc:  # e.g. a NUL byte in an argument
         return fail(f"cannot start {spec.argv[0]!r}: {type(exc).__name__}")
     deadline = started + spec.timeout_ms / 1000.0
     try:
-        outcome = _pump(proc, spec.prompt.encode("utf-8"), deadline, spec, cancel)
+        outcome = _pump(proc, spec.prompt.encode("utf-8"), deadline, spec, cancel, sweeper)
     finally:
-        # Always: whatever the runner left behind dies with its group, then reap the child.
-        _kill_group(proc.pid)
+        # Always: whatever the runner left behind dies, then the runner itself is reaped.
+        sweeper.sweep(proc.pid, identity(spec.env))
         for stream in (proc.stdin, proc.stdout, proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
         returncode = proc.wait()
+        sweeper.release(proc.pid)
     if outcome.failure is not None:
         return fail(outcome.failure)
     if returncode < 0:

@@ -1,0 +1,269 @@
+"""Nothing a runner starts survives its invocation.
+
+The runner is started as a session leader (``setsid``: its pid is its session and process group
+id). After the invocation the engine kills
+
+1. its process group (``killpg``), then, where ``/proc`` exists (Linux),
+2. every process of its session — also those that moved to another group, as under ``timeout``
+   or a shell's ``set -m`` job control,
+3. every descendant of the engine that carries this invocation's ``EVALGATE_SKILL_*`` variables
+   in its environment — on Linux the engine is a *child subreaper* while invocations run
+   (``PR_SET_CHILD_SUBREAPER``), so a process that left the session with ``setsid`` is
+   reparented to the engine when its parent dies, and stays reachable,
+4. every process found below one of those,
+
+and reaps the ones that became its own children, so none is left a zombie. When the last
+invocation has ended, anything else that was reparented to the engine meanwhile is killed and
+reaped too (a process that left the session *and* cleared its environment). What remains outside
+the guarantee is documented in docs/runner-contract.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+_PROC = "/proc"
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+# Kill rounds per sweep: a process forked between a scan and the kill is caught by the next.
+_ROUNDS = 8
+# How long a sweep waits for killed children to become reapable.
+_REAP_SECONDS = 1.0
+_ENVIRON_CAP = 4 << 20  # bytes of /proc/PID/environ read at most
+IDENTITY_VARS = (
+    "EVALGATE_SKILL_DIR",
+    "EVALGATE_SKILL_CASE_ID",
+    "EVALGATE_SKILL_TRIAL",
+    "EVALGATE_SKILL_VARIANT",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Proc:
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+    start: int  # start time in clock ticks since boot: tells a reused pid apart
+
+
+def _read_stat(pid: int) -> _Proc | None:
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as handle:
+            data = handle.read(4096)
+    except OSError:
+        return None
+    # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
+    fields = data.rpartition(b")")[2].split()
+    try:
+        return _Proc(
+            pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode(), int(fields[19])
+        )
+    except (IndexError, ValueError):
+        return None
+
+
+def _scan() -> dict[int, _Proc]:
+    """Every process visible in /proc (empty where there is no /proc)."""
+    found: dict[int, _Proc] = {}
+    try:
+        names = os.listdir(_PROC)
+    except OSError:
+        return found
+    for name in names:
+        if name.isdigit():
+            proc = _read_stat(int(name))
+            if proc is not None:
+                found[proc.pid] = proc
+    return found
+
+
+def _descendants(procs: Mapping[int, _Proc], roots: Sequence[int]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for proc in procs.values():
+        children.setdefault(proc.ppid, []).append(proc.pid)
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return seen
+
+
+def _identity_of(pid: int) -> tuple[str, ...] | None:
+    """The EVALGATE_SKILL_* values in the environment ``pid`` started with, if readable."""
+    try:
+        with open(f"{_PROC}/{pid}/environ", "rb") as handle:
+            data = handle.read(_ENVIRON_CAP)
+    except OSError:
+        return None
+    values: dict[bytes, bytes] = {}
+    for entry in data.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep and name.startswith(b"EVALGATE_SKILL_"):
+            values[name] = value
+    found = tuple(values.get(n.encode(), b"").decode("utf-8", "replace") for n in IDENTITY_VARS)
+    return found if any(found) else None
+
+
+def identity(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The values that mark an invocation's processes (``env`` is the runner's environment)."""
+    return tuple(env.get(name, "") for name in IDENTITY_VARS)
+
+
+def _kill(proc: _Proc) -> None:
+    """SIGKILL ``proc`` unless its pid now names another process (checked through a pidfd)."""
+    pidfd = -1
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    try:
+        current = _read_stat(proc.pid)
+        if current is None or current.start != proc.start:
+            return  # gone, or the pid was reused
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if pidfd >= 0:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            else:
+                os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+class ProcessSweeper:
+    """Starts runners and kills what each invocation left behind. One per run; thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._engine = os.getpid()
+        self._runners: set[int] = set()  # live runners: reaped by their Popen, never here
+        self._before: set[int] = set()  # the engine's descendants when the run started
+
+    def spawn(self, argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        """Start a runner as a session leader with piped stdin/stdout/stderr."""
+        with self._lock:  # a sweep never mistakes a runner being born for a leftover
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=dict(env),
+                start_new_session=True,  # session leader: pid == sid == pgid
+                bufsize=0,
+            )
+            self._runners.add(proc.pid)
+            return proc
+
+    def release(self, pid: int) -> None:
+        """The runner ``pid`` has been reaped by its Popen."""
+        with self._lock:
+            self._runners.discard(pid)
+
+    def sweep(self, runner: int, marks: tuple[str, ...]) -> None:
+        """Kill the runner's group and, where /proc exists, everything its invocation left:
+        its session, descendants of the engine carrying ``marks``, and whatever runs below
+        those. Reaps what became the engine's children."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(runner, signal.SIGKILL)
+        with self._lock:
+            for _ in range(_ROUNDS):
+                procs = _scan()
+                if not procs:
+                    return
+                targets = self._targets(procs, runner, marks)
+                if not targets:
+                    break
+                for pid in targets:
+                    if procs[pid].state != "Z":
+                        _kill(procs[pid])
+                self._reap(targets)
+
+    def _targets(self, procs: Mapping[int, _Proc], runner: int, marks: tuple[str, ...]) -> set[int]:
+        others = self._runners - {runner}
+        mine = _descendants(procs, [self._engine]) - _descendants(procs, sorted(others)) - others
+        targets = {p.pid for p in procs.values() if runner in (p.sid, p.pgid)}
+        targets |= {pid for pid in mine if pid not in targets and _identity_of(pid) == marks}
+        targets |= _descendants(procs, sorted(targets))
+        targets -= {runner, self._engine, *others}
+        return targets
+
+    def _reap(self, pids: set[int]) -> None:
+        """Reap those of ``pids`` that are (or become, once killed) the engine's children."""
+        deadline = time.monotonic() + _REAP_SECONDS
+        pending = {pid for pid in pids if pid not in self._runners}
+        while pending:
+            for pid in list(pending):
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    # Not our child: gone, reaped by its parent, or about to be reparented to
+                    # us (its parent was killed in the same round). Wait while it exists.
+                    now = _read_stat(pid)
+                    if now is None or (now.state == "Z" and now.ppid != self._engine):
+                        pending.discard(pid)  # gone, or a zombie only its parent can reap
+                    continue
+                if done:
+                    pending.discard(pid)
+            if not pending or time.monotonic() >= deadline:
+                return
+            time.sleep(0.005)
+
+    def sweep_leftovers(self) -> None:
+        """After the last invocation: kill and reap every descendant of the engine that appeared
+        during the run (what left the session and cleared its environment)."""
+        with self._lock:
+            for _ in range(_ROUNDS):
+                procs = _scan()
+                ours = _descendants(procs, [self._engine])
+                old = self._before | _descendants(procs, sorted(self._before & ours))
+                targets = ours - old - self._runners
+                if not targets:
+                    return
+                for pid in targets:
+                    if procs[pid].state != "Z":
+                        _kill(procs[pid])
+                self._reap(targets)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[ProcessSweeper]:
+        """While inside, the engine is a child subreaper (Linux); leftovers are swept on exit."""
+        self._before = _descendants(_scan(), [self._engine])
+        previous = _subreaper(True)
+        try:
+            yield self
+        finally:
+            try:
+                self.sweep_leftovers()
+            finally:
+                if previous is not None and not previous:
+                    _subreaper(False)
+
+
+def _subreaper(on: bool) -> bool | None:
+    """Set PR_SET_CHILD_SUBREAPER; return the previous setting (None: not available)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        previous = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0) != 0:
+            return None
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return bool(previous.value)
