@@ -61,8 +61,8 @@ def escape_md(text: str) -> str:
             out.append(" ")
         elif char in _BIDI:
             out.append(f"\\u{ord(char):04x}")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            continue  # other C0 controls carry no text and can break renderers
+        elif ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F or 0xD800 <= ord(char) <= 0xDFFF:
+            continue  # other controls (C0, DEL, C1) and lone surrogates carry no text
         else:
             out.append(char)
     escaped = "".join(out)
