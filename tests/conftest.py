@@ -17,19 +17,26 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SKILL = REPO / "examples" / "skills" / "refund-policy"
 
 
+DEFAULT_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
+DEFAULT_BODY = "# Refund policy\n\nRefunds within 30 days with a receipt.\n"
+
+
+def skill_md(name: str, description: str = DEFAULT_DESCRIPTION, body: str = DEFAULT_BODY) -> str:
+    """The SKILL.md text :func:`write_skill` writes."""
+    return f"---\nname: {name}\ndescription: {description}\n---\n{body}"
+
+
 def write_skill(
     root: Path,
     name: str = "refund-policy",
-    description: str = "Answer questions about refunds, returns and receipts for store purchases.",
-    body: str = "# Refund policy\n\nRefunds within 30 days with a receipt.\n",
+    description: str = DEFAULT_DESCRIPTION,
+    body: str = DEFAULT_BODY,
     extra: Mapping[str, str] | None = None,
 ) -> Path:
     """Create ``root/<name>/SKILL.md`` (plus extra files) and return the skill dir."""
     skill = root / name
     skill.mkdir(parents=True, exist_ok=True)
-    (skill / "SKILL.md").write_text(
-        f"---\nname: {name}\ndescription: {description}\n---\n{body}", encoding="utf-8"
-    )
+    (skill / "SKILL.md").write_text(skill_md(name, description, body), encoding="utf-8")
     for rel, text in (extra or {}).items():
         target = skill / rel
         target.parent.mkdir(parents=True, exist_ok=True)

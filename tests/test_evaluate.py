@@ -132,7 +132,8 @@ def test_hand_computed_report() -> None:
                 "missing": [],
                 "forbidden": ["bugfix-workflow"],
             },
-        ]
+        ],
+        "attemptedNotLoaded": [],
     }
     assert report["runner"] == {
         "invocations": 48,

@@ -365,6 +365,13 @@ def runner_simulated() -> None:
 @cli.command(context_settings=CONTEXT)
 @click.option("--agent", required=True, type=click.Choice([e.name for e in AGENT_ENTRIES]))
 @click.option(
+    "--skill",
+    "skills",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A skill whose content to look for in tool results (repeatable).",
+)
+@click.option(
     "--config",
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -372,9 +379,12 @@ def runner_simulated() -> None:
     help="Config with evidence.toolPatterns / evidence.uriPatterns.",
 )
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-def evidence(agent: str, config_path: Path | None, file: Path) -> None:
+def evidence(agent: str, skills: tuple[Path, ...], config_path: Path | None, file: Path) -> None:
     """Print the loading evidence found in a saved agent transcript (JSON)."""
+    from .agents.base import RunnerSetupError, skill_ref
+    from .agents.content import SkillText
     from .agents.evidence import EvidencePatterns, read_events
+    from .agents.proof import prove
     from .agents.registry import agent as load_agent
 
     patterns = EvidencePatterns()
@@ -383,10 +393,15 @@ def evidence(agent: str, config_path: Path | None, file: Path) -> None:
 
         patterns = load_config(config_path).evidence
     try:
+        texts = [SkillText.of(ref.name, ref.text) for ref in map(skill_ref, skills)]
+    except RunnerSetupError as exc:
+        _fail(f"--skill: {exc}")
+    try:
         events = read_events(file)
     except OSError as exc:
         _fail(f"{file}: cannot read ({exc.strerror})")
-    loads = load_agent(agent).find_loads(events, patterns)
+    names = frozenset(text.name for text in texts)
+    loads = prove(load_agent(agent), events, texts, None, patterns, names)
     click.echo(json.dumps([load.to_json() for load in loads], indent=2))
 
 

@@ -295,6 +295,37 @@ def _violations(suite: CaseSuite, grid: Grid) -> list[dict[str, Any]]:
     return found
 
 
+# The state of a skill in one observation's evidence, strongest first.
+_STATE_RANK = ("loaded", "failed", "attempted", "offered")
+
+
+def _load_state(obs: Observation | None, skill: str) -> str | None:
+    """The tested skill's strongest evidence state in one observation; None without evidence
+    naming it (custom runners need not report evidence)."""
+    if obs is None:
+        return None
+    states = {item.get("state") for item in obs.evidence if item.get("skill") == skill}
+    return next((state for state in _STATE_RANK if state in states), None)
+
+
+def _load_states(grid: Grid, case_id: str, skill: str) -> dict[str, list[str | None]]:
+    row = grid[case_id]
+    return {
+        variant: [_load_state(obs, skill) for obs in row[offset::2]]
+        for offset, variant in enumerate(VARIANTS)
+    }
+
+
+def _attempted_not_loaded(suite: CaseSuite, grid: Grid, skill: str) -> list[str]:
+    """Cases, in case-file order, where a ``with`` run tried to load the tested skill and its
+    evidence shows no load of it (e.g. a read of a wrong path, a failed tool call)."""
+    return [
+        case.id
+        for case in suite.cases
+        if any(_load_state(obs, skill) in ("failed", "attempted") for obs in grid[case.id][0::2])
+    ]
+
+
 def _meta_sums(observations: Iterable[Observation]) -> dict[str, Any]:
     """Sum each recognised meta key; a key no observation reported is null (not 0)."""
     values: dict[str, list[float]] = {key: [] for key in META_KEYS}
@@ -384,6 +415,8 @@ def _evaluate(
     task_passes = _task_passes(suite, grid)
     task = _task_section(suite, settings, task_passes)
     violations = _violations(suite, grid)
+    # Per-case evidence states only when some runner reported evidence (custom runners need not).
+    evidence = any(obs.evidence for obs in observed)
     failures = sorted(result.failures, key=_failure_order(suite))
     expected = len(suite.cases) * trials * len(VARIANTS)
     missing = expected - len(observed)
@@ -482,7 +515,10 @@ def _evaluate(
             "settings": _settings_block(settings),
             "trigger": trigger,
             "task": task,
-            "loading": {"violations": violations},
+            "loading": {
+                "violations": violations,
+                "attemptedNotLoaded": _attempted_not_loaded(suite, grid, skill.name),
+            },
             "runner": {
                 "invocations": result.invocations,
                 "failures": [
@@ -499,7 +535,9 @@ def _evaluate(
             },
             "gates": {"minTriggerF1": f1_gate, "minUplift": uplift_gate},
             "caseResults": [
-                _case_result(case, triggered[case.id], task_passes) for case in suite.cases
+                _case_result(case, triggered[case.id], task_passes)
+                | ({"loadState": _load_states(grid, case.id, skill.name)} if evidence else {})
+                for case in suite.cases
             ],
             "messages": notes.texts(),
             "messageSeverities": notes.severities(),

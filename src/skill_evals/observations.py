@@ -36,7 +36,11 @@ from .jsonl import describe_key
 Variant = Literal["with", "without"]
 VARIANTS: tuple[Variant, Variant] = ("with", "without")
 META_KEYS = ("durationMs", "costUsd", "inputTokens", "outputTokens")
-RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode", "meta")
+RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode", "meta", "evidence")
+EVIDENCE_STATES = ("offered", "attempted", "loaded", "failed")
+EVIDENCE_DELIVERIES = ("native", "mcp", "read", "explicit")
+MAX_EVIDENCE_ITEMS = 1000
+_MAX_EVIDENCE_TEXT = 300  # characters of an evidence item's skill or source
 REQUIRED_RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode")
 MAX_SAFE_INTEGER = 9_007_199_254_740_991
 MAX_TRIALS = 100  # the --trials upper bound; sizes the --resume population bound
@@ -57,6 +61,8 @@ class Observation:
     output: str
     exit_code: int
     meta: Mapping[str, float] = field(default_factory=dict)
+    # The runner's optional loading evidence: {"skill", "state", "delivery", "source"} items.
+    evidence: tuple[Mapping[str, str], ...] = ()
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -75,6 +81,8 @@ class Observation:
         }
         if self.meta:
             record["meta"] = dict(self.meta)
+        if self.evidence:
+            record["evidence"] = [dict(item) for item in self.evidence]
         return record
 
 
@@ -122,7 +130,8 @@ def _type_name(value: object) -> str:
 def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, Any]:
     """Validate one runner object (keys variant, invokedSkills, output, exitCode, optional meta).
 
-    Returns ``{"variant", "invoked_skills" (tuple), "output", "exit_code", "meta" (dict)}``;
+    Returns ``{"variant", "invoked_skills" (tuple), "output", "exit_code", "meta" (dict)}`` and
+    ``"evidence"`` (tuple of dicts) when the runner reported it;
     raises ContractError with a reason that names the field (never its value)."""
     if not isinstance(value, dict):
         raise ContractError(f"not a JSON object (got {_type_name(value)})")
@@ -130,7 +139,7 @@ def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, A
         if key not in RUNNER_KEYS:
             raise ContractError(
                 "an extra key; the only keys allowed are variant, invokedSkills, output, "
-                "exitCode and meta",
+                "exitCode, meta and evidence",
                 key,
             )
     for key in REQUIRED_RUNNER_KEYS:
@@ -157,13 +166,47 @@ def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, A
     if abs(code) > MAX_SAFE_INTEGER:
         raise ContractError("wrong-typed key 'exitCode': outside the safe integer range")
     meta = _parse_meta(value["meta"]) if "meta" in value else {}
-    return {
+    fields = {
         "variant": variant,
         "invoked_skills": tuple(skills),
         "output": output,
         "exit_code": code,
         "meta": meta,
     }
+    if "evidence" in value:
+        fields["evidence"] = _parse_evidence(value["evidence"])
+    return fields
+
+
+def _parse_evidence(raw: object) -> tuple[dict[str, str], ...]:
+    """The runner's ``evidence`` items (ContractError naming the bad one, never its value)."""
+    if not isinstance(raw, list):
+        raise ContractError(f"wrong-typed key 'evidence': must be an array, got {_type_name(raw)}")
+    if len(raw) > MAX_EVIDENCE_ITEMS:
+        raise ContractError(f"key 'evidence': more than {MAX_EVIDENCE_ITEMS} items")
+    items: list[dict[str, str]] = []
+    for index, item in enumerate(raw):
+        where = f"evidence[{index}]"
+        if not isinstance(item, dict) or set(item) != {"skill", "state", "delivery", "source"}:
+            raise ContractError(
+                f"wrong-typed key '{where}': must be an object with exactly skill, state, "
+                "delivery, source"
+            )
+        for key in ("skill", "source"):
+            text = item[key]
+            if not isinstance(text, str) or len(text) > _MAX_EVIDENCE_TEXT:
+                raise ContractError(
+                    f"wrong-typed key '{where}.{key}': must be a string of at most "
+                    f"{_MAX_EVIDENCE_TEXT} characters"
+                )
+        if item["state"] not in EVIDENCE_STATES:
+            raise ContractError(f"wrong-typed key '{where}.state': must be one of "
+                                + ", ".join(EVIDENCE_STATES))  # fmt: skip
+        if item["delivery"] not in EVIDENCE_DELIVERIES:
+            raise ContractError(f"wrong-typed key '{where}.delivery': must be one of "
+                                + ", ".join(EVIDENCE_DELIVERIES))  # fmt: skip
+        items.append({k: item[k] for k in ("skill", "state", "delivery", "source")})
+    return tuple(items)
 
 
 def _parse_meta(raw_meta: object) -> dict[str, float]:
@@ -228,6 +271,7 @@ def _record_observation(
         output=fields["output"],
         exit_code=fields["exit_code"],
         meta=fields["meta"],
+        evidence=fields.get("evidence", ()),
     )
 
 

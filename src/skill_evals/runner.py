@@ -240,6 +240,7 @@ def run_invocation(
         output=fields["output"],
         exit_code=fields["exit_code"],
         meta=fields["meta"],
+        evidence=fields.get("evidence", ()),
     )
     return InvocationResult(observation, (time.monotonic() - started) * 1000.0)
 

@@ -22,12 +22,19 @@ from typing import Any
 import pytest
 
 from skill_evals.agents import claude_code
-from skill_evals.agents.base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
-from skill_evals.agents.evidence import EvidencePatterns, read_events
+from skill_evals.agents.base import (
+    AgentInvocation,
+    AgentOptions,
+    AgentResult,
+    RunnerSetupError,
+    skill_ref,
+)
+from skill_evals.agents.content import SkillText
+from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
 from skill_evals.stats import bootstrap_interval
 from tests.agents.conftest import agent_binary, files_holding
 from tests.agents.fake_anthropic import FakeAnthropic
-from tests.conftest import assert_valid_report, write_jsonl, write_skill
+from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
 CAPTURE = os.environ.get("SKILL_EVALS_CAPTURE_FIXTURES") == "1"
@@ -39,8 +46,22 @@ def fixture(name: str) -> list[dict[str, Any]]:
     return read_events(FIXTURES / name)
 
 
-def names(events: list[dict[str, Any]], known: frozenset[str] | None = None) -> list[str]:
-    return [load.skill for load in claude_code.find_loads(events, EvidencePatterns(), known)]
+# The skills of the captured runs, as write_skill wrote them (their content is the evidence).
+SKILLS = [
+    SkillText.of("refund-policy", skill_md("refund-policy")),
+    SkillText.of("bugfix-workflow", skill_md("bugfix-workflow", NEIGHBOUR_DESC)),
+]
+
+
+def names(events: list[dict[str, Any]], skills: list[SkillText] = SKILLS) -> list[str]:
+    return loaded_names(claude_code.find_loads(events, EvidencePatterns(), skills))
+
+
+def evidence(events: list[dict[str, Any]], **kw: Any) -> list[tuple[str, str, str, str]]:
+    return [
+        (ld.skill, ld.state, ld.delivery, ld.source)
+        for ld in claude_code.find_loads(events, kw.get("patterns"), kw.get("skills", SKILLS))
+    ]
 
 
 # ------------------------------------------------------------------ parser, captured transcripts
@@ -49,8 +70,8 @@ def names(events: list[dict[str, Any]], known: frozenset[str] | None = None) -> 
 def test_skill_tool_load_counts_at_its_tool_result() -> None:
     events = fixture("with-skill-tool.jsonl")
     loads = claude_code.find_loads(events)
-    assert [(ld.skill, ld.delivery, ld.source) for ld in loads] == [
-        ("refund-policy", "native", "Skill tool_use")
+    assert [(ld.skill, ld.state, ld.delivery, ld.source) for ld in loads] == [
+        ("refund-policy", "loaded", "native", "Skill tool")
     ]
     # The index is the user event carrying the tool_result, not the assistant's tool_use.
     event = events[loads[0].index]
@@ -60,13 +81,13 @@ def test_skill_tool_load_counts_at_its_tool_result() -> None:
 
 def test_without_transcript_has_no_load_although_skills_were_available() -> None:
     events = fixture("without.jsonl")
-    assert names(events) == []
+    assert names(events) == [] and evidence(events) == []
     # Built-in skills are available (init event) but availability is never a load.
     assert "refund-policy" not in claude_code.available_skills(events)
     assert claude_code.available_skills(events)
 
 
-def test_failed_skill_call_is_not_a_load() -> None:
+def test_failed_skill_call_is_a_failed_attempt_not_a_load() -> None:
     events = fixture("failed-load.jsonl")
     calls = [
         b
@@ -85,31 +106,36 @@ def test_failed_skill_call_is_not_a_load() -> None:
     ]
     assert errors and all(b.get("is_error") is True for b in errors)
     assert names(events) == []
+    assert evidence(events) == [("refund-policy", "failed", "native", "Skill tool")]
 
 
 def test_neighbour_load_is_reported() -> None:
     assert names(fixture("neighbour.jsonl")) == ["bugfix-workflow"]
 
 
-def test_read_of_skill_md_is_a_native_load_restricted_to_known_names() -> None:
+def test_read_of_skill_md_counts_by_its_content_with_line_numbers_removed() -> None:
     events = fixture("read-skill-md.jsonl")
-    loads = claude_code.find_loads(events)
-    assert [(ld.skill, ld.source) for ld in loads] == [("refund-policy", "Read SKILL.md")]
-    assert names(events, frozenset({"refund-policy"})) == ["refund-policy"]
-    assert names(events, frozenset({"something-else"})) == []
+    assert evidence(events) == [("refund-policy", "loaded", "read", "Read result")]
+    # Without the skill's text there is no proof: the path alone names nothing known.
+    assert evidence(events, skills=[]) == []
+    other = SkillText.of("refund-policy", skill_md("refund-policy", "Another description."))
+    assert evidence(events, skills=[other]) == [("refund-policy", "failed", "read", "Read")]
 
 
 def test_mcp_tool_call_is_an_mcp_load() -> None:
     events = fixture("mcp-with.jsonl")
-    loads = claude_code.find_loads(events)
-    assert [(ld.skill, ld.delivery) for ld in loads] == [("refund-policy", "mcp")]
+    loads = [ld for ld in claude_code.find_loads(events, None, SKILLS) if ld.delivery == "mcp"]
+    assert [(ld.skill, ld.state) for ld in loads] == [("refund-policy", "loaded")]
     assert loads[0].source == "mcp tool mcp__skills__load_refund_policy_skill"
+    assert names(events) == ["refund-policy"]
 
 
 def test_slash_command_expansion_counts_only_for_listed_skills() -> None:
     events = fixture("slash-command.jsonl")
     loads = claude_code.find_loads(events)
-    assert [(ld.skill, ld.source) for ld in loads] == [("refund-policy", "slash command")]
+    assert [(ld.skill, ld.delivery, ld.source) for ld in loads] == [
+        ("refund-policy", "explicit", "slash command")
+    ]
     assert events[loads[0].index].get("isReplay") is True
     replay = {
         "type": "user",
@@ -124,6 +150,8 @@ def test_slash_command_expansion_counts_only_for_listed_skills() -> None:
     assert names(listed) == ["x"]
     not_replayed: list[dict[str, Any]] = [listed[0], {**replay, "isReplay": False}]
     assert names(not_replayed) == []
+    # A prompt that itself holds such a record is not trusted.
+    assert claude_code.explicit(listed, "<command-name>/x</command-name>", frozenset()) == []
 
 
 def test_max_turns_transcript_is_a_failed_task() -> None:
@@ -192,13 +220,19 @@ def test_only_completed_loads_count() -> None:
             _use("2", "Skill", {"skill": "b"}),
             _use("3", "Skill", {"skill": "c"}),
             _use("4", "Skill", {"skill": "/d"}),
+            _use("5", "Skill", {"skill": "my-plugin:e"}),
         ),
         _user(_result("1"), _result("2", is_error=True)),  # 3 never completes
         _user(_result("4"), tool_use_result={"success": True}),
+        _user(_result("5")),
         _user(_result("99")),  # a result for no known call
     ]
     loads = claude_code.find_loads(events)
-    assert [(ld.skill, ld.index) for ld in loads] == [("a", 2), ("d", 3)]
+    assert [(ld.skill, ld.state, ld.index) for ld in loads] == [
+        ("a", "loaded", 2), ("b", "failed", 2), ("c", "attempted", 1), ("d", "loaded", 3),
+        ("e", "loaded", 4),
+    ]  # fmt: skip
+    assert loaded_names(loads) == ["a", "d", "e"]
 
 
 def test_result_that_reports_failure_is_not_a_load() -> None:
@@ -210,27 +244,35 @@ def test_result_that_reports_failure_is_not_a_load() -> None:
 
 
 def test_mcp_resource_reads_tools_and_custom_patterns() -> None:
+    refund = skill_md("refund-policy")
+
+    def result(tid: str, content: str) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": tid, "content": content}
+
     events = [
         _assistant(
-            _use(
-                "1",
-                "ReadMcpResourceTool",
-                {"server": "skills", "uri": "skill://pdf-forms/SKILL.md"},
-            ),
+            _use("1", "ReadMcpResourceTool", {"server": "s", "uri": "skill://pdf-forms/SKILL.md"}),
             _use("2", "mcp__skills__load_refund_policy_skill", {}),
             _use("3", "mcp__other__fetch_doc", {"id": "x"}),
             _use("4", "mcp__docs__get_guide", {"guide": "y"}),
-            _use("5", "ReadMcpResourceTool", {"server": "skills", "uri": "file:///etc/passwd"}),
+            _use("5", "ReadMcpResourceTool", {"server": "s", "uri": "file:///etc/passwd"}),
+            _use("6", "ReadMcpResourceTool", {"server": "s", "uri": "skill://gone/SKILL.md"}),
+            _use("7", "mcp__skills__load_refund_policy_skill", {}),
         ),
-        _user(*(_result(str(i)) for i in range(1, 6))),
-    ]
-    loads = claude_code.find_loads(events)
-    assert [(ld.skill, ld.delivery) for ld in loads] == [
-        ("pdf-forms", "mcp"),
-        ("refund-policy", "mcp"),
+        _user(result("1", "# PDF forms"), result("2", refund), result("3", "doc"),
+              result("4", "guide text"), result("5", "root:x"),
+              result("6", "Resource not found: skill://gone/SKILL.md"), result("7", "hello")),
+    ]  # fmt: skip
+    assert evidence(events) == [
+        ("pdf-forms", "loaded", "mcp", "mcp resource skill://pdf-forms/SKILL.md"),
+        ("refund-policy", "loaded", "mcp", "mcp tool mcp__skills__load_refund_policy_skill"),
+        ("gone", "failed", "mcp", "mcp resource skill://gone/SKILL.md"),
+        # A known skill's loader whose result does not hold the skill's text loaded nothing.
+        ("refund-policy", "failed", "mcp", "mcp tool mcp__skills__load_refund_policy_skill"),
     ]
     custom = EvidencePatterns(tool_patterns=(r"get_(?P<name>[a-z]+)",))
-    assert [ld.skill for ld in claude_code.find_loads(events, custom)] == [
+    assert names(events) == ["pdf-forms", "refund-policy"]
+    assert loaded_names(claude_code.find_loads(events, custom, SKILLS)) == [
         "pdf-forms",
         "refund-policy",
         "guide",
@@ -382,7 +424,11 @@ def _run(
             FIXTURES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(saved, FIXTURES / capture_as)
     # What the runner reported must be exactly what the saved transcript proves.
-    assert [ld.skill for ld in claude_code.find_loads(read_events(saved))] == result.invoked_skills
+    texts = [
+        SkillText.of(ref.name, ref.text) for ref in map(skill_ref, (skill, *options.with_skills))
+    ]
+    found = claude_code.find_loads(read_events(saved), None, texts)
+    assert loaded_names(found) == result.invoked_skills
     return result
 
 
@@ -567,7 +613,7 @@ def test_slash_command_in_the_prompt_is_a_load_and_cannot_be_forged(
         _environ(fake, tmp_path / "transcripts"),
     )
     events = read_events(tmp_path / "transcripts" / "forged.1.without.jsonl")
-    assert [ld.skill for ld in claude_code.find_loads(events)] == ["dataviz"]  # parser alone
+    assert loaded_names(claude_code.find_loads(events)) == ["dataviz"]  # parser alone
     assert without.invoked_skills == []  # the runner knows the prompt and discards it
 
 
@@ -710,6 +756,6 @@ def test_full_skill_evals_run_through_claude_code(
     for case_id, _, _, _ in SUITE:
         for variant in ("with", "without"):
             events = read_events(tmp_path / "transcripts" / f"{case_id}.1.{variant}.jsonl")
-            loaded = [ld.skill for ld in claude_code.find_loads(events)]
+            loaded = loaded_names(claude_code.find_loads(events, None, SKILLS))
             expected = variant == "with" and case_id in triggered
             assert ("refund-policy" in loaded) == expected, (case_id, variant)

@@ -23,17 +23,17 @@ import pytest
 
 from skill_evals.agents import codex
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
-from skill_evals.agents.evidence import EvidencePatterns, read_events
+from skill_evals.agents.content import SkillText
+from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
 from tests.agents.conftest import agent_binary, files_holding
 from tests.agents.fake_openai_responses import (
     GENERIC_ANSWER,
     Behaviour,
     FakeResponses,
 )
-from tests.conftest import assert_valid_report, write_jsonl, write_skill
+from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "codex"
-KNOWN = frozenset({"refund-policy", "shipping-times"})
 REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 REFUND_BODY = "# Refund policy\n\nRefunds within 30 days with a receipt.\n"
 SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
@@ -47,11 +47,19 @@ def events(name: str) -> list[dict[str, Any]]:
     return read_events(FIXTURES / f"{name}.jsonl")
 
 
+SKILLS = [
+    SkillText.of("refund-policy", skill_md("refund-policy", REFUND_DESCRIPTION, REFUND_BODY)),
+    SkillText.of("shipping-times", skill_md("shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)),
+]
+
+
 def summary(
-    evs: list[dict[str, Any]], known: frozenset[str] | None = KNOWN
+    evs: list[dict[str, Any]], skills: list[SkillText] = SKILLS, state: str = "loaded"
 ) -> list[tuple[str, str, str]]:
     return [
-        (x.skill, x.delivery, x.source) for x in codex.find_loads(evs, EvidencePatterns(), known)
+        (x.skill, x.delivery, x.source)
+        for x in codex.find_loads(evs, EvidencePatterns(), skills)
+        if x.state == state
     ]
 
 
@@ -60,42 +68,39 @@ def summary(
 
 def test_native_read_is_a_load_at_the_completed_item() -> None:
     evs = events("native_with")
-    loads = codex.find_loads(evs, EvidencePatterns(), KNOWN)
-    assert [(x.skill, x.delivery, x.agent, x.source) for x in loads] == [
-        ("refund-policy", "native", "codex", "command_execution cat SKILL.md")
+    loads = codex.find_loads(evs, EvidencePatterns(), SKILLS)
+    assert [(x.skill, x.state, x.delivery, x.agent, x.source) for x in loads] == [
+        ("refund-policy", "loaded", "read", "codex", "command_execution result")
     ]
     item = evs[loads[0].index]
     assert item["type"] == "item.completed" and item["item"]["type"] == "command_execution"
 
 
 def test_without_transcript_has_no_load() -> None:
-    assert summary(events("native_without")) == []
+    assert codex.find_loads(events("native_without"), None, SKILLS) == []
 
 
 def test_sed_read_counts() -> None:
-    assert summary(events("sed_read")) == [
-        ("refund-policy", "native", "command_execution sed SKILL.md")
-    ]
+    assert summary(events("sed_read")) == [("refund-policy", "read", "command_execution result")]
 
 
-def test_failed_read_is_not_a_load() -> None:
+def test_failed_read_is_a_failed_attempt_not_a_load() -> None:
     evs = events("failed_read")
-    # The read was attempted on the skill's path, but it exited non-zero.
+    # The read was attempted on the skill's path, but it exited non-zero and showed nothing.
     commands = [e["item"] for e in evs if e.get("type") == "item.completed"
                 and e["item"].get("type") == "command_execution"]  # fmt: skip
     assert commands and all(c["exit_code"] != 0 for c in commands)
     assert summary(evs) == []
-    # The same item, had it succeeded, would be a load: only the failure keeps it out.
+    assert summary(evs, state="failed") == [("refund-policy", "read", "command_execution")]
+    # Success alone proves nothing either: only the content shown does.
     for command in commands:
         command.update(exit_code=0, status="completed")
-    assert [x[0] for x in summary(evs)] == ["refund-policy"]
+    assert summary(evs) == []
 
 
-def test_neighbour_and_tested_skill_both_reported() -> None:
-    assert sorted(summary(events("neighbour"))) == [
-        ("refund-policy", "native", "command_execution cat SKILL.md"),
-        ("shipping-times", "native", "command_execution cat SKILL.md"),
-    ]
+def test_neighbour_and_tested_skill_both_reported_in_call_order() -> None:
+    loads = codex.find_loads(events("neighbour"), None, SKILLS)
+    assert loaded_names(loads) == ["refund-policy", "shipping-times"]
 
 
 def test_mcp_tool_call_is_an_mcp_load() -> None:
@@ -110,16 +115,22 @@ def test_failed_mcp_call_is_not_a_load() -> None:
               and e["item"].get("type") == "mcp_tool_call"]  # fmt: skip
     assert failed and failed[0]["item"]["status"] == "failed" and failed[0]["item"]["error"]
     assert summary(evs) == []
-    failed[0]["item"].update(status="completed", error=None)
+    assert summary(evs, state="failed") == [
+        ("refund-policy", "mcp", "mcp tool load_refund_policy_skill")
+    ]
+    shown = {"content": [{"type": "text", "text": SKILLS[0].text}]}
+    failed[0]["item"].update(status="completed", error=None, result=shown)
     assert [x[0] for x in summary(evs)] == ["refund-policy"]
 
 
-def test_started_items_and_unknown_skills_never_count() -> None:
+def test_started_items_are_attempts_and_unknown_skills_never_count() -> None:
     evs = events("native_with")
     started_only = [e for e in evs if e.get("type") != "item.completed"]
     assert summary(started_only) == []
-    assert summary(evs, frozenset({"other"})) == []
-    assert summary(evs, None)[0][0] == "refund-policy"  # the evidence command passes None
+    assert summary(started_only, state="attempted") == [
+        ("refund-policy", "read", "command_execution")
+    ]
+    assert summary(evs, skills=[]) == []  # no text to prove it with
 
 
 def test_outcome_from_transcripts() -> None:
@@ -154,56 +165,94 @@ def test_mcp_resource_reads_and_error_results() -> None:
         return {"type": "item.completed", "item": fields}
 
     uri = "skill://refund-policy/SKILL.md"
-    resource = item("completed", tool="read_mcp_resource", arguments={"server": "s", "uri": uri})
-    error_result = item("completed", tool="load_refund_policy_skill", result={"is_error": True})
-    custom = item("completed", tool="fetch_refund-policy")
-    assert summary([resource, error_result]) == [
+    text = {"contents": [{"uri": uri, "text": SKILLS[0].text}]}
+    resource = item("completed", tool="read_mcp_resource", arguments={"server": "s", "uri": uri},
+                    result=text)  # fmt: skip
+    not_found = {"content": [{"type": "text", "text": "Resource not found"}]}
+    missing = item("completed", tool="read_mcp_resource", arguments={"server": "s", "uri": uri},
+                   result=not_found)  # fmt: skip
+    error_result = item("completed", tool="load_refund_policy_skill",
+                        result={"is_error": True, "content": []})  # fmt: skip
+    custom = item("completed", tool="fetch_refund-policy", result="x")
+    assert summary([resource, missing, error_result]) == [
         ("refund-policy", "mcp", "mcp resource skill://refund-policy/SKILL.md")
     ]
+    assert len(summary([missing, error_result], state="failed")) == 2
     patterns = EvidencePatterns(tool_patterns=(r"^fetch_(?P<name>.+)$",))
-    assert [x.skill for x in codex.find_loads([custom], patterns, KNOWN)] == ["refund-policy"]
+    found = codex.find_loads([custom], patterns, [])
+    assert [(x.skill, x.state) for x in found] == [("refund-policy", "loaded")]
+
+
+def _command(command: str, output: str, exit_code: int = 0) -> dict[str, Any]:
+    return {"type": "item.completed",
+            "item": {"type": "command_execution", "command": command, "exit_code": exit_code,
+                     "status": "completed", "aggregated_output": output}}  # fmt: skip
+
+
+REFUND_MD = skill_md("refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+SHIPPING_MD = skill_md("shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)
 
 
 @pytest.mark.parametrize(
-    ("command", "expected"),
+    ("command", "output", "loaded", "tried"),
     [
-        ("/bin/bash -lc 'cat .agents/skills/refund-policy/SKILL.md'", ["refund-policy"]),
-        ("/bin/bash -lc \"sed -n '1,200p' /tmp/p/.agents/skills/refund-policy/SKILL.md\"",
+        # shown, however it was read: globs, loops, cd, ../ paths, python, numbered lines
+        ("bash -lc 'cat .agents/skills/*/SKILL.md'", REFUND_MD + SHIPPING_MD,
+         ["refund-policy", "shipping-times"], []),
+        ("bash -lc 'for f in .agents/skills/*; do cat $f/SKILL.md; done'", SHIPPING_MD,
+         ["shipping-times"], []),
+        ("bash -lc 'cd .agents/skills/refund-policy && cat SKILL.md'", REFUND_MD,
+         ["refund-policy"], []),
+        ("bash -lc 'cat ../p/.agents/skills/refund-policy/../refund-policy/SKILL.md'", REFUND_MD,
+         ["refund-policy"], []),
+        ("bash -lc \"python3 -c 'print(open(\\\"x\\\").read())'\"", REFUND_MD,
+         ["refund-policy"], []),
+        ("bash -lc 'nl -ba .agents/skills/refund-policy/SKILL.md'",
+         "".join(f"{i:6}\t{line}\n" for i, line in enumerate(REFUND_MD.splitlines(), 1)),
+         ["refund-policy"], []),
+        # named but not shown: never a load
+        ("bash -lc 'cat .agents/skills/refund-policy/SKILL.md 2>/dev/null || echo none'", "none\n",
+         [], ["refund-policy"]),
+        ("bash -lc 'ls -l .agents/skills/refund-policy/SKILL.md'",
+         "-rw-r--r-- 1 u u 140 .agents/skills/refund-policy/SKILL.md\n", [], ["refund-policy"]),
+        ("bash -lc 'test -f .agents/skills/refund-policy/SKILL.md'", "", [], ["refund-policy"]),
+        ("bash -lc 'echo .agents/skills/refund-policy/SKILL.md'",
+         ".agents/skills/refund-policy/SKILL.md\n", [], ["refund-policy"]),
+        ("bash -lc 'grep -c receipt .agents/skills/refund-policy/SKILL.md'", "1\n", [],
          ["refund-policy"]),
-        ("bash -lc 'cd .agents/skills && head -n 40 refund-policy/SKILL.md'", ["refund-policy"]),
-        ("bash -lc 'nl -ba .agents/skills/refund-policy/SKILL.md | sed -n 1,80p'",
-         ["refund-policy"]),
-        ("bash -lc 'ls\ncat .agents/skills/shipping-times/SKILL.md'", ["shipping-times"]),
-        ("bash -lc 'cat skills/refund-policy/SKILL.md skills/shipping-times/SKILL.md'",
-         ["refund-policy", "shipping-times"]),
-        ("bash -lc 'wc -l < .agents/skills/refund-policy/SKILL.md'", ["refund-policy"]),
-        ("bash -lc 'LC_ALL=C cat .agents/skills/refund-policy/SKILL.md 2>&1'", ["refund-policy"]),
-        # not reads of a SKILL.md by a reader command:
-        ("bash -lc 'grep -n refund .agents/skills/refund-policy/SKILL.md'", []),
-        ("bash -lc 'ls .agents/skills/refund-policy/SKILL.md'", []),
-        ("bash -lc \"sed -i 's/a/b/' .agents/skills/refund-policy/SKILL.md\"", []),
-        ("bash -lc 'echo x > .agents/skills/refund-policy/SKILL.md'", []),
-        ("bash -lc 'cat .agents/skills/refund-policy/README.md'", []),
-        ("bash -lc 'cat .agents/skills/unknown/SKILL.md'", []),
-        ("bash -lc 'cat \"unbalanced'", []),
+        ("bash -lc 'cat .agents/skills/unknown/SKILL.md'", "x", [], []),
     ],
 )  # fmt: skip
-def test_read_recognition(command: str, expected: list[str]) -> None:
-    event = {"type": "item.completed",
-             "item": {"type": "command_execution", "command": command, "exit_code": 0,
-                      "status": "completed"}}  # fmt: skip
-    assert [x.skill for x in codex.find_loads([event], None, KNOWN)] == expected
+def test_only_content_shown_proves_a_load(
+    command: str, output: str, loaded: list[str], tried: list[str]
+) -> None:
+    found = codex.find_loads([_command(command, output)], None, SKILLS)
+    assert loaded_names(found) == loaded
+    assert [x.skill for x in found if x.state == "failed"] == tried
 
 
-def test_evidence_command_reads_a_saved_transcript() -> None:
+def test_dollar_mention_is_an_explicit_load_of_an_offered_skill() -> None:
+    offered = frozenset({"refund-policy"})
+    found = codex.explicit([], "Use $refund-policy and $missing, not a$refund-policy", offered)
+    assert [(x.skill, x.delivery, x.source) for x in found] == [
+        ("refund-policy", "explicit", "$ mention")
+    ]
+    assert codex.explicit([], "$refund-policy", frozenset()) == []
+    assert codex.explicit([], None, offered) == []
+
+
+def test_evidence_command_reads_a_saved_transcript(tmp_path: Path) -> None:
+    refund = write_skill(tmp_path, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+    shipping = write_skill(tmp_path, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)
     proc = subprocess.run(
         [sys.executable, "-m", "skill_evals", "evidence", "--agent", "codex",
-         str(FIXTURES / "neighbour.jsonl")],
+         "--skill", str(refund), "--skill", str(shipping), str(FIXTURES / "neighbour.jsonl")],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     loads = json.loads(proc.stdout)
-    assert sorted(x["skill"] for x in loads) == ["refund-policy", "shipping-times"]
-    assert {x["agent"] for x in loads} == {"codex"} and {x["delivery"] for x in loads} == {"native"}
+    assert [x["skill"] for x in loads] == ["refund-policy", "shipping-times"]
+    assert {x["agent"] for x in loads} == {"codex"} and {x["delivery"] for x in loads} == {"read"}
+    assert {x["state"] for x in loads} == {"loaded"}
 
 
 # ------------------------------------------------------------------------- config and options
@@ -346,7 +395,7 @@ def run_codex(
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == 1, proc.stdout
     result: dict[str, Any] = json.loads(lines[0])
-    assert set(result) <= {"variant", "invokedSkills", "output", "exitCode", "meta"}
+    assert set(result) <= {"variant", "invokedSkills", "output", "exitCode", "meta", "evidence"}
     return result
 
 
@@ -628,7 +677,7 @@ def test_full_skill_evals_run_through_codex(
     for case_id, _, expect, _ in SUITE:
         for variant in ("with", "without"):
             saved = read_events(tmp_path / "transcripts" / f"{case_id}.1.{variant}.jsonl")
-            loaded = {x.skill for x in codex.find_loads(saved, None, KNOWN)}
+            loaded = {x.skill for x in codex.find_loads(saved, None, SKILLS) if x.state == "loaded"}
             wanted = {"refund-policy"} if expect and variant == "with" else set()
             assert loaded == wanted | (set() if expect else {"shipping-times"}), (case_id, variant)
 
@@ -695,7 +744,11 @@ def test_fixture_skill_in_a_differently_named_folder_is_reported_by_name(tmp_pat
     lines = [
         {"type": "turn.started"},
         {"type": "item.completed", "item": {"type": "command_execution", "status": "completed",
-         "exit_code": 0, "command": "/bin/bash -lc 'cat .agents/skills/ship/SKILL.md'"}},
+         "exit_code": 0, "command": "/bin/bash -lc 'cat .agents/skills/ship/SKILL.md'",
+         "aggregated_output": skill_md("shipping-times")}},
+        {"type": "item.completed", "item": {"type": "command_execution", "status": "completed",
+         "exit_code": 1, "command": "/bin/bash -lc 'cat .agents/skills/ship/SKILL.md'",
+         "aggregated_output": ""}},
         {"type": "item.completed", "item": {"type": "agent_message", "text": "3 to 5 days"}},
         {"type": "turn.completed", "usage": {"input_tokens": 5, "output_tokens": 2}},
     ]  # fmt: skip
@@ -712,5 +765,8 @@ def test_fixture_skill_in_a_differently_named_folder_is_reported_by_name(tmp_pat
     env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "k"}
     result = codex.run(invocation, AgentOptions(bin=str(stand_in), fixture=fixture), env)
     assert result.invoked_skills == ["shipping-times"]
+    # The failed read names the folder; it is reported by the skill's name too.
+    assert {"skill": "shipping-times", "state": "failed", "delivery": "read",
+            "source": "command_execution"} in result.evidence  # fmt: skip
     assert (result.output, result.exit_code) == ("3 to 5 days", 0)
     assert set(result.meta) == {"durationMs", "inputTokens", "outputTokens"}

@@ -69,7 +69,10 @@ def test_a_completed_load_is_reported_with_the_contract_fields(
 ) -> None:
     result = run(agent, tmp_path, "with", FIXTURES / AGENTS[agent][1], monkeypatch)
     line = json.loads(result.to_line())
-    assert set(line) == {"variant", "invokedSkills", "output", "exitCode", "meta"}
+    assert set(line) == {"variant", "invokedSkills", "output", "exitCode", "meta", "evidence"}
+    assert {"skill": "refund-policy", "state": "offered", "delivery": "native",
+            "source": "runner"} in line["evidence"]  # fmt: skip
+    assert next(e for e in line["evidence"] if e["state"] == "loaded")["skill"] == "refund-policy"
     assert line["variant"] == "with" and line["invokedSkills"] == ["refund-policy"]
     assert line["exitCode"] == 0 and "30 days" in line["output"]
     assert {"inputTokens", "outputTokens"} <= set(line["meta"]) <= META_KEYS

@@ -23,6 +23,7 @@ from skill_evals.agents.evidence import (
     split_mcp_tool_name,
 )
 from skill_evals.agents.mcp_server import tool_name_for, uri_for
+from skill_evals.agents.proof import prove
 from skill_evals.agents.registry import agent as load_agent
 from skill_evals.agents.registry import names as agent_names
 from skill_evals.errors import InvalidInput
@@ -243,6 +244,7 @@ def test_load_json_shape() -> None:
     load = Load("pdf", "mcp", "codex", "mcp tool load_pdf_skill", 7)
     assert load.to_json() == {
         "skill": "pdf",
+        "state": "loaded",
         "delivery": "mcp",
         "agent": "codex",
         "source": "mcp tool load_pdf_skill",
@@ -301,8 +303,11 @@ def test_claude_mcp_load_end_to_end() -> None:
             },
         },
     ]
-    loads = load_agent("claude-code").find_loads(events)
-    assert [(x.skill, x.delivery, x.index) for x in loads] == [("pdf", "mcp", 2)]
+    loads = prove(load_agent("claude-code"), events, [])
+    assert [(x.skill, x.state, x.delivery, x.index) for x in loads] == [
+        ("pdf", "loaded", "mcp", 2),
+        ("brand-deck", "failed", "mcp", 2),
+    ]
 
 
 # ------------------------------------------------ one shape, one meaning across the three agents
@@ -345,7 +350,8 @@ def _claude_transcript() -> list[dict[str, Any]]:
 
 def _codex_transcript() -> list[dict[str, Any]]:
     def call(tool: str, status: str = "completed", **args: str) -> dict[str, Any]:
-        item = {"type": "mcp_tool_call", "server": "s", "tool": tool, "arguments": args}
+        item = {"type": "mcp_tool_call", "server": "s", "tool": tool, "arguments": args,
+                "result": {"content": [{"type": "text", "text": "x"}]}}  # fmt: skip
         return {"type": "item.completed", "item": {**item, "status": status}}
 
     return [
@@ -366,7 +372,9 @@ def _pi_transcript() -> list[dict[str, Any]]:
         return {"type": "tool_execution_start", "toolCallId": tid, "toolName": name, "args": {}}
 
     def end(tid: str, name: str, error: bool = False) -> dict[str, Any]:
-        return {"type": "tool_execution_end", "toolCallId": tid, "toolName": name, "isError": error}
+        shown = {"content": [{"type": "text", "text": "x"}]}
+        return {"type": "tool_execution_end", "toolCallId": tid, "toolName": name,
+                "isError": error, "result": shown}  # fmt: skip
 
     return [
         {"type": "agent_start"},
@@ -412,20 +420,22 @@ def test_evidence_command_has_one_shape_for_every_agent(
         found: list[dict[str, Any]] = json.loads(out)
         return found
 
-    plain = evidence()
-    assert plain == [
-        {"skill": "refund-policy", "delivery": "mcp", "agent": agent,
-         "source": f"mcp tool {builtin_tool}", "index": 2},
-    ]  # fmt: skip
+    refund = {"skill": "refund-policy", "state": "loaded", "delivery": "mcp", "agent": agent,
+              "source": f"mcp tool {builtin_tool}", "index": 2}  # fmt: skip
+    failed = {"skill": "brand-deck", "state": "failed", "delivery": "mcp", "agent": agent,
+              "source": f"mcp tool {builtin_tool.replace('refund_policy', 'brand_deck')}",
+              "index": 5 if agent == "codex" else 6}  # fmt: skip
+    assert evidence() == [refund, failed]
     custom = evidence("--config", str(config))
     expected = [
-        *plain,
-        {"skill": "shipping-times", "delivery": "mcp", "agent": agent,
+        refund,
+        {"skill": "shipping-times", "state": "loaded", "delivery": "mcp", "agent": agent,
          "source": f"mcp tool {custom_tool}", "index": 4},
+        failed,
     ]  # fmt: skip
     if agent != "pi":
         expected.append(
-            {"skill": "pdf", "delivery": "mcp", "agent": agent,
+            {"skill": "pdf", "state": "loaded", "delivery": "mcp", "agent": agent,
              "source": "mcp resource docs://skills/pdf", "index": 8}
         )  # fmt: skip
     assert custom == expected

@@ -18,7 +18,8 @@ import pytest
 
 from skill_evals.agents import pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
-from skill_evals.agents.evidence import EvidencePatterns, read_events
+from skill_evals.agents.content import SkillText
+from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
 from tests.agents.conftest import agent_binary, files_holding
 from tests.agents.fake_pi_model import (
     GENERIC_ANSWER,
@@ -28,10 +29,9 @@ from tests.agents.fake_pi_model import (
     decide,
     parse_request,
 )
-from tests.conftest import assert_valid_report, write_jsonl, write_skill
+from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "pi"
-KNOWN = frozenset({"refund-policy", "shipping-times"})
 REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 REFUND_BODY = "# Refund policy\n\nRefunds within 30 days with a receipt.\n"
 SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
@@ -48,47 +48,67 @@ def index_of(evs: Sequence[Mapping[str, Any]], kind: str, n: int = 0) -> int:
     return [i for i, e in enumerate(evs) if e.get("type") == kind][n]
 
 
+SKILLS = [
+    SkillText.of("refund-policy", skill_md("refund-policy", REFUND_DESCRIPTION, REFUND_BODY)),
+    SkillText.of("shipping-times", skill_md("shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)),
+]
+
+
+def found(evs: Sequence[Mapping[str, Any]], skills: list[SkillText] = SKILLS) -> list[Any]:
+    return pi.find_loads(evs, EvidencePatterns(), skills)
+
+
+def loaded(evs: Sequence[Mapping[str, Any]], skills: list[SkillText] = SKILLS) -> list[str]:
+    return loaded_names(found(evs, skills))
+
+
 # ------------------------------------------------------------------ parser, captured transcripts
 
 
 def test_with_transcript_reports_the_completed_read() -> None:
     evs = events("with")
-    loads = pi.find_loads(evs, EvidencePatterns(), KNOWN)
-    assert [(x.skill, x.delivery, x.agent, x.source) for x in loads] == [
-        ("refund-policy", "native", "pi", "read SKILL.md")
+    loads = found(evs)
+    assert [(x.skill, x.state, x.delivery, x.agent, x.source) for x in loads] == [
+        ("refund-policy", "loaded", "read", "pi", "read result")
     ]
     assert loads[0].index == index_of(evs, "tool_execution_end")
 
 
 def test_without_transcript_reports_nothing() -> None:
-    assert pi.find_loads(events("without"), EvidencePatterns(), KNOWN) == []
+    assert found(events("without")) == []
 
 
-def test_failed_read_is_not_a_load() -> None:
+def test_failed_read_is_a_failed_attempt() -> None:
     evs = events("failed-read")
     end = evs[index_of(evs, "tool_execution_end")]
     assert end["isError"] is True  # the captured read really failed
     assert "refund-policy/SKILL.md" in json.dumps(evs[index_of(evs, "tool_execution_start")])
-    assert pi.find_loads(evs, EvidencePatterns(), KNOWN) == []
-    assert pi.find_loads(evs, EvidencePatterns(), None) == []
+    assert loaded(evs) == [] and loaded(evs, []) == []
+    assert [(x.skill, x.state) for x in found(evs)] == [("refund-policy", "failed")]
 
 
-def test_neighbour_transcript_reports_both_in_order() -> None:
-    loads = pi.find_loads(events("neighbour"), EvidencePatterns(), KNOWN)
-    assert [x.skill for x in loads] == ["refund-policy", "shipping-times"]
+def test_neighbour_transcript_reports_both_in_call_order() -> None:
+    evs = events("neighbour")
+    assert loaded(evs) == ["refund-policy", "shipping-times"]
+    # pi runs the two reads at once: whichever finishes first, the order is the model's.
+    ends = [i for i, e in enumerate(evs) if e.get("type") == "tool_execution_end"]
+    swapped = list(evs)
+    swapped[ends[0]], swapped[ends[1]] = evs[ends[1]], evs[ends[0]]
+    assert loaded(swapped) == ["refund-policy", "shipping-times"]
 
 
-def test_unknown_skill_reads_do_not_count_when_known_is_given() -> None:
-    assert pi.find_loads(events("with"), EvidencePatterns(), frozenset({"other"})) == []
+def test_without_the_skill_text_nothing_is_proven() -> None:
+    assert loaded(events("with"), []) == []
 
 
-def test_a_read_that_never_completed_is_not_a_load() -> None:
+def test_a_read_that_never_completed_is_an_attempt() -> None:
     evs = [e for e in events("with") if e.get("type") != "tool_execution_end"]
     # the toolResult message_end still completes it (session-style evidence) ...
-    assert [x.skill for x in pi.find_loads(evs, None, KNOWN)] == ["refund-policy"]
+    assert loaded(evs) == ["refund-policy"]
     # ... but without any completion there is no load.
     started_only = [e for e in evs if _role(e) != "toolResult"]
-    assert pi.find_loads(started_only, None, KNOWN) == []
+    assert loaded(started_only) == []
+    assert [(x.skill, x.state) for x in found(started_only)] == [("refund-policy", "attempted")]
 
 
 def _role(event: Mapping[str, Any]) -> Any:
@@ -103,69 +123,84 @@ def test_session_file_entries_are_understood() -> None:
         for e in events("neighbour")
         if e.get("type") == "message_end"
     ]
-    loads = pi.find_loads(session, None, KNOWN)
-    assert [x.skill for x in loads] == ["refund-policy", "shipping-times"]
+    loads = found(session)
+    assert loaded_names(loads) == ["refund-policy", "shipping-times"]
     assert all(_role(session[x.index]) == "toolResult" for x in loads)
 
 
-def test_each_call_counts_once_and_failed_results_never() -> None:
+def _end(call_id: str, name: str, text: str, error: bool = False) -> dict[str, Any]:
+    return {"type": "tool_execution_end", "toolCallId": call_id, "toolName": name,
+            "result": {"content": [{"type": "text", "text": text}]}, "isError": error}  # fmt: skip
+
+
+def _start(call_id: str, name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "tool_execution_start", "toolCallId": call_id, "toolName": name,
+            "args": args}  # fmt: skip
+
+
+REFUND_MD = skill_md("refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+
+
+def test_each_call_counts_once_and_only_content_proves() -> None:
     evs: list[dict[str, Any]] = [
-        {"type": "tool_execution_start", "toolCallId": "a", "toolName": "read",
-         "args": {"path": "@../skills/refund-policy/SKILL.md"}},
-        {"type": "tool_execution_end", "toolCallId": "a", "toolName": "read", "isError": False},
+        _start("a", "read", path="@../skills/refund-policy/SKILL.md"),
+        _end("a", "read", REFUND_MD),
         {"type": "message_end", "message": {"role": "toolResult", "toolCallId": "a",
-                                            "isError": False}},
-        {"type": "tool_execution_start", "toolCallId": "b", "toolName": "read",
-         "args": {"file_path": "/x/skills/shipping-times/SKILL.md"}},
-        {"type": "tool_execution_end", "toolCallId": "b", "toolName": "read", "isError": True},
-        {"type": "message_end", "message": {"role": "toolResult", "toolCallId": "b",
-                                            "isError": True}},
+                                            "isError": False, "content": REFUND_MD}},
+        _start("b", "read", file_path="/x/skills/shipping-times/SKILL.md"),
+        _end("b", "read", "ENOENT", error=True),
+        _start("c", "read", path="/x/skills/shipping-times/SKILL.md", offset=99),
+        _end("c", "read", "Offset 99 is beyond end of file (7 lines total)", error=True),
+        _start("d", "bash", command="ls /x/skills/shipping-times/SKILL.md; echo $?"),
+        _end("d", "bash", "/x/skills/shipping-times/SKILL.md\n0\n"),
     ]  # fmt: skip
-    loads = pi.find_loads(evs, None, KNOWN)
-    assert [(x.skill, x.index) for x in loads] == [("refund-policy", 1)]
+    loads = found(evs)
+    assert [(x.skill, x.state, x.index) for x in loads] == [
+        ("refund-policy", "loaded", 1), ("shipping-times", "failed", 4),
+        ("shipping-times", "failed", 6), ("shipping-times", "failed", 8),
+    ]  # fmt: skip
 
 
-def test_bash_cat_and_mcp_style_tools_count() -> None:
+def test_bash_output_and_mcp_style_tools_count() -> None:
     evs: list[dict[str, Any]] = [
-        {"type": "tool_execution_start", "toolCallId": "a", "toolName": "bash",
-         "args": {"command": "cat /w/skills/shipping-times/SKILL.md | head"}},
-        {"type": "tool_execution_end", "toolCallId": "a", "toolName": "bash", "isError": False},
-        {"type": "tool_execution_start", "toolCallId": "b", "toolName": "load_refund_policy_skill",
-         "args": {}},
-        {"type": "tool_execution_end", "toolCallId": "b", "toolName": "load_refund_policy_skill",
-         "isError": False},
-        {"type": "tool_execution_start", "toolCallId": "c", "toolName": "load_other_skill",
-         "args": {}},
-        {"type": "tool_execution_end", "toolCallId": "c", "toolName": "load_other_skill",
-         "isError": False},
-    ]  # fmt: skip
-    loads = pi.find_loads(evs, None, KNOWN)
-    assert [(x.skill, x.delivery, x.source) for x in loads] == [
-        ("shipping-times", "native", "bash SKILL.md"),
+        _start("a", "bash", command="cat /w/skills/*/SKILL.md | head -50"),
+        _end("a", "bash", skill_md("shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)),
+        _start("b", "load_refund_policy_skill"),
+        _end("b", "load_refund_policy_skill", REFUND_MD),
+        _start("c", "load_other_skill"),
+        _end("c", "load_other_skill", "body"),
+    ]
+    assert [(x.skill, x.delivery, x.source) for x in found(evs)] == [
+        ("shipping-times", "read", "bash result"),
         ("refund-policy", "mcp", "mcp tool load_refund_policy_skill"),
+        ("other", "mcp", "mcp tool load_other_skill"),
     ]
 
 
-def test_known_names_also_match_folders_outside_a_skills_dir() -> None:
-    """``--skill`` takes any folder, so with known names ``…/<name>/SKILL.md`` counts too."""
-    start = {"type": "tool_execution_start", "toolCallId": "a", "toolName": "read",
-             "args": {"path": "/repo/refund-policy/SKILL.md"}}  # fmt: skip
-    end = {"type": "tool_execution_end", "toolCallId": "a", "toolName": "read", "isError": False}
-    assert [x.skill for x in pi.find_loads([start, end], None, KNOWN)] == ["refund-policy"]
-    assert pi.find_loads([start, end], None, None) == []
+def test_skill_command_expansion_is_explicit() -> None:
+    block = '<skill name="refund-policy" location="/w/skills/refund-policy/SKILL.md">\nx\n</skill>'
+    text = [{"type": "text", "text": block}]
+    user = {"type": "message_end", "message": {"role": "user", "content": text}}
+    offered = frozenset({"refund-policy"})
+    found = pi.explicit([user], "/skill:refund-policy", offered)
+    assert [(x.skill, x.delivery) for x in found] == [("refund-policy", "explicit")]
+    assert pi.explicit([user], "/skill:refund-policy", frozenset()) == []
+    assert pi.explicit([user], block, offered) == []  # a prompt imitating it is not trusted
 
 
-def test_evidence_command_prints_the_loads() -> None:
+def test_evidence_command_prints_the_loads(tmp_path: Path) -> None:
+    refund = write_skill(tmp_path, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+    shipping = write_skill(tmp_path, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)
     proc = subprocess.run(
-        [sys.executable, "-m", "skill_evals", "evidence", "--agent", "pi",
-         str(FIXTURES / "neighbour.jsonl")],
+        [sys.executable, "-m", "skill_evals", "evidence", "--agent", "pi", "--skill", str(refund),
+         "--skill", str(shipping), str(FIXTURES / "neighbour.jsonl")],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout)
     assert [(x["skill"], x["delivery"], x["agent"]) for x in found] == [
-        ("refund-policy", "native", "pi"),
-        ("shipping-times", "native", "pi"),
+        ("refund-policy", "read", "pi"),
+        ("shipping-times", "read", "pi"),
     ]
 
 
@@ -228,14 +263,14 @@ def _finished(stop_reason: str) -> pi._Transcript:
 def test_a_failed_model_request_voids_the_run_and_a_cut_answer_fails_the_task(
     tmp_path: Path,
 ) -> None:
-    args = (frozenset({"x"}), 5, None)
+    args = (5, None)
     with pytest.raises(RunnerSetupError, match="model request failed") as err:
         pi.outcome(_finished("error"), 0, *args)
     assert "partial" not in str(err.value) and "--keep-workspace" in str(err.value)
     with pytest.raises(RunnerSetupError, match="before the agent finished"):
         pi.outcome(pi._Transcript(), 1, *args)
     with pytest.raises(RunnerSetupError, match=f"see {tmp_path}/agent.stderr"):
-        pi.outcome(pi._Transcript(), 1, frozenset(), 5, tmp_path)
+        pi.outcome(pi._Transcript(), 1, 5, tmp_path)
     cut = pi.outcome(_finished("length"), 0, *args)
     assert (cut.exit_code, cut.output, cut.meta) == (1, "partial", {"durationMs": 5})
     assert pi.outcome(_finished("stop"), 0, *args).exit_code == 0
@@ -691,7 +726,7 @@ def test_full_skill_evals_run_through_pi(
     for case_id, _, expect, _ in SUITE:
         for variant in ("with", "without"):
             saved = read_events(tmp_path / "saved" / f"{case_id}.1.{variant}.jsonl")
-            loaded = {x.skill for x in pi.find_loads(saved, None, KNOWN)}
+            loaded = set(loaded_names(pi.find_loads(saved, None, SKILLS)))
             wanted = {"refund-policy"} if expect and variant == "with" else set()
             if case_id.startswith("ship-"):
                 wanted.add("shipping-times")
@@ -709,7 +744,8 @@ def test_fixture_skill_in_a_differently_named_folder_is_reported_by_name(tmp_pat
     lines = [
         {"type": "tool_execution_start", "toolCallId": "a", "toolName": "read",
          "args": {"path": path}},
-        {"type": "tool_execution_end", "toolCallId": "a", "toolName": "read", "isError": False},
+        {"type": "tool_execution_end", "toolCallId": "a", "toolName": "read", "isError": False,
+         "result": {"content": [{"type": "text", "text": skill_md("shipping-times")}]}},
         {"type": "message_end", "message": {"role": "assistant", "stopReason": "stop",
                                             "content": [{"type": "text", "text": "ok"}]}},
         {"type": "agent_end"},

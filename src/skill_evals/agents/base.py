@@ -59,6 +59,8 @@ class AgentResult:
     output: str
     exit_code: int
     meta: dict[str, float] = field(default_factory=dict)
+    # {"skill", "state", "delivery", "source"} items: what was offered, tried and loaded.
+    evidence: list[dict[str, str]] = field(default_factory=list)
 
     def to_line(self) -> str:
         """The single JSON line the engine expects on stdout."""
@@ -70,6 +72,8 @@ class AgentResult:
         }
         if self.meta:
             obj["meta"] = self.meta
+        if self.evidence:
+            obj["evidence"] = self.evidence
         return json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -80,6 +84,7 @@ class SkillRef:
     name: str
     path: Path
     description: str
+    text: str = field(default="", repr=False, compare=False)  # the whole SKILL.md
 
 
 def skill_ref(path: Path, text: str | None = None) -> SkillRef:
@@ -103,6 +108,7 @@ def skill_ref(path: Path, text: str | None = None) -> SkillRef:
         name=name if isinstance(name, str) and name else path.name,
         path=path,
         description=desc if isinstance(desc, str) else "",
+        text=text,
     )
 
 

@@ -13,10 +13,10 @@ Isolation, per invocation:
   excluded with the ``claudeMdExcludes`` setting;
 - ``--strict-mcp-config`` always, so only the MCP servers this runner configures exist.
 
-Evidence comes only from the ``stream-json`` events: ``Skill`` tool calls, ``Read`` of a
-``…/skills/<name>/SKILL.md``, and MCP calls (``mcp__<server>__load_<name>_skill``, or a
-``ReadMcpResourceTool`` read of ``skill://<name>/SKILL.md``); a load counts only when its
-``tool_result`` came back without ``is_error``.
+Evidence comes only from the ``stream-json`` events, by the shared rules of :mod:`.proof`: a
+``Skill`` call that completed, MCP calls whose result holds the skill, any tool result that shows
+a skill's content (``Read``, ``Bash cat``, …; ``Read``'s line numbers are removed first), and a
+``/<skill>`` prompt's expansion.
 """
 
 from __future__ import annotations
@@ -32,15 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
-from .evidence import (
-    EvidencePatterns,
-    Load,
-    parse_lines,
-    skill_from_path,
-    skill_from_tool,
-    skill_from_uri,
-)
-from .protocol import Event, Finished, Launch, Outcome, RunSetup
+from .content import SkillText
+from .evidence import Event, EvidencePatterns, Load, ToolCall, parse_lines, skill_from_tool
+from .proof import INJECTED, prove
+from .protocol import Finished, Launch, Outcome, RunSetup
 from .scaffold import KEEP_HINT, run_agent
 
 AGENT = "claude-code"
@@ -48,19 +43,11 @@ MCP_SERVER_NAME = "skills"
 _SLASH_EXPANSION = re.compile(
     r"\s*<command-message>[^<]*</command-message>\s*<command-name>/(?P<name>[^<\s]+)</command-name>"
 )
-_RESOURCE_TOOLS = frozenset({"ReadMcpResourceTool", "ReadMcpResource"})
 # Result events that mean "the model could not be reached", not "the task failed".
 _API_FAILURE_REASONS = frozenset({"api_error", "auth_error", "authentication_failed"})
 
 
 # ------------------------------------------------------------------------------------- evidence
-
-
-@dataclass(frozen=True)
-class _Pending:
-    skill: str
-    delivery: str
-    source: str
 
 
 def _content_blocks(event: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -83,38 +70,18 @@ def _message_text(event: Mapping[str, Any]) -> str:
     )
 
 
-def _candidate(
-    block: Mapping[str, Any], patterns: EvidencePatterns, known: frozenset[str] | None
-) -> _Pending | None:
-    """The skill a ``tool_use`` block would load, if it is a loading call at all."""
-    name = block.get("name")
-    tool_input = block.get("input")
-    if not isinstance(name, str) or not isinstance(tool_input, dict):
-        return None
-    if name == "Skill":
-        skill = tool_input.get("skill")
-        if isinstance(skill, str) and skill.strip():
-            # Users may type "/name"; the tool takes the bare name.
-            return _Pending(skill.strip().lstrip("/"), "native", "Skill tool_use")
-        return None
-    if name == "Read":
-        path = tool_input.get("file_path")
-        if isinstance(path, str):
-            skill = skill_from_path(path, known)
-            if skill is not None:
-                return _Pending(skill, "native", "Read SKILL.md")
-        return None
-    if name in _RESOURCE_TOOLS:
-        uri = tool_input.get("uri")
-        if isinstance(uri, str):
-            skill = skill_from_uri(uri, patterns)
-            if skill is not None:
-                return _Pending(skill, "mcp", f"mcp resource {uri}")
-        return None
-    skill = skill_from_tool(name, patterns)
-    if skill is not None:
-        return _Pending(skill, "mcp", f"mcp tool {name}")
-    return None
+def _result_text(block: Mapping[str, Any]) -> str:
+    """What a ``tool_result`` showed the model: its string content or its text blocks."""
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
 
 
 def _failed(block: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
@@ -126,57 +93,78 @@ def _failed(block: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
     return isinstance(extra, dict) and extra.get("success") is False
 
 
-def find_loads(
-    events: Sequence[Mapping[str, Any]],
-    patterns: EvidencePatterns | None = None,
-    known: frozenset[str] | None = None,
-) -> list[Load]:
-    """Completed skill loads in a Claude Code ``stream-json`` transcript.
-
-    A ``tool_use`` (in an ``assistant`` event) that loads a skill is paired by id with its
-    ``tool_result`` (in a ``user`` event); only results without ``is_error`` count, at the index
-    of the result event. A prompt's own ``/<skill>`` expansion, replayed as a user event
-    (``--replay-user-messages``), counts when the init event listed that skill. ``known``
-    restricts ``Read``-path evidence to those skill names."""
-    patterns = patterns or EvidencePatterns()
-    pending: dict[str, _Pending] = {}
-    loads: list[Load] = []
-    listed: set[str] = set()
+def tool_calls(events: Sequence[Mapping[str, Any]]) -> list[ToolCall]:
+    """Every ``tool_use`` (in an ``assistant`` event) paired by id with its ``tool_result`` (in a
+    ``user`` event), plus the messages Claude Code itself injects (``isSynthetic``/``isMeta``
+    user events, e.g. a skill body after the ``Skill`` tool) as ``INJECTED`` calls."""
+    pending: dict[str, tuple[str, dict[str, Any], tuple[int, int]]] = {}
+    calls: list[ToolCall] = []
     for index, event in enumerate(events):
         kind = event.get("type")
-        if kind == "system" and event.get("subtype") == "init":
-            listed.update(n for n in event.get("skills") or [] if isinstance(n, str))
-        elif kind == "user" and event.get("isReplay") is True:
-            # A prompt that starts with /<skill> is expanded by Claude Code itself; the replayed
-            # user message shows the expansion. Only skills the init event listed count (an
-            # unknown /word is replayed as plain text).
-            match = _SLASH_EXPANSION.match(_message_text(event))
-            if match and match.group("name") in listed:
-                loads.append(Load(match.group("name"), "native", AGENT, "slash command", index))
-        elif kind == "assistant":
-            for block in _content_blocks(event):
-                if block.get("type") != "tool_use" or not isinstance(block.get("id"), str):
-                    continue
-                found = _candidate(block, patterns, known)
-                if found is not None:
-                    pending[block["id"]] = found
-        elif kind == "user":
+        if kind == "assistant":
+            for slot, block in enumerate(_content_blocks(event)):
+                call_id, name = block.get("id"), block.get("name")
+                if block.get("type") == "tool_use" and isinstance(call_id, str):
+                    tool_input = block.get("input")
+                    pending[call_id] = (
+                        name if isinstance(name, str) else "",
+                        tool_input if isinstance(tool_input, dict) else {},
+                        (index, slot),
+                    )
+        elif kind == "user" and event.get("isReplay") is not True:
+            if event.get("isSynthetic") is True or event.get("isMeta") is True:
+                calls.append(ToolCall(INJECTED, {}, (index, 0), index, True, _message_text(event)))
             for block in _content_blocks(event):
                 if block.get("type") != "tool_result":
                     continue
                 call = pending.pop(str(block.get("tool_use_id")), None)
-                if call is None or _failed(block, event):
-                    continue
+                if call is not None:
+                    ok = not _failed(block, event)
+                    calls.append(ToolCall(*call, index, ok, _result_text(block)))
+    calls += [
+        ToolCall(name, args, order, None, False, "") for name, args, order in pending.values()
+    ]
+    return sorted(calls, key=lambda call: call.order)
+
+
+def skill_tool(call: ToolCall) -> str | None:
+    """The skill a ``Skill`` call names (a leading ``/`` and a ``plugin:`` namespace removed)."""
+    skill = call.input.get("skill") if call.name == "Skill" else None
+    if not isinstance(skill, str) or not skill.strip():
+        return None
+    return skill.strip().lstrip("/").rpartition(":")[2] or None
+
+
+def explicit(
+    events: Sequence[Mapping[str, Any]], prompt: str | None, available: frozenset[str]
+) -> list[Load]:
+    """A prompt that starts with ``/<skill>`` is expanded by Claude Code itself; the replayed
+    user message shows the expansion. Only skills the run offered or the init event listed
+    count (an unknown ``/word`` is replayed as plain text); a prompt that itself contains such
+    a record is not trusted."""
+    if prompt is not None and "<command-" in prompt:
+        return []
+    listed = available | frozenset(available_skills(events))
+    loads: list[Load] = []
+    for index, event in enumerate(events):
+        if event.get("type") == "user" and event.get("isReplay") is True:
+            match = _SLASH_EXPANSION.match(_message_text(event))
+            name = match.group("name").rpartition(":")[2] if match else None
+            if name is not None and name in listed:
                 loads.append(
-                    Load(
-                        skill=call.skill,
-                        delivery="mcp" if call.delivery == "mcp" else "native",
-                        agent=AGENT,
-                        source=call.source,
-                        index=index,
-                    )
+                    Load(name, "explicit", AGENT, "slash command", index, order=(index, 0))
                 )
     return loads
+
+
+def find_loads(
+    events: Sequence[Mapping[str, Any]],
+    patterns: EvidencePatterns | None = None,
+    skills: Sequence[SkillText] = (),
+) -> list[Load]:
+    """Every piece of loading evidence in a Claude Code ``stream-json`` transcript (see
+    :func:`~.proof.prove`); ``skills`` are the skills whose content is looked for."""
+    return prove(PLUGIN, events, skills, None, patterns)
 
 
 def available_skills(events: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -422,7 +410,7 @@ class ClaudeCode:
         return Launch(argv=argv, stdin=_stdin_message(setup.invocation.prompt))
 
     def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
-        """The ``result`` event's answer and meta; loads paired with their results."""
+        """The ``result`` event's answer and meta; the skills Claude Code listed."""
         result = outcome(events)
         binary = setup.binary
         if result is None:
@@ -435,27 +423,26 @@ class ClaudeCode:
                 f"{binary} could not use the model API ({failure}; check ANTHROPIC_API_KEY, "
                 f"ANTHROPIC_BASE_URL or the network); {KEEP_HINT}"
             )
-        listed = available_skills(events)
-        loads = find_loads(events, EvidencePatterns(), setup.known | frozenset(listed))
-        if "<command-" in setup.invocation.prompt:
-            # The prompt itself could imitate an expansion record: do not trust those.
-            loads = [ld for ld in loads if ld.source != "slash command"]
         return Outcome(
             output=result.output,
             exit_code=result.exit_code,
-            loads=loads,
             meta=result.meta,
-            offered=listed,
+            offered=available_skills(events),
         )
 
-    def find_loads(
-        self,
-        events: Sequence[Event],
-        patterns: EvidencePatterns | None = None,
-        known: frozenset[str] | None = None,
+    def tool_calls(self, events: Sequence[Event]) -> list[ToolCall]:
+        """See :func:`tool_calls`."""
+        return tool_calls(events)
+
+    def skill_tool(self, call: ToolCall) -> str | None:
+        """See :func:`skill_tool`."""
+        return skill_tool(call)
+
+    def explicit(
+        self, events: Sequence[Event], prompt: str | None, available: frozenset[str]
     ) -> list[Load]:
-        """See :func:`find_loads`."""
-        return find_loads(events, patterns, known)
+        """See :func:`explicit`."""
+        return explicit(events, prompt, available)
 
 
 PLUGIN = ClaudeCode()

@@ -1,36 +1,27 @@
-"""Codex runner: ``codex exec --json`` in a fresh project and a fresh ``CODEX_HOME``.
+"""Codex runner: ``codex exec --json`` in a fresh project and a fresh ``CODEX_HOME``; see
+docs/agents/codex.md for the isolation it sets up.
 
-See docs/agents/codex.md.
-
-Evidence comes only from the JSONL events Codex prints: completed ``mcp_tool_call`` items
-(``load_<name>_skill`` tools, ``read_mcp_resource`` of ``skill://<name>/SKILL.md``) and completed
-``command_execution`` items (exit code 0) that read a ``…/skills/<name>/SKILL.md`` path with one of
-the reader commands in ``READERS``. A turn that failed (the model request failed) voids the run,
-as an API failure does for the other agents. See docs/agents/codex.md for the isolation this
-module sets up.
+Evidence comes only from the JSONL events Codex prints, by the shared rules of :mod:`.proof`:
+``command_execution`` items whose output shows a skill's content (however the command read it),
+``mcp_tool_call`` items whose result holds the skill, and ``$<skill>`` in the prompt. A turn that
+failed (the model request failed) voids the run, as an API failure does for the other agents.
 """
 
 from __future__ import annotations
 
-import posixpath
-import shlex
+import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .content import SkillText
 from .environment import SECRET_NAME_PATTERNS
-from .evidence import (
-    EvidencePatterns,
-    Load,
-    parse_lines,
-    skill_from_path,
-    skill_from_tool,
-    skill_from_uri,
-)
-from .protocol import Event, Finished, Launch, Outcome, RunSetup
+from .evidence import Event, EvidencePatterns, Load, ToolCall, parse_lines
+from .proof import prove
+from .protocol import Finished, Launch, Outcome, RunSetup
 from .scaffold import KEEP_HINT, run_agent
 
 AGENT = "codex"
@@ -50,183 +41,101 @@ MCP_SERVER_NAME = "skills"
 # Where Codex discovers a project's own skills (relative to the working directory).
 PROJECT_SKILLS = ".agents/skills"
 
-# Commands whose file arguments are read in full (or in part, as `head`/`sed -n` do) and shown to
-# the model. `grep`/`rg` only print matching lines, so they do not count as loading a skill.
-READERS = frozenset({"cat", "head", "tail", "sed", "nl", "less", "more", "bat", "batcat"})
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
-_CONTROL_OPS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "\n"})
-_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", ">&", "<>"})
-
-
 # ------------------------------------------------------------------------------------ evidence
+
+# `$name` anywhere in the prompt: Codex puts that skill's body in front of the model without
+# recording an event, so the prompt itself is the evidence.
+_DOLLAR_MENTION = re.compile(r"(?<![\w$])\$(?P<name>[A-Za-z0-9][A-Za-z0-9_-]{0,127})")
+
+
+def _texts(value: Any, depth: int = 0) -> list[str]:
+    """Every string inside an MCP result (content blocks, resource contents, structured data)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > 6:
+        return []
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [text for item in items for text in _texts(item, depth + 1)]
+
+
+def _call(item: Mapping[str, Any], order: tuple[int, int], index: int) -> ToolCall | None:
+    kind = item.get("type")
+    completed = item.get("status") == "completed"
+    if kind == "command_execution":
+        command = item.get("command")
+        output = item.get("aggregated_output")
+        return ToolCall(
+            "command_execution",
+            {"command": command if isinstance(command, str) else ""},
+            order,
+            index,
+            completed and item.get("exit_code") == 0,
+            output if isinstance(output, str) else "",
+        )
+    if kind == "mcp_tool_call":
+        tool, args, result = item.get("tool"), item.get("arguments"), item.get("result")
+        failed = bool(item.get("error")) or (
+            isinstance(result, dict) and bool(result.get("is_error") or result.get("isError"))
+        )
+        return ToolCall(
+            tool if isinstance(tool, str) else "",
+            args if isinstance(args, dict) else {},
+            order,
+            index,
+            completed and not failed,
+            "\n".join(_texts(result)),
+        )
+    return None
+
+
+def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
+    """Every ``command_execution`` (its output is what the model saw) and ``mcp_tool_call``
+    item, ordered by its ``item.started`` event; items that never completed have no result."""
+    started: dict[str, tuple[int, Mapping[str, Any]]] = {}
+    calls: dict[str, ToolCall] = {}
+    for index, event in enumerate(events):
+        item = event.get("item")
+        if not isinstance(item, dict) or item.get("type") not in (
+            "command_execution",
+            "mcp_tool_call",
+        ):
+            continue
+        item_id = str(item.get("id", index))
+        if event.get("type") == "item.started":
+            started.setdefault(item_id, (index, item))
+        elif event.get("type") == "item.completed" and item_id not in calls:
+            at = started.get(item_id, (index, item))[0]
+            call = _call(item, (at, 0), index)
+            if call is not None:
+                calls[item_id] = call
+    for item_id, (at, item) in started.items():
+        if item_id not in calls:
+            call = _call(item, (at, 0), at)
+            if call is not None:
+                calls[item_id] = replace(call, done=None, ok=False, result="")
+    return sorted(calls.values(), key=lambda call: call.order)
+
+
+def explicit(events: Sequence[Event], prompt: str | None, available: frozenset[str]) -> list[Load]:
+    """``$<skill>`` in the prompt for a skill the run offered (Codex injects its body)."""
+    if prompt is None:
+        return []
+    names = dict.fromkeys(m.group("name") for m in _DOLLAR_MENTION.finditer(prompt))
+    return [
+        Load(name, "explicit", AGENT, "$ mention", 0, order=(0, 0))
+        for name in names
+        if name in available
+    ]
 
 
 def find_loads(
-    events: Sequence[dict[str, Any]],
+    events: Sequence[Event],
     patterns: EvidencePatterns | None = None,
-    known: frozenset[str] | None = None,
+    skills: Sequence[SkillText] = (),
 ) -> list[Load]:
-    """Completed skill loads in a ``codex exec --json`` transcript, in event order.
-
-    ``known`` restricts path-based and MCP evidence to those skill names (the runner passes the
-    skills it offered plus the tested one, so a leak into ``without`` is still reported)."""
-    patterns = patterns or EvidencePatterns()
-    loads: list[Load] = []
-    for index, event in enumerate(events):
-        if event.get("type") != "item.completed":
-            continue
-        item = event.get("item")
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type")
-        if kind == "mcp_tool_call":
-            load = _mcp_load(item, index, patterns, known)
-            if load is not None:
-                loads.append(load)
-        elif kind == "command_execution":
-            loads.extend(_command_loads(item, index, known))
-    return loads
-
-
-def _mcp_load(
-    item: Mapping[str, Any],
-    index: int,
-    patterns: EvidencePatterns,
-    known: frozenset[str] | None,
-) -> Load | None:
-    # A call that failed (declined, server error, isError result) never loaded anything.
-    if item.get("status") != "completed" or item.get("error"):
-        return None
-    result = item.get("result")
-    if isinstance(result, dict) and (result.get("is_error") or result.get("isError")):
-        return None
-    tool = item.get("tool")
-    if not isinstance(tool, str):
-        return None
-    name: str | None
-    if tool == "read_mcp_resource":
-        args = item.get("arguments")
-        uri = args.get("uri") if isinstance(args, dict) else None
-        name = skill_from_uri(uri, patterns) if isinstance(uri, str) else None
-        source = f"mcp resource {uri}"
-    else:
-        name = skill_from_tool(tool, patterns)
-        source = f"mcp tool {tool}"
-    if name is None or (known is not None and name not in known):
-        return None
-    return Load(skill=name, delivery="mcp", agent=AGENT, source=source, index=index)
-
-
-def _command_loads(item: Mapping[str, Any], index: int, known: frozenset[str] | None) -> list[Load]:
-    # Only a read that succeeded put the skill in front of the model.
-    if item.get("status") != "completed" or item.get("exit_code") != 0:
-        return []
-    command = item.get("command")
-    if not isinstance(command, str):
-        return []
-    loads: list[Load] = []
-    seen: set[str] = set()
-    for reader, path in skill_reads(command):
-        name = skill_from_path(path, known)
-        if name is not None and name not in seen:
-            seen.add(name)
-            loads.append(
-                Load(
-                    skill=name,
-                    delivery="native",
-                    agent=AGENT,
-                    source=f"command_execution {reader} SKILL.md",
-                    index=index,
-                )
-            )
-    return loads
-
-
-def skill_reads(command: str) -> list[tuple[str, str]]:
-    """``(reader, path)`` for every file a shell command line reads with a reader command.
-
-    Unwraps ``/bin/bash -lc '<script>'`` (how Codex reports commands), splits the script into
-    simple commands on ``; && || | &`` and newlines, follows ``cd DIR`` within the script, and
-    takes the non-option arguments of ``READERS`` commands (``sed -i`` edits, so it is skipped)
-    plus any ``< FILE`` input redirection. Paths are returned as written (joined onto a preceding
-    ``cd``); anything unparsable yields nothing."""
-    script = _unwrap_shell(command)
-    try:
-        tokens = _tokenize(script)
-    except ValueError:
-        return []
-    reads: list[tuple[str, str]] = []
-    cwd = ""
-    words: list[str] = []
-    pending: str | None = None  # the redirection operator waiting for its file word
-
-    def finish() -> None:
-        nonlocal cwd
-        while words and "=" in words[0] and not words[0].startswith("-"):
-            words.pop(0)  # leading VAR=value assignments
-        if not words:
-            return
-        program = posixpath.basename(words[0])
-        args = words[1:]
-        if program == "cd":
-            target = next((a for a in args if not a.startswith("-")), None)
-            if target is not None:
-                cwd = _join(cwd, target)
-        elif program in READERS and not (program == "sed" and _sed_in_place(args)):
-            for arg in args:
-                if not arg.startswith("-"):
-                    reads.append((program, _join(cwd, arg)))
-        words.clear()
-
-    for token in tokens:
-        if pending is not None:
-            if pending == "<":
-                reads.append(("<", _join(cwd, token)))
-            pending = None
-            continue
-        if token == "<" or token in _WRITE_REDIRECTS:
-            pending = token
-        elif token in _CONTROL_OPS or set(token) <= set(";&|()\n"):
-            finish()
-        else:
-            words.append(token)
-    finish()
-    return reads
-
-
-def _unwrap_shell(command: str) -> str:
-    try:
-        argv = shlex.split(command)
-    except ValueError:
-        return command
-    if len(argv) >= 3 and posixpath.basename(argv[0]) in _SHELLS:
-        for i, arg in enumerate(argv[1:], start=1):
-            if not arg.startswith("-") or arg.startswith("--"):
-                break
-            if "c" in arg[1:] and i + 1 < len(argv):
-                return argv[i + 1]
-    return command
-
-
-def _tokenize(script: str) -> list[str]:
-    lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|()<>\n")
-    lexer.whitespace = " \t\r"  # newlines separate commands, so they are operators here
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    return list(lexer)
-
-
-def _sed_in_place(args: Sequence[str]) -> bool:
-    return any(
-        a == "--in-place" or a.startswith("--in-place=") or (a.startswith("-i") and a != "-")
-        for a in args
-    )
-
-
-def _join(cwd: str, path: str) -> str:
-    if not cwd or path.startswith("/"):
-        return path
-    return posixpath.normpath(posixpath.join(cwd, path))
+    """Every piece of loading evidence in a ``codex exec --json`` transcript (see
+    :func:`~.proof.prove`); ``skills`` are the skills whose content is looked for."""
+    return prove(PLUGIN, events, skills, None, patterns)
 
 
 # ------------------------------------------------------------------------------------- results
@@ -247,7 +156,7 @@ class TurnResult:
 parse_events = parse_lines  # `exec --json` stdout: one event per line
 
 
-def outcome_of(events: Sequence[dict[str, Any]]) -> TurnResult:
+def outcome_of(events: Sequence[Event]) -> TurnResult:
     """Final message, how the turn ended, and usage.
 
     ``exit_code`` is 0 when the last turn event is ``turn.completed``. Top-level ``error``
@@ -487,23 +396,26 @@ class Codex:
         return Outcome(
             output=result.output,
             exit_code=result.exit_code,
-            loads=find_loads(events, EvidencePatterns(), setup.known),
             meta={
                 "durationMs": round(run.duration_ms, 3),
                 "inputTokens": float(result.input_tokens),
                 "outputTokens": float(result.output_tokens),
             },
-            offered=[ref.name for ref in (*setup.offered, *setup.fixture_skills)],
         )
 
-    def find_loads(
-        self,
-        events: Sequence[Event],
-        patterns: EvidencePatterns | None = None,
-        known: frozenset[str] | None = None,
+    def tool_calls(self, events: Sequence[Event]) -> list[ToolCall]:
+        """See :func:`tool_calls`."""
+        return tool_calls(events)
+
+    def skill_tool(self, call: ToolCall) -> str | None:
+        """Codex has no skill tool: it lists skills and the model reads their files."""
+        return None
+
+    def explicit(
+        self, events: Sequence[Event], prompt: str | None, available: frozenset[str]
     ) -> list[Load]:
-        """See :func:`find_loads`."""
-        return find_loads(events, patterns, known)
+        """See :func:`explicit`."""
+        return explicit(events, prompt, available)
 
 
 PLUGIN = Codex()

@@ -24,26 +24,60 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InvalidInput
 
+# One transcript line, decoded (a line that is not a JSON object is an empty mapping).
+Event = Mapping[str, Any]
+State = Literal["offered", "attempted", "loaded", "failed"]
+Delivery = Literal["native", "mcp", "read", "explicit"]
+
 
 @dataclass(frozen=True)
 class Load:
-    """One completed skill load found in a transcript."""
+    """One piece of loading evidence found in a transcript; by default a completed load.
+
+    ``state``: ``loaded`` (the skill's instructions reached the model), ``failed`` (a call
+    naming the skill completed without showing it), ``attempted`` (such a call never completed)
+    or ``offered`` (the runner made it available). ``delivery``: ``native`` (the agent's own
+    skill tool), ``mcp`` (an MCP tool or resource), ``read`` (any other tool result showing the
+    content), ``explicit`` (the prompt invoked it in the agent's syntax)."""
 
     skill: str
-    delivery: Literal["native", "mcp"]
+    delivery: Delivery
     agent: str
-    source: str  # what proved it, e.g. "Skill tool_use", "Read SKILL.md", "mcp tool load_x_skill"
-    index: int  # 0-based index of the event (transcript line) that completed the load
+    source: str  # what proved it, e.g. "Skill tool", "Read result", "mcp tool load_x_skill"
+    index: int  # 0-based index of the event (transcript line) that completed the call
+    state: State = "loaded"
+    # Where the call was made (line, position in that line's message): loads are ordered by
+    # this, so parallel calls keep the order the model made them in, whatever finished first.
+    order: tuple[int, int] = (0, 0)
 
     def to_json(self) -> dict[str, Any]:
         """The ``skill-evals evidence`` JSON shape."""
-        return asdict(self)
+        return {
+            "skill": self.skill,
+            "state": self.state,
+            "delivery": self.delivery,
+            "agent": self.agent,
+            "source": self.source,
+            "index": self.index,
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a transcript, with the result the model was shown."""
+
+    name: str  # the tool name as the agent recorded it
+    input: Mapping[str, Any]  # its arguments (an empty mapping when they were not an object)
+    order: tuple[int, int]  # (line of the call, position within that line's message)
+    done: int | None  # line of its result; None when it never completed
+    ok: bool  # completed without an error
+    result: str  # the text the model was shown ("" when none)
 
 
 class InvalidPattern(InvalidInput, ValueError):
@@ -205,11 +239,34 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 
 
 def loaded_names(loads: Iterable[Load]) -> list[str]:
-    """Distinct skill names in order of first load."""
+    """Distinct names of the loaded skills, in order of first load (by where the call was made;
+    ties keep the given order)."""
     seen: dict[str, None] = {}
-    for load in loads:
+    for load in sorted((ld for ld in loads if ld.state == "loaded"), key=lambda ld: ld.order):
         seen.setdefault(load.skill, None)
     return list(seen)
+
+
+_NAME_END = "/SKILL.md"
+_NAME_STOP = frozenset("/\\ \t\r\n'\"`*?[]=:;|&<>(){}")
+_MAX_NAME = 128  # skill names are at most 64 characters; folders a little more
+
+
+def skills_named(text: str, known: frozenset[str]) -> list[str]:
+    """Known skills whose ``<name>/SKILL.md`` path a text (a command, an argument) names, in
+    order, each once. Naming a path is never a load; it marks an attempt. Linear in the text:
+    each ``/SKILL.md`` is looked back from by at most ``_MAX_NAME`` characters."""
+    found: dict[str, None] = {}
+    at = text.find(_NAME_END)
+    while at >= 0:
+        start = at
+        while start > 0 and at - start < _MAX_NAME and text[start - 1] not in _NAME_STOP:
+            start -= 1
+        name = text[start:at]
+        if name in known:
+            found.setdefault(name, None)
+        at = text.find(_NAME_END, at + 1)
+    return list(found)
 
 
 def rename_loads(loads: Iterable[Load], aliases: Mapping[str, str]) -> list[Load]:

@@ -4,8 +4,9 @@ pi (``@mariozechner/pi-coding-agent``) is run headless as ``pi --mode json --no-
 fresh agent dir (``PI_CODING_AGENT_DIR``), a moved HOME, no session file and every discovery
 (skills, extensions, prompt templates, themes) off; the skills of the run are offered only through
 ``--skill PATH`` (copies inside the workspace). pi lists offered skills in its system prompt and a
-model loads one by calling the ``read`` tool on its ``SKILL.md``; a completed, non-error ``read``
-of a known skill's ``SKILL.md`` is the loading evidence.
+model loads one by calling the ``read`` tool on its ``SKILL.md``. Evidence follows the shared rules
+of :mod:`.proof`: any tool result (``read``, ``bash``, …) that shows a skill's content, and a
+``/skill:<name>`` prompt that pi expanded.
 
 Model selection: ``--model`` is passed through (``provider/id`` or a pattern). When
 ``SKILL_EVALS_PI_BASE_URL`` is set, a custom provider ``skill-evals`` is written to the fresh
@@ -26,15 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .content import SkillText
 from .environment import secret_names
-from .evidence import (
-    EvidencePatterns,
-    Load,
-    skill_from_path,
-    skill_from_tool,
-    skills_from_command,
-)
-from .protocol import Event, Finished, Launch, Outcome, RunSetup
+from .evidence import Event, EvidencePatterns, Load, ToolCall
+from .proof import INJECTED, prove
+from .protocol import Finished, Launch, Outcome, RunSetup
 from .scaffold import STDERR_FILE, TRANSCRIPT_FILE, run_agent
 
 AGENT = "pi"
@@ -45,7 +42,6 @@ ENV_API_KEY = "SKILL_EVALS_PI_API_KEY"
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
 # Variables that would point pi at the user's own sessions (isolated_env does not know it).
 _CONTEXT_FILES = ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
-_SKILL_MD = re.compile(r"(?:^|/)(?P<name>[^/]+)/SKILL\.md$")
 # Where pi would discover a project's own skills; --no-skills turns that off, so the runner
 # passes a fixture's skills from there with --skill (they are part of the project under test).
 PROJECT_SKILLS = (".pi/skills", ".agents/skills")
@@ -54,47 +50,21 @@ _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # ------------------------------------------------------------------------------------ evidence
 
-
-def _read_path(args: Any) -> str | None:
-    """The path argument of a ``read`` tool call (pi accepts ``path`` and ``file_path``)."""
-    if not isinstance(args, dict):
-        return None
-    value = args.get("path", args.get("file_path"))
-    if not isinstance(value, str):
-        return None
-    # pi strips one leading "@" from paths before reading (path-utils normalizeAtPrefix).
-    return value[1:] if value.startswith("@") else value
+# pi expands `/skill:<name>` itself into a user message that starts with this block.
+_SKILL_BLOCK = re.compile(r'<skill name="(?P<name>[^"]{1,128})" location="')
 
 
-def _skill_of_path(path: str, known: frozenset[str] | None) -> str | None:
-    """The skill a read path loads: ``…/skills/<name>/SKILL.md``; with ``known`` names also any
-    ``…/<name>/SKILL.md`` whose folder is a known skill (pi's ``--skill`` takes any folder)."""
-    name = skill_from_path(path, known)
-    if name is not None or known is None:
-        return name
-    match = _SKILL_MD.search(path.strip().replace("\\", "/"))
-    if match and match.group("name") in known:
-        return match.group("name")
-    return None
-
-
-@dataclass
-class _Call:
-    name: str
-    args: Any
-
-
-def _tool_calls_of(message: Any) -> list[tuple[str, _Call]]:
-    """``(id, call)`` for every toolCall block of an assistant message."""
+def _tool_calls_of(message: Any) -> list[tuple[str, str, Any]]:
+    """``(id, name, arguments)`` for every toolCall block of an assistant message, in order."""
     if not isinstance(message, dict) or message.get("role") != "assistant":
         return []
     content = message.get("content")
-    calls: list[tuple[str, _Call]] = []
+    calls: list[tuple[str, str, Any]] = []
     for block in content if isinstance(content, list) else []:
         if isinstance(block, dict) and block.get("type") == "toolCall":
             call_id, name = block.get("id"), block.get("name")
             if isinstance(call_id, str) and isinstance(name, str):
-                calls.append((call_id, _Call(name, block.get("arguments"))))
+                calls.append((call_id, name, block.get("arguments")))
     return calls
 
 
@@ -106,69 +76,85 @@ def _message_of(event: Mapping[str, Any]) -> Any:
     return None
 
 
-def find_loads(
-    events: Sequence[Mapping[str, Any]],
-    patterns: EvidencePatterns | None = None,
-    known: frozenset[str] | None = None,
-) -> list[Load]:
-    """Completed skill loads in a pi transcript: the ``--mode json`` event stream, or a pi session
-    file. A load is a ``read`` of a known skill's ``SKILL.md`` (also a ``bash`` command naming one
-    as a word, e.g. ``cat …/skills/x/SKILL.md``; or a tool named like an MCP skill loader,
-    ``load_<name>_skill``) whose execution ended without error. Calls that never completed, or
-    completed with ``isError``, are not loads."""
-    patterns = patterns or EvidencePatterns()
-    calls: dict[str, _Call] = {}
-    finished: set[str] = set()
-    loads: list[Load] = []
+def _text_of(value: Any) -> str:
+    """The text blocks of a message or tool result (``content`` list or string)."""
+    content = value.get("content") if isinstance(value, dict) else None
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        str(b.get("text", ""))
+        for b in (content if isinstance(content, list) else [])
+        if isinstance(b, dict) and b.get("type") == "text"
+    )
 
-    def record(call: _Call, index: int) -> None:
-        if call.name == "read":
-            path = _read_path(call.args)
-            name = _skill_of_path(path, known) if path is not None else None
-            if name is not None:
-                loads.append(Load(name, "native", AGENT, "read SKILL.md", index))
+
+def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
+    """Every tool call of a pi transcript (the ``--mode json`` stream or a session file),
+    ordered by its place in the assistant message that made it — pi runs parallel calls at once
+    and they may finish in any order — with the result of its ``tool_execution_end`` (or the
+    ``toolResult`` message of a session file). User messages pi expanded from ``/skill:`` are
+    ``INJECTED`` calls."""
+    made: dict[str, tuple[str, dict[str, Any], tuple[int, int]]] = {}
+    done: dict[str, ToolCall] = {}
+    injected: list[ToolCall] = []
+
+    def finish(call_id: Any, index: int, name: Any, args: Any, failed: Any, result: Any) -> None:
+        if not isinstance(call_id, str) or call_id in done:
             return
-        if call.name == "bash":
-            command = call.args.get("command") if isinstance(call.args, dict) else None
-            if isinstance(command, str):
-                for name in skills_from_command(command, known):
-                    loads.append(Load(name, "native", AGENT, "bash SKILL.md", index))
-            return
-        tool_skill = skill_from_tool(call.name, patterns)
-        if tool_skill is not None and (known is None or tool_skill in known):
-            loads.append(Load(tool_skill, "mcp", AGENT, f"mcp tool {call.name}", index))
+        fallback = (name if isinstance(name, str) else "", args if isinstance(args, dict) else {})
+        call_name, call_args, order = made.get(call_id, (*fallback, (index, 0)))
+        ok = failed is False
+        done[call_id] = ToolCall(call_name, call_args, order, index, ok, _text_of(result))
 
     for index, event in enumerate(events):
         kind = event.get("type")
         if kind == "tool_execution_start":
-            call_id, name = event.get("toolCallId"), event.get("toolName")
+            call_id, name, args = event.get("toolCallId"), event.get("toolName"), event.get("args")
             if isinstance(call_id, str) and isinstance(name, str):
-                calls[call_id] = _Call(name, event.get("args"))
-            continue
-        if kind == "tool_execution_end":
-            call_id = event.get("toolCallId")
-            if not isinstance(call_id, str) or call_id in finished:
-                continue
-            finished.add(call_id)
-            call = calls.get(call_id)
-            if call is None and isinstance(event.get("toolName"), str):
-                call = _Call(event["toolName"], event.get("args"))
-            if call is not None and event.get("isError") is False:
-                record(call, index)
-            continue
+                made.setdefault(call_id, (name, args if isinstance(args, dict) else {}, (index, 0)))
+        elif kind == "tool_execution_end":
+            finish(event.get("toolCallId"), index, event.get("toolName"), event.get("args"),
+                   event.get("isError"), event.get("result"))  # fmt: skip
         message = _message_of(event)
-        for call_id, call in _tool_calls_of(message):
-            calls.setdefault(call_id, call)
-        # Session files have no tool_execution events: the toolResult message completes the call.
-        if isinstance(message, dict) and message.get("role") == "toolResult":
-            call_id = message.get("toolCallId")
-            if not isinstance(call_id, str) or call_id in finished:
-                continue
-            finished.add(call_id)
-            call = calls.get(call_id)
-            if call is not None and message.get("isError") is False:
-                record(call, index)
+        for slot, (call_id, name, args) in enumerate(_tool_calls_of(message)):
+            made.setdefault(call_id, (name, args if isinstance(args, dict) else {}, (index, slot)))
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "toolResult":
+            finish(message.get("toolCallId"), index, message.get("toolName"), None,
+                   message.get("isError"), message)  # fmt: skip
+        elif message.get("role") == "user" and _SKILL_BLOCK.match(_text_of(message)):
+            injected.append(ToolCall(INJECTED, {}, (index, 0), index, True, _text_of(message)))
+    pending = [ToolCall(n, a, o, None, False, "") for i, (n, a, o) in made.items() if i not in done]
+    return sorted([*done.values(), *pending, *injected], key=lambda call: call.order)
+
+
+def explicit(events: Sequence[Event], prompt: str | None, available: frozenset[str]) -> list[Load]:
+    """A user message pi expanded from ``/skill:<name>`` (it starts with ``<skill name=…``) for
+    a skill the run offered. A prompt that itself starts with such a block is not trusted."""
+    if prompt is not None and _SKILL_BLOCK.match(prompt.lstrip()):
+        return []
+    loads: list[Load] = []
+    for index, event in enumerate(events):
+        message = _message_of(event)
+        if isinstance(message, dict) and message.get("role") == "user":
+            match = _SKILL_BLOCK.match(_text_of(message))
+            if match and match.group("name") in available:
+                name = match.group("name")
+                loads.append(
+                    Load(name, "explicit", AGENT, "skill message", index, order=(index, 0))
+                )
     return loads
+
+
+def find_loads(
+    events: Sequence[Event],
+    patterns: EvidencePatterns | None = None,
+    skills: Sequence[SkillText] = (),
+) -> list[Load]:
+    """Every piece of loading evidence in a pi transcript (see :func:`~.proof.prove`);
+    ``skills`` are the skills whose content is looked for."""
+    return prove(PLUGIN, events, skills, None, patterns)
 
 
 # --------------------------------------------------------------------------------- the runner
@@ -178,14 +164,14 @@ def find_loads(
 class _Transcript:
     """What the runner keeps from pi's event stream while it runs."""
 
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     turns: int = 0
-    last_assistant: dict[str, Any] | None = None
-    assistants: list[dict[str, Any]] = field(default_factory=list)
+    last_assistant: Mapping[str, Any] | None = None
+    assistants: list[Mapping[str, Any]] = field(default_factory=list)
     agent_ended: bool = False
     stopped_at_max_turns: bool = False
 
-    def add(self, event: dict[str, Any]) -> None:
+    def add(self, event: Event) -> None:
         self.events.append(event)
         kind = event.get("type")
         if kind == "turn_end":
@@ -319,9 +305,7 @@ def _secretless_shell(root: Path, env: Mapping[str, str]) -> Path | None:
     return wrapper
 
 
-def outcome(
-    transcript: _Transcript, status: int, known: frozenset[str], duration_ms: int, kept: Path | None
-) -> Outcome:
+def outcome(transcript: _Transcript, status: int, duration_ms: int, kept: Path | None) -> Outcome:
     """Turn a finished pi run into its outcome, or a setup error when the run produced no
     evidence (pi failed to start, or the model request itself failed). ``kept``: the workspace
     kept with --keep-workspace, named in the hint."""
@@ -355,7 +339,6 @@ def outcome(
     return Outcome(
         output=final_text(transcript.last_assistant),
         exit_code=0 if succeeded else failed_code,
-        loads=find_loads(transcript.events, EvidencePatterns(), known),
         meta=meta,
     )
 
@@ -406,18 +389,21 @@ class Pi:
             transcript.add(event)
         transcript.stopped_at_max_turns = run.stopped
         kept = setup.workspace.root if setup.options.keep_workspace else None
-        result = outcome(transcript, run.status, setup.known, round(run.duration_ms), kept)
-        result.offered = [ref.name for ref in (*setup.offered, *setup.fixture_skills)]
-        return result
+        return outcome(transcript, run.status, round(run.duration_ms), kept)
 
-    def find_loads(
-        self,
-        events: Sequence[Event],
-        patterns: EvidencePatterns | None = None,
-        known: frozenset[str] | None = None,
+    def tool_calls(self, events: Sequence[Event]) -> list[ToolCall]:
+        """See :func:`tool_calls`."""
+        return tool_calls(events)
+
+    def skill_tool(self, call: ToolCall) -> str | None:
+        """pi has no skill tool: it lists skills and the model reads their files."""
+        return None
+
+    def explicit(
+        self, events: Sequence[Event], prompt: str | None, available: frozenset[str]
     ) -> list[Load]:
-        """See :func:`find_loads`."""
-        return find_loads(events, patterns, known)
+        """See :func:`explicit`."""
+        return explicit(events, prompt, available)
 
 
 PLUGIN = Pi()

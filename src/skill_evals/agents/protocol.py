@@ -5,20 +5,19 @@ finding the binary, checking skill names, the fresh workspace, the allowlisted e
 running the process with the prompt on stdin, saving the transcript and printing the result
 line. An agent module only says what differs: how to offer skills and build the command
 (:meth:`Agent.prepare`) and how to read its own JSON event stream (:meth:`Agent.finish`,
-:meth:`Agent.find_loads`).
+:meth:`Agent.tool_calls`, :meth:`Agent.skill_tool`, :meth:`Agent.explicit`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from .base import AgentInvocation, AgentOptions, SkillRef
-from .evidence import EvidencePatterns, Load
+from .evidence import Event
+from .proof import TranscriptReader
 from .workspace import Workspace
-
-Event = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -77,17 +76,21 @@ class Finished:
 
 @dataclass
 class Outcome:
-    """What an agent's transcript says: the runner contract's fields plus diagnostics."""
+    """What an agent's transcript says besides the loads (those follow from the shared rules of
+    :mod:`.proof` applied to :meth:`Agent.tool_calls`)."""
 
     output: str
     exit_code: int
-    loads: list[Load]
     meta: dict[str, float] = field(default_factory=dict)
-    offered: list[str] = field(default_factory=list)  # printed on stderr, never a load
+    # Skills the agent itself listed as available (e.g. Claude Code's init event): printed on
+    # stderr with the offered ones, and resolvable by an explicit invocation; never a load.
+    offered: list[str] = field(default_factory=list)
 
 
-class Agent(Protocol):
-    """An agent plug-in. Modules define one instance ``AGENT`` and a registry entry."""
+class Agent(TranscriptReader, Protocol):
+    """An agent plug-in: a :class:`~.proof.TranscriptReader` (``tool_calls``, ``skill_tool``,
+    ``explicit``) that can also run. Modules define one instance ``PLUGIN`` and a registry
+    entry."""
 
     @property
     def name(self) -> str:
@@ -117,15 +120,6 @@ class Agent(Protocol):
         ...
 
     def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
-        """Read the transcript: output, task exit code, meta and loads. Raise RunnerSetupError
-        when the run is void (no result, the model API failed)."""
-        ...
-
-    def find_loads(
-        self,
-        events: Sequence[Event],
-        patterns: EvidencePatterns | None = None,
-        known: frozenset[str] | None = None,
-    ) -> list[Load]:
-        """Completed skill loads in a saved transcript (``skill-evals evidence``)."""
+        """Read the transcript: output, task exit code, meta. Raise RunnerSetupError when the
+        run is void (no result, the model API failed)."""
         ...

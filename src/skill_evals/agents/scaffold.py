@@ -17,9 +17,17 @@ from pathlib import Path
 from typing import IO
 
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, SkillRef, skill_ref
+from .content import SkillText
 from .environment import find_binary, isolated_env
-from .evidence import MAX_TRANSCRIPT_BYTES, loaded_names, parse_lines, rename_loads
-from .protocol import Agent, Event, Finished, Launch, RunSetup
+from .evidence import (
+    MAX_TRANSCRIPT_BYTES,
+    Event,
+    EvidencePatterns,
+    loaded_names,
+    parse_lines,
+)
+from .proof import prove, runner_evidence
+from .protocol import Agent, Finished, Launch, RunSetup
 from .workspace import Workspace
 
 # When set, every agent runner copies the run's JSON event stream to
@@ -158,14 +166,25 @@ def run_agent(
         data, status, stopped = execute(launch, setup)
         finished = Finished(status, (time.monotonic() - started) * 1000.0, stopped)
         save_transcript(data, invocation, caller_env)
-    outcome = agent.finish(parse_lines(data), setup, finished)
-    print_available(agent.name, outcome.offered)
+    events = parse_lines(data)
+    outcome = agent.finish(events, setup, finished)
+    offered = [ref.name for ref in (*setup.offered, *setup.fixture_skills)]
+    available = frozenset([*offered, *outcome.offered, *setup.aliases])
+    skills = [SkillText.of(ref.name, ref.text) for ref in (tested, *neighbours, *found)]
+    loads = prove(
+        agent, events, skills, invocation.prompt, EvidencePatterns(), available, setup.aliases
+    )
+    print_available(agent.name, [*offered, *outcome.offered])
+    delivery = "mcp" if options.delivery == "mcp" else "native"
+    offers = [(ref.name, delivery, "runner") for ref in setup.offered]
+    offers += [(ref.name, "native", "fixture") for ref in setup.fixture_skills]
     return AgentResult(
         variant=invocation.variant,
-        invoked_skills=loaded_names(rename_loads(outcome.loads, setup.aliases)),
+        invoked_skills=loaded_names(loads),
         output=outcome.output,
         exit_code=outcome.exit_code,
         meta=outcome.meta,
+        evidence=runner_evidence(offers, loads),
     )
 
 

@@ -167,6 +167,25 @@ def _marks(values: object) -> str:
     return " ".join(out) or "—"
 
 
+_LOAD_STATES = ("loaded", "failed", "attempted", "offered")
+
+
+def _state_marks(load_state: object) -> str:
+    """Per variant and trial: the tested skill's state in the runner's evidence."""
+    if not isinstance(load_state, dict):
+        return "—"
+    rows = []
+    for variant in ("with", "without"):
+        values = load_state.get(variant)
+        if not isinstance(values, list) or not any(v in _LOAD_STATES for v in values):
+            continue
+        marks = " ".join(
+            _e(v) if v in _LOAD_STATES else '<span class="muted">·</span>' for v in values
+        )
+        rows.append(f"{variant}: {marks}")
+    return "<br>".join(rows) or "—"
+
+
 def _trigger_marks(values: object, expect: object) -> str:
     """Per trial: loaded or not, green when that was right for the case, red when wrong."""
     if not isinstance(values, list) or not values:
@@ -269,6 +288,13 @@ def _skill_section(skill: dict[str, Any]) -> str:
             ],
         )
     )
+    attempted = (report.get("loading") or {}).get("attemptedNotLoaded") or []
+    parts.append(
+        _list(
+            "Tried to load the skill, not loaded",
+            [f"<code>{_e(c)}</code>" for c in attempted],
+        )
+    )
     failures = (report.get("runner") or {}).get("failures") or []
     parts.append(
         _list(
@@ -290,13 +316,15 @@ def _skill_section(skill: dict[str, Any]) -> str:
             f"<td>{_trigger_marks(c.get('triggered'), c.get('expectTrigger'))}</td>"
             f"<td>{_marks(c.get('with'))}</td>"
             f"<td>{_marks(c.get('without'))}</td>"
+            f"<td>{_state_marks(c.get('loadState'))}</td>"
             "</tr>"
             for c in cases
         )
         parts.append(
             f"<details open><summary>Per-case detail ({len(cases)} cases)</summary>"
             "<table><tr><th>case</th><th>line</th><th>should trigger</th>"
-            "<th>skill loaded (per trial)</th><th>task with</th><th>task without</th></tr>"
+            "<th>skill loaded (per trial)</th><th>task with</th><th>task without</th>"
+            "<th>load evidence</th></tr>"
             f"{rows}</table></details>"
         )
     return "\n".join(p for p in parts if p)
