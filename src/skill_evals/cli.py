@@ -319,6 +319,7 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
         bin=kwargs["bin_"],
         delivery=kwargs["delivery"],
         keep_workspace=kwargs["keep_workspace"],
+        provider_config=kwargs.get("provider_config"),
     )
     try:
         invocation = read_invocation()
@@ -330,17 +331,31 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
     sys.stdout.flush()
 
 
-def _agent_command(name: str, summary: str) -> click.Command:
+# Options that only some runners take (listed in their registry entry's extra_options).
+_EXTRA_OPTIONS = {
+    "provider-config": click.option(
+        "--provider-config",
+        "provider_config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="JSON file merged as OpenCode's `provider` section (a custom provider).",
+    ),
+}
+
+
+def _agent_command(name: str, summary: str, extra: tuple[str, ...]) -> click.Command:
     @click.command(name, help=summary, context_settings=CONTEXT)
     @_agent_options
     def command(**kwargs: Any) -> None:
         _run_agent(name, **kwargs)
 
+    for option in extra:
+        command = _EXTRA_OPTIONS[option](command)
     return command
 
 
 for _entry in AGENT_ENTRIES:
-    runner.add_command(_agent_command(_entry.name, _entry.summary))
+    runner.add_command(_agent_command(_entry.name, _entry.summary, _entry.extra_options))
 
 
 @runner.command("simulated", context_settings=CONTEXT)

@@ -48,6 +48,8 @@ class AgentOptions:
     bin: str | None = None
     delivery: Delivery = "native"
     keep_workspace: bool = False  # debugging aid: leave the temp dirs behind and say where
+    # Agent-specific (offered only by the runners whose registry entry lists the option):
+    provider_config: Path | None = None  # OpenCode: a JSON file merged as its `provider` section
 
 
 @dataclass

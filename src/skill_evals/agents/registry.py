@@ -24,6 +24,8 @@ class Entry:
     module: str  # the module under skill_evals.agents defining PLUGIN
     summary: str  # one line for `skill-evals runner --help`
     doc: str  # its page under docs/agents/
+    # Options only this runner takes, beyond the shared ones (names as on the command line).
+    extra_options: tuple[str, ...] = ()
 
     def load(self) -> Agent:
         """The agent plug-in (imports its module)."""
@@ -41,6 +43,13 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     Entry("codex", "codex", "Codex (`codex exec --json`), isolated.", "codex.md"),
     Entry("pi", "pi", "pi (`pi --mode json --no-skills`), isolated.", "pi.md"),
+    Entry(
+        "opencode",
+        "opencode",
+        "OpenCode (`opencode run --format json`), isolated.",
+        "opencode.md",
+        extra_options=("provider-config",),
+    ),
 )
 
 

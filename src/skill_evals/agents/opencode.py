@@ -1,0 +1,266 @@
+"""The OpenCode runner (``skill-evals runner opencode``; docs/agents/opencode.md).
+
+OpenCode (``opencode-ai``) runs headless as ``opencode run --format json`` with the prompt on
+stdin, in a project made its own git root (else OpenCode reads ``AGENTS.md``, ``opencode.json`` and
+skills of every folder above it), with fresh XDG dirs and HOME and its whole configuration in
+``OPENCODE_CONFIG_CONTENT``. Skills are copies under the project's ``.opencode/skills/<name>/``, or
+served by ``skill-evals mcp-serve`` as OpenCode's MCP server ``skills``. OpenCode runs under
+:mod:`.opencode_guard`, which caps its own API retries at one. Transcript reading lives in
+:mod:`.opencode_events`, the configuration in :mod:`.opencode_config`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .environment import find_binary, secret_names
+from .evidence import EvidencePatterns, Load
+from .opencode_config import agent_environment, build_config, load_provider_config
+from .opencode_events import AGENT, Event, failure, find_loads, summarize
+from .protocol import Finished, Launch, Outcome, RunSetup
+from .scaffold import KEEP_HINT, run_agent
+
+PROJECT_SKILLS = ".opencode/skills"
+# Where OpenCode finds a project's own skills (its own folders and the Claude Code / agents
+# compatibility ones); a fixture's skills there are offered in both variants.
+SKILL_FOLDERS = (PROJECT_SKILLS, ".opencode/skill", ".claude/skills", ".agents/skills")
+# Skills OpenCode 1.18 ships inside its binary; offered in every run (both variants).
+BUNDLED_SKILLS = ("customize-opencode",)
+TITLE = "skill-evals"  # a fixed session title: no title request to the model
+_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/\S+")
+_COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)(?=\s|$)")
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# OpenCode installs its plugin package into every config dir at start (from the npm registry);
+# a lock file that already lists it makes that a no-op.
+_PLUGIN_LOCK = {
+    "lockfileVersion": 3,
+    "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}},
+}
+# Set for OpenCode itself; removed again for the commands the model runs.
+_OPENCODE_VARS = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",  # the bundled model list, no models.dev download
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DB": ":memory:",  # no session database on disk
+    "npm_config_offline": "true",  # a plugin install it still tries never leaves the machine
+}
+
+
+def explicit_command(prompt: str, available: frozenset[str]) -> tuple[str, str] | None:
+    """``(skill, arguments)`` when the prompt starts with ``/<skill>`` naming an available skill:
+    OpenCode's own syntax for invoking a skill (its TUI runs it as a command, which
+    ``opencode run --command`` does headless)."""
+    match = _COMMAND.match(prompt)
+    if match is None or match.group("name") not in available:
+        return None
+    return match.group("name"), prompt[match.end() :].strip()
+
+
+def _available(setup: RunSetup) -> frozenset[str]:
+    return frozenset([*(r.name for r in (*setup.offered, *setup.fixture_skills)), *BUNDLED_SKILLS])
+
+
+def _git_root(project: Path, env: Mapping[str, str]) -> None:
+    """Make the project its own git root, so OpenCode's upward searches stop there."""
+    if (project / ".git").exists():
+        return
+    git = shutil.which("git", path=env.get("PATH"))
+    if git is None:
+        raise RunnerSetupError(
+            "git not found on PATH: OpenCode needs it to treat the workspace as the project "
+            "root (without it OpenCode reads instructions and skills of every folder above "
+            "the workspace); install git"
+        )
+    done = subprocess.run(
+        [git, "init", "--quiet", "--template=", str(project)],
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        raise RunnerSetupError(f"git init in the workspace failed (status {done.returncode})")
+
+
+def _skip_plugin_install(config_dir: Path) -> None:
+    """Keep OpenCode from installing its plugin package into ``config_dir`` (a registry download
+    and ~4 s at every start). A dir with its own ``package.json`` is left alone."""
+    if (config_dir / "package.json").exists():
+        return
+    (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
+    lock = config_dir / "package-lock.json"
+    if not lock.exists():
+        lock.write_text(json.dumps(_PLUGIN_LOCK) + "\n", encoding="utf-8")
+
+
+def _secretless_shell(root: Path, env: Mapping[str, str]) -> Path:
+    """A wrapper shell for the model's commands (OpenCode's ``shell`` setting) that starts the
+    real shell without credential-like variables and without the runner's own OpenCode settings.
+    It holds variable *names* only. Named ``bash`` (or ``sh``): OpenCode picks the arguments by
+    the shell's name."""
+    names = [n for n in secret_names(env) if _SHELL_NAME.fullmatch(n)]
+    names += ["OPENCODE_CONFIG_CONTENT", *_OPENCODE_VARS]
+    shell = shutil.which("bash", path=env.get("PATH")) or shutil.which("sh", path=env.get("PATH"))
+    if shell is None:
+        raise RunnerSetupError("neither bash nor sh found on PATH: OpenCode needs a shell")
+    wrapper = root / "bin" / Path(shell).name
+    wrapper.parent.mkdir(exist_ok=True)
+    unset = " ".join(f"-u {name}" for name in dict.fromkeys(names))
+    wrapper.write_text(f'#!/bin/sh\nexec env {unset} {shlex.quote(shell)} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+class OpenCode:
+    """OpenCode as an agent plug-in (:class:`~.protocol.Agent`)."""
+
+    name = AGENT
+    binary = "opencode"
+    skill_folders = SKILL_FOLDERS
+
+    def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
+        """The binary first (its error is the most useful), then ``--model provider/model``,
+        ``--provider-config`` and names that would clash with OpenCode's bundled skill."""
+        find_binary(options.bin, self.binary, env)
+        if not options.model or not _MODEL.fullmatch(options.model):
+            raise RunnerSetupError(
+                "--model: OpenCode needs provider/model, e.g. anthropic/claude-sonnet-4-5 or a "
+                "provider of --provider-config"
+            )
+        if options.provider_config is not None:
+            load_provider_config(options.provider_config)
+
+    def prepare(self, setup: RunSetup) -> Launch:
+        """Git root, skills under ``.opencode/skills`` (or MCP), the configuration in the
+        environment, and ``opencode run`` under the retry guard."""
+        ws, options = setup.workspace, setup.options
+        for ref in (setup.tested, *setup.neighbours):
+            if ref.name in BUNDLED_SKILLS:
+                raise RunnerSetupError(
+                    f"{ref.path}: skill name '{ref.name}' is a skill OpenCode ships itself; "
+                    "rename the skill (OpenCode would offer its own copy in both variants)"
+                )
+        providers, referenced = (
+            load_provider_config(options.provider_config)
+            if options.provider_config is not None
+            else (None, [])
+        )
+        env = agent_environment(setup.caller_env, referenced)
+        for key in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+            env[key] = setup.env[key]
+        env["TMPDIR"] = str(ws.tmp)
+        env["PWD"] = str(ws.project)  # OpenCode takes its directory from PWD, not the cwd
+        _git_root(ws.project, env)
+        mcp_command: list[str] | None = None
+        if options.delivery == "native":
+            for ref in setup.offered:
+                ws.install_skill(ref, ws.project / PROJECT_SKILLS)
+        elif setup.offered:
+            served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
+            mcp_command = [sys.executable, "-m", "skill_evals", "mcp-serve"]
+            for path in served:
+                mcp_command += ["--skill", str(path)]
+        config_home = Path(env["XDG_CONFIG_HOME"]) / "opencode"
+        _skip_plugin_install(config_home)
+        if (ws.project / ".opencode").is_dir():
+            _skip_plugin_install(ws.project / ".opencode")
+        pythonpath = setup.caller_env.get("PYTHONPATH")
+        mcp_env = {"PYTHONPATH": pythonpath} if pythonpath else {}
+        shell = _secretless_shell(ws.root, env)
+        assert options.model is not None  # check() refused a run without it
+        config = build_config(
+            options.model, shell, providers, options.max_turns, mcp_command, mcp_env
+        )
+        env.update(_OPENCODE_VARS)
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+        setup.env.clear()
+        setup.env.update(env)
+        # The guard is a stdlib-only script, run isolated (-I: no PYTHON* variables, no script
+        # dir on sys.path), so it works with whatever environment the agent gets.
+        guard = Path(__file__).with_name("opencode_guard.py")
+        argv = [sys.executable, "-I", str(guard), setup.binary, "run"]
+        argv += ["--format", "json", "--model", options.model, "--title", TITLE]
+        argv += ["--print-logs", "--log-level", "ERROR"]  # what opencode_guard watches
+        prompt = setup.invocation.prompt
+        command = explicit_command(prompt, _available(setup))
+        if command is not None:
+            argv += ["--command", command[0]]
+            prompt = command[1]  # the command's arguments
+        return Launch(argv=argv, stdin=prompt.encode("utf-8"))
+
+    def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
+        """The last step's text, how it ended, usage and loads; a void run when the model API
+        failed, OpenCode ended before the model answered, or the turn limit was reached."""
+        summary = summarize(events)
+        if summary.retry_cap is not None:
+            kind = summary.retry_cap.get("kind")
+            kind = kind if isinstance(kind, str) and kind.isascii() else "retryable error"
+            raise RunnerSetupError(
+                f"the model API failed twice ({kind[:40]}); OpenCode's own retries are "
+                "stopped after one so that the engine's --retries decide"
+            )
+        if summary.error is not None:
+            reason, _retryable = failure(summary.error, summary.error_names)
+            raise RunnerSetupError(f"{reason}; {KEEP_HINT}")
+        if summary.steps == 0 or summary.finish is None:
+            raise RunnerSetupError(
+                f"{setup.binary} exited with status {run.status} before the model answered; "
+                f"check --bin, --model and the provider's key variable; {KEEP_HINT}"
+            )
+        limit = setup.options.max_turns
+        if limit is not None and summary.steps >= limit:
+            raise RunnerSetupError(
+                f"turn limit reached (--max-turns {limit}): OpenCode told the model to stop at "
+                "its last step; raise --max-turns"
+            )
+        meta: dict[str, float] = {"durationMs": round(run.duration_ms, 3)}
+        if summary.usage:
+            meta["inputTokens"] = float(summary.input_tokens)
+            meta["outputTokens"] = float(summary.output_tokens)
+        if summary.cost > 0:  # custom providers are priced at 0, which would read as "free"
+            meta["costUsd"] = round(summary.cost, 10)
+        meta["turns"] = float(summary.steps)
+        loads = find_loads(events, EvidencePatterns(), setup.known | set(BUNDLED_SKILLS))
+        command = explicit_command(setup.invocation.prompt, _available(setup))
+        if command is not None:
+            loads.insert(0, Load(command[0], "native", AGENT, f"/{command[0]} command", 0))
+        succeeded = run.status == 0 and summary.finish == "stop"
+        return Outcome(
+            output=summary.output,
+            exit_code=0 if succeeded else 1,
+            loads=loads,
+            meta=meta,
+            offered=[r.name for r in (*setup.offered, *setup.fixture_skills)]
+            + list(BUNDLED_SKILLS),
+        )
+
+    def find_loads(
+        self,
+        events: Sequence[Event],
+        patterns: EvidencePatterns | None = None,
+        known: frozenset[str] | None = None,
+    ) -> list[Load]:
+        """See :func:`.opencode_events.find_loads`."""
+        return find_loads(events, patterns, known)
+
+
+PLUGIN = OpenCode()
+
+
+def run(
+    invocation: AgentInvocation,
+    options: AgentOptions,
+    environ: Mapping[str, str] | None = None,
+) -> AgentResult:
+    """Run OpenCode once for ``invocation`` in isolation and report the runner contract's
+    result."""
+    return run_agent(PLUGIN, invocation, options, environ)
