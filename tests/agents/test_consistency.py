@@ -14,14 +14,15 @@ from typing import Any
 
 import pytest
 
-from skill_evals.agents import claude_code, codex, pi
+from skill_evals.agents import claude_code, codex, opencode, pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.registry import names as agent_names
 from skill_evals.agents.scaffold import TRANSCRIPT_DIR_VAR
 from tests.conftest import write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-META_KEYS = {"durationMs", "costUsd", "inputTokens", "outputTokens"}
+# The engine's meta keys, plus "turns" (OpenCode's model steps; the engine ignores it).
+META_KEYS = {"durationMs", "costUsd", "inputTokens", "outputTokens", "turns"}
 
 # agent -> (module, captured `with` transcript, captured failed-load transcript, environment)
 AGENTS: dict[str, tuple[ModuleType, str, str, dict[str, str]]] = {
@@ -29,7 +30,10 @@ AGENTS: dict[str, tuple[ModuleType, str, str, dict[str, str]]] = {
                     "claude-code/failed-load.jsonl", {}),
     "codex": (codex, "codex/native_with.jsonl", "codex/failed_read.jsonl", {"OPENAI_API_KEY": "k"}),
     "pi": (pi, "pi/with.jsonl", "pi/failed-read.jsonl", {}),
+    "opencode": (opencode, "opencode/with.jsonl", "opencode/probes.jsonl", {}),
 }  # fmt: skip
+# Options an agent cannot run without (OpenCode needs --model provider/model).
+DEFAULTS: dict[str, dict[str, Any]] = {"opencode": {"model": "fake/m1"}}
 
 
 def stand_in(tmp_path: Path, transcript: Path, status: int = 0) -> str:
@@ -59,6 +63,7 @@ def run(
         "with" if variant == "with" else "without", skill, "case/1", 2, "PROMPT-TEXT"
     )
     env = {"PATH": os.environ["PATH"], **extra, TRANSCRIPT_DIR_VAR: str(tmp_path / "saved")}
+    options = {**DEFAULTS.get(agent, {}), **options}
     opts = AgentOptions(bin=stand_in(tmp_path, transcript), **options)
     return module.run(invocation, opts, env)
 
@@ -124,13 +129,14 @@ def test_missing_binaries_and_name_clashes_are_setup_errors(agent: str, tmp_path
         module.run(invocation, AgentOptions(bin=str(tmp_path / "nope" / "agent")), env)
     twin = write_skill(tmp_path / "b")  # same name as the skill under test
     with pytest.raises(RunnerSetupError, match=r"--with-skill .*refund-policy"):
-        module.run(invocation, AgentOptions(bin=sys.executable, with_skills=(twin,)), env)
+        opts = AgentOptions(bin=sys.executable, with_skills=(twin,), **DEFAULTS.get(agent, {}))
+        module.run(invocation, opts, env)
 
 
 @pytest.mark.parametrize(
     ("agent", "folder"),
     [("claude-code", ".claude/skills"), ("codex", ".agents/skills"), ("pi", ".agents/skills"),
-     ("pi", ".pi/skills")],
+     ("pi", ".pi/skills"), ("opencode", ".opencode/skills"), ("opencode", ".claude/skills")],
 )  # fmt: skip
 def test_a_fixture_holding_the_tested_skill_is_refused_in_both_variants(
     agent: str, folder: str, tmp_path: Path
@@ -143,7 +149,8 @@ def test_a_fixture_holding_the_tested_skill_is_refused_in_both_variants(
     for variant in ("with", "without"):
         invocation = AgentInvocation(variant, skill, "c", 1, "p")
         with pytest.raises(RunnerSetupError, match=f"{folder}/refund-policy"):
-            module.run(invocation, AgentOptions(bin=sys.executable, fixture=fixture), env)
+            opts = AgentOptions(bin=sys.executable, fixture=fixture, **DEFAULTS.get(agent, {}))
+            module.run(invocation, opts, env)
 
 
 def test_every_registered_agent_is_tested_here_documented_and_a_runner() -> None:
