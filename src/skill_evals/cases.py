@@ -378,14 +378,27 @@ def _parse_case(raw: dict[str, Any], line: int, checker: _CaseChecker, skill_nam
 # ---------------------------------------------------------------------------------- readers
 
 
-def _jsonl_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
+# The checker the routing cases (route/cases.py) validate their own fields with.
+CaseChecker = _CaseChecker
+
+
+def jsonl_case_objects(
+    data: bytes, path: Path
+) -> Iterator[tuple[dict[str, Any], int, _CaseChecker]]:
+    """Each raw case object of a JSONL case file with its line and a checker that reports
+    ``FILE:LINE: field …`` errors (shared with the routing cases, route/cases.py)."""
     for record in iter_jsonl([data], path, max_records=MAX_CASES):
         line = record.line
 
         def locate(_where: Path_, line: int = line) -> int:
             return line  # a JSONL case is one line: every field is on it
 
-        yield _parse_case(record.value, line, _CaseChecker(path, locate, "jsonl"), skill_name)
+        yield record.value, line, _CaseChecker(path, locate, "jsonl")
+
+
+def _jsonl_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
+    for raw, line, checker in jsonl_case_objects(data, path):
+        yield _parse_case(raw, line, checker, skill_name)
 
 
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
@@ -446,6 +459,15 @@ def _core_scalar(node: yaml.ScalarNode) -> object:
 
 
 def _yaml_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
+    for raw, line, checker in yaml_case_objects(data, path):
+        yield _parse_case(raw, line, checker, skill_name)
+
+
+def yaml_case_objects(
+    data: bytes, path: Path
+) -> Iterator[tuple[dict[str, Any], int, _CaseChecker]]:
+    """Each raw case object of a YAML ``{cases: [...]}`` file with its line and checker (YAML
+    1.2 core schema, JSON's limits, errors naming the YAML line)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -495,8 +517,7 @@ def _yaml_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
                 full = full[:-1]
             return line
 
-        checker = _CaseChecker(path, locate, "yaml")
-        yield _parse_case(cast("dict[str, Any]", raw), item_line, checker, skill_name)
+        yield cast("dict[str, Any]", raw), item_line, _CaseChecker(path, locate, "yaml")
 
 
 def load_cases(path: Path, skill_name: str) -> CaseSuite:

@@ -366,7 +366,7 @@ def runner_simulated() -> None:
     from .agents.simulated import run as run_simulated
 
     try:
-        result = run_simulated(read_invocation())
+        result = run_simulated(read_invocation(catalog=True))
     except RunnerSetupError as exc:
         click.echo(f"skill-evals runner simulated: {terminal_safe(exc)}", err=True)
         sys.exit(2)
@@ -465,6 +465,10 @@ from .ci.commands import changed, ci, lock  # noqa: E402  (click commands only; 
 cli.add_command(ci)
 cli.add_command(lock)
 cli.add_command(changed)
+
+from .cli_route import route  # noqa: E402  (the click command only; lazy inside)
+
+cli.add_command(route)
 
 
 # ---------------------------------------------------------------------------------------- main

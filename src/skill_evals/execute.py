@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from .cases import CaseSuite
 from .errors import EvalError
 from .observations import (
+    VARIANTS,
     Observation,
     RecordWriter,
     RunnerFailure,
@@ -79,6 +80,10 @@ class ExecutionPlan:
     record: Path | None = None
     resumed: Sequence[Observation] = ()
     base_env: Mapping[str, str] | None = None  # default: os.environ
+    variants: tuple[Variant, ...] = VARIANTS  # the arms to run, in this order per trial
+    # Set on every invocation after the EVALGATE_SKILL_* variables; a None value removes the
+    # variable (routing: SKILL_EVALS_SKILL_DIRS set, EVALGATE_SKILL_DIR removed).
+    extra_env: Mapping[str, str | None] | None = None
 
 
 @dataclass
@@ -148,6 +153,16 @@ class _Scheduler:
         self.prompts = {case.id: case.prompt for case in plan.suite.cases}
         self.expect = {case.id: case.expect_trigger for case in plan.suite.cases}
 
+    def env_for(self, case_id: str, trial: int, variant: Variant) -> dict[str, str]:
+        """The runner's environment for one invocation."""
+        env = invocation_env(self.base_env, variant, self.skill_dir, case_id, trial)
+        for name, value in (self.plan.extra_env or {}).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        return env
+
     def take(self) -> tuple[str, int, Variant] | None:
         """The next key to run, or None when nothing more may start."""
         with self.lock:
@@ -166,7 +181,7 @@ class _Scheduler:
         spec = InvocationSpec(
             argv=tuple(self.plan.command),
             prompt=self.prompts[case_id],
-            env=invocation_env(self.base_env, variant, self.skill_dir, case_id, trial),
+            env=self.env_for(case_id, trial, variant),
             case_id=case_id,
             trial=trial,
             variant=variant,
@@ -241,7 +256,7 @@ def execute(
     Only valid observations are appended to ``plan.record`` (resumed ones are not written again).
     Progress counts over the whole plan: resumed observations count as already done."""
     started = time.monotonic()
-    keys = plan_keys(plan.suite, plan.trials)
+    keys = plan_keys(plan.suite, plan.trials, plan.variants)
     wanted = set(keys)
     resumed = {o.key: o for o in plan.resumed if o.key in wanted}
     todo = [k for k in keys if k not in resumed]

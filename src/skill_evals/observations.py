@@ -473,13 +473,17 @@ def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation
     return [found[k] for k in plan_keys(suite, trials) if k in found]
 
 
-def plan_keys(suite: CaseSuite, trials: int) -> list[tuple[str, int, Variant]]:
-    """Every (caseId, trial, variant) in plan order: case-file order, trial, with before without."""
+def plan_keys(
+    suite: CaseSuite, trials: int, variants: tuple[Variant, ...] = VARIANTS
+) -> list[tuple[str, int, Variant]]:
+    """Every (caseId, trial, variant) in plan order: case-file order, trial, with before without.
+
+    ``variants``: the arms that run (routing runs only ``with``: the whole catalog installed)."""
     return [
         (case.id, trial, variant)
         for case in suite.cases
         for trial in range(1, trials + 1)
-        for variant in VARIANTS
+        for variant in variants
     ]
 
 

@@ -160,11 +160,8 @@ class TriggerMetrics:
     f1: float | None
 
 
-def trigger_metrics(tp: int, fp: int, fn: int) -> TriggerMetrics:
-    """precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R) (0 when P+R = 0).
-
-    Computed as exact fractions and rounded once, so e.g. F1 = 9/10 is exactly the float 0.9
-    and compares as a user expects against ``--min-trigger-f1 0.9``."""
+def exact_f1(tp: int, fp: int, fn: int) -> tuple[Fraction | None, Fraction | None, Fraction | None]:
+    """(precision, recall, F1) as exact fractions; None where undefined (see trigger_metrics)."""
     p = Fraction(tp, tp + fp) if tp + fp else None
     r = Fraction(tp, tp + fn) if tp + fn else None
     if p is None or r is None:
@@ -173,6 +170,15 @@ def trigger_metrics(tp: int, fp: int, fn: int) -> TriggerMetrics:
         f1 = Fraction(0)
     else:
         f1 = 2 * p * r / (p + r)
+    return p, r, f1
+
+
+def trigger_metrics(tp: int, fp: int, fn: int) -> TriggerMetrics:
+    """precision = TP/(TP+FP), recall = TP/(TP+FN), F1 = 2PR/(P+R) (0 when P+R = 0).
+
+    Computed as exact fractions and rounded once, so e.g. F1 = 9/10 is exactly the float 0.9
+    and compares as a user expects against ``--min-trigger-f1 0.9``."""
+    p, r, f1 = exact_f1(tp, fp, fn)
     return TriggerMetrics(
         precision=None if p is None else float(p),
         recall=None if r is None else float(r),

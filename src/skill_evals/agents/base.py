@@ -35,6 +35,8 @@ class AgentInvocation:
     case_id: str
     trial: int
     prompt: str
+    # A routing run's whole catalog (SKILL_EVALS_SKILL_DIRS); skill_dir is then its first.
+    skill_dirs: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,10 +116,28 @@ def skill_ref(path: Path, text: str | None = None) -> SkillRef:
     )
 
 
+def _catalog_dirs(value: str) -> tuple[Path, ...]:
+    """SKILL_EVALS_SKILL_DIRS: absolute skill directories, one per line."""
+    dirs = tuple(Path(line) for line in value.split("\n") if line)
+    for path in dirs:
+        if not path.is_absolute() or not path.is_dir():
+            raise RunnerSetupError(
+                "SKILL_EVALS_SKILL_DIRS must list absolute skill directories, one per line"
+            )
+    return dirs
+
+
 def read_invocation(
-    stdin: BinaryIO | None = None, env: Mapping[str, str] | None = None
+    stdin: BinaryIO | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    catalog: bool = False,
 ) -> AgentInvocation:
-    """Read the prompt (UTF-8, to EOF) and the EVALGATE_SKILL_* variables."""
+    """Read the prompt (UTF-8, to EOF) and the EVALGATE_SKILL_* variables.
+
+    ``catalog``: the runner installs a routing run's whole catalog (SKILL_EVALS_SKILL_DIRS,
+    docs/routing.md). A runner that does not is refused such a run, so it never measures a
+    one-skill catalog instead."""
     env = os.environ if env is None else env
     stream = sys.stdin.buffer if stdin is None else stdin
     variant = env.get("EVALGATE_SKILL_VARIANT", "")
@@ -125,7 +145,17 @@ def read_invocation(
         raise RunnerSetupError(
             "EVALGATE_SKILL_VARIANT must be 'with' or 'without'; run this through skill-evals test"
         )
-    skill_dir = env.get("EVALGATE_SKILL_DIR", "")
+    skill_dirs: tuple[Path, ...] = ()
+    if "SKILL_EVALS_SKILL_DIRS" in env:
+        if not catalog:
+            raise RunnerSetupError(
+                "this runner does not install a catalog of skills (SKILL_EVALS_SKILL_DIRS) yet, "
+                "so it cannot serve skill-evals route; see docs/routing.md"
+            )
+        skill_dirs = _catalog_dirs(env["SKILL_EVALS_SKILL_DIRS"])
+        if not skill_dirs:
+            raise RunnerSetupError("SKILL_EVALS_SKILL_DIRS is empty; it must list skill dirs")
+    skill_dir = env.get("EVALGATE_SKILL_DIR", "") or (str(skill_dirs[0]) if skill_dirs else "")
     if not skill_dir or not Path(skill_dir).is_dir():
         raise RunnerSetupError("EVALGATE_SKILL_DIR must name the skill directory")
     trial_text = env.get("EVALGATE_SKILL_TRIAL", "1")
@@ -141,4 +171,5 @@ def read_invocation(
         case_id=env.get("EVALGATE_SKILL_CASE_ID", ""),
         trial=int(trial_text),
         prompt=prompt,
+        skill_dirs=skill_dirs,
     )

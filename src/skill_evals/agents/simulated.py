@@ -6,6 +6,8 @@ stderr on every invocation. Its behaviour is deterministic and deliberately simp
 * trigger: in the ``with`` variant only, the skill is loaded when at least ``MIN_SHARED_WORDS``
   distinct content words of the prompt occur in the skill's description (words are lower-cased,
   a plural ``s`` is dropped, short and common words are ignored). It never loads in ``without``.
+  With a whole catalog installed (``SKILL_EVALS_SKILL_DIRS``, `skill-evals route`) it loads
+  the one skill whose description shares the most such words, if it reaches the same threshold.
 * answer: when loaded, the section of the SKILL.md body that shares most words with the prompt
   (a fenced ``json`` block verbatim when the prompt asks for JSON); otherwise a generic answer.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..skill import parse_frontmatter
 from .base import AgentInvocation, AgentResult, RunnerSetupError
@@ -120,25 +123,62 @@ def answer_from_body(prompt: str, body: str) -> str:
     return f"[simulated] {best.text}"
 
 
-def run(invocation: AgentInvocation) -> AgentResult:
-    """Answer one invocation of the runner contract."""
-    print(f"skill-evals runner simulated: {LABEL}", file=sys.stderr)
-    md = invocation.skill_dir / "SKILL.md"
+@dataclass(frozen=True)
+class _Installed:
+    name: str
+    description: str
+    body: str
+
+
+def _read_skill(skill_dir: Path) -> _Installed:
+    md = skill_dir / "SKILL.md"
     try:
         front, body = parse_frontmatter(md.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunnerSetupError(f"{md}: cannot read the skill ({type(exc).__name__})") from exc
     name = front.get("name")
-    skill_name = name if isinstance(name, str) and name else invocation.skill_dir.name
     description = front.get("description")
-    description = description if isinstance(description, str) else ""
-    if invocation.variant == "with" and should_load(invocation.prompt, description):
-        return AgentResult(
-            variant=invocation.variant,
-            invoked_skills=[skill_name],
-            output=answer_from_body(invocation.prompt, body),
-            exit_code=0,
-        )
+    return _Installed(
+        name=name if isinstance(name, str) and name else skill_dir.name,
+        description=description if isinstance(description, str) else "",
+        body=body,
+    )
+
+
+def pick_skill(prompt: str, descriptions: list[str]) -> int | None:
+    """The simulated choice among installed skills: the index of the description sharing the
+    most content words with the prompt (at least ``MIN_SHARED_WORDS``), ties broken by the
+    larger share of the description's own words, then by catalog order; None when none
+    qualifies. Near-miss prompts between similar descriptions really are misrouted here."""
+    wanted = content_words(prompt)
+    best: tuple[int, float, int] | None = None
+    for index, description in enumerate(descriptions):
+        words = content_words(description)
+        shared = len(wanted & words)
+        if shared < MIN_SHARED_WORDS:
+            continue
+        score = (shared, shared / len(words), -index)
+        if best is None or score > best:
+            best = score
+    return None if best is None else -best[2]
+
+
+def run(invocation: AgentInvocation) -> AgentResult:
+    """Answer one invocation of the runner contract. With a catalog installed
+    (SKILL_EVALS_SKILL_DIRS, a routing run) it loads at most the one best-matching skill."""
+    print(f"skill-evals runner simulated: {LABEL}", file=sys.stderr)
+    dirs = invocation.skill_dirs or (invocation.skill_dir,)
+    installed = [_read_skill(d) for d in dirs]
+    if invocation.variant == "with":
+        chosen = pick_skill(invocation.prompt, [s.description for s in installed])
+        if chosen is not None:
+            skill = installed[chosen]
+            return AgentResult(
+                variant=invocation.variant,
+                invoked_skills=[skill.name],
+                output=answer_from_body(invocation.prompt, skill.body),
+                exit_code=0,
+            )
     return AgentResult(
         variant=invocation.variant, invoked_skills=[], output=GENERIC_ANSWER, exit_code=0
     )

@@ -127,6 +127,10 @@ class _Suite:
         return suite
 
 
+# Suites built outside this module (the routing suite) use the same builder and serialiser.
+Suite = _Suite
+
+
 def _properties(suite: _Suite, report: Mapping[str, Any]) -> None:
     skill = _mapping(report.get("skill"))
     cases = _mapping(report.get("cases"))
@@ -345,6 +349,7 @@ def _wall_seconds(report: Mapping[str, Any] | None) -> float:
 
 def render_junit(
     suites: Sequence[SuiteInput | tuple[str, Mapping[str, Any] | None, str | None]],
+    extra: Sequence[tuple[Suite, Mapping[str, Any] | None]] = (),
 ) -> str:
     """``suites``: a :class:`SuiteInput` per skill, or (skill name, report or None, skip reason
     or None).
@@ -352,10 +357,12 @@ def render_junit(
     <testsuites name="skill-evals"> → one <testsuite> per skill with properties (hashes, trials,
     seed, thresholds) → testcases ``trigger[<case id>]``, ``uplift``, ``loading[<case id>]`` on
     violation. Gate failures are <failure>, runner failures <error>, skipped skills and cases
-    that did not run <skipped>; ``time`` always present."""
+    that did not run <skipped>; ``time`` always present. ``extra``: suites built elsewhere
+    (the routing suite, route/render_junit.py) with the report whose wall time they take."""
     root = ET.Element("testsuites", name="skill-evals")
     totals = {"tests": 0, "failures": 0, "errors": 0}
     total_time = 0.0
+    built: list[tuple[Suite, Mapping[str, Any] | None]] = []
     for item in map(_as_input, suites):
         if item.report is not None:
             suite = _skill_suite(item.name, item.report)
@@ -366,9 +373,11 @@ def render_junit(
                 suite.result(tc, "failure", item.failed).set("type", item.failure_type)
             else:
                 suite.result(tc, "skipped", item.skipped or "not evaluated")
+        built.append((suite, item.report))
+    for suite, report in [*built, *extra]:
         # A suite's time is its run's wall time (testcases carry 0: invocations interleave
         # across cases, so no per-case time exists).
-        wall = _wall_seconds(item.report)
+        wall = _wall_seconds(report)
         total_time += wall
         root.append(suite.element(wall))
         totals["tests"] += len(suite.cases)

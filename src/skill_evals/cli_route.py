@@ -1,0 +1,226 @@
+"""`skill-evals route`: the click command only — parse, call, print, exit (docs/routing.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+# The same option helpers as `ci` (one definition of the NaN-safe range and the error line).
+from .ci.commands import CONTEXT
+from .ci.commands import _fail as fail
+from .ci.commands import _FiniteRange as FloatRange
+from .terminal import terminal_safe
+
+if TYPE_CHECKING:
+    from .route.pipeline import RouteOptions
+
+_OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)
+FORMATS = ("text", "json", "markdown", "junit", "html")
+
+
+@click.command("route", context_settings=CONTEXT)
+@click.option(
+    "--skill",
+    "skills",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="A catalog skill directory (repeatable).",
+)
+@click.option(
+    "--catalog",
+    "catalog_globs",
+    multiple=True,
+    help="Glob of catalog skill directories, relative to here (repeatable), e.g. 'skills/*'.",
+)
+@click.option(
+    "--cases",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Routing case file (.jsonl, .yaml, .yml): id, prompt, expect, tags.",
+)
+@click.option("--runner", default=None, help="Runner command (split like a shell; no shell).")
+@click.option(
+    "--observations",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Recorded routing observations instead of a runner.",
+)
+@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--jobs", type=click.IntRange(1, 64), default=4, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=42, show_default=True)
+@click.option("--timeout-ms", type=click.IntRange(1, 600_000), default=30_000, show_default=True)
+@click.option(
+    "--max-bytes", type=click.IntRange(1, 10_000_000), default=1_000_000, show_default=True
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(0, 10),
+    default=2,
+    show_default=True,
+    help="Reruns of an invocation whose runner reports a retryable error.",
+)
+@click.option("--min-accuracy", type=FloatRange(0, 1), default=None)
+@click.option(
+    "--min-skill-f1",
+    type=FloatRange(0, 1),
+    default=None,
+    help="Every skill that some case expects must reach this F1.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="What stdout gets.",
+)
+@click.option("--report", type=_OUTPUT_PATH, default=None, help="Also write the JSON report.")
+@click.option(
+    "--record", type=_OUTPUT_PATH, default=None, help="Append every observation as it completes."
+)
+@click.option(
+    "--resume",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Reuse recorded observations; run only the missing ones.",
+)
+@click.option("--keep-going", is_flag=True, help="Keep starting invocations after a failure.")
+@click.option(
+    "--lint",
+    is_flag=True,
+    help="Run nothing: overlapping descriptions and skills no case expects.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+def route(
+    skills: tuple[Path, ...],
+    catalog_globs: tuple[str, ...],
+    cases: Path,
+    runner: str | None,
+    observations: Path | None,
+    trials: int,
+    jobs: int,
+    seed: int,
+    timeout_ms: int,
+    max_bytes: int,
+    retries: int,
+    min_accuracy: float | None,
+    min_skill_f1: float | None,
+    fmt: str,
+    report: Path | None,
+    record: Path | None,
+    resume: Path | None,
+    keep_going: bool,
+    lint: bool,
+    quiet: bool,
+) -> None:
+    """Which skill does the agent pick when the whole catalog is installed?
+
+    Accuracy, per-skill precision/recall/F1, the confusion matrix and the colliding pairs over
+    routing cases. Example: skill-evals route --catalog 'skills/*' --cases evals/routing.jsonl
+    --runner 'skill-evals runner simulated' --min-accuracy 0.8. Read docs/routing.md.
+    """
+    from .route.pipeline import RouteOptions
+
+    options = RouteOptions(
+        cases=cases,
+        skills=skills,
+        catalog_globs=catalog_globs,
+        runner=runner,
+        observations=observations,
+        trials=trials,
+        seed=seed,
+        timeout_ms=timeout_ms,
+        max_bytes=max_bytes,
+        jobs=jobs,
+        retries=retries,
+        min_accuracy=min_accuracy,
+        min_skill_f1=min_skill_f1,
+        record=record,
+        resume=resume,
+        keep_going=keep_going,
+        outputs=tuple(p for p in (report, record) if p is not None),
+    )
+    if lint:
+        _lint(options, fmt)
+    _run(options, fmt, report, quiet)
+
+
+def _lint(options: RouteOptions, fmt: str) -> NoReturn:
+    from .errors import EvalError
+    from .route.lint import lint_catalog, render_lint_json, render_lint_text
+    from .route.pipeline import load_catalog_for
+
+    if fmt not in ("text", "json"):
+        fail("--lint prints --format text or json")
+    try:
+        catalog = load_catalog_for(options)
+        result = lint_catalog(catalog, options.cases)
+    except EvalError as exc:
+        fail(str(exc), exc.exit_code)
+    text = render_lint_json(result) if fmt == "json" else render_lint_text(result)
+    click.echo(text, nl=False)
+    sys.exit(1 if result.findings else 0)
+
+
+def _run(options: RouteOptions, fmt: str, report_path: Path | None, quiet: bool) -> NoReturn:
+    from .agents.simulated import NOTICE, is_simulated_command
+    from .interrupts import sigterm_interrupts
+    from .outputs import close_held
+    from .progress import ProgressPrinter
+    from .route.pipeline import run_route
+
+    if is_simulated_command(options.runner):
+        # Said on every run, --quiet or not: these figures must never pass for a model's.
+        click.echo(f"skill-evals: note: {NOTICE}", err=True)
+    printer = None if quiet else ProgressPrinter(sys.stderr)
+    held: dict[Path, int] = {}
+    try:
+        with sigterm_interrupts():
+            try:
+                report = run_route(options, progress=printer, held=held)
+            finally:
+                if printer is not None:
+                    printer.close()
+            inputs = tuple(p for p in (options.cases, options.observations, options.resume) if p)
+            _write(report, fmt, inputs, report_path, held)
+    finally:
+        close_held(held)
+    sys.exit(int(report["exitCode"]))
+
+
+def _write(
+    report: dict[str, Any],
+    fmt: str,
+    inputs: tuple[Path, ...],
+    report_path: Path | None,
+    held: dict[Path, int],
+) -> None:
+    from .codes import INVALID
+    from .messages import by_severity
+    from .outputs import write_output
+    from .route.render import render_route
+
+    if report_path is not None and _writable(report, report_path, inputs):
+        try:
+            write_output(report_path, render_route(report, "json"), held)
+        except OSError as exc:
+            if report["exitCode"] != INVALID:  # already invalid (maybe this very path): say why
+                fail(f"{report_path}: cannot write ({exc.strerror})")
+    to_person = fmt == "text" and sys.stdout.isatty()
+    if report["exitCode"] in (5, 6, 7) and not to_person:
+        for message in by_severity(report, "error")[:1]:
+            click.echo(f"skill-evals: error: {terminal_safe(message)}", err=True)
+    click.echo(render_route(report, fmt), nl=False)
+
+
+def _writable(report: dict[str, Any], path: Path, inputs: tuple[Path, ...]) -> bool:
+    """Never write into a catalog skill, nor over an input file (both are exit 5 already)."""
+    from .pipeline import path_inside
+
+    for skill in report.get("catalog") or []:
+        if path_inside(path, Path(skill["path"])):
+            return False
+    return not any(path.resolve() == given.resolve() for given in inputs)
