@@ -6,7 +6,9 @@ Heavy modules are imported inside the commands so that `skill-evals --help` star
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,10 +18,9 @@ from . import __version__
 from .agents.registry import ENTRIES as AGENT_ENTRIES
 from .codes import INTERNAL, INVALID
 from .errors import EvalError
+from .helptext import CONTEXT, epilog
 from .interrupts import sigterm_interrupts
 from .terminal import terminal_safe
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 def _fail(message: str, code: int = INVALID) -> NoReturn:
@@ -27,9 +28,19 @@ def _fail(message: str, code: int = INVALID) -> NoReturn:
     sys.exit(code)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(
+    context_settings=CONTEXT,
+    epilog=epilog(
+        "skill-evals test --skill examples/skills/refund-policy \\\n"
+        "  --cases examples/skills/refund-policy/evals/cases.jsonl \\\n"
+        "  --runner 'skill-evals runner simulated' --min-trigger-f1 0.8\n"
+        "skill-evals COMMAND --help",
+        "docs/README.md",
+        "docs/first-suite.md",
+    ),
+)
 @click.version_option(__version__, prog_name="skill-evals")
-@click.option("--debug", is_flag=True, help="Print a traceback on internal errors.")
+@click.option("--debug", is_flag=True, help="Print a traceback on internal errors (exit 70).")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """Gate pull requests and releases on agent skills.
@@ -56,69 +67,154 @@ class _FloatRange(click.FloatRange):
         return result
 
 
-@cli.command(context_settings=CONTEXT)
+_TEST_EXAMPLE = """
+skill-evals test --skill skills/refund-policy \\
+  --cases skills/refund-policy/evals/cases.jsonl \\
+  --runner 'skill-evals runner claude-code' --min-trigger-f1 0.9 --min-uplift 0.05
+"""
+
+
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Evaluate one skill: trigger F1, uplift, loading evidence; exit code = verdict.",
+    epilog=epilog(_TEST_EXAMPLE, "docs/first-suite.md", "docs/cases.md", "docs/report.md"),
+)
 @click.option(
     "--skill",
     "skill",
     required=True,
     type=click.Path(path_type=Path),
-    help="Skill directory holding SKILL.md.",
+    help="The skill directory (it holds SKILL.md).",
 )
 @click.option(
     "--cases",
     "cases",
     required=True,
     type=click.Path(path_type=Path),
-    help="Case file (.jsonl, .yaml, .yml).",
+    help="The case file: .jsonl, or .yaml/.yml with {cases: [...]} (docs/cases.md).",
 )
 @click.option(
-    "--runner", default=None, help="Runner command (split like a shell; no shell runs it)."
+    "--runner",
+    default=None,
+    metavar="CMD",
+    help="The runner command, run once per case, trial and variant; split like a shell, run "
+    "without one. Built in: 'skill-evals runner claude-code|codex|pi|simulated'. No default: "
+    "give this or --observations.",
 )
 @click.option(
     "--observations",
     type=click.Path(path_type=Path),
     default=None,
-    help="Recorded observations instead of a runner.",
+    metavar="FILE",
+    help="Score recorded observations (JSONL, docs/runner-contract.md) instead of running "
+    "anything. No default: give this or --runner.",
 )
-@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--trials", type=click.IntRange(1, 100), default=3, help="Runs per case and variant.")
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "markdown", "junit"]),
+    type=click.Choice(["text", "json", "markdown", "junit", "html"]),
     default="text",
-    show_default=True,
-    help="What stdout gets.",
+    help="What stdout gets: a report for people, the JSON report, Markdown, JUnit XML or HTML.",
 )
-@click.option("--report", type=_OUTPUT_PATH, default=None, help="Also write the JSON report.")
-@click.option("--junit", type=_OUTPUT_PATH, default=None, help="Also write JUnit XML.")
-@click.option("--markdown", type=_OUTPUT_PATH, default=None, help="Also write Markdown.")
-@click.option("--min-trigger-f1", type=_FloatRange(0, 1), default=None)
+@click.option(
+    "--report",
+    type=_OUTPUT_PATH,
+    default=None,
+    metavar="FILE",
+    help="Also write the JSON report to FILE. Default: none.",
+)
+@click.option(
+    "--junit",
+    type=_OUTPUT_PATH,
+    default=None,
+    metavar="FILE",
+    help="Also write JUnit XML to FILE. Default: none.",
+)
+@click.option(
+    "--markdown",
+    type=_OUTPUT_PATH,
+    default=None,
+    metavar="FILE",
+    help="Also write Markdown to FILE. Default: none.",
+)
+@click.option(
+    "--html",
+    type=_OUTPUT_PATH,
+    default=None,
+    metavar="FILE",
+    help="Also write a self-contained HTML report with per-case detail to FILE. Default: none.",
+)
+@click.option(
+    "--include-outputs",
+    is_flag=True,
+    help="Put each run's answer text into the HTML per-case detail (--html or --format html), "
+    "to see why a task failed. Off by default; never goes into JSON, JUnit or Markdown.",
+)
+@click.option(
+    "--min-trigger-f1",
+    type=_FloatRange(0, 1),
+    default=None,
+    metavar="X",
+    help="Gate: fail (exit 1) when trigger F1 is below X. Default: no gate.",
+)
 @click.option(
     "--min-uplift",
     type=_FloatRange(-1, 1),
     default=None,
-    help="Gate on the interval's lower bound.",
-)
-@click.option("--timeout-ms", type=click.IntRange(1, 600_000), default=30_000, show_default=True)
-@click.option(
-    "--max-bytes", type=click.IntRange(1, 10_000_000), default=1_000_000, show_default=True
-)
-@click.option("--jobs", type=click.IntRange(1, 64), default=4, show_default=True)
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=42, show_default=True)
-@click.option(
-    "--bootstrap-samples", type=click.IntRange(1000, 1_000_000), default=10_000, show_default=True
+    metavar="X",
+    help="Gate: fail (exit 1) when the lower bound of the uplift's 95% interval is below X. "
+    "Default: no gate.",
 )
 @click.option(
-    "--record", type=_OUTPUT_PATH, default=None, help="Append every observation as it completes."
+    "--timeout-ms",
+    type=click.IntRange(1, 600_000),
+    default=30_000,
+    help="Per invocation: kill the runner after this many milliseconds (a runner failure).",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(1, 10_000_000),
+    default=1_000_000,
+    help="Per invocation: kill the runner after this many bytes of stdout + stderr.",
+)
+@click.option(
+    "--jobs", type=click.IntRange(1, 64), default=4, help="Runner processes at the same time."
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    default=42,
+    help="Seed of the bootstrap: the same seed gives the same interval.",
+)
+@click.option(
+    "--bootstrap-samples",
+    type=click.IntRange(1000, 1_000_000),
+    default=10_000,
+    help="Bootstrap resamples for the uplift interval.",
+)
+@click.option(
+    "--record",
+    type=_OUTPUT_PATH,
+    default=None,
+    metavar="FILE",
+    help="Write every observation to FILE as it completes, for --resume. Default: none.",
 )
 @click.option(
     "--resume",
     type=click.Path(path_type=Path),
     default=None,
-    help="Reuse recorded observations; run only the missing ones.",
+    metavar="FILE",
+    help="Reuse the observations recorded in FILE; run only the missing ones. Default: none.",
 )
-@click.option("--keep-going", is_flag=True, help="Keep starting invocations after a failure.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    help="Keep starting invocations after a runner failure (default: stop at the first).",
+)
+@click.option(
+    "--quiet", "-q", is_flag=True, help="No progress on stderr (the simulation note stays)."
+)
 def test(
     skill: Path,
     cases: Path,
@@ -129,6 +225,8 @@ def test(
     report: Path | None,
     junit: Path | None,
     markdown: Path | None,
+    html: Path | None,
+    include_outputs: bool,
     min_trigger_f1: float | None,
     min_uplift: float | None,
     timeout_ms: int,
@@ -141,13 +239,19 @@ def test(
     keep_going: bool,
     quiet: bool,
 ) -> None:
-    """Evaluate one skill: trigger F1, uplift, loading evidence."""
+    """Evaluate one skill: does the agent load it where it should (trigger precision, recall,
+    F1), do task results improve with it (paired uplift with a bootstrap interval and a sign
+    test), and did each run load what it should (loading evidence). The exit code is the
+    verdict (`skill-evals codes`)."""
     from .agents.simulated import NOTICE, is_simulated_command
     from .outputs import close_held
     from .pipeline import TestOptions, run_test
     from .progress import ProgressPrinter
 
-    outputs = tuple(p for p in (report, junit, markdown, record) if p is not None)
+    if include_outputs and html is None and fmt != "html":
+        # Decided before anything runs: answers go only into the HTML report.
+        _fail("--include-outputs puts answers into the HTML report; add --html FILE")
+    outputs = tuple(p for p in (report, junit, markdown, html, record) if p is not None)
     options = TestOptions(
         skill=skill,
         cases=cases,
@@ -170,16 +274,18 @@ def test(
         # Said on every run, --quiet or not: these figures must never pass for a model's.
         click.echo(f"skill-evals: note: {NOTICE}", err=True)
     printer = None if quiet else ProgressPrinter(sys.stderr)
+    answers: dict[tuple[str, int, str], str] | None = {} if include_outputs else None
     held: dict[Path, int] = {}  # pipes and devices among the outputs, opened by the checks
     try:
         with sigterm_interrupts():
             try:
-                result = run_test(options, progress=printer, held=held)
+                result = run_test(options, progress=printer, held=held, answers=answers)
             finally:
                 if printer is not None:
                     printer.close()
             inputs = tuple(p for p in (cases, observations, resume) if p is not None)
-            _write_outputs(result, fmt, report, junit, markdown, skill, inputs, held)
+            paths = {"json": report, "junit": junit, "markdown": markdown, "html": html}
+            _write_outputs(result, fmt, paths, skill, inputs, held, answers)
     finally:
         close_held(held)
     sys.exit(int(result["exitCode"]))
@@ -188,16 +294,17 @@ def test(
 def _write_outputs(
     report: dict[str, Any],
     fmt: str,
-    report_path: Path | None,
-    junit_path: Path | None,
-    markdown_path: Path | None,
+    paths: dict[str, Path | None],
     skill_dir: Path,
     inputs: tuple[Path, ...] = (),
     held: dict[Path, int] | None = None,
+    answers: dict[tuple[str, int, str], str] | None = None,
 ) -> None:
+    """Write the report in every format a path was given for, then ``fmt`` to stdout."""
     from .messages import by_severity
     from .outputs import write_output
     from .pipeline import path_inside
+    from .render.html import render_test_html
     from .render.json import render_json
     from .render.junit import render_junit
     from .render.markdown import render_markdown
@@ -210,17 +317,15 @@ def _write_outputs(
     def junit() -> str:
         return render_junit([(name, report, None)])
 
-    renderers = {
+    renderers: dict[str, Callable[[], str]] = {
         "text": lambda: render_text(report, fallback),
         "json": lambda: render_json(report),
         "markdown": lambda: render_markdown(report, fallback),
         "junit": junit,
+        "html": lambda: render_test_html(report, name, str(skill_dir), answers),
     }
-    for path, render in (
-        (report_path, renderers["json"]),
-        (junit_path, junit),
-        (markdown_path, renderers["markdown"]),
-    ):
+    for kind, path in paths.items():
+        render = renderers[kind]
         # Never write into the skill, nor over an input file (both are exit 5 already).
         if path is None or path_inside(path, skill_dir):
             continue
@@ -244,10 +349,15 @@ def _write_outputs(
 # ------------------------------------------------------------------------------------ validate
 
 
-@cli.command(context_settings=CONTEXT)
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Check skills against the Agent Skills format (exit 1 on any error).",
+    epilog=epilog("skill-evals validate skills/*", "docs/inputs.md#skills"),
+)
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(dirs: tuple[Path, ...]) -> None:
-    """Check skills against the Agent Skills format; print PATH: message per problem."""
+    """Check each skill directory DIRS against the Agent Skills format: print every problem as
+    PATH: message; exit 1 if any is an error, 0 otherwise (warnings do not fail)."""
     from .skill import validate_skill
 
     problems = [p for d in dirs for p in validate_skill(d)]
@@ -258,9 +368,13 @@ def validate(dirs: tuple[Path, ...]) -> None:
     sys.exit(1 if problems else 0)
 
 
-@cli.command(context_settings=CONTEXT)
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Print the exit codes and what each means.",
+    epilog=epilog("skill-evals codes", "docs/README.md#commands", "docs/statistics.md"),
+)
 def codes() -> None:
-    """Print the exit-code table."""
+    """Print the exit-code table and the precedence when several apply."""
     from .codes import render_table
 
     click.echo(render_table())
@@ -269,29 +383,56 @@ def codes() -> None:
 # -------------------------------------------------------------------------------------- runner
 
 
-@cli.group(context_settings=CONTEXT)
+@cli.group(
+    context_settings=CONTEXT,
+    short_help="Built-in runners for --runner: real agents, isolated; an offline simulation.",
+    epilog=epilog(
+        "skill-evals test --skill S --cases C --runner 'skill-evals runner claude-code'",
+        "docs/agents/README.md",
+        "docs/runner-contract.md",
+    ),
+)
 def runner() -> None:
-    """Built-in runners for --runner (real agents, isolated; and an offline simulation)."""
+    """Built-in runners to pass to `skill-evals test --runner` (or `runner:` in
+    .skill-evals.yml): each runs a real agent in a fresh, isolated workspace per invocation,
+    or (`simulated`) answers offline without a model."""
 
 
 def _agent_options(func: Any) -> Any:
     options = [
-        click.option("--model", default=None, help="Model name passed to the agent."),
-        click.option("--max-turns", type=click.IntRange(1, 1000), default=None),
+        click.option(
+            "--model",
+            default=None,
+            help="Model passed to the agent. Default: the agent's own default.",
+        ),
+        click.option(
+            "--max-turns",
+            type=click.IntRange(1, 1000),
+            default=None,
+            help="Stop the agent after N turns. Default: the agent's own limit.",
+        ),
         click.option(
             "--with-skill",
             "with_skills",
             multiple=True,
             type=click.Path(file_okay=False, path_type=Path),
-            help="A neighbour skill offered in both variants (repeatable).",
+            help="A neighbour skill offered in both variants, so routing is tested against "
+            "competition (repeatable). Default: none.",
         ),
         click.option(
             "--fixture",
             type=click.Path(file_okay=False, path_type=Path),
             default=None,
-            help="Directory copied into the fresh project.",
+            help="Directory copied into each fresh project. Default: an empty project.",
         ),
-        click.option("--bin", "bin_", default=None, help="Agent binary (default: on PATH)."),
+        click.option(
+            "--bin",
+            "bin_",
+            default=None,
+            metavar="PATH",
+            help="The agent's program; a relative path is resolved from the current "
+            "directory. Default: the agent's usual name, looked up on PATH.",
+        ),
         click.option(
             "--delivery",
             type=click.Choice(["native", "mcp"]),
@@ -299,11 +440,25 @@ def _agent_options(func: Any) -> Any:
             show_default=True,
             help="Offer skills natively or through mcp-serve.",
         ),
-        click.option("--keep-workspace", is_flag=True, help="Leave the temp dirs (debugging)."),
+        click.option(
+            "--keep-workspace",
+            is_flag=True,
+            help="Keep each invocation's workspace (transcript, agent stderr) and print its "
+            "path on stderr, for debugging. Off by default.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
     return func
+
+
+def _caller_path(program: str | None) -> str | None:
+    """``--bin``: a path with a directory part is made absolute against the directory the
+    runner was started in (the agent itself runs in a fresh workspace elsewhere); a bare name
+    is still looked up on PATH."""
+    if program is None or "/" not in program:
+        return program
+    return os.path.abspath(os.path.expanduser(program))
 
 
 def _run_agent(agent: str, **kwargs: Any) -> None:
@@ -316,7 +471,7 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
         max_turns=kwargs["max_turns"],
         with_skills=tuple(kwargs["with_skills"]),
         fixture=kwargs["fixture"],
-        bin=kwargs["bin_"],
+        bin=_caller_path(kwargs["bin_"]),
         delivery=kwargs["delivery"],
         keep_workspace=kwargs["keep_workspace"],
         provider_config=kwargs.get("provider_config"),
@@ -338,13 +493,32 @@ _EXTRA_OPTIONS = {
         "provider_config",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="JSON file merged as OpenCode's `provider` section (a custom provider).",
+        metavar="FILE",
+        help="JSON file merged as OpenCode's `provider` section (a custom provider). "
+        "Default: none.",
     ),
 }
 
 
-def _agent_command(name: str, summary: str, extra: tuple[str, ...]) -> click.Command:
-    @click.command(name, help=summary, context_settings=CONTEXT)
+def _agent_command(name: str, summary: str, extra: tuple[str, ...], doc: str) -> click.Command:
+    example = (
+        "skill-evals test --skill skills/refund-policy \\\n"
+        "  --cases skills/refund-policy/evals/cases.jsonl \\\n"
+        f"  --runner 'skill-evals runner {name} --with-skill skills/neighbour'"
+    )
+    help_text = (
+        f"{summary}\n\nA runner for `skill-evals test --runner`: it reads one invocation (the "
+        "prompt on stdin, the EVALGATE_SKILL_* variables), runs the agent in a fresh isolated "
+        "workspace and prints the one result line. Not meant to be run by hand."
+    )
+
+    @click.command(
+        name,
+        help=help_text,
+        short_help=summary,
+        context_settings=CONTEXT,
+        epilog=epilog(example, f"docs/agents/{doc}", "docs/runner-contract.md"),
+    )
     @_agent_options
     def command(**kwargs: Any) -> None:
         _run_agent(name, **kwargs)
@@ -355,13 +529,26 @@ def _agent_command(name: str, summary: str, extra: tuple[str, ...]) -> click.Com
 
 
 for _entry in AGENT_ENTRIES:
-    runner.add_command(_agent_command(_entry.name, _entry.summary, _entry.extra_options))
+    runner.add_command(
+        _agent_command(_entry.name, _entry.summary, _entry.extra_options, _entry.doc)
+    )
 
 
-@runner.command("simulated", context_settings=CONTEXT)
+@runner.command(
+    "simulated",
+    context_settings=CONTEXT,
+    short_help="SIMULATION, not a model: offline and deterministic, for demos and self-tests.",
+    epilog=epilog(
+        "skill-evals test --skill examples/skills/refund-policy \\\n"
+        "  --cases examples/skills/refund-policy/evals/cases.jsonl \\\n"
+        "  --runner 'skill-evals runner simulated'",
+        "docs/agents/simulated.md",
+    ),
+)
 def runner_simulated() -> None:
     """SIMULATION, not a model: loads the skill when enough prompt words occur in its
-    description (never in `without`); for demos and self-tests."""
+    description (never in `without`) and answers from the skill's body; says so on stderr every
+    time. For demos, tutorials and self-tests: its figures say nothing about a real agent."""
     from .agents.base import RunnerSetupError, read_invocation
     from .agents.simulated import run as run_simulated
 
@@ -377,8 +564,20 @@ def runner_simulated() -> None:
 # ------------------------------------------------------------------------------------ evidence
 
 
-@cli.command(context_settings=CONTEXT)
-@click.option("--agent", required=True, type=click.Choice([e.name for e in AGENT_ENTRIES]))
+@cli.command(
+    context_settings=CONTEXT,
+    short_help="Print the loading evidence found in a saved agent transcript, as JSON.",
+    epilog=epilog(
+        "skill-evals evidence --agent claude-code transcripts/refund-eligible.1.with.jsonl",
+        "docs/agents/README.md",
+    ),
+)
+@click.option(
+    "--agent",
+    required=True,
+    type=click.Choice([e.name for e in AGENT_ENTRIES]),
+    help="Which agent wrote the transcript.",
+)
 @click.option(
     "--skill",
     "skills",
@@ -391,11 +590,15 @@ def runner_simulated() -> None:
     "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Config with evidence.toolPatterns / evidence.uriPatterns.",
+    metavar="FILE",
+    help="A .skill-evals.yml whose evidence.toolPatterns / evidence.uriPatterns also count "
+    "as loads. Default: none.",
 )
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 def evidence(agent: str, skills: tuple[Path, ...], config_path: Path | None, file: Path) -> None:
-    """Print the loading evidence found in a saved agent transcript (JSON)."""
+    """Print the loading evidence found in FILE, a saved agent transcript (JSON events, e.g.
+    from SKILL_EVALS_TRANSCRIPT_DIR or --keep-workspace): which skills were loaded, how, and
+    where in the transcript."""
     from .agents.base import RunnerSetupError, skill_ref
     from .agents.content import SkillText
     from .agents.evidence import EvidencePatterns, read_events
@@ -423,21 +626,29 @@ def evidence(agent: str, skills: tuple[Path, ...], config_path: Path | None, fil
 # ----------------------------------------------------------------------------------- mcp-serve
 
 
-@cli.command("mcp-serve", context_settings=CONTEXT)
+@cli.command(
+    "mcp-serve",
+    context_settings=CONTEXT,
+    short_help="An MCP server offering skills as load_<name>_skill tools and resources.",
+    epilog=epilog(
+        "skill-evals mcp-serve --skill skills/refund-policy --http 127.0.0.1:8765",
+        "docs/agents/mcp.md",
+    ),
+)
 @click.option(
     "--skill",
     "skills",
     multiple=True,
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Skill dir (repeatable).",
+    help="A skill directory to offer (repeatable).",
 )
 @click.option(
     "--http",
     "http",
     default=None,
     metavar="HOST:PORT",
-    help="Serve streamable HTTP instead of stdio.",
+    help="Serve streamable HTTP on HOST:PORT. Default: stdio.",
 )
 def mcp_serve(skills: tuple[Path, ...], http: str | None) -> None:
     """MCP server offering each skill as load_<name>_skill and skill://<name>/SKILL.md."""

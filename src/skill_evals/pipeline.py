@@ -119,15 +119,25 @@ def _task_units(suite: CaseSuite) -> int:
     return len({c.unit for c in suite.cases if c.task is not None})
 
 
+def _collect_answers(
+    result: ExecutionResult, answers: dict[tuple[str, int, str], str] | None
+) -> None:
+    if answers is not None:
+        answers.update((obs.key, obs.output) for obs in result.observations)
+
+
 def run_test(
     options: TestOptions,
     progress: Callable[[Progress], None] | None = None,
     held: HeldOutputs | None = None,
+    answers: dict[tuple[str, int, str], str] | None = None,
 ) -> Report:
     """Run one skill's evaluation and return its report (``report["exitCode"]`` is the exit).
 
     ``held`` receives the descriptors of outputs that are pipes or devices, opened by the
-    checks before anything runs, for :func:`outputs.write_output`."""
+    checks before anything runs, for :func:`outputs.write_output`. ``answers``, when given,
+    receives each scored observation's ``output`` by (case id, trial, variant): for the HTML
+    report's ``--include-outputs`` only, never for the report itself."""
     settings = options.settings()
     skill: Skill | None = None
     suite: CaseSuite | None = None
@@ -172,6 +182,7 @@ def run_test(
                 )
         if options.observations is not None:
             result = ExecutionResult(observations=observations, failures=failures)
+            _collect_answers(result, answers)
             return evaluate(skill, suite, settings, result)
         notes = (simulated.NOTICE,) if simulated.is_simulated_command(options.runner) else ()
         if options.min_trigger_f1 is not None and not any(c.expect_trigger for c in suite.cases):
@@ -196,6 +207,7 @@ def run_test(
             base_env=options.env,
         )
         result = execute(plan, progress)
+        _collect_answers(result, answers)
         try:
             changed = directory_sha256(skill.path) != skill.directory_sha256
         except InvalidInput:

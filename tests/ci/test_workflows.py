@@ -77,7 +77,7 @@ def test_workflows_pin_actions_and_never_interpolate_untrusted_values(path: Path
     doc = load(path)
     for step in steps_of(doc):
         uses = step.get("uses")
-        if uses and not uses.startswith("./") and not uses.startswith("org/skill-evals-action"):
+        if uses and not uses.startswith("./") and not uses.startswith("OWNER/skill-evals@"):
             assert PINNED.match(uses), f"{path.name}: {uses} is not pinned to a commit SHA"
         if "run" in step:
             for expr in re.findall(r"\$\{\{(.*?)\}\}", step["run"]):

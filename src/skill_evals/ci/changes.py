@@ -489,14 +489,14 @@ def detect_changes(
     if choice.base is not None:
         return _against_git(root, config, states, choice.base, "--base")
     if choice.lock is not None:
-        return _against_lock(states, choice.lock)
+        return _against_lock(states, choice.lock, root)
     event_sha, problem = event_base(env)
     if event_sha is not None:
         return _against_git(root, config, states, event_sha, "pull request base")
     messages = [f"{problem}; the pull request's base is unknown"] if problem else []
     default_lock = root / config.lock
     if default_lock.is_file():
-        changes = _against_lock(states, default_lock)
+        changes = _against_lock(states, default_lock, root)
         if messages:
             changes.base["messages"] = messages
         return changes
@@ -509,10 +509,16 @@ def detect_changes(
     return all_changed(states, info)
 
 
-def _against_lock(states: list[SkillState], lock: Path) -> ChangeSet:
+def _against_lock(states: list[SkillState], lock: Path, root: Path) -> ChangeSet:
     skills = read_lock(lock)
     base = {path: (str(e.get("name", path)), e["fingerprint"]) for path, e in skills.items()}
-    info = {"mode": "lock", "lockFile": str(lock)}
+    # Named relative to the repository when it lies inside (outputs never show the runner's
+    # absolute checkout path).
+    try:
+        shown = lock.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        shown = str(lock)
+    info = {"mode": "lock", "lockFile": shown}
     return compare(states, base, info, f"the lock file {lock.name}")
 
 
@@ -538,6 +544,21 @@ def _against_git(
         return all_changed(states, info)
     base = {s.path: (s.name, s.fingerprint) for s in base_states}
     return compare(states, base, info, f"base {sha[:12]}")
+
+
+def describe_base(base: Mapping[str, Any]) -> str:
+    """How changes were found, in words (plain text; callers escape it for their output)."""
+    mode = base.get("mode")
+    if mode == "git":
+        sha = str(base.get("sha", ""))[:12]
+        return f"changes found against {base.get('source', 'base')} {base.get('ref')} ({sha})"
+    if mode == "lock":
+        return f"changes found against the lock file {base.get('lockFile', '')}"
+    if mode == "only":
+        return "skills chosen with --only"
+    if mode == "merged":
+        return f"merged from {base.get('shards', 0)} shard(s)"
+    return str(base.get("reason") or "every skill is evaluated")
 
 
 def _root_name(root: Path) -> str:

@@ -14,10 +14,10 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
+from ..helptext import CONTEXT, epilog
 from ..interrupts import sigterm_interrupts
 from ..terminal import terminal_safe
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 DEFAULT_OUT = "skill-evals-report"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -52,34 +52,66 @@ def _selection_options(func: F) -> F:
             "config",
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
-            help="Config file (default: .skill-evals.yml when present).",
+            metavar="FILE",
+            help="The config file (docs/config.md). Default: .skill-evals.yml at the root, "
+            "when present.",
         ),
         click.option(
             "--base",
             default=None,
             metavar="REF",
-            help="Compare fingerprints with this git commit (default on pull requests: "
-            "the PR's base).",
+            help="Compare fingerprints with this git commit. Default: the PR's base on pull "
+            "requests, else the lock file when present, else every skill.",
         ),
         click.option(
             "--lock",
             "lock_file",
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
-            help="Compare with this lock file (default: .skill-evals.lock.json when present).",
+            metavar="FILE",
+            help="Compare with the fingerprints in this lock file. Default: "
+            ".skill-evals.lock.json when present (after a PR's base).",
         ),
-        click.option("--all", "all_", is_flag=True, help="Evaluate every skill."),
+        click.option("--all", "all_", is_flag=True, help="Evaluate every skill, changed or not."),
         click.option(
             "--only",
             multiple=True,
             metavar="NAME",
             help="Evaluate only this skill (name or path; repeatable), changed or not.",
         ),
-        click.option("--runner", default=None, help="Runner command (overrides the config)."),
-        click.option("--trials", type=click.IntRange(1, 100), default=None),
-        click.option("--jobs", type=click.IntRange(1, 64), default=None),
-        click.option("--min-trigger-f1", type=_FiniteRange(0, 1), default=None),
-        click.option("--min-uplift", type=_FiniteRange(-1, 1), default=None),
+        click.option(
+            "--runner",
+            default=None,
+            metavar="CMD",
+            help="The runner command for every skill. Default: the config's runner.",
+        ),
+        click.option(
+            "--trials",
+            type=click.IntRange(1, 100),
+            default=None,
+            help="Runs per case and variant, for every skill. Default: the config's (3).",
+        ),
+        click.option(
+            "--jobs",
+            type=click.IntRange(1, 64),
+            default=None,
+            help="Runner processes at once. Default: the config's (4).",
+        ),
+        click.option(
+            "--min-trigger-f1",
+            type=_FiniteRange(0, 1),
+            default=None,
+            metavar="X",
+            help="Gate on trigger F1 for every skill. Default: the config's gates.",
+        ),
+        click.option(
+            "--min-uplift",
+            type=_FiniteRange(-1, 1),
+            default=None,
+            metavar="X",
+            help="Gate on the uplift interval's lower bound for every skill. Default: the "
+            "config's gates.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -130,27 +162,39 @@ def _options(
     )
 
 
-@click.group(invoke_without_command=True, context_settings=CONTEXT)
+@click.group(
+    invoke_without_command=True,
+    context_settings=CONTEXT,
+    short_help="Gate a repository: evaluate every changed skill, write reports, exit 0/1/5/6/7.",
+    epilog=epilog(
+        "skill-evals ci --base origin/main --runner 'skill-evals runner claude-code'\n"
+        "skill-evals ci --config examples/.skill-evals.yml --all",
+        "docs/ci.md",
+        "docs/config.md",
+        "docs/github-actions.md",
+    ),
+)
 @_selection_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(DEFAULT_OUT),
     show_default=True,
-    help="Output directory.",
+    help="Where report.json, junit.xml, summary.md, comment.md, report.html and "
+    "observations/ are written (outside every skill).",
 )
 @click.option(
     "--comment",
     is_flag=True,
-    help="Create/update the sticky PR comment (needs GITHUB_TOKEN on a pull request).",
+    help="Create or update the sticky PR comment (needs GITHUB_TOKEN on a pull request). "
+    "Off by default.",
 )
 @click.option(
     "--fail-on-missing-secrets/--skip-on-missing-secrets",
     default=False,
-    show_default=True,
-    help="When a require-env variable is empty: exit 7, or skip.",
+    help="When a require-env variable is empty: exit 7, or skip the skill (exit 0).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.pass_context
 def ci(
     ctx: click.Context,
@@ -161,7 +205,8 @@ def ci(
     quiet: bool,
     **kwargs: Any,
 ) -> None:
-    """Gate a repository: evaluate every changed skill (docs/ci.md).
+    """Gate a repository: find its skills, work out which changed by content fingerprint, and
+    evaluate those with `skill-evals test`.
 
     Writes report.json, junit.xml, summary.md, comment.md, report.html and observations/ to
     --out; exits with the most severe code over the evaluated skills (5 > 6 > 7 > 1 > 0)."""
@@ -179,7 +224,14 @@ def ci(
     sys.exit(code)
 
 
-@ci.command("plan", context_settings=CONTEXT)
+@ci.command(
+    "plan",
+    context_settings=CONTEXT,
+    short_help="Print the GitHub Actions matrix of the skills to evaluate (sharded runs).",
+    epilog=epilog(
+        "skill-evals ci plan --base origin/main", "docs/ci.md#scale-out-ci-plan-and-ci-merge"
+    ),
+)
 @_selection_options
 def ci_plan(**kwargs: Any) -> None:
     """Print the GitHub matrix of skills to evaluate: {"include":[{"skill","path"}]}.
@@ -201,19 +253,28 @@ def ci_plan(**kwargs: Any) -> None:
     click.echo(text)
 
 
-@ci.command("merge", context_settings=CONTEXT)
+@ci.command(
+    "merge",
+    context_settings=CONTEXT,
+    short_help="Combine the shards' output directories into one report and exit code.",
+    epilog=epilog(
+        "skill-evals ci merge shards/* --comment", "docs/ci.md#scale-out-ci-plan-and-ci-merge"
+    ),
+)
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path(DEFAULT_OUT),
-    show_default=True,
-    help="Output directory.",
+    help="Where the merged outputs are written (not one of the shard directories).",
 )
-@click.option("--comment", is_flag=True, help="Create/update the sticky PR comment.")
-@click.option("--quiet", "-q", is_flag=True)
+@click.option(
+    "--comment", is_flag=True, help="Create or update the sticky PR comment. Off by default."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> None:
-    """Combine several shards' output dirs into one summary/JUnit/comment and exit code."""
+    """Combine several shards' output directories DIRS (each from `ci --only`) into one
+    report.json, summary, JUnit file, comment and exit code."""
     from ..errors import EvalError
     from .console import Console
     from .merge import merge
@@ -231,24 +292,35 @@ def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> N
     sys.exit(code)
 
 
-@ci.command("comment", context_settings=CONTEXT)
+@ci.command(
+    "comment",
+    context_settings=CONTEXT,
+    short_help="Render the sticky PR comment from a ci report.json and post it (fork-safe).",
+    epilog=epilog(
+        'skill-evals ci comment report/report.json --pr "$PR" --head-sha "$HEAD_SHA"',
+        "docs/github-actions.md#secrets-and-pull-requests-from-forks",
+    ),
+)
 @click.argument("report", type=click.Path(path_type=Path))
 @click.option(
     "--pr",
     "pr",
     type=click.IntRange(1),
     default=None,
-    help="Pull request number (default: from GITHUB_EVENT_PATH).",
+    help="The pull request number. Default: from GITHUB_EVENT_PATH.",
 )
 @click.option(
     "--head-sha",
     default=None,
-    help="Only comment when the PR's head commit is this SHA (workflow_run posters).",
+    metavar="SHA",
+    help="Only comment when the PR's head commit is this SHA (workflow_run posters). "
+    "Default: no check.",
 )
 @click.option(
     "--run-id",
     default=None,
-    help="Link the comment to this workflow run of the repository (the evaluating run).",
+    help="Link the comment to this workflow run of the repository (the evaluating run). "
+    "Default: no link.",
 )
 def ci_comment(report: Path, pr: int | None, head_sha: str | None, run_id: str | None) -> None:
     """Render the sticky PR comment from REPORT (a `ci` report.json, or the output directory
@@ -280,21 +352,31 @@ def ci_comment(report: Path, pr: int | None, head_sha: str | None, run_id: str |
     _say(f"skill-evals: {prefix}{result.message}", err=True)
 
 
-@click.command(context_settings=CONTEXT)
-@click.option("--update", is_flag=True, help="Write the lock file from the current tree.")
+@click.command(
+    context_settings=CONTEXT,
+    short_help="Write (--update) or check the lock file of skill fingerprints.",
+    epilog=epilog("skill-evals lock --update\nskill-evals lock", "docs/ci.md#the-lock-file"),
+)
+@click.option(
+    "--update",
+    is_flag=True,
+    help="Write the lock file from the current tree (default: only check it).",
+)
 @click.option(
     "--config",
     "config",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Config file (default: .skill-evals.yml when present).",
+    metavar="FILE",
+    help="The config file. Default: .skill-evals.yml at the root, when present.",
 )
 @click.option(
     "--lock",
     "lock_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Lock file (default: the config's `lock`, .skill-evals.lock.json).",
+    metavar="FILE",
+    help="The lock file. Default: the config's `lock`, else .skill-evals.lock.json.",
 )
 def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     """Write (--update) or check the lock file of skill fingerprints.
@@ -336,32 +418,52 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     sys.exit(1)
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(
+    context_settings=CONTEXT,
+    short_help="List the skills whose fingerprint changed (how it was decided: on stderr).",
+    epilog=epilog(
+        "skill-evals changed --base origin/main\nskill-evals changed --format json",
+        "docs/ci.md#skill-evals-changed",
+    ),
+)
 @click.option(
     "--config",
     "config",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Config file (default: .skill-evals.yml when present).",
+    metavar="FILE",
+    help="The config file. Default: .skill-evals.yml at the root, when present.",
 )
-@click.option("--base", default=None, metavar="REF", help="Compare with this git commit.")
+@click.option(
+    "--base",
+    default=None,
+    metavar="REF",
+    help="Compare with this git commit. Default: the PR's base on pull requests, else the "
+    "lock file when present, else every skill.",
+)
 @click.option(
     "--lock",
     "lock_file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Compare with this lock file.",
+    metavar="FILE",
+    help="Compare with the fingerprints in this lock file. Default: as for --base.",
 )
 @click.option("--all", "all_", is_flag=True, help="Report every skill as changed.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["lines", "json"]), default="lines", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["lines", "json"]),
+    default="lines",
+    help="lines: one changed skill path per line; json: changed, unchanged and removed skills.",
 )
 def changed(
     config: Path | None, base: str | None, lock_file: Path | None, all_: bool, fmt: str
 ) -> None:
-    """List the skills whose fingerprint changed (lines: one path per line)."""
+    """List the skills whose fingerprint changed on stdout; say on stderr how changes were
+    found and how many skills changed (also when none did)."""
     from ..errors import EvalError
-    from .changes import detect_changes
+    from .changes import describe_base, detect_changes
     from .gate import load_workspace
 
     root = Path.cwd()
@@ -371,9 +473,14 @@ def changed(
         changes = detect_changes(root, workspace.config, workspace.states, choice, dict(os.environ))
     except EvalError as exc:
         _fail(str(exc), exc.exit_code)
-    for message in [changes.base.get("reason"), *changes.base.get("messages", [])]:
-        if message:
-            _say(f"skill-evals: {message}", err=True)
+    for message in changes.base.get("messages", []):
+        _say(f"skill-evals: {message}", err=True)
+    counted = f"{len(changes.changed)} changed, {len(changes.unchanged)} unchanged" + (
+        f", {len(changes.removed)} removed" if changes.removed else ""
+    )
+    if not changes.changed:
+        counted = "no skill changed (" + counted + ")"
+    _say(f"skill-evals: {describe_base(changes.base)}: {counted}", err=True)
     by_path = {s.path: s for s in workspace.states}
     if fmt == "lines":
         for path in changes.changed:

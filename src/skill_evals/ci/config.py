@@ -55,6 +55,7 @@ class SkillSettings:
     gates: Gates = field(default_factory=Gates)
     require_env: tuple[str, ...] = ()
     allow_missing_cases: bool = False
+    include_outputs: bool = False  # answers in report.html's per-case detail (opt-in)
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that change results, hashed into the fingerprint (docs/ci.md): runner,
@@ -106,6 +107,7 @@ _KEYS = {
     "bootstrap-samples": "bootstrap_samples",
     "keep-going": "keep_going",
     "allow-missing-cases": "allow_missing_cases",
+    "include-outputs": "include_outputs",
 }
 
 

@@ -17,6 +17,7 @@ from ..agents import simulated
 from ..codes import INTERRUPTED, UNAVAILABLE, combine
 from ..errors import InvalidInput
 from ..messages import severities_of
+from ..render.answers import Answers
 from . import workflow
 from .changes import BaseChoice, ChangeSet, detect_changes
 from .config import CiConfig, find_config, load_config
@@ -183,7 +184,8 @@ def run_ci(
             write_outputs(ci_report, options.out, env, console, comment=options.comment)
         return INTERRUPTED
 
-    skills = _evaluate(workspace, changes, chosen, options, env, console)
+    answers: dict[str, Answers] = {}  # skill path → answer texts, for include-outputs only
+    skills = _evaluate(workspace, changes, chosen, options, env, console, answers)
     messages = list(workspace.messages)
     if not chosen:
         messages.append(
@@ -198,7 +200,7 @@ def run_ci(
     ci_report = build_report(exit_code, skills, changes.base, messages, changes.removed)
     for message in messages:
         console.info(message)
-    write_outputs(ci_report, options.out, env, console, comment=options.comment)
+    write_outputs(ci_report, options.out, env, console, comment=options.comment, answers=answers)
     annotate(ci_report, console)
     console.info(f"{ci_report['status']} (exit {exit_code}); report in {options.out}")
     return exit_code
@@ -224,6 +226,7 @@ def _evaluate(
     options: CiOptions,
     env: Mapping[str, str],
     console: Console,
+    answers: dict[str, Answers] | None = None,
 ) -> list[dict[str, Any]]:
     from ..pipeline import TestOptions, run_test
     from ..progress import ProgressPrinter
@@ -291,8 +294,11 @@ def _evaluate(
         if simulated.is_simulated_command(settings.runner):
             console.info(f"note: {state.name}: {simulated.NOTICE}")
         printer = None if options.quiet else ProgressPrinter(console.err)
+        wanted: dict[tuple[str, int, str], str] | None = (
+            {} if settings.include_outputs and answers is not None else None
+        )
         try:
-            report = run_test(test_options, progress=printer)
+            report = run_test(test_options, progress=printer, answers=wanted)
         except KeyboardInterrupt:
             # Ctrl-C/SIGTERM outside the runner's own handling (loading, hashing, scoring):
             # stop here, still write the outputs. What finished is in the observations file.
@@ -319,6 +325,8 @@ def _evaluate(
             elif message != simulated.NOTICE:  # said once above
                 console.info(f"note: {state.name}: {message}")
         entries[state.path] = _entry(state, "evaluated", reason, code, report)
+        if wanted is not None and answers is not None:
+            answers[state.path] = wanted
         if code == INTERRUPTED:
             interrupted = True
     return [entries[s.path] for s in workspace.states if s.path in entries]

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import __version__
 from ..codes import STATUS_BY_CODE
+from ..render.answers import Answers
 from . import github, workflow
 from .console import Console
 from .schema import SCHEMA_VERSION
@@ -48,9 +49,11 @@ def write_outputs(
     env: Mapping[str, str],
     console: Console,
     comment: bool = False,
+    answers: Mapping[str, Answers] | None = None,
 ) -> None:
     """report.json, junit.xml, summary.md, comment.md, report.html; then the step summary,
-    ``$GITHUB_OUTPUT`` and (with ``comment``) the sticky PR comment."""
+    ``$GITHUB_OUTPUT`` and (with ``comment``) the sticky PR comment. ``answers`` (skill path →
+    answer texts, include-outputs) go into report.html only."""
     from ..render.html import render_html
     from .summary import render_comment, render_summary
 
@@ -62,7 +65,7 @@ def write_outputs(
         "junit.xml": render_ci_junit(ci_report),
         "summary.md": summary,
         "comment.md": render_comment(ci_report, url),
-        "report.html": render_html(ci_report),
+        "report.html": render_html(ci_report, answers or None),
     }
     for name, text in files.items():
         (out / name).write_text(text, encoding="utf-8")

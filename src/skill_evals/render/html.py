@@ -7,11 +7,13 @@ and separator characters are shown as visible ``\\uXXXX`` text, never written ra
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
 from ..ci.summary import fmt_num, fmt_signed, partial_mark, skill_status
 from ..terminal import terminal_safe
+from .answers import AnswerBudget, Answers, case_answers
 from .diagnosis import partial_note, sections
 
 CSP = (
@@ -53,6 +55,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .fill-without { background: var(--bar-without); height: 100%; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 90%; }
 details { margin: .5rem 0; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 20rem; overflow: auto;
+  background: rgba(127,127,127,.08); padding: .4rem; margin: .2rem 0 .6rem; }
 """
 
 
@@ -202,7 +206,9 @@ def _trigger_marks(values: object, expect: object) -> str:
     return " ".join(out)
 
 
-def _skill_section(skill: dict[str, Any]) -> str:
+def _skill_section(
+    skill: dict[str, Any], answers: Answers | None = None, budget: AnswerBudget | None = None
+) -> str:
     report = skill.get("report") if isinstance(skill.get("report"), dict) else None
     parts = [
         f'<h2 id="skill-{_anchor(skill)}">{_e(skill.get("name"))} '
@@ -308,6 +314,8 @@ def _skill_section(skill: dict[str, Any]) -> str:
     )
     cases = report.get("caseResults") or []
     if cases:
+        shown = answers is not None
+        budget = budget or AnswerBudget()
         rows = "".join(
             "<tr>"
             f"<td><code>{_e(c.get('id'))}</code></td>"
@@ -317,21 +325,57 @@ def _skill_section(skill: dict[str, Any]) -> str:
             f"<td>{_marks(c.get('with'))}</td>"
             f"<td>{_marks(c.get('without'))}</td>"
             f"<td>{_state_marks(c.get('loadState'))}</td>"
-            "</tr>"
+            + (
+                f"<td>{case_answers(str(c.get('id')), c.get('triggered') or [], answers, budget)}"
+                "</td>"
+                if answers is not None
+                else ""
+            )
+            + "</tr>"
             for c in cases
         )
         parts.append(
             f"<details open><summary>Per-case detail ({len(cases)} cases)</summary>"
             "<table><tr><th>case</th><th>line</th><th>should trigger</th>"
             "<th>skill loaded (per trial)</th><th>task with</th><th>task without</th>"
-            "<th>load evidence</th></tr>"
-            f"{rows}</table></details>"
+            "<th>load evidence</th>"
+            + ("<th>answers (--include-outputs)</th>" if shown else "")
+            + f"</tr>{rows}</table></details>"
         )
+        if budget.cut_short:
+            parts.append("<p class='note'>Some answers were left out: the page is full.</p>")
     return "\n".join(p for p in parts if p)
 
 
-def render_html(ci_report: dict[str, Any]) -> str:
-    """The whole CI report as one self-contained HTML document."""
+def render_test_html(
+    report: dict[str, Any], name: str, path: str, answers: Answers | None = None
+) -> str:
+    """One `skill-evals test` report as the same self-contained page (``answers`` only with
+    --include-outputs)."""
+    cases = report.get("cases") or {}
+    skill = {
+        "name": name,
+        "path": path,
+        "cases": cases.get("path") if isinstance(cases, Mapping) else None,
+        "status": "evaluated",
+        "exitCode": report.get("exitCode"),
+        "report": report,
+    }
+    page = {
+        "tool": report.get("tool"),
+        "status": report.get("status"),
+        "exitCode": report.get("exitCode"),
+        "base": {"mode": "test"},
+        "skills": [skill],
+        "messages": [],
+    }
+    return render_html(page, None if answers is None else {path: answers})
+
+
+def render_html(ci_report: dict[str, Any], answers: Mapping[str, Answers] | None = None) -> str:
+    """The whole CI report as one self-contained HTML document. ``answers`` (skill path →
+    answers, --include-outputs / include-outputs only) adds each run's answer text to the
+    per-case detail."""
     skills = [s for s in ci_report.get("skills") or [] if isinstance(s, dict)]
     status = str(ci_report.get("status"))
     base = ci_report.get("base") or {}
@@ -357,7 +401,13 @@ def render_html(ci_report: dict[str, Any]) -> str:
     )
     exit_code = _e(ci_report.get("exitCode"))
     version = _e((ci_report.get("tool") or {}).get("version", ""))
-    sections = "\n".join(_skill_section(s) for s in skills if s.get("status") != "unchanged")
+    budget = AnswerBudget()
+    sections = "\n".join(
+        _skill_section(s, (answers or {}).get(str(s.get("path"))) if answers else None, budget)
+        for s in skills
+        if s.get("status") != "unchanged"
+    )
+    changes = "" if base.get("mode") == "test" else f"<p>Changes found {base_text}.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -370,7 +420,7 @@ def render_html(ci_report: dict[str, Any]) -> str:
 </head>
 <body>
 <h1>skill-evals {_badge(status)} <small class="muted">exit {exit_code}</small></h1>
-<p>Changes found {base_text}.</p>
+{changes}
 {simulated}
 {messages}
 {table}

@@ -1,0 +1,131 @@
+"""The documentation stands alone: every link points to a file of the repository, nothing user
+facing cites a document users do not have, and the reference pages name every config key,
+report field, case field and task check the code knows."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.cases import CASE_FIELDS, CHECK_KINDS, YAML_ONLY_FIELDS
+from skill_evals.schemas import load_schema
+from tests.conftest import REPO
+
+DOCS = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")])
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_points_to_a_file(page: Path) -> None:
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue  # a URL or an anchor on the same page
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        assert path.exists(), f"{page.relative_to(REPO)}: link to missing {target}"
+
+
+def user_facing_files() -> Iterator[Path]:
+    yield from DOCS
+    yield from (REPO / "src").rglob("*.py")
+    yield from (REPO / "src").rglob("*.json")
+    yield from (REPO / "examples").rglob("*")
+    yield from (REPO / "benchmarks").rglob("*.py")
+    yield from (REPO / ".github").rglob("*.yml")
+    yield REPO / "action.yml"
+    yield REPO / "entrypoint.sh"
+
+
+def test_no_user_facing_file_cites_an_internal_spec() -> None:
+    cited = []
+    for path in user_facing_files():
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for match in re.finditer(r"SPEC\b|§\s?\d", text):
+            line = text.count("\n", 0, match.start()) + 1
+            cited.append(f"{path.relative_to(REPO)}:{line}")
+    assert not cited, "references to a document users cannot open: " + ", ".join(cited)
+
+
+def _table_keys(page: str) -> set[str]:
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    return set(re.findall(r"^\| `([^`]+)`", text, re.MULTILINE))
+
+
+def test_config_page_names_every_key_of_the_schema() -> None:
+    schema = load_schema("config.schema.json")
+    documented = " ".join(_table_keys("config.md"))
+    for key in schema["properties"]:
+        assert f"`{key}" in (REPO / "docs" / "config.md").read_text() or key in documented, key
+    text = (REPO / "docs" / "config.md").read_text(encoding="utf-8")
+    for key in schema["$defs"]["override"]["properties"]:
+        assert f"`{key}`" in text, f"override key {key} not documented"
+
+
+def _properties(node: Any, schema: dict[str, Any], seen: set[str]) -> Iterator[str]:
+    """Every property name reachable in a JSON Schema (following local $refs once)."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+            seen.add(ref)
+            yield from _properties(schema["$defs"][ref.rsplit("/", 1)[1]], schema, seen)
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                yield from value
+            if key != "$defs":
+                yield from _properties(value, schema, seen)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _properties(item, schema, seen)
+
+
+def test_report_page_names_every_field_of_the_schema() -> None:
+    schema = load_schema("report.schema.json")
+    text = (REPO / "docs" / "report.md").read_text(encoding="utf-8")
+
+    def described(name: str) -> bool:  # as `name`, or "name" inside a JSON shape
+        return f"`{name}`" in text or f'"{name}"' in text
+
+    names = {*_properties(schema, schema, set()), *schema["properties"]}
+    missing = sorted(name for name in names if not described(name))
+    assert not missing, f"docs/report.md does not describe: {', '.join(missing)}"
+
+
+def test_cases_page_names_every_field_and_check() -> None:
+    text = (REPO / "docs" / "cases.md").read_text(encoding="utf-8")
+    for name in (*CASE_FIELDS, *YAML_ONLY_FIELDS, *CHECK_KINDS):
+        assert f"`{name}`" in text, name
+
+
+def test_config_example_in_the_docs_is_valid() -> None:
+    from skill_evals.ci.config import parse_config
+
+    for page in ("config.md", "ci.md", "first-suite.md"):
+        text = (REPO / "docs" / page).read_text(encoding="utf-8")
+        for block in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL):
+            if block.lstrip().startswith(("on:", "name:", "cases:")):
+                continue  # a workflow or a case file, not a config
+            parse_config(block.encode("utf-8"), page)  # raises on any invalid key or value
+
+
+def test_json_examples_in_the_cases_page_are_valid_cases(tmp_path: Path) -> None:
+    from skill_evals.cases import load_cases
+
+    text = (REPO / "docs" / "cases.md").read_text(encoding="utf-8")
+    lines = [
+        line
+        for block in re.findall(r"```json\n(.*?)```", text, re.DOTALL)
+        for line in block.splitlines()
+        if line.startswith("{")
+    ]
+    assert lines
+    for i, line in enumerate(lines):
+        case = json.loads(line)
+        path = tmp_path / f"c{i}.jsonl"
+        path.write_text(json.dumps(case) + "\n", encoding="utf-8")
+        load_cases(path, "refund-policy")
