@@ -294,11 +294,11 @@ def _evaluate(
         if simulated.is_simulated_command(settings.runner):
             console.info(f"note: {state.name}: {simulated.NOTICE}")
         printer = None if options.quiet else ProgressPrinter(console.err)
-        wanted: dict[tuple[str, int, str], str] | None = (
+        collected: dict[tuple[str, int, str], str] | None = (
             {} if settings.include_outputs and answers is not None else None
         )
         try:
-            report = run_test(test_options, progress=printer, answers=wanted)
+            report = run_test(test_options, progress=printer, answers=collected)
         except KeyboardInterrupt:
             # Ctrl-C/SIGTERM outside the runner's own handling (loading, hashing, scoring):
             # stop here, still write the outputs. What finished is in the observations file.
@@ -325,8 +325,8 @@ def _evaluate(
             elif message != simulated.NOTICE:  # said once above
                 console.info(f"note: {state.name}: {message}")
         entries[state.path] = _entry(state, "evaluated", reason, code, report)
-        if wanted is not None and answers is not None:
-            answers[state.path] = wanted
+        if collected is not None and answers is not None:
+            answers[state.path] = collected
         if code == INTERRUPTED:
             interrupted = True
     return [entries[s.path] for s in workspace.states if s.path in entries]
