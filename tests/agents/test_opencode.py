@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import subprocess
 import sys
 import tempfile
@@ -17,15 +18,20 @@ import pytest
 
 from skill_evals.agents import opencode, opencode_guard
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
-from skill_evals.agents.evidence import EvidencePatterns, read_events
+from skill_evals.agents.content import SkillText
+from skill_evals.agents.evidence import EvidencePatterns, Load, read_events
+from skill_evals.agents.opencode import find_loads
 from skill_evals.agents.opencode_config import agent_environment, load_provider_config
-from skill_evals.agents.opencode_events import failure, find_loads, summarize, tool_calls
+from skill_evals.agents.opencode_events import failure, summarize, tool_calls
 from tests.agents.conftest import agent_binary, files_holding
 from tests.agents.fake_openai_chat import GENERIC_ANSWER, Behaviour, Call, FakeChat
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "opencode"
-KNOWN = frozenset({"refund-policy", "shipping-times", "customize-opencode"})
+# The SKILL.md texts the captured transcripts were made with (capture.py is their one source).
+_CAPTURE = runpy.run_path(str(FIXTURES / "capture.py"), run_name="capture")
+CAPTURED = [SkillText.of("refund-policy", _CAPTURE["SKILL"]),
+            SkillText.of("shipping-times", _CAPTURE["NEIGHBOUR"])]  # fmt: skip
 REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 REFUND_BODY = (
     "# Refund policy\n\nRefunds within 30 days with a receipt, to the original payment method.\n"
@@ -44,15 +50,19 @@ def lines_of(evs: list[dict[str, Any]], kind: str) -> list[int]:
     return [i for i, e in enumerate(evs) if e.get("type") == kind]
 
 
+def loaded(loads: list[Load]) -> list[tuple[str, str, str]]:
+    """(skill, delivery, source) of the loads that count, in order."""
+    return [(x.skill, x.delivery, x.source) for x in loads if x.state == "loaded"]
+
+
 # ------------------------------------------------------------------ parser, captured transcripts
 
 
 def test_with_transcript_reports_the_completed_skill_tool_and_the_answer() -> None:
     evs = events("with")
-    loads = find_loads(evs, EvidencePatterns(), KNOWN)
-    assert [(x.skill, x.delivery, x.agent, x.source) for x in loads] == [
-        ("refund-policy", "native", "opencode", "skill tool")
-    ]
+    loads = find_loads(evs, EvidencePatterns(), CAPTURED)
+    assert loaded(loads) == [("refund-policy", "native", "skill tool")]
+    assert {x.agent for x in loads} == {"opencode"}
     assert loads[0].index == lines_of(evs, "tool_use")[0]
     run = summarize(evs)
     assert run.steps == 2 and run.finish == "stop" and run.error is None
@@ -62,7 +72,7 @@ def test_with_transcript_reports_the_completed_skill_tool_and_the_answer() -> No
 
 def test_without_transcript_reports_nothing() -> None:
     evs = events("without")
-    assert find_loads(evs, EvidencePatterns(), KNOWN) == []
+    assert find_loads(evs, EvidencePatterns(), CAPTURED) == []
     assert summarize(evs).output == GENERIC_ANSWER
 
 
@@ -71,8 +81,11 @@ def test_parallel_loads_keep_the_order_the_model_made_them_in() -> None:
     calls = tool_calls(evs)
     assert [c.input["name"] for c in calls] == ["refund-policy", "shipping-times"]
     assert [c.order[1] for c in calls] == [0, 1] and calls[0].order[0] == calls[1].order[0]
-    loads = find_loads(evs, EvidencePatterns(), KNOWN)
-    assert [x.skill for x in loads] == ["refund-policy", "shipping-times"]
+    loads = find_loads(evs, EvidencePatterns(), CAPTURED)
+    assert [x.skill for x in loads if x.delivery == "native"] == [
+        "refund-policy",
+        "shipping-times",
+    ]
 
 
 def test_probes_that_only_name_the_path_or_fail_are_not_loads() -> None:
@@ -83,8 +96,25 @@ def test_probes_that_only_name_the_path_or_fail_are_not_loads() -> None:
     assert not by_tool["skill"].ok and "not found" in by_tool["skill"].result
     assert by_tool["bash"].ok and "refund-policy/SKILL.md" in by_tool["bash"].input["command"]
     assert not by_tool["read"].ok
-    assert find_loads(evs, EvidencePatterns(), KNOWN) == []
-    assert find_loads(evs, EvidencePatterns(), None) == []
+    available = frozenset({"refund-policy"})
+    loads = find_loads(evs, EvidencePatterns(), CAPTURED, available=available)
+    assert loaded(loads) == []
+    # Each probe is recorded as a failed attempt of the skill, never as a load.
+    assert [(x.skill, x.state, x.source) for x in loads] == [
+        ("refund-policy", "failed", "skill tool"),
+        ("refund-policy", "failed", "bash"),
+        ("refund-policy", "failed", "read"),
+    ]
+
+
+def test_reads_of_skill_md_count_by_content() -> None:
+    """No skill tool: a shell glob (`cat .opencode/skills/*/SKILL.md`) and a read of the file
+    showed the skill to the model, so each counts, by content, in the order they were made."""
+    loads = find_loads(events("reads"), EvidencePatterns(), CAPTURED)
+    assert loaded(loads) == [
+        ("refund-policy", "read", "bash result"),
+        ("refund-policy", "read", "read result"),
+    ]
 
 
 def test_read_results_lose_opencode_line_numbers() -> None:
@@ -99,10 +129,18 @@ def test_read_results_lose_opencode_line_numbers() -> None:
 
 
 def test_mcp_tool_loads_are_mcp_evidence() -> None:
-    loads = find_loads(events("mcp-with"), EvidencePatterns(), KNOWN)
-    assert [(x.skill, x.delivery, x.source) for x in loads] == [
-        ("refund-policy", "mcp", "mcp tool load_refund_policy_skill")
-    ]
+    loads = find_loads(events("mcp-with"), EvidencePatterns(), CAPTURED)
+    assert loaded(loads)[0] == ("refund-policy", "mcp", "mcp tool load_refund_policy_skill")
+
+
+def test_explicit_invocation_needs_the_prompt_and_a_started_step() -> None:
+    evs = events("explicit")
+    available = frozenset({"refund-policy"})
+    prompt = "/refund-policy " + _CAPTURE["PROMPT"]
+    loads = find_loads(evs, EvidencePatterns(), CAPTURED, prompt, available)
+    assert loaded(loads) == [("refund-policy", "explicit", "/refund-policy command")]
+    assert find_loads(evs, EvidencePatterns(), CAPTURED, None, available) == []
+    assert find_loads([], EvidencePatterns(), CAPTURED, prompt, available) == []
 
 
 def test_failures_are_classified_without_quoting_the_provider() -> None:
@@ -729,8 +767,10 @@ def test_full_skill_evals_run_through_opencode(
     for case_id, _, expect, _ in SUITE:
         for variant in ("with", "without"):
             saved = read_events(tmp_path / "saved" / f"{case_id}.1.{variant}.jsonl")
-            loaded = {x.skill for x in find_loads(saved, None, KNOWN)}
+            texts = [SkillText.of(name, (path / "SKILL.md").read_text("utf-8"))
+                     for name, path in skills.items()]  # fmt: skip
+            got = {skill for skill, _, _ in loaded(find_loads(saved, None, texts))}
             wanted = {"refund-policy"} if expect and variant == "with" else set()
             if case_id.startswith("ship-"):
                 wanted.add("shipping-times")
-            assert loaded == wanted, (case_id, variant)
+            assert got == wanted, (case_id, variant)

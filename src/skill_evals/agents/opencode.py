@@ -21,10 +21,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .content import SkillText
 from .environment import find_binary, secret_names
-from .evidence import EvidencePatterns, Load
+from .evidence import Event, EvidencePatterns, Load, ToolCall
 from .opencode_config import agent_environment, build_config, load_provider_config
-from .opencode_events import AGENT, Event, failure, find_loads, summarize
+from .opencode_events import (
+    AGENT,
+    explicit,
+    explicit_command,
+    failure,
+    skill_tool,
+    summarize,
+    tool_calls,
+)
+from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .scaffold import KEEP_HINT, run_agent
 
@@ -36,7 +46,6 @@ SKILL_FOLDERS = (PROJECT_SKILLS, ".opencode/skill", ".claude/skills", ".agents/s
 BUNDLED_SKILLS = ("customize-opencode",)
 TITLE = "skill-evals"  # a fixed session title: no title request to the model
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/\S+")
-_COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)(?=\s|$)")
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # OpenCode installs its plugin package into every config dir at start (from the npm registry);
 # a lock file that already lists it makes that a no-op.
@@ -52,16 +61,6 @@ _OPENCODE_VARS = {
     "OPENCODE_DB": ":memory:",  # no session database on disk
     "npm_config_offline": "true",  # a plugin install it still tries never leaves the machine
 }
-
-
-def explicit_command(prompt: str, available: frozenset[str]) -> tuple[str, str] | None:
-    """``(skill, arguments)`` when the prompt starts with ``/<skill>`` naming an available skill:
-    OpenCode's own syntax for invoking a skill (its TUI runs it as a command, which
-    ``opencode run --command`` does headless)."""
-    match = _COMMAND.match(prompt)
-    if match is None or match.group("name") not in available:
-        return None
-    return match.group("name"), prompt[match.end() :].strip()
 
 
 def _available(setup: RunSetup) -> frozenset[str]:
@@ -229,31 +228,42 @@ class OpenCode:
         if summary.cost > 0:  # custom providers are priced at 0, which would read as "free"
             meta["costUsd"] = round(summary.cost, 10)
         meta["turns"] = float(summary.steps)
-        loads = find_loads(events, EvidencePatterns(), setup.known | set(BUNDLED_SKILLS))
-        command = explicit_command(setup.invocation.prompt, _available(setup))
-        if command is not None:
-            loads.insert(0, Load(command[0], "native", AGENT, f"/{command[0]} command", 0))
         succeeded = run.status == 0 and summary.finish == "stop"
         return Outcome(
             output=summary.output,
             exit_code=0 if succeeded else 1,
-            loads=loads,
             meta=meta,
-            offered=[r.name for r in (*setup.offered, *setup.fixture_skills)]
-            + list(BUNDLED_SKILLS),
+            offered=list(BUNDLED_SKILLS),
         )
 
-    def find_loads(
-        self,
-        events: Sequence[Event],
-        patterns: EvidencePatterns | None = None,
-        known: frozenset[str] | None = None,
+    def tool_calls(self, events: Sequence[Event]) -> list[ToolCall]:
+        """See :func:`.opencode_events.tool_calls`."""
+        return tool_calls(events)
+
+    def skill_tool(self, call: ToolCall) -> str | None:
+        """See :func:`.opencode_events.skill_tool`."""
+        return skill_tool(call)
+
+    def explicit(
+        self, events: Sequence[Event], prompt: str | None, available: frozenset[str]
     ) -> list[Load]:
-        """See :func:`.opencode_events.find_loads`."""
-        return find_loads(events, patterns, known)
+        """See :func:`.opencode_events.explicit`."""
+        return explicit(events, prompt, available | frozenset(BUNDLED_SKILLS))
 
 
 PLUGIN = OpenCode()
+
+
+def find_loads(
+    events: Sequence[Event],
+    patterns: EvidencePatterns | None = None,
+    skills: Sequence[SkillText] = (),
+    prompt: str | None = None,
+    available: frozenset[str] = frozenset(),
+) -> list[Load]:
+    """Every piece of loading evidence in an OpenCode transcript (see :func:`~.proof.prove`);
+    ``skills`` are the skills whose content is looked for."""
+    return prove(PLUGIN, events, skills, prompt, patterns, available)
 
 
 def run(

@@ -7,10 +7,12 @@ with its ``output``, or ``error`` with the ``error`` shown to the model) and ``e
 session failed (the model API after OpenCode's retries, a missing model). Only the main session
 is printed: subagents' events never appear, so the runner turns the ``task`` tool off.
 
-Evidence: a completed ``skill`` tool call naming a skill (``state.input.name``); a completed MCP
-skill tool (``<server>_load_<name>_skill``; OpenCode joins the server and tool names with ``_``)
-or ``read_mcp_resource`` of ``skill://<name>/SKILL.md`` whose output holds text. A failed call
-(``state.status: error``: an unknown skill, a missing file, a denied permission) is never a load.
+This module turns those events into the shared :class:`~.evidence.ToolCall` records (the loading
+rules of :mod:`.proof` then decide what was loaded): OpenCode's ``skill`` tool is its native skill
+tool (``state.input.name``); MCP tools of the runner's server ``skills`` are named
+``skills_<tool>`` by OpenCode and are handed on without that prefix; the ``N: `` line numbers of
+``read`` results are removed, so a result is the file's own text. An explicit invocation is a
+prompt starting with ``/<skill>``, which the runner runs as ``opencode run --command <skill>``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .evidence import EvidencePatterns, Load, skill_from_tool, skill_from_uri
+from .evidence import Event, Load, ToolCall
 
 AGENT = "opencode"
 SKILL_TOOL = "skill"
@@ -30,20 +32,7 @@ ERROR_NAMES = "skill_evals.errors"
 # OpenCode's read tool prefixes every line of a file with its number: ``12: text``.
 _READ_LINE_NUMBER = re.compile(r"(?m)^\d+: ")
 _ERROR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
-
-Event = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call of a transcript, with the result the model was shown."""
-
-    name: str  # the tool name (MCP tools of the runner's server without the server prefix)
-    input: Mapping[str, Any]  # its arguments (empty when they were not an object)
-    order: tuple[int, int]  # (line of its step's start, position among the step's calls)
-    done: int  # line of its tool_use event
-    ok: bool  # state.status "completed"
-    result: str  # the output (line numbers of read results removed) or the error text
+_COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9][A-Za-z0-9_-]*)(?=\s|$)")
 
 
 def _part(event: Event) -> Mapping[str, Any]:
@@ -78,14 +67,14 @@ def _call_of(line: int, part: Mapping[str, Any]) -> ToolCall | None:
 def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
     """Every ended tool call, in the order the model made them: OpenCode prints a step's calls as
     they finish, so within a step they are ordered by their part id (OpenCode's ids ascend in
-    creation order)."""
+    creation order); ``order`` is (line of the step's start, position in the step)."""
     calls: list[ToolCall] = []
     step: list[tuple[str, ToolCall]] = []
     start = -1
 
     def flush() -> None:
         for position, (_, call) in enumerate(sorted(step, key=lambda item: item[0])):
-            at = start if start >= 0 else call.done
+            at = start if start >= 0 else (call.done or 0)
             calls.append(ToolCall(call.name, call.input, (at, position), call.done, call.ok,
                                   call.result))  # fmt: skip
         step.clear()
@@ -113,32 +102,26 @@ def skill_tool(call: ToolCall) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def find_loads(
-    events: Sequence[Event],
-    patterns: EvidencePatterns | None = None,
-    known: frozenset[str] | None = None,
-) -> list[Load]:
-    """Completed skill loads, in the order the model made the calls; ``known`` restricts them to
-    those names (the runner passes every skill it could have exposed)."""
-    patterns = patterns or EvidencePatterns()
-    loads: list[Load] = []
-    for call in tool_calls(events):
-        if not call.ok:
-            continue
-        native = skill_tool(call)
-        if native is not None:
-            if known is None or native in known:
-                loads.append(Load(native, "native", AGENT, "skill tool", call.done))
-            continue
-        uri = call.input.get("uri")
-        if call.name == "read_mcp_resource" and isinstance(uri, str):
-            name, source = skill_from_uri(uri, patterns), f"mcp resource {uri}"
-        else:
-            name, source = skill_from_tool(call.name, patterns), f"mcp tool {call.name}"
-        shown = call.result.strip() and "not found" not in call.result.lower()
-        if name is not None and shown and (known is None or name in known):
-            loads.append(Load(name, "mcp", AGENT, source, call.done))
-    return loads
+def explicit_command(prompt: str, available: frozenset[str]) -> tuple[str, str] | None:
+    """``(skill, arguments)`` when the prompt starts with ``/<skill>`` naming an available skill:
+    OpenCode's own syntax for invoking a skill (its TUI runs it as a command, which
+    ``opencode run --command`` does headless)."""
+    match = _COMMAND.match(prompt)
+    if match is None or match.group("name") not in available:
+        return None
+    return match.group("name"), prompt[match.end() :].strip()
+
+
+def explicit(events: Sequence[Event], prompt: str | None, available: frozenset[str]) -> list[Load]:
+    """The explicit load of a ``/<skill>`` prompt, once OpenCode started a model step on it (the
+    command put the skill's body in front of the model). A saved transcript (``prompt`` None)
+    does not show the prompt, so it has none."""
+    command = explicit_command(prompt, available) if prompt is not None else None
+    started = next((i for i, e in enumerate(events) if e.get("type") == "step_start"), None)
+    if command is None or started is None:
+        return []
+    name = command[0]
+    return [Load(name, "explicit", AGENT, f"/{name} command", started, order=(-1, 0))]
 
 
 # ------------------------------------------------------------------------------------- the run
