@@ -51,7 +51,7 @@ def write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> Path:
 
 
 def assert_valid_report(report: Mapping[str, Any]) -> None:
-    """Validate a §1.7 report against the shipped schema."""
+    """Validate a test report against the shipped schema."""
     jsonschema.Draft202012Validator(load_schema("report.schema.json")).validate(report)
 
 

@@ -1,4 +1,4 @@
-"""Case files (SPEC §1.2): JSONL and YAML, the Agent Skill Evals shape, units."""
+"""Case files (docs/cases.md): JSONL and YAML, the Agent Skill Evals shape, units."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Task checks (SPEC §1.5): exit_code, includes_all, json_equals — examples and properties."""
+"""Task checks (docs/cases.md): exit_code, includes_all, json_equals — examples and properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §1 / §6 conformance of `skill-evals test`, checked through the real CLI.
+"""Conformance of `skill-evals test` to its documented behaviour, checked through the real CLI.
 
 An independent audit of the rules line by line: each test names the rule it guards. Tests marked
 "regression" failed before the fix that came with them. The runner is a small Python script
@@ -133,7 +133,7 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-# ------------------------------------------------------------------------- §1 options
+# ---------------------------------------------------------------------------- options
 
 
 @pytest.mark.parametrize(
@@ -243,7 +243,7 @@ def test_record_or_resume_with_observations_exits_5(setup: dict[str, Any]) -> No
 
 
 def test_resume_and_record_on_the_same_file_complete_the_run(setup: dict[str, Any]) -> None:
-    """§1.4: --resume F --record F reuses what F holds and appends only the missing ones."""
+    """--resume F --record F reuses what F holds and appends only the missing ones."""
     tmp = setup["tmp"]
     record = tmp / "rec.jsonl"
     assert run_cli(cli_args(setup, "--record", str(record))).returncode == 0
@@ -259,11 +259,11 @@ def test_resume_and_record_on_the_same_file_complete_the_run(setup: dict[str, An
     assert len(keys) == 20 == len(record.read_text(encoding="utf-8").splitlines())
 
 
-# --------------------------------------------------------------------------- §1.1 skill
+# ------------------------------------------------------------------------------ skill
 
 
 def test_skill_dir_edited_during_the_run_exits_7(setup: dict[str, Any]) -> None:
-    """§1.1: the directory is hashed before the first and after the last invocation."""
+    """The directory is hashed before the first and after the last invocation."""
     proc = run_cli(
         cli_args(setup, "--format", "json", "--jobs", "1"), env={"MODES": '{"c03": "edit"}'}
     )
@@ -304,11 +304,11 @@ def test_empty_description_is_a_warning_not_a_crash(setup: dict[str, Any]) -> No
     assert any("description" in w for w in report["skill"]["warnings"])
 
 
-# ------------------------------------------------------------------- §1.4 runner contract
+# -------------------------------------------------------------------- runner contract
 
 
 def test_runner_env_meta_sums_and_no_secrets_in_any_format(setup: dict[str, Any]) -> None:
-    """§1.4 environment; meta sums (unknown meta keys ignored); §1.7 no prompt/output/stderr."""
+    """Runner environment; meta sums (unknown keys ignored); no prompt/output/stderr reported."""
     tmp = setup["tmp"]
     record = tmp / "rec.jsonl"
     modes = {f"c{i:02d}": "meta" for i in range(1, 10)}
@@ -423,7 +423,7 @@ def test_sigterm_while_loading_exits_130(setup: dict[str, Any]) -> None:
     assert "interrupted" in stderr
 
 
-# ------------------------------------------------------------- §1.4.1 --observations
+# ----------------------------------------------------------------- --observations
 
 
 def _record_file(setup: dict[str, Any]) -> list[str]:
@@ -434,7 +434,7 @@ def _record_file(setup: dict[str, Any]) -> list[str]:
 
 @pytest.mark.parametrize("defect", ["duplicate", "extra-trial", "unknown-case", "missing"])
 def test_observation_key_errors_name_the_key(setup: dict[str, Any], defect: str) -> None:
-    """§1.4.1: a duplicate, missing, extra (trial out of range) or unknown caseId → 5, naming
+    """A duplicate, missing, extra (trial out of range) or unknown caseId → 5, naming
     the key. Regression: a duplicate or extra record appended to a complete file was reported
     only as "more than N records" (the population bound), without the key."""
     lines = _record_file(setup)
@@ -564,7 +564,7 @@ def test_insufficient_beats_isolation_breach(setup: dict[str, Any]) -> None:
     assert proc.returncode == 6, proc.stderr
 
 
-# ------------------------------------------------------------------------ §1.7 report
+# ----------------------------------------------------------------------------- report
 
 
 HOSTILE_IDS = [

@@ -1,4 +1,4 @@
-"""evaluate() and error_report(): the §1.7 report, nulls, and status/exit with §1.6.1 precedence.
+"""evaluate() and error_report(): the report, nulls, and status/exit with the exit-code precedence.
 
 The suite is tests/_scoring_data.py (12 cases, 2 trials, figures derived by hand there).
 """

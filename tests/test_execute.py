@@ -1,4 +1,4 @@
-"""Scheduling (SPEC §1.4, §5): --jobs concurrency, fail-fast / --keep-going, isolation breach,
+"""Scheduling: --jobs concurrency, fail-fast / --keep-going, isolation breach,
 --record then --resume, progress counts, SIGINT/SIGTERM."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""End to end through the CLI (SPEC §1.4, §6): Ctrl-C during `skill-evals test --record F` exits
+"""End to end through the CLI: Ctrl-C during `skill-evals test --record F` exits
 130 with every finished observation on disk, and `--resume F` runs only what is missing."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The strict, bounded JSONL reader (SPEC §1.3): one test per rule plus property tests."""
+"""The strict, bounded JSONL reader (docs/inputs.md): one test per rule plus property tests."""
 
 from __future__ import annotations
 

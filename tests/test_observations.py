@@ -1,4 +1,4 @@
-"""Runner objects, --observations files (§1.4.1), --resume files and the record writer."""
+"""Runner objects, --observations files, --resume files and the record writer."""
 
 from __future__ import annotations
 

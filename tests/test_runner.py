@@ -1,4 +1,4 @@
-"""run_invocation against misbehaving runners (SPEC §1.4, §6): every fault is a RunnerFailure
+"""run_invocation against misbehaving runners: every fault is a RunnerFailure
 with a clear reason that never contains the runner's output, and no process survives."""
 
 from __future__ import annotations

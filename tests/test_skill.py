@@ -1,4 +1,4 @@
-"""SKILL.md frontmatter, the two hashes and Agent Skills validation (SPEC §1.1)."""
+"""SKILL.md frontmatter, the two hashes and Agent Skills validation (docs/inputs.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statistics (SPEC §1.5): mulberry32, the percentile bootstrap, the sign test, trigger metrics."""
+"""Statistics: mulberry32, the percentile bootstrap, the sign test, trigger metrics."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shared loading-evidence rules (SPEC §2): MCP tool names, resource URIs, custom patterns,
+"""The shared loading-evidence rules (docs/agents/): MCP tool names, resource URIs, custom patterns,
 SKILL.md paths, transcript reading and the per-agent dispatch."""
 
 from __future__ import annotations

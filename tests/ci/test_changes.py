@@ -44,7 +44,7 @@ def test_git_fingerprints_equal_worktree_fingerprints(repo: Path) -> None:
     from_git = git_states(tree, config, repo.name)
     assert [(s.path, s.fingerprint) for s in from_git] == [(s.path, s.fingerprint) for s in head]
     by_path = {s.path: s for s in from_git}
-    # the git-side dirhash is the §1.1 directorySha256 of the checked-out files
+    # the git-side dirhash is the directorySha256 of the checked-out files
     assert by_path["skills/alpha"].directory_sha256 == directory_sha256(repo / "skills" / "alpha")
     assert all(s.fingerprint for s in from_git)
 

@@ -1,5 +1,5 @@
-"""Ctrl-C / SIGTERM during `skill-evals ci`: stop, write what there is, exit 130 (SPEC §1.4,
-§3). Two moments: while invocations run (execute() owns the signals) and while a skill is
+"""Ctrl-C / SIGTERM during `skill-evals ci`: stop, write what there is, exit 130
+(docs/ci.md). Two moments: while invocations run (execute() owns the signals) and while a skill is
 loaded or scored (no invocation runs; the `ci` command's own handler must turn the signal into
 an interrupt instead of dying with 143 and no outputs)."""
 

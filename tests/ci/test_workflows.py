@@ -1,4 +1,4 @@
-"""action.yml, entrypoint.sh and the workflows: the §4 interface, no input interpolation into
+"""action.yml, entrypoint.sh and the workflows: the action's interface, no input interpolation into
 shell code, literal argument passing, actionlint and shellcheck."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A well-behaved runner for tests: answers per the §1.4 contract.
+"""A well-behaved runner for tests: answers per the runner contract.
 
 Options (argv):
   --invoke NAME     report NAME in invokedSkills for the `with` variant (repeatable)
