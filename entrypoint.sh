@@ -5,7 +5,16 @@
 # never evaluated as shell code. The step exits with skill-evals' own exit code.
 set -euo pipefail
 
-fail() { echo "::error::skill-evals action: $*"; exit 5; }
+# An ::error workflow command whose message is escaped as GitHub requires (%, CR, LF), so an
+# input quoted in it cannot end the command and start another.
+fail() {
+  local message="skill-evals action: $*"
+  message="${message//'%'/%25}"
+  message="${message//$'\r'/%0D}"
+  message="${message//$'\n'/%0A}"
+  echo "::error::$message"
+  exit 5
+}
 
 action_path="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set (run this through action.yml)}"
 python="${INPUT_PYTHON:-python3}"

@@ -332,3 +332,41 @@ def test_git_never_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     path = _fake_git(tmp_path, 'printf "%s" "$GIT_TERMINAL_PROMPT"\n')
     monkeypatch.setenv("PATH", path)
     assert changes._git(tmp_path, "fetch") == b"0"
+
+
+# ----------------------------------------------------------------------------- outputs
+
+
+def test_outputs_replace_fifos_and_symlinks_instead_of_writing_through(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_skill(repo / "skills", "lonely")  # no cases: exit 1, nothing runs
+    (repo / ".skill-evals.yml").write_text("runner: skill-evals runner simulated\n", "utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "junit.xml")  # no reader: opening it for writing would block forever
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep", "utf-8")
+    (out / "report.json").symlink_to(outside)
+    done = run_cli(["ci", "--out", str(out)], repo, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert outside.read_text("utf-8") == "keep"
+    for name in ("junit.xml", "report.json"):
+        assert stat.S_ISREG(os.lstat(out / name).st_mode)
+    # the lock file too
+    os.mkfifo(repo / ".skill-evals.lock.json")
+    assert run_cli(["lock", "--update"], repo, timeout=60).returncode == 0
+    assert json.loads((repo / ".skill-evals.lock.json").read_text("utf-8"))["version"] == 1
+
+
+def test_an_unusable_out_directory_is_exit_5_before_anything_runs(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", skills=("alpha",))
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x", "utf-8")
+    done = run_cli(["ci", "--all", "--out", str(not_a_dir)], repo)
+    assert done.returncode == 5 and "--out" in done.stderr and "Traceback" not in done.stderr
+    shard = tmp_path / "shard"
+    assert run_cli(["ci", "--all", "--only", "alpha", "--out", str(shard)], repo).returncode == 0
+    out = tmp_path / "merged"
+    (out / "summary.md").mkdir(parents=True)
+    merged = run_cli(["ci", "merge", str(shard), "--out", str(out)], tmp_path)
+    assert merged.returncode == 5 and "summary.md is a directory" in merged.stderr

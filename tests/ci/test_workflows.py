@@ -291,3 +291,26 @@ def test_entrypoint_rejects_a_multiline_report_dir(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 5 and "report-dir: must be one line" in done.stdout
+
+
+def test_entrypoint_error_messages_cannot_start_a_workflow_command(tmp_path: Path) -> None:
+    (tmp_path / "action").mkdir()
+    done = subprocess.run(
+        ["bash", str(ENTRYPOINT)],
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ["PATH"],
+            "GITHUB_ACTION_PATH": str(tmp_path / "action"),
+            "RUNNER_TEMP": str(tmp_path / "runner-temp"),
+            "INPUT_PYTHON": "nope-100%\n::warning::forged\r::error::forged",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 5
+    lines = done.stdout.splitlines()
+    assert lines == [
+        "::error::skill-evals action: python: 'nope-100%25%0A::warning::forged%0D::error::forged'"
+        " not found on PATH"
+    ]

@@ -386,6 +386,7 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     from ..errors import EvalError
     from .changes import compare, read_lock, render_lock
     from .gate import load_workspace
+    from .outputs import replace_file
 
     root = Path.cwd()
     try:
@@ -393,8 +394,11 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
         path = lock_file if lock_file is not None else root / workspace.config.lock
         if update:
             text = render_lock(workspace.states)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                replace_file(path, text)  # a FIFO or symlink there is replaced, not opened
+            except OSError as exc:
+                _fail(f"{path}: cannot write the lock file ({exc.strerror})")
             _say(f"wrote {path} ({len(workspace.states)} skill(s))")
             return
         if not path.is_file():

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..agents import simulated
-from ..codes import INTERRUPTED, UNAVAILABLE, combine
+from ..codes import INTERRUPTED, INVALID, UNAVAILABLE, combine
 from ..errors import InvalidInput
 from ..messages import severities_of
 from ..render.answers import Answers
@@ -24,7 +24,7 @@ from .config import CiConfig, find_config, load_config
 from .console import Console, annotate
 from .discovery import WorkTree, discover
 from .fingerprint import SkillState, worktree_states
-from .outputs import build_report, write_outputs
+from .outputs import build_report, prepare_out, write_outputs
 
 MAX_SKILL_MESSAGES = 10  # per skill, on stderr
 NO_CASES_GATE = 1  # a skill without cases fails the gate unless allow-missing-cases
@@ -165,6 +165,11 @@ def run_ci(
                     f"--out {options.out}: lies inside the skill directory {state.path}; "
                     "write the report elsewhere (it would change the skill's hash)"
                 )
+        try:
+            prepare_out(options.out)  # before anything runs, not after the whole run
+        except InvalidInput:
+            writable = False
+            raise
         changes, chosen = select(workspace, options, env)
         _preflight(chosen, env)
     except InvalidInput as exc:
@@ -173,7 +178,7 @@ def run_ci(
         console.error(str(exc))
         if writable:
             ci_report = build_report(exc.exit_code, [], {"mode": "none"}, [str(exc)])
-            write_outputs(ci_report, options.out, env, console, comment=options.comment)
+            _write_early(ci_report, options, env, console)
         return exc.exit_code
     except KeyboardInterrupt:
         # Ctrl-C/SIGTERM while hashing or reading git: nothing ran; still say so in the outputs.
@@ -181,7 +186,7 @@ def run_ci(
         if writable:
             message = "interrupted before any skill was evaluated"
             ci_report = build_report(INTERRUPTED, [], {"mode": "none"}, [message])
-            write_outputs(ci_report, options.out, env, console, comment=options.comment)
+            _write_early(ci_report, options, env, console)
         return INTERRUPTED
 
     answers: dict[str, Answers] = {}  # skill path → answer texts, for include-outputs only
@@ -204,6 +209,17 @@ def run_ci(
     annotate(ci_report, console)
     console.info(f"{ci_report['status']} (exit {exit_code}); report in {options.out}")
     return exit_code
+
+
+def _write_early(
+    ci_report: dict[str, Any], options: CiOptions, env: Mapping[str, str], console: Console
+) -> None:
+    """The outputs of a run stopped before any skill was chosen, when --out can take them."""
+    try:
+        prepare_out(options.out)
+    except InvalidInput:
+        return  # the error that stopped the run is reported; this one shows once it is fixed
+    write_outputs(ci_report, options.out, env, console, comment=options.comment)
 
 
 def _preflight(chosen: Sequence[SkillState], env: Mapping[str, str]) -> None:
@@ -269,9 +285,15 @@ def _evaluate(
             )
             entries[state.path] = _entry(state, "no-cases", text, 0 if allowed else NO_CASES_GATE)
             continue
-        observations_dir.mkdir(parents=True, exist_ok=True)
         record = observations_dir / f"{safe_file_name(state.name)}.jsonl"
-        record.unlink(missing_ok=True)  # --record appends; a stale file would mix runs
+        try:
+            observations_dir.mkdir(parents=True, exist_ok=True)
+            record.unlink(missing_ok=True)  # --record appends; a stale file would mix runs
+        except OSError as exc:
+            text = f"{state.name}: cannot prepare observations/{record.name} ({exc.strerror})"
+            console.error(text)
+            entries[state.path] = _entry(state, "skipped", text, INVALID)
+            continue
         test_options = TestOptions(
             skill=workspace.root / state.path,
             cases=workspace.root / state.location.cases,

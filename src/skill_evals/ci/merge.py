@@ -19,7 +19,7 @@ from typing import Any
 from ..codes import combine
 from ..jsonl import MAX_FILE_BYTES
 from .console import Console, annotate
-from .outputs import build_report, write_outputs
+from .outputs import build_report, prepare_out, write_outputs
 from .schema import load_ci_report
 
 
@@ -27,6 +27,7 @@ def merge(
     dirs: Sequence[Path], out: Path, env: dict[str, str], comment: bool, console: Console
 ) -> int:
     """Combine shards' outputs into one report/summary/JUnit/comment and exit code."""
+    prepare_out(out)
     skills: dict[str, dict[str, Any]] = {}
     messages: list[str] = []
     shard_codes: list[int] = []

@@ -4,13 +4,17 @@ output directory, then ``$GITHUB_STEP_SUMMARY``, ``$GITHUB_OUTPUT`` and the stic
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..codes import STATUS_BY_CODE
+from ..errors import InvalidInput
 from ..render.answers import Answers
 from . import github, workflow
 from .console import Console
@@ -43,6 +47,43 @@ def build_report(
     }
 
 
+OUTPUT_FILES = ("report.json", "junit.xml", "summary.md", "comment.md", "report.html")
+
+
+def prepare_out(out: Path) -> None:
+    """Make sure the output directory can take the outputs, before anything runs: it is (or can
+    be made) a directory, and none of the output names in it is a directory. InvalidInput (exit
+    5) otherwise. (A FIFO, device or symlink at an output name is replaced, never written
+    through: see :func:`replace_file`.)"""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput(f"--out {out}: cannot create the directory ({exc.strerror})") from None
+    if not out.is_dir():
+        raise InvalidInput(f"--out {out}: not a directory")
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InvalidInput(f"--out {out}: not writable")
+    for name in (*OUTPUT_FILES, "observations"):
+        target = out / name
+        if name != "observations" and target.is_dir() and not target.is_symlink():
+            raise InvalidInput(f"--out {out}: {name} is a directory; remove it")
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write ``text`` to a new file beside ``path`` and rename it over ``path``: whatever was at
+    ``path`` (a FIFO without a reader, a device, a symlink pointing elsewhere) is replaced,
+    never opened, so writing can neither block nor land outside the directory."""
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
 def write_outputs(
     ci_report: dict[str, Any],
     out: Path,
@@ -68,7 +109,7 @@ def write_outputs(
         "report.html": render_html(ci_report, answers or None),
     }
     for name, text in files.items():
-        (out / name).write_text(text, encoding="utf-8")
+        replace_file(out / name, text)
     try:
         workflow.append_step_summary(env, summary)
     except OSError as exc:
