@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 # The same option helpers as `ci` (one definition of the NaN-safe range and the error line).
-from .ci.commands import CONTEXT
 from .ci.commands import _fail as fail
 from .ci.commands import _FiniteRange as FloatRange
+from .helptext import CONTEXT
 from .terminal import terminal_safe
 
 if TYPE_CHECKING:
