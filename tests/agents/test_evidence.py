@@ -388,11 +388,35 @@ def _pi_transcript() -> list[dict[str, Any]]:
     ]
 
 
+def _opencode_transcript() -> list[dict[str, Any]]:
+    def use(n: int, tool: str, status: str = "completed", **args: str) -> dict[str, Any]:
+        state = {
+            "status": status,
+            "input": args,
+            **({"output": "x"} if status == "completed" else {"error": "failed"}),
+        }
+        part = {"type": "tool", "id": f"prt_{n:04d}", "tool": tool, "state": state}
+        return {"type": "tool_use", "part": part}  # fmt: skip
+
+    return [
+        {"type": "step_start", "part": {"type": "step-start"}},
+        {"type": "text", "part": {"type": "text", "text": "checking"}},
+        use(1, "skills_load_refund_policy_skill"),  # line 2: the runner's server "skills"
+        {"type": "step_finish", "part": {"reason": "tool-calls"}},
+        use(2, "skills_fetch_skill_shipping_times"),  # line 4
+        {"type": "step_start", "part": {"type": "step-start"}},
+        use(3, "skills_load_brand_deck_skill", status="error"),
+        {"type": "step_finish", "part": {"reason": "tool-calls"}},
+        use(4, "read_mcp_resource", server="docs", uri="docs://skills/pdf"),  # line 8
+    ]
+
+
 TRANSCRIPTS = {
     "claude-code": (_claude_transcript, "mcp__skills__load_refund_policy_skill",
                     "mcp__docs__fetch_skill_shipping_times"),
     "codex": (_codex_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
     "pi": (_pi_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
+    "opencode": (_opencode_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
 }  # fmt: skip
 
 
