@@ -223,3 +223,17 @@ def test_ci_and_merge_junit_valid_with_hostile_skill_names(tmp_path: Path) -> No
     done = run_cli(["ci", "merge", str(shard_a), str(shard_b), "--out", str(merged)], tmp_path)
     assert done.returncode == 1, done.stderr[-2000:]
     assert {s.name for s in assert_schema_valid(merged / "junit.xml")} == names
+
+
+def test_route_junit_is_valid(tmp_path: Path) -> None:
+    """`route --format junit` goes through the same writer: valid against the schema too."""
+    examples = REPO / "examples"
+    done = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "route", "--catalog", "skills/*", "--cases",
+         "evals/routing.jsonl", "--runner", f"{sys.executable} -m skill_evals runner simulated",
+         "--trials", "1", "--min-accuracy", "0.99", "--format", "junit", "--quiet"],
+        cwd=examples, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    root = assert_schema_valid(_write(tmp_path, done.stdout, "route.xml"))
+    assert [s.name for s in root] == ["routing"]
