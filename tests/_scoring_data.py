@@ -23,7 +23,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from skill_evals.cases import Case, CaseSuite, TaskCheck
+from skill_evals.cases import Case, CaseSuite
+from skill_evals.checks import Task
+from skill_evals.checks.model import ExitCode, IncludesAll, JsonEquals
 from skill_evals.evaluate import Settings
 from skill_evals.execute import ExecutionResult
 from skill_evals.observations import Observation, RunnerFailure
@@ -34,9 +36,9 @@ PROMPT_MARK = "PROMPT-SECRET-7c1f"
 OUTPUT_MARK = "OUTPUT-SECRET-9d2e"
 STDERR_MARK = "STDERR-SECRET-4a4b"
 
-EXIT_CHECK = TaskCheck("exit_code", 0)
-INCLUDES = TaskCheck("includes_all", ["30 days", "receipt"])
-JSON_CHECK = TaskCheck("json_equals", {"refund": True, "days": 30, "items": [1, "a", None]})
+EXIT_CHECK = Task((ExitCode(0),))
+INCLUDES = Task((IncludesAll(("30 days", "receipt")),))
+JSON_CHECK = Task((JsonEquals({"refund": True, "days": 30, "items": [1, "a", None]}),))
 CHECKS = [EXIT_CHECK, INCLUDES, JSON_CHECK]
 
 # (with passes per trial, without passes per trial) for c01..c11.
@@ -95,13 +97,14 @@ def make_suite(*, tasks: bool = True, loaded: bool = False) -> CaseSuite:
     )
 
 
-def _output(check: TaskCheck | None, passed: bool) -> tuple[str, int]:
-    """An (output, exitCode) pair that passes or fails ``check``."""
-    if check is None:
+def _output(task: Task | None, passed: bool) -> tuple[str, int]:
+    """An (output, exitCode) pair that passes or fails ``task``'s one check."""
+    if task is None:
         return f"{OUTPUT_MARK} plain answer", 0
-    if check.check == "exit_code":
+    check = task.checks[0]
+    if check.name == "exit_code":
         return f"{OUTPUT_MARK} done", 0 if passed else 3
-    if check.check == "includes_all":
+    if check.name == "includes_all":
         text = "Bring the receipt within 30 days." if passed else "Bring the receipt soon."
         return f"{OUTPUT_MARK} {text}", 0
     if passed:  # key order changed, 30.0 == 30: still equal

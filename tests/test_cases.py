@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from skill_evals import cases as cases_mod
 from skill_evals import jsonl
-from skill_evals.cases import Case, TaskCheck, load_cases, normalize_prompt
+from skill_evals.cases import Case, load_cases, normalize_prompt
+from skill_evals.checks import Task
+from skill_evals.checks.model import ExitCode, IncludesAll, JsonEquals
 from skill_evals.errors import InvalidInput
 from tests.conftest import write_jsonl
 
@@ -69,9 +71,9 @@ def test_load_jsonl(tmp_path: Path) -> None:
     )
     assert suite.cases[1].include == ("x",) and suite.cases[1].exclude == ("y",)
     assert suite.cases[1].expect_trigger is False
-    assert suite.cases[2].task == TaskCheck("exit_code", 3)
-    assert suite.cases[3].task == TaskCheck("includes_all", ["30 days", "receipt"])
-    assert suite.cases[4].task == TaskCheck("json_equals", {"a": [1, 2.5, None, True]})
+    assert suite.cases[2].task == Task((ExitCode(3),))
+    assert suite.cases[3].task == Task((IncludesAll(("30 days", "receipt")),))
+    assert suite.cases[4].task == Task((JsonEquals({"a": [1, 2.5, None, True]}),))
     assert [c.line for c in suite.cases] == [1, 2, 3, 4, 5]
     assert set(suite.by_id()) == {"c0", "c1", "c2", "c3", "c4"}
 
@@ -308,8 +310,8 @@ def test_yaml_cases_and_agent_skill_evals_shape(tmp_path: Path) -> None:
     assert excluded.expect_trigger is False and excluded.exclude == ("other",)
     plain = by_id["plain"]
     assert plain.include == ("x",) and plain.exclude == ("y",)
-    assert plain.task == TaskCheck("json_equals", {"a": [1, 2.5, None, True, "yes", "yes"]})
-    assert by_id["exit"].task == TaskCheck("exit_code", -3)
+    assert plain.task == Task((JsonEquals({"a": [1, 2.5, None, True, "yes", "yes"]}),))
+    assert by_id["exit"].task == Task((ExitCode(-3),))
     assert suite.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert _yaml(tmp_path, YAML_OK, "c.yml").exists()
     assert load_cases(tmp_path / "c.yml", SKILL).cases == suite.cases
@@ -506,7 +508,7 @@ def test_yaml_scalars_follow_the_core_schema(tmp_path: Path) -> None:
     case = load_cases(_yaml(tmp_path, text), SKILL).cases[0]
     assert case.id == "2024-01-01" and case.prompt == "on" and case.expect_trigger is True
     assert case.tags == ("yes", "no", "1", "null-ish", "~x")
-    assert case.task == TaskCheck("json_equals", [31, 15, 1000.0, -0.5, None, None, False, 7])
+    assert case.task == Task((JsonEquals([31, 15, 1000.0, -0.5, None, None, False, 7]),))
 
 
 def test_yaml_id_must_be_a_string(tmp_path: Path) -> None:

@@ -342,6 +342,7 @@ def test_runner_env_meta_sums_and_no_secrets_in_any_format(setup: dict[str, Any]
         "costUsd": 4.5,
         "inputTokens": 54,
         "outputTokens": None,
+        "turns": None,
     }
     for text in (
         proc.stdout,
@@ -651,6 +652,7 @@ def test_report_sections_are_exactly_those_of_the_spec(setup: dict[str, Any]) ->
         "difference",
         "interval",
         "signTest",
+        "efficiency",
     }
     assert set(report["task"]["interval"]) == {
         "level",

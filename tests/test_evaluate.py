@@ -100,6 +100,13 @@ def test_hand_computed_report() -> None:
     }
     lower, upper = reference_bootstrap([Fraction(d) for d in DIFFERENCES], 1000, 42)
     assert (lower, upper) == (0.15, 0.75)
+    efficiency = report["task"].pop("efficiency")
+    # Only the with-observations report meta here, so there is no paired difference.
+    assert efficiency == {
+        "with": {"durationMs": 100.0, "tokens": None, "costUsd": 0.25},
+        "without": {"durationMs": None, "tokens": None, "costUsd": None},
+        "difference": {"durationMs": None, "tokens": None, "costUsd": None},
+    }
     assert report["task"] == {
         "units": 10,
         "insufficient": False,
@@ -139,7 +146,13 @@ def test_hand_computed_report() -> None:
         "invocations": 48,
         "failures": [],
         "wallMs": 1234,
-        "meta": {"durationMs": 2400, "costUsd": 6.0, "inputTokens": None, "outputTokens": None},
+        "meta": {
+            "durationMs": 2400,
+            "costUsd": 6.0,
+            "inputTokens": None,
+            "outputTokens": None,
+            "turns": None,
+        },
     }
     assert report["gates"] == {"minTriggerF1": None, "minUplift": None}
     results = {c["id"]: c for c in report["caseResults"]}
@@ -153,7 +166,23 @@ def test_hand_computed_report() -> None:
         "triggered": [True, False],
         "with": [True, False],
         "without": [False, False],
+        "checks": [
+            {
+                "check": "exit_code",
+                "label": "exit_code",
+                "with": [True, False],
+                "without": [False, False],
+            }
+        ],
+        "failedCheck": {
+            "variant": "with",
+            "trial": 2,
+            "index": 0,
+            "check": "exit_code",
+            "reason": "exit_code: exitCode 3, expected 0",
+        },
     }
+    assert results["c12"]["checks"] == [] and results["c12"]["failedCheck"] is None
     assert results["c09"]["triggered"] == [True, False]
     assert results["c10"]["unit"] == results["c11"]["unit"] == 9
     # c12 has no task check: no pass/fail notion at all (null, not a row of falses).

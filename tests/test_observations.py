@@ -86,6 +86,7 @@ def test_parse_runner_object_valid() -> None:
         "output": "o",
         "exit_code": -2,
         "meta": {"inputTokens": 10},
+        "tool_calls": (),
     }
 
 

@@ -16,27 +16,20 @@ from typing import Any, Literal, cast
 
 import yaml
 
+from .checks import Task, parse_task
 from .errors import InvalidInput
 from .jsonl import MAX_SAFE_INTEGER, iter_jsonl, read_regular_file
 from .nfkc import nfkc
 from .skill import YamlValueError, load_yaml, yaml_error_message
+from .workspace import fixture_problem
 
 MAX_CASES = 10_000
 MIN_UNITS = 10
 MAX_ID_CHARS = 200
 
-CheckKind = Literal["exit_code", "includes_all", "json_equals"]
-CHECK_KINDS: tuple[CheckKind, ...] = ("exit_code", "includes_all", "json_equals")
-CASE_FIELDS = ("id", "prompt", "expectTrigger", "task", "loaded", "tags")
+CASE_FIELDS = ("id", "prompt", "expectTrigger", "task", "loaded", "tags", "fixture", "setup")
 YAML_ONLY_FIELDS = ("should",)
-
-
-@dataclass(frozen=True)
-class TaskCheck:
-    """A case's task check (docs/cases.md). ``expected`` is already validated for its kind."""
-
-    check: CheckKind
-    expected: object
+MAX_SETUP_COMMANDS = 100
 
 
 @dataclass(frozen=True)
@@ -49,10 +42,12 @@ class Case:
     expect_trigger: bool
     line: int
     unit: int
-    task: TaskCheck | None = None
+    task: Task | None = None
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    fixture: Path | None = None  # absolute; copied into each invocation's workspace
+    setup: tuple[tuple[str, ...], ...] = ()  # argv of each setup command
 
 
 @dataclass(frozen=True)
@@ -161,64 +156,49 @@ class _CaseChecker:
                 raise self.fail((*where, i), "must not be an empty string")
         return cast("list[str]", value)
 
-    def task(self, value: object) -> TaskCheck | None:
-        where: Path_ = ("task",)
+    def fixture(self, value: object) -> Path | None:
         if value is None:
             return None
-        if not isinstance(value, dict):
-            raise self.wrong_type(where, 'an object {"check": ..., "expected": ...}', value)
-        self.keys(value, where, ("check", "expected"))
-        if "check" not in value:
-            raise self.fail(where, f'missing "check" (one of {", ".join(CHECK_KINDS)})')
-        check = value["check"]
-        if not isinstance(check, str) or check not in CHECK_KINDS:
-            shown = _safe_key(check) if isinstance(check, str) else _type_name(check)
-            raise self.fail(
-                (*where, "check"), f"must be one of {', '.join(CHECK_KINDS)}, got {shown}"
+        where: Path_ = ("fixture",)
+        if not isinstance(value, str):
+            raise self.wrong_type(where, "a directory relative to the cases file", value)
+        base = self.path.parent.resolve()
+        problem = fixture_problem(base, value)
+        if problem is not None:
+            raise self.fail(where, problem)
+        return base / value.rstrip("/")
+
+    def setup(self, value: object) -> tuple[tuple[str, ...], ...]:
+        where: Path_ = ("setup",)
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self.wrong_type(
+                where, 'an array of commands, each an argv array such as ["git", "init"]', value
             )
-        if "expected" not in value:
-            raise self.fail(where, 'missing "expected"')
-        expected = value["expected"]
-        at: Path_ = (*where, "expected")
-        if check == "exit_code":
-            if isinstance(expected, bool) or not isinstance(expected, int):
-                raise self.wrong_type(at, "an integer (the expected exit code)", expected)
-            if abs(expected) > MAX_SAFE_INTEGER:  # YAML and JSONL readers reject these first
-                raise self.fail(at, "integer outside ±9007199254740991")
-        elif check == "includes_all":
-            items = self.string_list(expected, at, non_empty_items=True)
-            if not items:
-                raise self.fail(at, "must list at least one string")
-            expected = list(items)
-        else:
-            _check_json_value(expected, at, self)
-        return TaskCheck(check, expected)
+        if len(value) > MAX_SETUP_COMMANDS:
+            raise self.fail(where, f"at most {MAX_SETUP_COMMANDS} commands")
+        commands = []
+        for index, argv in enumerate(value):
+            at: Path_ = (*where, index)
+            if not isinstance(argv, list):
+                raise self.wrong_type(at, 'an argv array such as ["git", "init"]', argv)
+            if not argv:
+                raise self.fail(at, "must name a program")
+            for part, item in enumerate(argv):
+                if not isinstance(item, str):
+                    raise self.wrong_type((*at, part), "a string", item)
+                if "\0" in item:
+                    raise self.fail((*at, part), "must not contain a NUL character")
+            if not argv[0]:
+                raise self.fail((*at, 0), "the program must not be empty")
+            commands.append(tuple(argv))
+        return tuple(commands)
 
     def names(self, obj: dict[str, Any], key: str, where: Path_) -> list[str]:
         if key not in obj or obj[key] is None:
             return []
         return self.string_list(obj[key], (*where, key), non_empty_items=True)
-
-
-def _check_json_value(value: object, where: Path_, checker: _CaseChecker) -> None:
-    """json_equals expected: any strict JSON value (readers already rejected unsafe ints)."""
-    stack: list[tuple[object, Path_]] = [(value, where)]
-    while stack:
-        current, at = stack.pop()
-        if isinstance(current, bool) or current is None or isinstance(current, str):
-            continue
-        if isinstance(current, int):
-            if abs(current) > MAX_SAFE_INTEGER:
-                raise checker.fail(at, "integer outside ±9007199254740991")
-        elif isinstance(current, float):
-            if current != current or current in (float("inf"), float("-inf")):
-                raise checker.fail(at, "NaN and infinity are not JSON values")
-        elif isinstance(current, list):
-            stack.extend((item, (*at, i)) for i, item in enumerate(current))
-        elif isinstance(current, dict):
-            stack.extend((item, (*at, key)) for key, item in current.items())
-        else:
-            raise checker.fail(at, f"{_type_name(current)} is not a JSON value")
 
 
 @dataclass
@@ -228,10 +208,12 @@ class _Draft:
     unit_key: str  # the normalised prompt: equal keys, one unit
     expect_trigger: bool
     line: int
-    task: TaskCheck | None
+    task: Task | None
     include: tuple[str, ...]
     exclude: tuple[str, ...]
     tags: tuple[str, ...]
+    fixture: Path | None
+    setup: tuple[tuple[str, ...], ...]
 
 
 def _dedupe(names: list[str]) -> tuple[str, ...]:
@@ -295,7 +277,9 @@ def _parse_case(raw: dict[str, Any], line: int, checker: _CaseChecker, skill_nam
             hint = " (YAML 1.1 words such as yes/no/on/off are strings here)"
         raise checker.wrong_type(("expectTrigger",), f"true or false{hint}", given)
 
-    task = checker.task(raw.get("task"))
+    task = parse_task(raw.get("task"), checker)
+    fixture = checker.fixture(raw.get("fixture"))
+    setup = checker.setup(raw.get("setup"))
 
     include: list[str] = []
     exclude: list[str] = []
@@ -372,6 +356,8 @@ def _parse_case(raw: dict[str, Any], line: int, checker: _CaseChecker, skill_nam
         include=_dedupe(include),
         exclude=_dedupe(exclude),
         tags=tuple(tags),
+        fixture=fixture,
+        setup=setup,
     )
 
 
@@ -558,6 +544,8 @@ def load_cases(path: Path, skill_name: str) -> CaseSuite:
                 include=draft.include,
                 exclude=draft.exclude,
                 tags=draft.tags,
+                fixture=draft.fixture,
+                setup=draft.setup,
             )
         )
     return CaseSuite(path=path, sha256=digest, cases=tuple(cases), unit_count=len(units))

@@ -215,6 +215,14 @@ skill-evals test --skill skills/refund-policy \\
 @click.option(
     "--quiet", "-q", is_flag=True, help="No progress on stderr (the simulation note stays)."
 )
+@click.option(
+    "--keep-workspaces",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Move each invocation's workspace to DIR/<case>/<trial>/<variant>/ instead of "
+    "deleting it (debugging; DIR must be new or empty, outside the skill). Default: none.",
+)
 def test(
     skill: Path,
     cases: Path,
@@ -237,6 +245,7 @@ def test(
     record: Path | None,
     resume: Path | None,
     keep_going: bool,
+    keep_workspaces: Path | None,
     quiet: bool,
 ) -> None:
     """Evaluate one skill: does the agent load it where it should (trigger precision, recall,
@@ -268,6 +277,7 @@ def test(
         record=record,
         resume=resume,
         keep_going=keep_going,
+        keep_workspaces=keep_workspaces,
         outputs=outputs,
     )
     if is_simulated_command(runner):

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from . import __version__
 from .cases import MIN_UNITS, Case, CaseSuite
-from .checks import pass_row
+from .checks import RegexPool
 from .codes import (
     GATE_FAILED,
     INSUFFICIENT,
@@ -29,6 +29,7 @@ from .messages import Messages
 from .observations import META_KEYS, VARIANTS, Observation, RunnerFailure, gc_paused
 from .skill import Skill
 from .stats import bootstrap_interval, sign_test, trigger_metrics
+from .task_results import CaseTask, efficiency_section, judge_case
 
 Report = dict[str, Any]
 
@@ -188,22 +189,20 @@ def _trigger_section(
     return section, per_case
 
 
-def _task_passes(suite: CaseSuite, grid: Grid) -> dict[tuple[str, str], list[bool | None]]:
-    """(case id, variant) → pass per trial (None where the observation is missing)."""
-    out: dict[tuple[str, str], list[bool | None]] = {}
-    for case in suite.cases:
-        if case.task is None:
-            continue
-        row = grid[case.id]
-        out[(case.id, "with")] = pass_row(case.task, row[0::2])
-        out[(case.id, "without")] = pass_row(case.task, row[1::2])
-    return out
+def _task_results(suite: CaseSuite, grid: Grid, matcher: RegexPool) -> dict[str, CaseTask]:
+    """Case id → its task verdicts, for the cases that have a task."""
+    return {
+        case.id: judge_case(case, grid[case.id], matcher)
+        for case in suite.cases
+        if case.task is not None
+    }
 
 
 def _task_section(
     suite: CaseSuite,
     settings: Settings,
     task_passes: Mapping[tuple[str, str], Sequence[bool | None]],
+    grid: Grid,
 ) -> dict[str, Any] | None:
     task_cases = [c for c in suite.cases if c.task is not None]
     if not task_cases:
@@ -259,6 +258,7 @@ def _task_section(
             "ties": signs.ties,
             "pValue": signs.p_value,
         },
+        "efficiency": efficiency_section(suite, grid),
     }
 
 
@@ -357,11 +357,7 @@ def _failure_order(suite: CaseSuite) -> Any:
     return key
 
 
-def _case_result(
-    case: Case,
-    triggered: list[bool | None],
-    task_passes: Mapping[tuple[str, str], list[bool | None]],
-) -> dict[str, Any]:
+def _case_result(case: Case, triggered: list[bool | None], task: CaseTask | None) -> dict[str, Any]:
     # A case without a task check has no pass/fail notion: "with"/"without" are null (not a
     # row of falses). A missing observation is null in its trial's slot.
     return {
@@ -371,8 +367,10 @@ def _case_result(
         "tags": list(case.tags),
         "expectTrigger": case.expect_trigger,
         "triggered": triggered,
-        "with": task_passes.get((case.id, "with")),
-        "without": task_passes.get((case.id, "without")),
+        "with": task.passes["with"] if task is not None else None,
+        "without": task.passes["without"] if task is not None else None,
+        "checks": task.checks if task is not None else [],
+        "failedCheck": task.failed_check if task is not None else None,
     }
 
 
@@ -412,8 +410,14 @@ def _evaluate(
     grid = _grid(suite, trials, result.observations)
     observed = [obs for row in grid.values() for obs in row if obs is not None]
     trigger, triggered = _trigger_section(suite, skill.name, grid)
-    task_passes = _task_passes(suite, grid)
-    task = _task_section(suite, settings, task_passes)
+    with RegexPool() as matcher:
+        task_results = _task_results(suite, grid, matcher)
+    task_passes = {
+        (case_id, variant): passes
+        for case_id, result in task_results.items()
+        for variant, passes in result.passes.items()
+    }
+    task = _task_section(suite, settings, task_passes, grid)
     violations = _violations(suite, grid)
     # Per-case evidence states only when some runner reported evidence (custom runners need not).
     evidence = any(obs.evidence for obs in observed)
@@ -424,6 +428,8 @@ def _evaluate(
     codes: list[int] = []
     notes = Messages()
     for message in messages:
+        notes.note(message)
+    for message in result.messages:
         notes.note(message)
     if failures:
         codes.append(UNAVAILABLE)
@@ -535,7 +541,7 @@ def _evaluate(
             },
             "gates": {"minTriggerF1": f1_gate, "minUplift": uplift_gate},
             "caseResults": [
-                _case_result(case, triggered[case.id], task_passes)
+                _case_result(case, triggered[case.id], task_results.get(case.id))
                 | ({"loadState": _load_states(grid, case.id, skill.name)} if evidence else {})
                 for case in suite.cases
             ],

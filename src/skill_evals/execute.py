@@ -11,19 +11,22 @@ every running invocation watches.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any, Protocol, runtime_checkable
 
-from .cases import CaseSuite
+from .cases import Case, CaseSuite
+from .checks import RegexPool, WorkspaceView, judge_task
 from .errors import EvalError
+from .helper_commands import WORKSPACE_VAR
 from .observations import (
     VARIANTS,
     Observation,
@@ -35,6 +38,7 @@ from .observations import (
 )
 from .processes import ProcessSweeper
 from .runner import InvocationSpec, invocation_env, run_invocation
+from .workspace import Prepared, WorkspaceRoot
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,7 @@ class ExecutionPlan:
     # Set on every invocation after the EVALGATE_SKILL_* variables; a None value removes the
     # variable (routing: SKILL_EVALS_SKILL_DIRS set, EVALGATE_SKILL_DIR removed).
     extra_env: Mapping[str, str | None] | None = None
+    keep_workspaces: Path | None = None  # move each workspace there instead of deleting it
 
 
 @dataclass
@@ -96,6 +101,7 @@ class ExecutionResult:
     wall_ms: float = 0.0
     interrupted: bool = False
     not_run: int = 0  # skipped after a failure (fail-fast) or an interrupt
+    messages: list[str] = field(default_factory=list)  # e.g. a workspace that could not be kept
 
 
 @contextmanager
@@ -129,8 +135,13 @@ class _Scheduler:
         total: int,
         writer: RecordWriter | None,
         progress: Callable[[Progress], None] | None,
+        workspaces: WorkspaceRoot,
+        regex: RegexPool,
     ) -> None:
         self.plan = plan
+        self.workspaces = workspaces
+        self.regex = regex
+        self.messages: list[str] = []
         self.lock = threading.Lock()
         self.cancel = threading.Event()
         self.sweeper = ProcessSweeper()  # one per run: it knows every live runner
@@ -150,7 +161,7 @@ class _Scheduler:
         base = os.environ if plan.base_env is None else plan.base_env
         self.base_env: Mapping[str, str] = base
         self.skill_dir = str(Path(plan.skill_dir).resolve())
-        self.prompts = {case.id: case.prompt for case in plan.suite.cases}
+        self.cases: dict[str, Case] = plan.suite.by_id()
         self.expect = {case.id: case.expect_trigger for case in plan.suite.cases}
 
     def env_for(self, case_id: str, trial: int, variant: Variant) -> dict[str, str]:
@@ -178,26 +189,23 @@ class _Scheduler:
 
     def run_one(self, key: tuple[str, int, Variant]) -> None:
         case_id, trial, variant = key
-        spec = InvocationSpec(
-            argv=tuple(self.plan.command),
-            prompt=self.prompts[case_id],
-            env=self.env_for(case_id, trial, variant),
-            case_id=case_id,
-            trial=trial,
-            variant=variant,
-            timeout_ms=self.plan.timeout_ms,
-            max_bytes=self.plan.max_bytes,
+        case = self.cases[case_id]
+        needs_snapshot = case.task is not None and case.task.needs_snapshot
+        prepared = self.workspaces.prepare(
+            case.fixture, case.setup, self.base_env, needs_snapshot, self.cancel
         )
-        result = run_invocation(spec, self.cancel, self.sweeper)
-        outcome = result.outcome
-        if isinstance(outcome, RunnerFailure) and self.cancel.is_set():
+        try:
+            outcome, elapsed_ms = self._invoke(case, key, prepared)
+        finally:
+            # The runner's processes are gone and the checks are done: nothing else reads W.
+            problem = self.workspaces.dispose(prepared, case_id, trial, variant)
+            if problem is not None:
+                with self.lock:
+                    self.messages.append(f"{case_id} trial {trial} {variant}: {problem}")
+        if outcome is None:
             with self.lock:
                 self.running -= 1
-            return  # killed by our own interrupt: not the runner's failure, just not run
-        if isinstance(outcome, Observation):
-            breach = isolation_breach(outcome, self.plan.skill_name)
-            if breach is not None:
-                outcome = breach
+            return  # interrupted by our own cancel: not the runner's failure, just not run
         with self.lock:
             if isinstance(outcome, Observation):
                 if self.writer is not None:
@@ -220,7 +228,7 @@ class _Scheduler:
                         trial=trial,
                         variant=variant,
                         ok=ok,
-                        elapsed_ms=result.elapsed_ms,
+                        elapsed_ms=elapsed_ms,
                         reason=None if isinstance(outcome, Observation) else outcome.reason,
                         triggered=(
                             self.plan.skill_name in outcome.invoked_skills
@@ -231,6 +239,49 @@ class _Scheduler:
                         running=self.running,
                     )
                 )
+
+    def _invoke(
+        self, case: Case, key: tuple[str, int, Variant], prepared: Prepared
+    ) -> tuple[Observation | RunnerFailure | None, float]:
+        """Run the runner in the prepared workspace and judge the case's checks there.
+        None when our own interrupt stopped it."""
+        case_id, trial, variant = key
+        if prepared.interrupted or self.cancel.is_set():
+            return None, 0.0
+        if prepared.failure is not None:
+            return RunnerFailure(case_id, trial, variant, prepared.failure), 0.0
+        env = self.env_for(case_id, trial, variant)
+        env[WORKSPACE_VAR] = str(prepared.workspace)
+        # The runner's temporary files go with its workspace, even when it is killed.
+        env["TMPDIR"] = str(prepared.tmp)
+        spec = InvocationSpec(
+            argv=tuple(self.plan.command),
+            prompt=case.prompt,
+            env=env,
+            case_id=case_id,
+            trial=trial,
+            variant=variant,
+            timeout_ms=self.plan.timeout_ms,
+            max_bytes=self.plan.max_bytes,
+        )
+        result = run_invocation(spec, self.cancel, self.sweeper)
+        outcome = result.outcome
+        if isinstance(outcome, RunnerFailure):
+            return (None if self.cancel.is_set() else outcome), result.elapsed_ms
+        breach = isolation_breach(outcome, self.plan.skill_name)
+        if breach is not None:
+            return breach, result.elapsed_ms
+        if case.task is not None:
+            view = WorkspaceView(prepared.workspace, self.base_env, prepared.before, self.cancel)
+            outcomes = judge_task(case.task, outcome, self.regex, view)
+            if self.cancel.is_set():
+                return None, result.elapsed_ms  # a verifier was interrupted: not judged
+            outcome = dataclasses.replace(
+                outcome,
+                checks=tuple(o.passed for o in outcomes),
+                reasons=tuple(o.reason for o in outcomes),
+            )
+        return outcome, result.elapsed_ms
 
     def worker(self) -> None:
         try:
@@ -261,8 +312,12 @@ def execute(
     resumed = {o.key: o for o in plan.resumed if o.key in wanted}
     todo = [k for k in keys if k not in resumed]
     writer = RecordWriter(plan.record) if plan.record is not None else None
-    sched = _Scheduler(plan, todo, len(resumed), len(keys), writer, progress)
-    try:
+    with ExitStack() as stack:
+        if writer is not None:
+            stack.callback(writer.close)
+        workspaces = stack.enter_context(WorkspaceRoot(plan.keep_workspaces))
+        regex = stack.enter_context(RegexPool())
+        sched = _Scheduler(plan, todo, len(resumed), len(keys), writer, progress, workspaces, regex)
         with sched.sweeper.running(), _signals_cancel(sched.cancel):
             threads = [
                 threading.Thread(target=sched.worker, name=f"skill-evals-job-{i}", daemon=True)
@@ -272,9 +327,6 @@ def execute(
                 thread.start()
             for thread in threads:
                 thread.join()  # interruptible: the signal handler runs meanwhile
-    finally:
-        if writer is not None:
-            writer.close()
     if sched.error is not None:
         if isinstance(sched.error, EvalError):
             raise sched.error
@@ -303,4 +355,5 @@ def execute(
         wall_ms=(time.monotonic() - started) * 1000.0,
         interrupted=interrupted,
         not_run=len(keys) - len(observations) - len(failures),
+        messages=sched.messages,
     )

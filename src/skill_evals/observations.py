@@ -29,21 +29,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .cases import MAX_ID_CHARS, CaseSuite
+from .cases import MAX_ID_CHARS, Case, CaseSuite
 from .errors import InvalidInput
 from .jsonl import describe_key
 
 Variant = Literal["with", "without"]
 VARIANTS: tuple[Variant, Variant] = ("with", "without")
-META_KEYS = ("durationMs", "costUsd", "inputTokens", "outputTokens")
-RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode", "meta", "evidence")
+META_KEYS = ("durationMs", "costUsd", "inputTokens", "outputTokens", "turns")
+RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode", "meta", "evidence", "toolCalls")
 EVIDENCE_STATES = ("offered", "attempted", "loaded", "failed")
 EVIDENCE_DELIVERIES = ("native", "mcp", "read", "explicit")
 MAX_EVIDENCE_ITEMS = 1000
 _MAX_EVIDENCE_TEXT = 300  # characters of an evidence item's skill or source
+# Keys of a recorded line besides the runner's: "checks" is computed by the engine.
+RECORD_KEYS = ("caseId", "trial", "checks")
+MAX_TOOL_CALLS = 10_000
 REQUIRED_RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode")
 MAX_SAFE_INTEGER = 9_007_199_254_740_991
 MAX_TRIALS = 100  # the --trials upper bound; sizes the --resume population bound
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call the runner reports: its name, input object and whether it completed
+    without error (``ok``)."""
+
+    name: str
+    input: dict[str, Any]
+    ok: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The runner-contract form."""
+        return {"name": self.name, "input": self.input, "ok": self.ok}
 
 
 @dataclass(slots=True)
@@ -63,6 +80,12 @@ class Observation:
     meta: Mapping[str, float] = field(default_factory=dict)
     # The runner's optional loading evidence: {"skill", "state", "delivery", "source"} items.
     evidence: tuple[Mapping[str, str], ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    # One verdict per check of the case's task, computed by the engine after the run (or read
+    # from a record); None when not known.
+    checks: tuple[bool, ...] | None = None
+    # Why each check failed (None where it passed); kept in memory only, never recorded.
+    reasons: tuple[str | None, ...] | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -83,6 +106,10 @@ class Observation:
             record["meta"] = dict(self.meta)
         if self.evidence:
             record["evidence"] = [dict(item) for item in self.evidence]
+        if self.tool_calls:
+            record["toolCalls"] = [call.to_json() for call in self.tool_calls]
+        if self.checks is not None:
+            record["checks"] = list(self.checks)
         return record
 
 
@@ -138,9 +165,7 @@ def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, A
     for key in value:
         if key not in RUNNER_KEYS:
             raise ContractError(
-                "an extra key; the only keys allowed are variant, invokedSkills, output, "
-                "exitCode, meta and evidence",
-                key,
+                f"an extra key; the only keys allowed are {', '.join(RUNNER_KEYS)}", key
             )
     for key in REQUIRED_RUNNER_KEYS:
         if key not in value:
@@ -166,12 +191,14 @@ def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, A
     if abs(code) > MAX_SAFE_INTEGER:
         raise ContractError("wrong-typed key 'exitCode': outside the safe integer range")
     meta = _parse_meta(value["meta"]) if "meta" in value else {}
+    tool_calls = _parse_tool_calls(value["toolCalls"]) if "toolCalls" in value else ()
     fields = {
         "variant": variant,
         "invoked_skills": tuple(skills),
         "output": output,
         "exit_code": code,
         "meta": meta,
+        "tool_calls": tool_calls,
     }
     if "evidence" in value:
         fields["evidence"] = _parse_evidence(value["evidence"])
@@ -209,6 +236,38 @@ def _parse_evidence(raw: object) -> tuple[dict[str, str], ...]:
     return tuple(items)
 
 
+def _parse_tool_calls(raw: object) -> tuple[ToolCall, ...]:
+    """``toolCalls``: at most 10,000 objects ``{"name": string, "input": object, "ok": bool}``."""
+    if not isinstance(raw, list):
+        raise ContractError(f"wrong-typed key 'toolCalls': must be an array, got {_type_name(raw)}")
+    if len(raw) > MAX_TOOL_CALLS:
+        raise ContractError(f"key 'toolCalls': more than {MAX_TOOL_CALLS} calls")
+    calls = []
+    for index, item in enumerate(raw):
+        where = f"toolCalls[{index}]"
+        if not isinstance(item, dict):
+            raise ContractError(f"wrong-typed key '{where}': must be an object")
+        for key in item:
+            if key not in ("name", "input", "ok"):
+                raise ContractError(f"an extra key in '{where}'; allowed: name, input, ok", key)
+        name, tool_input, ok = item.get("name"), item.get("input"), item.get("ok")
+        if not isinstance(name, str):
+            raise ContractError(f"wrong-typed key '{where}.name': must be a string")
+        if not isinstance(tool_input, dict):
+            raise ContractError(f"wrong-typed key '{where}.input': must be an object")
+        if not isinstance(ok, bool):
+            raise ContractError(f"wrong-typed key '{where}.ok': must be a boolean")
+        calls.append(ToolCall(name, tool_input, ok))
+    return tuple(calls)
+
+
+def _parse_checks(raw: object) -> tuple[bool, ...]:
+    """A record's ``checks``: an array of booleans."""
+    if not isinstance(raw, list) or not all(isinstance(item, bool) for item in raw):
+        raise ContractError("wrong-typed key 'checks': must be an array of booleans")
+    return tuple(raw)
+
+
 def _parse_meta(raw_meta: object) -> dict[str, float]:
     """The recognised ``meta`` keys of a runner object (ContractError naming a bad one)."""
     if not isinstance(raw_meta, dict):
@@ -220,6 +279,10 @@ def _parse_meta(raw_meta: object) -> dict[str, float]:
         item = raw_meta.get(key)
         if item is None:
             continue  # absent or null: unknown to the runner
+        if key == "turns" and (not isinstance(item, int) or isinstance(item, bool) or item < 0):
+            raise ContractError(
+                f"wrong-typed key 'meta.turns': must be an integer >= 0, got {_type_name(item)}"
+            )
         if (
             not isinstance(item, (int, float))
             or isinstance(item, bool)
@@ -256,9 +319,10 @@ def _record_key(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int,
 def _record_observation(
     path: Path, line: int, value: dict[str, Any], key: tuple[str, int, Variant]
 ) -> Observation:
-    body = {k: v for k, v in value.items() if k not in ("caseId", "trial")}
+    body = {k: v for k, v in value.items() if k not in RECORD_KEYS}
     try:
         fields = parse_runner_object(body, key[2])
+        checks = _parse_checks(value["checks"]) if "checks" in value else None
     except ContractError as exc:
         named = describe_key(exc.key) if exc.key is not None else None
         where = f" ({named})" if named else ""
@@ -272,6 +336,8 @@ def _record_observation(
         exit_code=fields["exit_code"],
         meta=fields["meta"],
         evidence=fields.get("evidence", ()),
+        tool_calls=fields["tool_calls"],
+        checks=checks,
     )
 
 
@@ -302,16 +368,63 @@ def _valid_observation(value: dict[str, Any]) -> Observation | None:
     for skill in skills:
         if type(skill) is not str:
             return None
-    if len(value) == 6:  # the six keys above, so no extra key
-        meta: dict[str, float] = {}
-    elif len(value) == 7 and "meta" in value:
+    keys = 6  # the six above; any other key than the optional ones below is an error
+    meta: dict[str, float] = {}
+    tool_calls: tuple[ToolCall, ...] = ()
+    checks: tuple[bool, ...] | None = None
+    evidence: tuple[dict[str, str], ...] = ()
+    if len(value) > keys:
         try:
-            meta = _parse_meta(value["meta"])
+            if "meta" in value:
+                keys += 1
+                meta = _parse_meta(value["meta"])
+            if "evidence" in value:
+                keys += 1
+                evidence = _parse_evidence(value["evidence"])
+            if "toolCalls" in value:
+                keys += 1
+                tool_calls = _parse_tool_calls(value["toolCalls"])
+            if "checks" in value:
+                keys += 1
+                checks = _parse_checks(value["checks"])
         except ContractError:
             return None
-    else:
+        if len(value) != keys:
+            return None
+    return Observation(
+        case_id,
+        trial,
+        variant,
+        tuple(skills),
+        output,
+        code,
+        meta,
+        evidence=evidence,
+        tool_calls=tool_calls,
+        checks=checks,
+    )
+
+
+def checks_problem(observation: Observation, case: Case) -> str | None:
+    """Why an observation's ``checks`` do not fit its case's task, or None.
+
+    A case with a workspace check needs them (they cannot be recomputed from the record); when
+    given, there is exactly one per check."""
+    task = case.task
+    count = len(task.checks) if task is not None else 0
+    if observation.checks is None:
+        if task is not None and task.workspace:
+            return (
+                f"key 'checks' is missing: this case has workspace checks, so each of its "
+                f"observations needs one boolean per check ({count})"
+            )
         return None
-    return Observation(case_id, trial, variant, tuple(skills), output, code, meta)
+    if len(observation.checks) != count:
+        return (
+            f"key 'checks' has {len(observation.checks)} value(s); the case's task has "
+            f"{count} check(s)"
+        )
+    return None
 
 
 def _show_id(case_id: str) -> str:
@@ -387,6 +500,7 @@ def _load_observations(
         case.id: ([None] * width, [0] * width) for case in suite.cases
     }
     bound = len(suite.cases) * width
+    cases = suite.by_id()
     filled = 0
     # The record just past the bound is still read: when it is reached, every key already has
     # its observation, so it is a duplicate, an extra trial or an unknown caseId, and that error
@@ -416,6 +530,9 @@ def _load_observations(
             )
         if observation is None:
             observation = _record_observation(path, line, value, key)
+        problem = checks_problem(observation, cases[key[0]])
+        if problem is not None:
+            raise InvalidInput(f"{path}:{line}: {_describe(key)}: {problem}")
         found[index] = observation
         lines[index] = line
         filled += 1
@@ -445,7 +562,8 @@ def _load_observations(
 
 def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation]:
     """Read a --resume file: keep observations matching current cases and trials (missing ones
-    are fine; later duplicates of a key are ignored; trials outside 1..``trials`` are ignored).
+    are fine; later duplicates of a key are ignored; trials outside 1..``trials`` are ignored;
+    a record whose ``checks`` do not fit its case's task is ignored, so it runs again).
     Unknown caseId → InvalidInput (exit 5). Returned in plan order."""
     from .jsonl import check_regular_file, read_jsonl_values
 
@@ -469,6 +587,8 @@ def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation
             observation = _record_observation(path, line, value, key)
         if not 1 <= key[1] <= trials or key in found:
             continue
+        if checks_problem(observation, case_ids[key[0]]) is not None:
+            continue  # recorded for other checks (or before they were): run it again
         found[key] = observation
     return [found[k] for k in plan_keys(suite, trials) if k in found]
 

@@ -21,6 +21,7 @@ from .observations import Observation, load_observations, load_recorded
 from .outputs import HeldOutputs, holds_records, output_problem
 from .runner import split_command
 from .skill import Skill, directory_sha256, load_skill
+from .workspace import check_keep_dir
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class TestOptions:
     record: Path | None = None
     resume: Path | None = None
     keep_going: bool = False
+    keep_workspaces: Path | None = None  # move each invocation's workspace here
     outputs: tuple[Path, ...] = ()  # every path we will write: must lie outside the skill dir
     env: Mapping[str, str] | None = None
 
@@ -115,6 +117,17 @@ def _resumed(options: TestOptions, suite: CaseSuite) -> list[Observation]:
     return load_recorded(resume, suite, options.trials)
 
 
+def _check_keep_workspaces(keep: Path, skill_dir: Path) -> None:
+    if path_inside(keep, skill_dir) or path_inside(skill_dir, keep):
+        raise InvalidInput(
+            f"--keep-workspaces {keep}: must lie outside the skill directory {skill_dir} "
+            "(kept workspaces would change the skill's hash)"
+        )
+    problem = check_keep_dir(keep)
+    if problem is not None:
+        raise InvalidInput(f"--keep-workspaces {keep}: {problem}")
+
+
 def _task_units(suite: CaseSuite) -> int:
     return len({c.unit for c in suite.cases if c.task is not None})
 
@@ -149,6 +162,11 @@ def run_test(
                 "--record and --resume work with --runner only; with --observations nothing "
                 "runs, so there is nothing to record or resume"
             )
+        if options.observations is not None and options.keep_workspaces is not None:
+            raise InvalidInput(
+                "--keep-workspaces works with --runner only; recorded observations have no "
+                "workspaces"
+            )
         skill = load_skill(options.skill)
         for out in options.outputs:
             if path_inside(out, skill.path):
@@ -157,6 +175,10 @@ def run_test(
                     "write reports elsewhere (it would change the skill's hash)"
                 )
         check_outputs(options, held)
+
+        if options.keep_workspaces is not None:
+            _check_keep_workspaces(options.keep_workspaces, skill.path)
+        check_outputs(options)
         suite = load_cases(options.cases, skill.name)
         command = split_command(options.runner) if options.runner is not None else ()
         resumed = _resumed(options, suite)
@@ -205,6 +227,7 @@ def run_test(
             record=options.record,
             resumed=resumed,
             base_env=options.env,
+            keep_workspaces=options.keep_workspaces,
         )
         result = execute(plan, progress)
         _collect_answers(result, answers)

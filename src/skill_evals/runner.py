@@ -241,6 +241,7 @@ def run_invocation(
         exit_code=fields["exit_code"],
         meta=fields["meta"],
         evidence=fields.get("evidence", ()),
+        tool_calls=fields["tool_calls"],
     )
     return InvocationResult(observation, (time.monotonic() - started) * 1000.0)
 

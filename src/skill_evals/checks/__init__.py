@@ -1,0 +1,59 @@
+"""Task checks: what they are (model), how they are read from a case (parse), and their
+verdicts on an observation (observed) and on the workspace the runner worked in (files)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .files import WorkspaceView, judge_workspace
+from .model import PASSED, Check, Outcome, Task
+from .observed import Matcher, json_equal, judge_observation, subset_match
+from .parse import parse_task
+from .regex import RegexPool
+
+if TYPE_CHECKING:
+    from ..observations import Observation
+
+__all__ = [
+    "PASSED",
+    "Check",
+    "Matcher",
+    "Outcome",
+    "RegexPool",
+    "Task",
+    "WorkspaceView",
+    "json_equal",
+    "judge_observation",
+    "judge_task",
+    "judge_workspace",
+    "parse_task",
+    "subset_match",
+]
+
+NOT_JUDGED = Outcome(False, "no recorded result for this check")
+
+
+def judge_task(
+    task: Task, obs: Observation, matcher: Matcher, view: WorkspaceView | None
+) -> tuple[Outcome, ...]:
+    """Every check of ``task`` on one observation, in order. Workspace checks are judged on
+    ``view``; without one (recorded observations) their recorded booleans are used."""
+    outcomes: list[Outcome] = []
+    for index, check in enumerate(task.checks):
+        if not check.workspace:
+            outcomes.append(judge_observation(check, obs, matcher))
+        elif view is not None:
+            outcomes.append(judge_workspace(check, view, matcher))
+        else:
+            outcomes.append(recorded(check, obs.checks, index))
+    return tuple(outcomes)
+
+
+def recorded(check: Check, checks: Sequence[bool] | None, index: int) -> Outcome:
+    """A workspace check's recorded verdict (no reason beyond the check's name is known)."""
+    if checks is None or index >= len(checks):
+        return NOT_JUDGED
+    if checks[index]:
+        return PASSED
+    return Outcome(False, f"{check.label}: failed (recorded result)")

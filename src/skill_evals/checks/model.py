@@ -1,0 +1,301 @@
+"""What a task check is: one small frozen dataclass per check, validated when cases load.
+
+Observation checks read only what the runner reported (output, exit code, tool calls, meta);
+workspace checks read the workspace the engine gave the runner, after the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+# How long one check may take (a `command` has its own timeoutMs instead).
+CHECK_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class ExitCode:
+    """The task's exit code equals ``expected``."""
+
+    name: ClassVar[str] = "exit_code"
+    workspace: ClassVar[bool] = False
+    expected: int
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons: the check and what it looks at."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class IncludesAll:
+    """Exit code 0 and the output contains every string."""
+
+    name: ClassVar[str] = "includes_all"
+    workspace: ClassVar[bool] = False
+    expected: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class JsonEquals:
+    """Exit code 0 and the output is strict JSON structurally equal to ``expected``."""
+
+    name: ClassVar[str] = "json_equals"
+    workspace: ClassVar[bool] = False
+    expected: object
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class OutputMatches:
+    """Exit code 0 and the pattern is found in the output."""
+
+    name: ClassVar[str] = "output_matches"
+    workspace: ClassVar[bool] = False
+    pattern: str
+    flags: str = ""
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    """The number of completed matching tool calls lies in [minimum, maximum]."""
+
+    name: ClassVar[str] = "tool_called"
+    workspace: ClassVar[bool] = False
+    tool: str
+    input: dict[str, object] | None = None
+    minimum: int = 1
+    maximum: int | None = None
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.tool}"
+
+
+@dataclass(frozen=True)
+class ToolNotCalled:
+    """No completed tool call matches."""
+
+    name: ClassVar[str] = "tool_not_called"
+    workspace: ClassVar[bool] = False
+    tool: str
+    input: dict[str, object] | None = None
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.tool}"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A runner-reported figure (``meta``) is at most ``value``."""
+
+    workspace: ClassVar[bool] = False
+    name: str  # max_turns | max_tokens | max_cost_usd | max_duration_ms
+    value: float
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return self.name
+
+
+BUDGETS = ("max_turns", "max_tokens", "max_cost_usd", "max_duration_ms")
+
+
+@dataclass(frozen=True)
+class FileExists:
+    """The workspace holds a regular file at ``path``."""
+
+    name: ClassVar[str] = "file_exists"
+    workspace: ClassVar[bool] = True
+    path: str
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.path}"
+
+
+@dataclass(frozen=True)
+class FileAbsent:
+    """Nothing exists at ``path``."""
+
+    name: ClassVar[str] = "file_absent"
+    workspace: ClassVar[bool] = True
+    path: str
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.path}"
+
+
+@dataclass(frozen=True)
+class FileContains:
+    """The file is UTF-8 text containing every string."""
+
+    name: ClassVar[str] = "file_contains"
+    workspace: ClassVar[bool] = True
+    path: str
+    text: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.path}"
+
+
+@dataclass(frozen=True)
+class FileMatches:
+    """The pattern is found in the file's text."""
+
+    name: ClassVar[str] = "file_matches"
+    workspace: ClassVar[bool] = True
+    path: str
+    pattern: str
+    flags: str = ""
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.path}"
+
+
+@dataclass(frozen=True)
+class JsonFileEquals:
+    """The file is strict JSON structurally equal to ``expected``."""
+
+    name: ClassVar[str] = "json_file_equals"
+    workspace: ClassVar[bool] = True
+    path: str
+    expected: object
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.path}"
+
+
+@dataclass(frozen=True)
+class ChangesWithin:
+    """Every file created, modified or deleted since setup lies within ``paths``."""
+
+    name: ClassVar[str] = "changes_within"
+    workspace: ClassVar[bool] = True
+    paths: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """None of ``paths`` changed since setup."""
+
+    name: ClassVar[str] = "unchanged"
+    workspace: ClassVar[bool] = True
+    paths: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class Command:
+    """A verifier command, run in the workspace after the runner, exits with ``expect_exit``."""
+
+    name: ClassVar[str] = "command"
+    workspace: ClassVar[bool] = True
+    run: tuple[str, ...]
+    timeout_ms: int = 60_000
+    expect_exit: int = 0
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons: the program's last path part, cut short."""
+        program = self.run[0].rsplit("/", 1)[-1]
+        return f"{self.name} {program[:40]}"
+
+
+ObservationCheck = (
+    ExitCode | IncludesAll | JsonEquals | OutputMatches | ToolCalled | ToolNotCalled | Budget
+)
+WorkspaceCheck = (
+    FileExists
+    | FileAbsent
+    | FileContains
+    | FileMatches
+    | JsonFileEquals
+    | ChangesWithin
+    | Unchanged
+    | Command
+)
+Check = ObservationCheck | WorkspaceCheck
+
+CHECK_NAMES = (
+    "exit_code",
+    "includes_all",
+    "json_equals",
+    "output_matches",
+    "file_exists",
+    "file_absent",
+    "file_contains",
+    "file_matches",
+    "json_file_equals",
+    "changes_within",
+    "unchanged",
+    "command",
+    "tool_called",
+    "tool_not_called",
+    *BUDGETS,
+)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A case's task: one or more checks that must all pass."""
+
+    checks: tuple[Check, ...]
+
+    @property
+    def workspace(self) -> bool:
+        """Whether any check reads the workspace (so --observations must carry ``checks``)."""
+        return any(check.workspace for check in self.checks)
+
+    @property
+    def needs_snapshot(self) -> bool:
+        """Whether a check compares the workspace with its state after setup."""
+        return any(isinstance(check, (ChangesWithin, Unchanged)) for check in self.checks)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One check's verdict on one observation; ``reason`` (for a failure) is short and holds
+    no file contents, output or prompt: ``file_contains CHANGELOG.md: '## 1.2.0' not found``."""
+
+    passed: bool
+    reason: str | None = None
+
+
+PASSED = Outcome(True)

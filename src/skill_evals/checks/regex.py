@@ -1,0 +1,137 @@
+"""Regular-expression searches within the check time bound.
+
+Python's ``re`` cannot be interrupted: a pattern that backtracks badly on text an agent wrote
+(``(a+)+$`` on thirty ``a``s and a ``b``) would hang the engine. So searches run in small
+helper processes, one per concurrent search, reused between searches; a search that passes
+the time bound kills its helper and the check fails with "check took too long".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import selectors
+import subprocess
+import sys
+import threading
+import time
+from types import TracebackType
+
+from .model import CHECK_SECONDS
+from .parse import compile_flags
+
+# The helper: reads "<pattern bytes> <text bytes> <flags>\n" + pattern + text, answers 1 or 0.
+_HELPER = r"""
+import re, sys
+src, dst = sys.stdin.buffer, sys.stdout.buffer
+FLAGS = {"i": re.I, "m": re.M, "s": re.S, "x": re.X}
+while True:
+    head = src.readline()
+    if not head:
+        break
+    plen, tlen, letters = head.decode("ascii").split()
+    pattern = src.read(int(plen)).decode("utf-8", "surrogatepass")
+    text = src.read(int(tlen)).decode("utf-8", "surrogatepass")
+    flags = 0
+    for letter in letters.strip("-"):
+        flags |= FLAGS[letter]
+    dst.write(b"1" if re.search(pattern, text, flags) else b"0")
+    dst.flush()
+"""
+
+
+class _Helper:
+    """One helper process."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _HELPER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={},
+            start_new_session=True,
+            bufsize=0,
+        )
+
+    def search(self, pattern: str, flags: str, text: str, seconds: float) -> bool | None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        deadline = time.monotonic() + seconds
+        raw_pattern = pattern.encode("utf-8", "surrogatepass")
+        raw_text = text.encode("utf-8", "surrogatepass")
+        head = f"{len(raw_pattern)} {len(raw_text)} {flags or '-'}\n".encode("ascii")
+        try:
+            self.proc.stdin.write(head + raw_pattern + raw_text)
+        except OSError:
+            return None
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            if not sel.select(max(0.0, deadline - time.monotonic())):
+                return None
+        try:
+            answer = self.proc.stdout.read(1)
+        except OSError:
+            return None
+        if answer not in (b"0", b"1"):
+            return None
+        return answer == b"1"
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self.proc.wait()
+
+
+class RegexPool:
+    """Bounded searches for the checks of one run (thread-safe). Use as a context manager:
+    leaving it ends every helper process."""
+
+    def __init__(self, seconds: float = CHECK_SECONDS) -> None:
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._idle: list[_Helper] = []
+        self._closed = False
+
+    def search(self, pattern: str, flags: str, text: str) -> bool | None:
+        """Whether ``pattern`` (with ``flags`` letters) is found in ``text``; None when the
+        search took longer than the time bound (or its helper could not run)."""
+        if not sys.executable:  # an embedded interpreter: no helper possible
+            return re.search(pattern, text, compile_flags(flags)) is not None
+        with self._lock:
+            helper = self._idle.pop() if self._idle else None
+        if helper is None:
+            try:
+                helper = _Helper()
+            except OSError:
+                return None
+        found = helper.search(pattern, flags, text, self.seconds)
+        with self._lock:
+            keep = found is not None and not self._closed
+            if keep:
+                self._idle.append(helper)
+        if not keep:
+            helper.close()
+        return found
+
+    def close(self) -> None:
+        """End every idle helper (idempotent)."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for helper in idle:
+            helper.close()
+
+    def __enter__(self) -> RegexPool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,135 @@
+"""Helper commands the engine runs itself (case ``setup`` commands, ``command`` checks):
+no shell, stdin ``/dev/null``, output discarded, a time bound, and their whole session killed
+afterwards (with the runners' process sweeper) so nothing they started survives.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .processes import ProcessSweeper
+
+WORKSPACE_VAR = "SKILL_EVALS_WORKSPACE"
+_CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+_TICK_SECONDS = 0.05
+
+
+def credential_like(name: str) -> bool:
+    """Whether a variable name looks like it holds a credential: it contains TOKEN, SECRET,
+    PASSWORD or CREDENTIAL, or ends in _KEY (any case)."""
+    upper = name.upper()
+    return upper.endswith("_KEY") or any(word in upper for word in _CREDENTIAL_WORDS)
+
+
+def scrubbed_env(base: Mapping[str, str], workspace: Path) -> dict[str, str]:
+    """``base`` without credential-like variables, plus SKILL_EVALS_WORKSPACE."""
+    env = {k: v for k, v in base.items() if not credential_like(k)}
+    env[WORKSPACE_VAR] = str(workspace)
+    return env
+
+
+def substitute(argv: Sequence[str], workspace: Path) -> list[str]:
+    """``{workspace}`` in any argument becomes the workspace's absolute path."""
+    return [arg.replace("{workspace}", str(workspace)) for arg in argv]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How a helper command ended. Exactly one of ``returncode`` (negative: killed by that
+    signal) and ``problem`` (could not start, timed out, interrupted) is set."""
+
+    returncode: int | None = None
+    problem: str | None = None
+
+
+def run_quiet(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_seconds: float,
+    cancel: threading.Event | None = None,
+) -> Finished:
+    """Run ``argv`` in ``cwd`` without a shell, in a new session, stdin from /dev/null and its
+    output discarded (never stored or reported); kill the session when it ends, times out or
+    ``cancel`` is set."""
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        return Finished(problem=f"cannot start {argv[0]!r}: {exc.strerror or type(exc).__name__}")
+    except (ValueError, subprocess.SubprocessError) as exc:
+        return Finished(problem=f"cannot start {argv[0]!r}: {type(exc).__name__}")
+    deadline = started + timeout_seconds
+    try:
+        problem = _wait_exit(proc.pid, deadline, timeout_seconds, cancel)
+    finally:
+        # The child is not reaped yet (WNOWAIT), so its pid — the session id — stays reserved
+        # until everything in the session is gone.
+        ProcessSweeper().sweep(proc.pid, ())
+        code = proc.wait()
+    return Finished(problem=problem) if problem is not None else Finished(returncode=code)
+
+
+def _exited(pid: int) -> bool:
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _wait_exit(
+    pid: int, deadline: float, timeout_seconds: float, cancel: threading.Event | None
+) -> str | None:
+    """Wait until ``pid`` exits (without reaping it); a problem when it does not in time."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    try:
+        while not _exited(pid):
+            if cancel is not None and cancel.is_set():
+                return "interrupted"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return f"timed out after {round(timeout_seconds * 1000)} ms"
+            wait = min(left, _TICK_SECONDS) if (cancel is not None or pidfd < 0) else left
+            if pidfd >= 0:
+                select.select([pidfd], [], [], wait)
+            else:
+                time.sleep(wait)
+        return None
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
+
+
+def describe_exit(finished: Finished) -> str:
+    """``exited with code 3`` / ``killed by signal SIGSEGV`` / the problem."""
+    if finished.problem is not None:
+        return finished.problem
+    code = finished.returncode
+    assert code is not None
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by signal {name}"
+    return f"exited with code {code}"
