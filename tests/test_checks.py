@@ -1,4 +1,4 @@
-"""Task checks (docs/cases.md): exit_code, includes_all, json_equals — examples and properties."""
+"""The output checks exit_code, includes_all and json_equals: examples and properties."""
 
 from __future__ import annotations
 
@@ -10,42 +10,62 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skill_evals.cases import TaskCheck
-from skill_evals.checks import json_equal, passes
+from skill_evals.checks import json_equal, judge_observation
+from skill_evals.checks.model import Check, ExitCode, IncludesAll, JsonEquals
+from skill_evals.observations import Observation
+
+KINDS: dict[str, Any] = {"exit_code": ExitCode, "includes_all": IncludesAll, "json_equals": JsonEquals}
+
+
+def make(name: str, expected: Any) -> Check:
+    """A check as the cases loader builds it."""
+    check: Check = KINDS[name](tuple(expected) if name == "includes_all" else expected)
+    return check
+
+
+class _NoRegex:
+    def search(self, pattern: str, flags: str, text: str) -> bool | None:
+        raise AssertionError("no regular expression here")
+
+
+def passes(check: Check, output: str, exit_code: int) -> bool:
+    """Whether one observation with this output and exit code passes ``check``."""
+    obs = Observation("c1", 1, "with", (), output, exit_code)
+    return judge_observation(check, obs, _NoRegex()).passed
 
 # ------------------------------------------------------------------------------- exit_code
 
 
 def test_exit_code_equality() -> None:
-    check = TaskCheck("exit_code", 3)
+    check = make("exit_code", 3)
     assert passes(check, "anything", 3)
     assert not passes(check, "anything", 0)
-    assert passes(TaskCheck("exit_code", 0), "", 0)
-    assert passes(TaskCheck("exit_code", -2), "", -2)
+    assert passes(make("exit_code", 0), "", 0)
+    assert passes(make("exit_code", -2), "", -2)
 
 
 def test_exit_code_expected_bool_never_matches() -> None:
     # cases.py rejects it when loading; the check itself must not treat True as 1 either.
-    assert not passes(TaskCheck("exit_code", True), "", 1)
+    assert not passes(make("exit_code", True), "", 1)
 
 
 # ---------------------------------------------------------------------------- includes_all
 
 
 def test_includes_all_needs_every_substring_case_sensitively() -> None:
-    check = TaskCheck("includes_all", ["30 days", "receipt"])
+    check = make("includes_all", ["30 days", "receipt"])
     assert passes(check, "Bring your receipt within 30 days.", 0)
     assert not passes(check, "Bring your Receipt within 30 days.", 0)
     assert not passes(check, "within 30 days", 0)
 
 
 def test_includes_all_requires_exit_code_zero() -> None:
-    check = TaskCheck("includes_all", ["ok"])
+    check = make("includes_all", ["ok"])
     assert not passes(check, "ok", 1)
 
 
 def test_includes_all_unicode_separators_are_data() -> None:
-    check = TaskCheck("includes_all", ["a\u2028b"])
+    check = make("includes_all", ["a\u2028b"])
     assert passes(check, "xa\u2028by", 0)
     assert not passes(check, "xa\nby", 0)
 
@@ -65,7 +85,7 @@ EXPECTED = {"refund": True, "days": 30, "items": [1, "a", None], "note": {"x": 1
     ],
 )
 def test_json_equals_passes(output: str) -> None:
-    assert passes(TaskCheck("json_equals", EXPECTED), output, 0)
+    assert passes(make("json_equals", EXPECTED), output, 0)
 
 
 @pytest.mark.parametrize(
@@ -96,36 +116,36 @@ def test_json_equals_passes(output: str) -> None:
     ],
 )
 def test_json_equals_fails(output: str, why: str) -> None:
-    assert not passes(TaskCheck("json_equals", EXPECTED), output, 0), why
+    assert not passes(make("json_equals", EXPECTED), output, 0), why
 
 
 def test_json_equals_requires_exit_code_zero() -> None:
     output = json.dumps(EXPECTED)
-    assert passes(TaskCheck("json_equals", EXPECTED), output, 0)
-    assert not passes(TaskCheck("json_equals", EXPECTED), output, 2)
+    assert passes(make("json_equals", EXPECTED), output, 0)
+    assert not passes(make("json_equals", EXPECTED), output, 2)
 
 
 def test_json_equals_unsafe_integer_in_output_fails() -> None:
-    check = TaskCheck("json_equals", {"n": 9007199254740991})
+    check = make("json_equals", {"n": 9007199254740991})
     assert passes(check, '{"n": 9007199254740991}', 0)
     assert not passes(check, '{"n": 9007199254740992}', 0)
-    assert not passes(TaskCheck("json_equals", [1]), "[-9007199254740992]", 0)
+    assert not passes(make("json_equals", [1]), "[-9007199254740992]", 0)
 
 
 def test_json_equals_numbers_by_value_and_bools_apart() -> None:
-    assert passes(TaskCheck("json_equals", 1), "1.0", 0)
-    assert passes(TaskCheck("json_equals", 0), "-0.0", 0)
-    assert passes(TaskCheck("json_equals", 100), "1e2", 0)
-    assert not passes(TaskCheck("json_equals", 1), "true", 0)
-    assert not passes(TaskCheck("json_equals", True), "1", 0)
-    assert not passes(TaskCheck("json_equals", False), "0", 0)
-    assert not passes(TaskCheck("json_equals", None), "false", 0)
-    assert passes(TaskCheck("json_equals", None), "null", 0)
+    assert passes(make("json_equals", 1), "1.0", 0)
+    assert passes(make("json_equals", 0), "-0.0", 0)
+    assert passes(make("json_equals", 100), "1e2", 0)
+    assert not passes(make("json_equals", 1), "true", 0)
+    assert not passes(make("json_equals", True), "1", 0)
+    assert not passes(make("json_equals", False), "0", 0)
+    assert not passes(make("json_equals", None), "false", 0)
+    assert passes(make("json_equals", None), "null", 0)
 
 
 def test_json_equals_deep_nesting_fails_cleanly() -> None:
     deep = "[" * 100_000 + "]" * 100_000
-    assert not passes(TaskCheck("json_equals", []), deep, 0)
+    assert not passes(make("json_equals", []), deep, 0)
 
 
 def test_json_equal_deep_structures_without_recursion() -> None:
@@ -165,7 +185,7 @@ def _shuffle_keys(value: Any, rng: random.Random) -> Any:
 @given(json_values)
 @settings(max_examples=60)
 def test_json_equals_is_reflexive(value: Any) -> None:
-    assert passes(TaskCheck("json_equals", value), json.dumps(value), 0)
+    assert passes(make("json_equals", value), json.dumps(value), 0)
     assert json_equal(value, value)
 
 
@@ -173,7 +193,7 @@ def test_json_equals_is_reflexive(value: Any) -> None:
 @settings(max_examples=60)
 def test_json_equals_ignores_key_order(value: Any, seed: int) -> None:
     shuffled = _shuffle_keys(value, random.Random(seed))
-    assert passes(TaskCheck("json_equals", value), json.dumps(shuffled, indent=1), 0)
+    assert passes(make("json_equals", value), json.dumps(shuffled, indent=1), 0)
 
 
 @given(st.booleans(), st.integers(min_value=-SAFE, max_value=SAFE) | st.floats(allow_nan=False))
@@ -181,7 +201,7 @@ def test_bools_never_equal_numbers(flag: bool, number: float) -> None:
     assert not json_equal(flag, number)
     assert not json_equal(number, flag)
     assert not json_equal([flag], [number])
-    assert not passes(TaskCheck("json_equals", number), json.dumps(flag), 0)
+    assert not passes(make("json_equals", number), json.dumps(flag), 0)
 
 
 @given(st.integers(min_value=-(2**53), max_value=2**53))

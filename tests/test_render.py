@@ -98,9 +98,11 @@ def test_text_verdict_first_then_tables_then_next_steps() -> None:
 
 def test_text_pass_says_nothing_to_do() -> None:
     report = report_for()
-    # Make the run clean: no misroutes either.
+    # Make the run clean: no misroutes and no failed tasks either.
     report["trigger"]["missedTriggerCaseIds"] = []
     report["trigger"]["falseTriggerCaseIds"] = []
+    for case in report["caseResults"]:
+        case["failedCheck"] = None
     text = render_text(report)
     assert text.startswith("PASS  refund-policy")
     assert "nothing: the evidence clears every configured gate" in text

@@ -73,6 +73,7 @@ def test_without_never_loads() -> None:
         "invokedSkills": [],
         "output": GENERIC_ANSWER,
         "exitCode": 0,
+        "meta": {"turns": 1},
     }
 
 

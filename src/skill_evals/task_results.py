@@ -62,7 +62,10 @@ def judge_case(case: Case, row: Row, matcher: Matcher) -> CaseTask:
         expected = only.expected
         for offset, variant in enumerate(VARIANTS):
             observed = row[offset::2]
-            row_passes = [None if obs is None else obs.exit_code == expected for obs in observed]
+            row_passes = [
+                None if obs is None else (obs.exit_code == expected and type(expected) is int)
+                for obs in observed
+            ]
             result.passes[variant] = row_passes
             if False in row_passes:
                 trial = row_passes.index(False) + 1

@@ -37,6 +37,8 @@ class AgentInvocation:
     prompt: str
     # A routing run's whole catalog (SKILL_EVALS_SKILL_DIRS); skill_dir is then its first.
     skill_dirs: tuple[Path, ...] = ()
+    # The engine's workspace for this invocation (SKILL_EVALS_WORKSPACE), None when not given.
+    workspace: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,8 @@ class AgentResult:
     meta: dict[str, float] = field(default_factory=dict)
     # {"skill", "state", "delivery", "source"} items: what was offered, tried and loaded.
     evidence: list[dict[str, str]] = field(default_factory=list)
+    # {"name", "input", "ok"} per tool call, in call order.
+    tool_calls: list[dict[str, object]] = field(default_factory=list)
 
     def to_line(self) -> str:
         """The single JSON line the engine expects on stdout."""
@@ -78,6 +82,8 @@ class AgentResult:
             obj["meta"] = self.meta
         if self.evidence:
             obj["evidence"] = self.evidence
+        if self.tool_calls:
+            obj["toolCalls"] = self.tool_calls
         return json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n"
 
 
@@ -165,6 +171,9 @@ def read_invocation(
         prompt = stream.read().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RunnerSetupError("the prompt on stdin is not valid UTF-8") from exc
+    workspace = env.get("SKILL_EVALS_WORKSPACE", "")
+    if workspace and not Path(workspace).is_dir():
+        raise RunnerSetupError("SKILL_EVALS_WORKSPACE must name a directory")
     return AgentInvocation(
         variant="with" if variant == "with" else "without",
         skill_dir=Path(skill_dir).resolve(),
@@ -172,4 +181,5 @@ def read_invocation(
         trial=int(trial_text),
         prompt=prompt,
         skill_dirs=skill_dirs,
+        workspace=Path(workspace) if workspace else None,
     )

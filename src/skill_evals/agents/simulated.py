@@ -10,12 +10,17 @@ stderr on every invocation. Its behaviour is deterministic and deliberately simp
   the one skill whose description shares the most such words, if it reaches the same threshold.
 * answer: when loaded, the section of the SKILL.md body that shares most words with the prompt
   (a fenced ``json`` block verbatim when the prompt asks for JSON); otherwise a generic answer.
+* work: given a workspace (SKILL_EVALS_WORKSPACE), it appends its answer, under a line saying
+  it is simulated, to the first file the prompt names in backticks (`CHANGELOG.md`), else to
+  ``answer.md``, and reports that ``write`` (and the skill load) as tool calls.
 
 It measures nothing about a real model; use it for demos, tutorials and self-tests.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -54,6 +59,12 @@ NOTICE = (
 def is_simulated_command(command: str | None) -> bool:
     """Whether a ``--runner`` command runs this simulation (labelled wherever it is used)."""
     return command is not None and _SIMULATED_COMMAND.search(command) is not None
+
+
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*\.[A-Za-z0-9]+")
+MAX_FILE_NAME = 200
+ANSWER_FILE = "answer.md"
+FILE_LABEL = "[simulated] written by skill-evals runner simulated; no model was called\n"
 
 
 def content_words(text: str) -> set[str]:
@@ -123,6 +134,43 @@ def answer_from_body(prompt: str, body: str) -> str:
     return f"[simulated] {best.text}"
 
 
+def answer_file(prompt: str) -> str:
+    """The file the simulation writes: the first backticked relative file name in the prompt
+    (no ``..``, no absolute path), else ``answer.md``."""
+    # The odd pieces between backticks are the quoted spans: one linear split, and each span
+    # is matched only when short.
+    for name in prompt.split("`")[1:-1:2]:
+        if len(name) > MAX_FILE_NAME or _FILE_NAME.fullmatch(name) is None:
+            continue
+        if all(part not in ("", ".", "..") for part in name.split("/")):
+            return name
+    return ANSWER_FILE
+
+
+def write_answer(workspace: Path, rel: str, text: str) -> None:
+    """Append the labelled answer to ``rel`` inside ``workspace``, creating missing
+    directories; never through a symlink."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        *dirs, name = rel.split("/")
+        for part in dirs:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            next_fd = os.open(part, flags, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        out = os.open(
+            name, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644, dir_fd=fd
+        )
+        with os.fdopen(out, "a", encoding="utf-8") as fh:
+            if fh.tell() > 0:
+                fh.write("\n")
+            fh.write(FILE_LABEL + text + "\n")
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class _Installed:
     name: str
@@ -165,20 +213,34 @@ def pick_skill(prompt: str, descriptions: list[str]) -> int | None:
 
 def run(invocation: AgentInvocation) -> AgentResult:
     """Answer one invocation of the runner contract. With a catalog installed
-    (SKILL_EVALS_SKILL_DIRS, a routing run) it loads at most the one best-matching skill."""
+    (SKILL_EVALS_SKILL_DIRS, a routing run) it loads at most the one best-matching skill; with
+    a workspace it writes its answer there."""
     print(f"skill-evals runner simulated: {LABEL}", file=sys.stderr)
     dirs = invocation.skill_dirs or (invocation.skill_dir,)
     installed = [_read_skill(d) for d in dirs]
+    skill = None
     if invocation.variant == "with":
         chosen = pick_skill(invocation.prompt, [s.description for s in installed])
         if chosen is not None:
             skill = installed[chosen]
-            return AgentResult(
-                variant=invocation.variant,
-                invoked_skills=[skill.name],
-                output=answer_from_body(invocation.prompt, skill.body),
-                exit_code=0,
-            )
+    output = GENERIC_ANSWER if skill is None else answer_from_body(invocation.prompt, skill.body)
+    tool_calls: list[dict[str, object]] = []
+    if skill is not None:
+        tool_calls.append({"name": "skill", "input": {"name": skill.name}, "ok": True})
+    if invocation.workspace is not None:
+        target = answer_file(invocation.prompt)
+        try:
+            write_answer(invocation.workspace, target, output)
+        except OSError as exc:
+            raise RunnerSetupError(
+                f"cannot write {target} in the workspace ({exc.strerror})"
+            ) from exc
+        tool_calls.append({"name": "write", "input": {"path": target}, "ok": True})
     return AgentResult(
-        variant=invocation.variant, invoked_skills=[], output=GENERIC_ANSWER, exit_code=0
+        variant=invocation.variant,
+        invoked_skills=[] if skill is None else [skill.name],
+        output=output,
+        exit_code=0,
+        meta={"turns": 1 + len(tool_calls)},
+        tool_calls=tool_calls,
     )

@@ -47,7 +47,8 @@ def _fail(check: Check, why: str) -> Outcome:
 def judge_observation(check: Check, obs: Observation, matcher: Matcher) -> Outcome:
     """One observation check's verdict on one observation (TypeError for a workspace check)."""
     if isinstance(check, ExitCode):
-        if obs.exit_code == check.expected:
+        # bool is an int in Python; an expected True must never match exit code 1.
+        if type(check.expected) is int and obs.exit_code == check.expected:
             return PASSED
         return _fail(check, f"exitCode {obs.exit_code}, expected {check.expected}")
     if isinstance(check, Budget):

@@ -146,7 +146,11 @@ def failing_cases(report: Mapping[str, Any]) -> list[tuple[str, int | None, str]
     for case in report.get("caseResults") or []:
         passes = case.get("with")
         if isinstance(passes, list) and any(p is False for p in passes):
-            why.setdefault(case.get("id"), []).append("the task failed with the skill")
+            failed = case.get("failedCheck")
+            reason = failed.get("reason") if isinstance(failed, Mapping) else None
+            why.setdefault(case.get("id"), []).append(
+                "the task failed with the skill" + (f": {reason}" if reason else "")
+            )
     order = [c.get("id") for c in report.get("caseResults") or []]
     ordered = [c for c in order if c in why] + [c for c in why if c not in order]
     result = []

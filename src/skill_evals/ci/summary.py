@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..render.diagnosis import sections
+from ..render.text import task_failures
 
 MARKER = "<!-- skill-evals -->"
 SUMMARY_MAX_BYTES = 1_000_000
@@ -163,6 +164,12 @@ def failure_details(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]
         lines.append(
             f"- … and {len(found.failures) - max(limit, 1)} more reasons (see report.html)"
         )
+    tasks = [
+        f"{_esc(t['caseId'])} trial {t['trial']}: {_esc(t['reason'])}"
+        for t in task_failures(report)
+    ]
+    for text in _limited(tasks, limit):
+        lines.append(f"- Task failed with the skill: {text}")
     return lines
 
 

@@ -325,6 +325,7 @@ def _skill_section(
             f"<td>{_marks(c.get('with'))}</td>"
             f"<td>{_marks(c.get('without'))}</td>"
             f"<td>{_state_marks(c.get('loadState'))}</td>"
+            f"<td>{_failed_check(c.get('failedCheck'))}</td>"
             + (
                 f"<td>{case_answers(str(c.get('id')), c.get('triggered') or [], answers, budget)}"
                 "</td>"
@@ -338,13 +339,22 @@ def _skill_section(
             f"<details open><summary>Per-case detail ({len(cases)} cases)</summary>"
             "<table><tr><th>case</th><th>line</th><th>should trigger</th>"
             "<th>skill loaded (per trial)</th><th>task with</th><th>task without</th>"
-            "<th>load evidence</th>"
+            "<th>load evidence</th><th>first failing check</th>"
             + ("<th>answers (--include-outputs)</th>" if shown else "")
             + f"</tr>{rows}</table></details>"
         )
         if budget.cut_short:
             parts.append("<p class='note'>Some answers were left out: the page is full.</p>")
     return "\n".join(p for p in parts if p)
+
+
+def _failed_check(failed: object) -> str:
+    """``with, trial 2: file_contains CHANGELOG.md: '## 1.2.0' not found`` (escaped)."""
+    if not isinstance(failed, dict):
+        return ""
+    return (
+        f"{_e(failed.get('variant'))}, trial {_e(failed.get('trial'))}: {_e(failed.get('reason'))}"
+    )
 
 
 def render_test_html(

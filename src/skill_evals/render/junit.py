@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .text import fmt, fmt_p, fmt_signed, fmt_threshold
+from .text import LIST_LIMIT, fmt, fmt_p, fmt_signed, fmt_threshold, task_failures
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
 # (\t, \n, \r stay): removed, never written.
@@ -263,6 +263,14 @@ def _uplift_case(suite: _Suite, report: Mapping[str, Any]) -> bool:
             f"sign test p = {fmt_p(_mapping(task.get('signTest')).get('pValue'))}, "
             f"{task.get('units')} unit(s)"
         )
+        failed = task_failures(report)
+        for item in failed[:LIST_LIMIT]:
+            figures += (
+                f"\ntask failed with the skill: {item['caseId']} trial {item['trial']}: "
+                f"{item['reason']}"
+            )
+        if len(failed) > LIST_LIMIT:
+            figures += f"\n… and {len(failed) - LIST_LIMIT} more (see the JSON report)"
         if up_gate is not None and up_gate.get("passed") is False:
             suite.result(
                 suite.case("uplift"),

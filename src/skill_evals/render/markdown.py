@@ -9,6 +9,7 @@ from typing import Any
 from .diagnosis import partial_note, sections
 from .text import (
     LIST_LIMIT,
+    efficiency_summary,
     fmt,
     fmt_p,
     fmt_pct,
@@ -157,6 +158,9 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
             f"p = {fmt_p(sign.get('pValue'))}.",
             "",
         ]
+        efficiency = efficiency_summary(task)
+        if efficiency:
+            lines += [f"Efficiency (medians): {_esc(efficiency)}.", ""]
         if task.get("insufficient"):
             lines += ["> Fewer than 10 independent units: reported, not a basis for a gate.", ""]
     gates = report.get("gates") or {}

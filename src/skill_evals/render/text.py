@@ -144,7 +144,65 @@ def next_steps(
     violations = (report.get("loading") or {}).get("violations") or []
     for v in limited([_violation(v, esc, code) for v in violations]):
         steps.append(f"Loading violation: {v}")
+    failed_tasks = [
+        f"{where(str(t['caseId']))} trial {t['trial']}: {esc(t['reason'])}"
+        for t in task_failures(report)
+    ]
+    for item in limited(failed_tasks):
+        steps.append(f"Task failed with the skill: {item}")
     return steps
+
+
+def task_failures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Cases whose task failed with the skill: caseId, line, trial and the first failing
+    check's short reason (which never holds file contents, outputs or prompts)."""
+    found = []
+    for case in report.get("caseResults") or []:
+        failed = case.get("failedCheck") if isinstance(case, Mapping) else None
+        if isinstance(failed, Mapping) and failed.get("variant") == "with":
+            found.append(
+                {
+                    "caseId": case.get("id"),
+                    "line": case.get("line"),
+                    "trial": failed.get("trial"),
+                    "reason": failed.get("reason"),
+                }
+            )
+    return found
+
+
+def _figures(figures: object, signed: bool) -> str | None:
+    if not isinstance(figures, Mapping):
+        return None
+    sign = "+" if signed else ""
+    parts = []
+    values: list[Any] = [figures.get(k) for k in ("durationMs", "tokens", "costUsd")]
+    duration, tokens, cost = (float(v) if is_number(v) else None for v in values)
+    if duration is not None:
+        parts.append(f"{duration / 1000:{sign}.1f} s")
+    if tokens is not None:
+        parts.append(f"{tokens:{sign},.0f} tokens")
+    if cost is not None:
+        parts.append(f"${cost:{sign}.4f}")
+    return ", ".join(parts) if parts else None
+
+
+def efficiency_summary(task: Mapping[str, Any]) -> str | None:
+    """``with 12.0 s, 1,200 tokens; without …; paired difference …`` (medians), or None when
+    no observation reported duration, tokens or cost."""
+    efficiency = task.get("efficiency")
+    if not isinstance(efficiency, Mapping):
+        return None
+    parts = []
+    for key, label, signed in (
+        ("with", "with", False),
+        ("without", "without", False),
+        ("difference", "paired difference (with − without)", True),
+    ):
+        text = _figures(efficiency.get(key), signed)
+        if text:
+            parts.append(f"{label} {text}")
+    return "; ".join(parts) if parts else None
 
 
 def _violation(
@@ -248,6 +306,9 @@ def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str
             f"{sign.get('negative')} worse, {sign.get('ties')} tied; "
             f"two-sided p = {fmt_p(sign.get('pValue'))}"
         )
+        efficiency = efficiency_summary(task)
+        if efficiency:
+            lines.append(f"  efficiency (medians): {efficiency}")
         if task.get("insufficient"):
             lines.append("  insufficient: fewer than 10 independent units — not a basis for a gate")
         gate = _gate_line(gates.get("minUplift"), "uplift lower bound")
