@@ -14,7 +14,11 @@ from skill_evals.checks import json_equal, judge_observation
 from skill_evals.checks.model import Check, ExitCode, IncludesAll, JsonEquals
 from skill_evals.observations import Observation
 
-KINDS: dict[str, Any] = {"exit_code": ExitCode, "includes_all": IncludesAll, "json_equals": JsonEquals}
+KINDS: dict[str, Any] = {
+    "exit_code": ExitCode,
+    "includes_all": IncludesAll,
+    "json_equals": JsonEquals,
+}
 
 
 def make(name: str, expected: Any) -> Check:
@@ -32,6 +36,7 @@ def passes(check: Check, output: str, exit_code: int) -> bool:
     """Whether one observation with this output and exit code passes ``check``."""
     obs = Observation("c1", 1, "with", (), output, exit_code)
     return judge_observation(check, obs, _NoRegex()).passed
+
 
 # ------------------------------------------------------------------------------- exit_code
 

@@ -85,7 +85,7 @@ def _file(
         if isinstance(check, FileAbsent):
             if found.kind == "missing":
                 return PASSED
-            if found.kind == "symlink":
+            if found.kind in ("symlink", "outside", "unreadable"):
                 return _fail(check, describe(found))
             return _fail(check, f"exists ({'a file' if found.kind == 'file' else found.kind})")
         return PASSED if found.kind == "file" else _fail(check, describe(found))

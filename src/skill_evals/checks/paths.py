@@ -37,6 +37,8 @@ def _open_parent(root: Path, rel: str) -> tuple[int, str] | Found:
     """A descriptor of the directory holding ``rel``'s last component, and that name; or
     what stopped the walk (missing, a symlink, a non-directory on the way)."""
     parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts) or "\0" in rel:
+        return Found("outside")  # refused when the cases loaded; never walked here either
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     for part in parts[:-1]:
         try:
@@ -95,6 +97,7 @@ _WHY = {
     "missing": "not found",
     "symlink": "a symlink at or on the way to this path (symlinks are not followed)",
     "unreadable": "a directory on the way cannot be opened",
+    "outside": "not a path inside the workspace",
     "directory": "a directory, not a file",
     "other": "not a regular file",
 }
@@ -105,8 +108,11 @@ def describe(found: Found) -> str:
     return _WHY.get(found.kind, found.kind)
 
 
-def read_file(root: Path, rel: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of the regular file at ``rel``, at most ``max_bytes`` (PathProblem else)."""
+def read_file(root: Path, rel: str, max_bytes: int | None = None) -> bytes:
+    """The bytes of the regular file at ``rel``, at most ``max_bytes`` (default
+    MAX_FILE_BYTES; PathProblem else)."""
+    if max_bytes is None:
+        max_bytes = MAX_FILE_BYTES
     opened = _open_parent(root, rel)
     if isinstance(opened, Found):
         raise PathProblem(describe(opened))
@@ -140,7 +146,7 @@ def read_file(root: Path, rel: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
             os.close(fd)
 
 
-def read_text(root: Path, rel: str, max_bytes: int = MAX_FILE_BYTES) -> str:
+def read_text(root: Path, rel: str, max_bytes: int | None = None) -> str:
     """The file's text (strict UTF-8, a leading BOM skipped)."""
     data = read_file(root, rel, max_bytes)
     try:
