@@ -19,7 +19,7 @@ def obs(
     calls: tuple[ToolCall, ...] = (),
     **meta: float,
 ) -> Observation:
-    return Observation("c1", 1, "with", (), output, exit_code, meta, calls)
+    return Observation("c1", 1, "with", (), output, exit_code, meta, tool_calls=calls)
 
 
 @pytest.fixture(scope="module")
