@@ -589,6 +589,27 @@ def test_probes_that_name_the_skill_are_not_loads_in_without(
 
 
 @pytest.mark.agents
+def test_reading_skill_md_without_the_skill_tool_counts_by_content(
+    opencode_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """A model that never calls the skill tool but reads the SKILL.md — a shell glob, `cd` then
+    `cat`, OpenCode's read tool — was shown the skill: each read counts, by content."""
+    reads = (
+        Call("bash", {"command": "cat .opencode/skills/*/SKILL.md", "description": "Read"}),
+        Call("bash", {"command": "cd .opencode/skills/refund-policy && cat SKILL.md",
+                      "description": "Read"}),
+        Call("read", {"filePath": "{cwd}/.opencode/skills/refund-policy/SKILL.md"}),
+    )  # fmt: skip
+    with FakeChat(Behaviour(min_overlap=99, first=reads)) as model:
+        env = runner_env(model, tmp_path)
+        proc, line = run_runner(opencode_binary, "with", skills["refund-policy"], env)
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == ["refund-policy"] and "30 days" in line["output"]
+    shown = [(e["delivery"], e["source"]) for e in line["evidence"] if e["state"] == "loaded"]
+    assert shown == [("read", "bash result"), ("read", "read result")]
+
+
+@pytest.mark.agents
 def test_a_slash_prompt_loads_the_skill_explicitly(
     opencode_binary: str, skills: dict[str, Path], tmp_path: Path
 ) -> None:
