@@ -34,6 +34,7 @@ from .opencode_events import (
     summarize,
     tool_calls,
 )
+from .opencode_guard import KINDS
 from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .scaffold import KEEP_HINT, run_agent
@@ -202,9 +203,10 @@ class OpenCode:
         summary = summarize(events)
         if summary.retry_cap is not None:
             kind = summary.retry_cap.get("kind")
-            kind = kind if isinstance(kind, str) and kind.isascii() else "retryable error"
+            if kind not in {known for known, _ in KINDS}:
+                kind = "retryable error"
             raise RunnerSetupError(
-                f"the model API failed twice ({kind[:40]}); OpenCode's own retries are "
+                f"the model API failed twice ({kind}); OpenCode's own retries are "
                 "stopped after one so that the engine's --retries decide"
             )
         if summary.error is not None:

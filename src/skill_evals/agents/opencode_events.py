@@ -141,7 +141,7 @@ class Summary:
     error: Mapping[str, Any] | None = None  # the last ``error`` event's error
     retry_cap: Mapping[str, Any] | None = None  # opencode_guard's marker
     error_names: list[str] = field(default_factory=list)  # errors OpenCode logged (names only)
-    texts: list[str] = field(default_factory=list)  # text parts of the current step
+    texts: list[str] = field(default_factory=list)  # text parts of the last step
 
 
 def _number(value: object) -> float:
@@ -152,15 +152,17 @@ def _number(value: object) -> float:
 def summarize(events: Sequence[Event]) -> Summary:
     """The final answer, how the last step ended, usage sums and errors."""
     run = Summary()
+    last: list[str] = []  # the text parts of the last step that had text
     for event in events:
         kind = event.get("type")
         part = _part(event)
         if kind == "step_start":
             run.steps += 1
+            if run.texts:
+                last = run.texts
             run.texts = []
         elif kind == "text" and isinstance(part.get("text"), str):
             run.texts.append(part["text"])
-            run.output = "".join(run.texts)
         elif kind == "step_finish":
             reason = part.get("reason")
             run.finish = reason if isinstance(reason, str) else None
@@ -170,8 +172,9 @@ def summarize(events: Sequence[Event]) -> Summary:
         elif kind == RETRY_CAP:
             run.retry_cap = event
         elif kind == ERROR_NAMES and isinstance(event.get("names"), list):
-            names = [n for n in event["names"] if isinstance(n, str) and _ERROR_NAME.fullmatch(n)]
-            run.error_names = names[:10]
+            names = [n for n in event["names"][:10] if isinstance(n, str)]
+            run.error_names = [n for n in names if _ERROR_NAME.fullmatch(n)]
+    run.output = "".join(run.texts or last)
     return run
 
 

@@ -34,11 +34,12 @@ MAX_NAMES = 10
 MAX_ATTEMPTS = 2  # the first request and one retry
 MAX_LINE = 64 * 1024  # a longer stderr line is copied in pieces and never counted
 # A failed model request of the main session (title and summary requests run with small=true).
-_STREAM_ERROR = re.compile(rb'message="stream error" .*\bsmall=false\b')
+_STREAM_ERROR = b'message="stream error"'
+_MAIN_SESSION = b" small=false "
 _ERROR_NAME = re.compile(rb'\berror="(?P<name>[A-Z][A-Za-z0-9]{0,63}Error)\b')
 _ERROR_TEXT = re.compile(rb'error\.error="(?P<text>[^"\n]{0,2000})')
 # What the logged error says, classified (first match wins); the text itself is never printed.
-_KINDS = (
+KINDS = (
     ("rate limit", re.compile(rb"\b429\b|rate.?limit|too many requests", re.I)),
     ("overloaded", re.compile(rb"\b529\b|overloaded|capacity|unavailable", re.I)),
     ("server error", re.compile(rb"\b5\d\d\b|internal|server error", re.I)),
@@ -54,7 +55,7 @@ def classify(line: bytes) -> str:
     pattern matches)."""
     match = _ERROR_TEXT.search(line)
     text = match.group("text") if match else line
-    for kind, pattern in _KINDS:
+    for kind, pattern in KINDS:
         if pattern.search(text):
             return kind
     return "retryable error"
@@ -95,7 +96,7 @@ def supervise(argv: list[str]) -> int:
         name = _ERROR_NAME.search(line)
         if name and len(names) < MAX_NAMES:
             names.setdefault(name.group("name").decode("ascii"), None)
-        if _STREAM_ERROR.search(line):
+        if _STREAM_ERROR in line and _MAIN_SESSION in line:
             attempts += 1
             kind = classify(line)
             if attempts >= MAX_ATTEMPTS:
