@@ -201,3 +201,26 @@ def test_complete_runs_are_not_marked_partial() -> None:
     assert "partial" not in render_text(report)
     assert "partial" not in render_markdown(report).lower()
     assert "partial" not in render_summary(ci_report(report)).lower()
+
+
+def test_errors_come_first_and_junit_explains_with_an_error_not_a_note() -> None:
+    from junitparser import Error, JUnitXml
+
+    from skill_evals.render.junit import render_junit
+
+    suite = make_suite()
+    report = evaluate(
+        make_skill(),
+        suite,
+        make_settings(),
+        make_result(suite),
+        skill_changed=True,
+        messages=("the runner is simulated",),
+    )
+    assert_valid_report(report)
+    assert report["messageSeverities"][0] == "error"
+    assert report["messages"][-1] == "the runner is simulated"
+    xml = JUnitXml.fromstring(render_junit([("refund-policy", report, None)]).encode())
+    (case,) = [c for s in xml for c in s if c.name == "evaluation"]
+    assert isinstance(case.result[0], Error)
+    assert "changed during the run" in (case.result[0].message or "")

@@ -426,11 +426,7 @@ def _evaluate(
     missing = expected - len(observed)
 
     codes: list[int] = []
-    notes = Messages()
-    for message in messages:
-        notes.note(message)
-    for message in result.messages:
-        notes.note(message)
+    notes = Messages()  # most important first: errors as found, then warnings and notes
     if failures:
         codes.append(UNAVAILABLE)
         notes.append(_failures_message(failures))
@@ -511,6 +507,11 @@ def _evaluate(
             f"{len(violations)} loading violation(s): a required skill was not loaded or a "
             "forbidden one was; see loading.violations"
         )
+
+    for message in result.messages:  # e.g. a workspace that could not be kept
+        notes.warning(message)
+    for message in messages:
+        notes.note(message)
 
     exit_code = combine(codes)
     report = _envelope(exit_code)

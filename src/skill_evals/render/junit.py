@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..messages import severities_of
 from .text import LIST_LIMIT, fmt, fmt_p, fmt_signed, fmt_threshold, task_failures
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
@@ -329,7 +330,9 @@ def _skill_suite(name: str, report: Mapping[str, Any]) -> _Suite:
         has_error = _uplift_case(suite, report) or has_error
         _loading_cases(suite, report)
     if report.get("exitCode") in (5, 6, 7, 130) and not has_error:
-        messages = [str(m) for m in report.get("messages") or []]
+        # The errors explain the exit code; warnings and notes follow them.
+        ranked = sorted(severities_of(report), key=lambda item: item[0] != "error")
+        messages = [text for _, text in ranked]
         suite.result(
             suite.case("evaluation"),
             "error",
