@@ -102,24 +102,3 @@ def test_runner_exits_2_with_one_line_on_setup_error(tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "refund returns" not in proc.stderr
-
-
-def test_workspaces_of_killed_runners_are_swept(tmp_path: Path) -> None:
-    from skill_evals.agents.workspace import OWNER_FILE, Workspace, sweep_stale_workspaces
-
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    stale = tmp_path / "skill-evals-run-stale"
-    stale.mkdir()
-    (stale / OWNER_FILE).write_text(str(dead.pid))
-    live = tmp_path / "skill-evals-run-live"
-    live.mkdir()
-    (live / OWNER_FILE).write_text(str(os.getppid()))
-    kept = tmp_path / "skill-evals-run-kept"  # --keep-workspace: no owner file
-    kept.mkdir()
-    assert sweep_stale_workspaces(tmp_path) == [stale]
-    assert live.exists() and kept.exists() and not stale.exists()
-    with Workspace() as ws:
-        assert (ws.root / OWNER_FILE).read_text() == str(os.getpid())
-        assert ws.project.is_dir() and ws.home.is_dir()
-    assert not ws.root.exists()

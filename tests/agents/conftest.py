@@ -41,3 +41,11 @@ def files_holding(roots: list[Path], secret: str) -> list[Path]:
             if any(needle in data for needle in needles):
                 found.append(path)
     return found
+
+
+def workspaces_in(tmpdir: Path) -> list[Path]:
+    """The agent workspaces left under ``tmpdir`` (their private parent is never listable by
+    the agents, so look through the runner's own helper)."""
+    from skill_evals.agents.workspace import PARENT_PREFIX, workspaces
+
+    return [w for parent in tmpdir.glob(f"{PARENT_PREFIX}*") for w in workspaces(parent)]

@@ -30,7 +30,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
+from tests.agents.scripts import Step, fill
+
 _WORD = re.compile(r"[a-z0-9]+")
+# The error types the Anthropic API answers with, by HTTP status.
+_ERROR_TYPES = {
+    400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+    404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error",
+}  # fmt: skip
 _STOP = frozenset(
     """a an and are as at be but by can do does for from how i in is it its me my of on or our
     please the this that to us we what when where which who why will with you your about into
@@ -89,14 +96,20 @@ class FakeAnthropic:
     - ``route``: how a natively offered skill is loaded: the ``Skill`` tool or a ``Read`` of
       ``<cwd>/.claude/skills/<name>/SKILL.md``.
     - ``fail_status``: answer every request with this HTTP error (e.g. 401, a bad API key).
+    - ``fail_first``: answer the first requests with these HTTP errors, one each (a 429 that
+      a retry gets past).
     - ``run``: first run this command with the ``Bash`` tool (e.g. ``env``), then answer.
+    - ``script``: tool calls made one per turn before answering (see ``scripts.py``).
     """
 
     min_words: int = 2
     attempt: tuple[str, ...] = ()
     route: Literal["skill", "read"] = "skill"
     fail_status: int | None = None
+    fail_first: list[int] = field(default_factory=list)
     run: str | None = None
+    script: list[Step] = field(default_factory=list)
+    tool_results: list[str] = field(default_factory=list)  # every tool result text received
     exchanges: list[Exchange] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # all text of every request, for leak checks
     credentials: list[str] = field(default_factory=list)  # x-api-key / Authorization received
@@ -142,12 +155,15 @@ class FakeAnthropic:
                 if path.endswith("/count_tokens"):
                     self._send_json(200, {"input_tokens": max(1, len(raw) // 4)})
                     return
-                if fake.fail_status is not None:
-                    kind = "authentication_error" if fake.fail_status == 401 else "api_error"
+                with fake._lock:
+                    status = fake.fail_first.pop(0) if fake.fail_first else fake.fail_status
+                if status is not None:
                     self._send_json(
-                        fake.fail_status,
-                        {"type": "error", "error": {"type": kind, "message": "scripted failure"}},
-                    )
+                        status,
+                        {"type": "error",
+                         "error": {"type": _ERROR_TYPES.get(status, "api_error"),
+                                   "message": "scripted failure"}},
+                    )  # fmt: skip
                     return
                 if not path.endswith("/v1/messages"):
                     self._send_json(404, {"type": "error", "error": {"type": "not_found_error"}})
@@ -304,7 +320,20 @@ class FakeAnthropic:
             if last.get("role") == "user" and b.get("type") == "tool_result"
         ]
         expanded = _COMMAND.search("\n".join(_flatten(m.get("content")) for m in messages))
-        if results:
+        done = sum(
+            1 for m in messages for b in _blocks(m.get("content")) if b.get("type") == "tool_result"
+        )
+        with self._lock:
+            self.tool_results += [_flatten(r.get("content")) for r in results]
+        if done < len(self.script):
+            cwd = _CWD.search("\n".join(_all_text(body)))
+            base = cwd.group("cwd") if cwd else "."
+            paths = {o.name: f"{base}/.claude/skills/{o.name}/SKILL.md" for o in offered}
+            tool, args = fill(self.script[done], base, paths)
+            action, blocks, stop = f"script:{done}", [_tool_use(tool, args)], "tool_use"
+        elif results and self.script:
+            action, blocks, stop = "final", [_text(generic_answer(prompt))], "end_turn"
+        elif results:
             action, blocks = "final", [_text(self._final_text(messages, results))]
             stop = "end_turn"
         elif expanded and "Base directory for this skill" in "\n".join(_all_text(body)):

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.agents.scripts import fill
+
 GENERIC_ANSWER = "I don't have specific guidance for that; please check the relevant policy."
 _STOP = frozenset(
     "about after again also and any are can could does for from have how into its may more "
@@ -44,6 +46,9 @@ class Behaviour:
     read_command: str = "cat {path}"  # {path} is shell-quoted
     fail_reads: bool = False  # reads fail (a missing path; MCP: bad arguments)
     fail_turn: bool = False  # answer every request with HTTP 400: the turn fails
+    fail_status: int | None = None  # answer every request with this HTTP status
+    fail_first: list[int] = field(default_factory=list)  # the first requests get these, one each
+    script: list[str] = field(default_factory=list)  # shell commands, one per turn (scripts.py)
 
 
 @dataclass
@@ -113,6 +118,12 @@ def offered_skills(request: dict[str, Any]) -> list[OfferedSkill]:
     return skills
 
 
+def _cwd(request: dict[str, Any]) -> str:
+    """The working directory Codex states in its ``<environment_context>``."""
+    found = re.search(r"<cwd>([^<]+)</cwd>", "\n".join(_texts(request, "user")))
+    return found.group(1) if found else "."
+
+
 def user_prompt(request: dict[str, Any]) -> str:
     """The last user message that is not harness context (``<environment_context>`` …)."""
     prompts = [t for t in _texts(request, "user") if not t.lstrip().startswith("<")]
@@ -178,17 +189,29 @@ class _Handler(BaseHTTPRequestHandler):
             fake.seen.append(seen)
             fake.credentials.append(self.headers.get("Authorization", ""))
             number = len(fake.seen)
-        if behaviour.fail_turn:
-            body = json.dumps(
-                {"error": {"message": "scripted failure", "type": "invalid_request_error"}}
-            ).encode()
-            self.send_response(400)
+        with fake.lock:
+            status = behaviour.fail_first.pop(0) if behaviour.fail_first else None
+        status = status or behaviour.fail_status or (400 if behaviour.fail_turn else None)
+        if status is not None:
+            kind = {429: "rate_limit_exceeded", 401: "invalid_api_key"}.get(status, "server_error")
+            body = json.dumps({"error": {"message": "scripted failure", "type": kind}}).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
             return
         called = any(i.get("type") == "function_call" for i in request.get("input", []))
+        done = sum(1 for i in request.get("input", []) if i.get("type") == "function_call_output")
+        if done < len(behaviour.script):
+            paths = {skill.name: skill.path for skill in seen.skills if skill.path}
+            _, args = fill(("exec_command", {"cmd": behaviour.script[done]}), _cwd(request), paths)
+            call = {"type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
+                    "name": "exec_command", "arguments": json.dumps(args)}  # fmt: skip
+            self._stream([call], number, len(json.dumps(request)) // 4)
+            return
+        # After a script the model answers from what its calls showed it.
+        called = called or bool(behaviour.script)
         items = self._decide(seen, behaviour, number) if not called else []
         if not items:
             text = answer_from(seen.tool_outputs) if called else GENERIC_ANSWER

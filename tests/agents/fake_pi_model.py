@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from tests.agents.scripts import Step, fill
+
 _SKILL_BLOCK = re.compile(
     r"<skill>\s*<name>(?P<name>.*?)</name>\s*<description>(?P<description>.*?)</description>\s*"
     r"<location>(?P<location>.*?)</location>\s*</skill>",
@@ -58,6 +60,8 @@ class Behaviour:
     hang: bool = False  # never answer (until the server stops): a model that takes forever
     run_command: str | None = None  # first run this with pi's bash tool (e.g. "env")
     fail_status: int | None = None  # answer every request with this HTTP error (e.g. 401)
+    fail_first: list[int] = field(default_factory=list)  # the first requests get these, one each
+    script: list[Step] = field(default_factory=list)  # tool calls, one per turn (scripts.py)
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,7 @@ class Conversation:
     tool_calls: dict[str, str]  # tool call id -> path read
     tool_results: dict[str, str]  # tool call id -> result text
     model: str
+    calls_made: int = 0  # tool calls of every kind so far
 
 
 def parse_request(body: dict[str, Any]) -> Conversation:
@@ -130,6 +135,7 @@ def parse_request(body: dict[str, Any]) -> Conversation:
     system, prompt = "", ""
     calls: dict[str, str] = {}
     results: dict[str, str] = {}
+    made = 0
     for message in body.get("messages", []):
         role = message.get("role")
         if role in ("system", "developer") and not system:
@@ -138,6 +144,7 @@ def parse_request(body: dict[str, Any]) -> Conversation:
             prompt = _text_of(message.get("content"))
         elif role == "assistant":
             for call in message.get("tool_calls") or []:
+                made += 1
                 try:
                     args = json.loads(call["function"]["arguments"] or "{}")
                 except (KeyError, ValueError):
@@ -145,7 +152,7 @@ def parse_request(body: dict[str, Any]) -> Conversation:
                 calls[call.get("id", "")] = str(args.get("path", ""))
         elif role == "tool":
             results[message.get("tool_call_id", "")] = _text_of(message.get("content"))
-    return Conversation(system, prompt, calls, results, str(body.get("model", "")))
+    return Conversation(system, prompt, calls, results, str(body.get("model", "")), made)
 
 
 @dataclass
@@ -155,11 +162,19 @@ class Reply:
     reads: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)  # bash tool calls
     text: str = ""
+    calls: list[Step] = field(default_factory=list)  # any other tool calls (scripted)
 
 
 def decide(conv: Conversation, behaviour: Behaviour) -> Reply:
     """Route like a model would: read the best-matching offered skill, then answer from it."""
     skills = offered_skills(conv.system)
+    if behaviour.script:
+        if conv.calls_made < len(behaviour.script):
+            cwd = re.search(r"Current working directory: (\S+)", conv.system)
+            paths = {s.name: s.location for s in skills}
+            step = fill(behaviour.script[conv.calls_made], cwd.group(1) if cwd else ".", paths)
+            return Reply(calls=[step])
+        return Reply(text=GENERIC_ANSWER)
     if not conv.tool_calls and behaviour.run_command:
         return Reply(commands=[behaviour.run_command])
     if not conv.tool_calls:
@@ -205,6 +220,7 @@ def stream_chunks(reply: Reply, model: str, call_ids: itertools.count[int]) -> l
     chunks = [_chunk(model, {"role": "assistant", "content": ""})]
     calls = [("read", {"path": p}) for p in reply.reads]
     calls += [("bash", {"command": c}) for c in reply.commands]
+    calls += reply.calls
     if calls:
         for index, (tool, arguments) in enumerate(calls):
             args = json.dumps(arguments)
@@ -289,7 +305,9 @@ class FakePiModel:
                 with owner._lock:
                     owner.credentials.append(self.headers.get("Authorization") or "")
                 chunks = owner._respond(body)
-                status = owner.behaviour.fail_status
+                with owner._lock:
+                    first = owner.behaviour.fail_first
+                    status = first.pop(0) if first else owner.behaviour.fail_status
                 if status is not None:
                     error = {"error": {"message": "scripted failure", "type": "invalid_api_key"}}
                     data = json.dumps(error).encode()

@@ -32,7 +32,7 @@ from skill_evals.agents.base import (
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
 from skill_evals.stats import bootstrap_interval
-from tests.agents.conftest import agent_binary, files_holding
+from tests.agents.conftest import agent_binary, files_holding, workspaces_in
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
@@ -449,7 +449,7 @@ def test_with_loads_the_skill_and_without_does_not(
     assert "refund-policy" in fake.exchanges[0].offered
     assert "refund-policy" not in fake.exchanges[-1].offered
     assert fake.exchanges[-1].action == "answer"
-    assert list(private_tmp.iterdir()) == []  # workspaces removed
+    assert workspaces_in(private_tmp) == []  # workspaces removed
 
 
 @pytest.mark.agents
@@ -491,7 +491,7 @@ def test_user_config_and_ancestor_skills_do_not_leak(
     offered = {name for exchange in fake.exchanges for name in exchange.offered}
     assert offered.isdisjoint({"home-leak", "config-leak", "ancestor-leak", "refund-policy"})
     assert not any("ANCESTOR-MEMORY-MARKER" in text for text in fake.texts)
-    assert list((outer / "tmp").iterdir()) == []
+    assert workspaces_in(outer / "tmp") == []
     # The caller's config dir was not written to either.
     assert sorted(p.name for p in (tmp_path / "cfg").iterdir()) == ["skills"]
 
@@ -534,7 +534,7 @@ def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
     assert "bugfix-workflow" in fake.exchanges[0].offered
     assert "refund-policy" not in fake.exchanges[0].offered
     assert any(secret in credential for credential in fake.credentials)
-    (kept,) = private_tmp.iterdir()
+    (kept,) = workspaces_in(private_tmp)
     assert (kept / "transcript.jsonl").is_file() and (kept / "home" / ".claude-config").is_dir()
     assert files_holding([kept, tmp_path / "transcripts"], secret) == []
     assert secret not in result.to_line()
@@ -641,7 +641,7 @@ def test_mcp_delivery_loads_through_the_skill_server(
     assert "refund-policy" in offered_with and "refund-policy" not in offered_without
     # Delivered over MCP only: not also installed natively.
     assert not any("- refund-policy:" in text for text in fake.texts)
-    assert list(private_tmp.iterdir()) == []
+    assert workspaces_in(private_tmp) == []
 
 
 @pytest.mark.agents

@@ -25,7 +25,7 @@ from skill_evals.agents import codex
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
-from tests.agents.conftest import agent_binary, files_holding
+from tests.agents.conftest import agent_binary, files_holding, workspaces_in
 from tests.agents.fake_openai_responses import (
     GENERIC_ANSWER,
     Behaviour,
@@ -443,7 +443,7 @@ def test_user_and_ancestor_skills_do_not_leak(
     result = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env)
     assert result["invokedSkills"] == [] and result["output"] == GENERIC_ANSWER
     assert fake.offered_names() == set()
-    assert list((checkout / "tmp").iterdir()) == []  # the workspace was removed
+    assert workspaces_in(checkout / "tmp") == []  # the workspace was removed
 
 
 @pytest.mark.agents
@@ -496,7 +496,7 @@ def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
     assert result.invoked_skills == ["shipping-times"] and "working days" in result.output
     assert fake.offered_names() == {"shipping-times"}
     assert any(secret in credential for credential in fake.credentials)
-    (kept,) = private_tmp.iterdir()
+    (kept,) = workspaces_in(private_tmp)
     assert (kept / "transcript.jsonl").is_file() and (kept / "home" / ".codex").is_dir()
     assert (transcripts / "fixture.1.without.jsonl").is_file()
     assert files_holding([kept, transcripts], secret) == []

@@ -18,6 +18,7 @@ from skill_evals.agents import claude_code, codex, opencode, pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.registry import names as agent_names
 from skill_evals.agents.scaffold import TRANSCRIPT_DIR_VAR
+from tests.agents.conftest import workspaces_in
 from tests.conftest import write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -81,7 +82,7 @@ def test_a_completed_load_is_reported_with_the_contract_fields(
     assert line["variant"] == "with" and line["invokedSkills"] == ["refund-policy"]
     assert line["exitCode"] == 0 and "30 days" in line["output"]
     assert {"inputTokens", "outputTokens"} <= set(line["meta"]) <= META_KEYS
-    assert list((tmp_path / "tmp").iterdir()) == []  # workspace removed
+    assert workspaces_in(tmp_path / "tmp") == []  # workspace removed
     # The transcript is saved under the same name by every runner.
     saved = tmp_path / "saved" / "case_1.2.with.jsonl"
     assert saved.read_bytes() == (FIXTURES / AGENTS[agent][1]).read_bytes()
@@ -114,7 +115,7 @@ def test_an_agent_without_a_result_is_a_setup_error_without_the_prompt(
     with pytest.raises(RunnerSetupError) as info:
         run(agent, tmp_path, "with", empty, monkeypatch)
     assert "PROMPT-TEXT" not in str(info.value) and "--keep-workspace" in str(info.value)
-    assert list((tmp_path / "tmp").iterdir()) == []
+    assert workspaces_in(tmp_path / "tmp") == []
 
 
 @pytest.mark.parametrize("agent", AGENTS)

@@ -20,7 +20,7 @@ from skill_evals.agents import pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
-from tests.agents.conftest import agent_binary, files_holding
+from tests.agents.conftest import agent_binary, files_holding, workspaces_in
 from tests.agents.fake_pi_model import (
     GENERIC_ANSWER,
     Behaviour,
@@ -222,13 +222,16 @@ def test_output_and_usage_come_from_the_transcript() -> None:
 
 
 def test_command_offers_only_the_given_skills_and_disables_discovery() -> None:
-    argv = pi.build_command("pi", [Path("/w/skills/a")], ["--model", "m"], context_files=False)
+    argv = pi.build_command("pi", [Path("/w/skills/a")], ["--model", "m"])
     assert argv[:3] == ["pi", "--mode", "json"]
     for flag in ("--no-session", "--no-skills", "--no-extensions", "--no-context-files"):
         assert flag in argv
     assert argv[argv.index("--skill") + 1] == "/w/skills/a"
     assert argv[-2:] == ["--model", "m"]
-    assert "--no-context-files" not in pi.build_command("pi", [], [], context_files=True)
+    # A project's own AGENTS.md reaches the model without pi's discovery, which walks up to /.
+    with_context = pi.build_command("pi", [], [], Path("/w/project/AGENTS.md"))
+    assert "--no-context-files" in with_context
+    assert with_context[with_context.index("--append-system-prompt") + 1] == "/w/project/AGENTS.md"
 
 
 def test_custom_base_url_writes_models_json_without_the_secret(tmp_path: Path) -> None:
@@ -399,7 +402,7 @@ def test_with_loads_the_skill_and_answers_from_it(
     # pi offered exactly the skill under test, from a copy inside the workspace
     assert "<name>refund-policy</name>" in model.system_prompts()[0]
     assert str(skills["refund-policy"]) not in model.system_prompts()[0]
-    assert list((tmp_path / "tmpdir").iterdir()) == []  # workspace removed
+    assert workspaces_in(tmp_path / "tmpdir") == []  # workspace removed
 
 
 @pytest.mark.agents
@@ -445,7 +448,11 @@ def test_user_and_ancestor_skills_do_not_leak(
     (prompt,) = model.system_prompts()
     assert "<available_skills>" not in prompt and "LEAKED" not in prompt
     assert not (tmp_path / "sessions").exists()
-    assert sorted(p.name for p in tmpdir.iterdir()) == [".agents", "AGENTS.md"]
+    assert workspaces_in(tmpdir) == []
+    assert sorted(p.name for p in tmpdir.iterdir() if p.name.startswith((".", "A"))) == [
+        ".agents",
+        "AGENTS.md",
+    ]
 
     # Control: pi left to its defaults in the same places does see the planted skill.
     project = tmpdir / "project"
@@ -522,7 +529,7 @@ def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
     (prompt, *_) = model.system_prompts()
     assert "<name>shipping-times</name>" in prompt and "<name>refund-policy</name>" not in prompt
     assert any(secret in credential for credential in model.credentials)
-    (kept,) = private_tmp.iterdir()
+    (kept,) = workspaces_in(private_tmp)
     assert (kept / "transcript.jsonl").is_file() and (kept / "home" / ".pi" / "agent").is_dir()
     assert (transcripts / "fixture.1.without.jsonl").is_file()
     assert files_holding([kept, transcripts], secret) == []
@@ -721,7 +728,7 @@ def test_full_skill_evals_run_through_pi(
     assert report["loading"]["violations"] == []
     assert report["runner"]["invocations"] == 20
     assert proc.returncode == 0 and report["exitCode"] == 0 and report["status"] == "pass"
-    assert list((tmp_path / "tmpdir").iterdir()) == []  # every workspace removed
+    assert workspaces_in(tmp_path / "tmpdir") == []  # every workspace removed
     # The runner's claims are the saved transcripts' evidence, case by case.
     for case_id, _, expect, _ in SUITE:
         for variant in ("with", "without"):

@@ -43,6 +43,15 @@ MCP_SERVER_NAME = "skills"
 _SLASH_EXPANSION = re.compile(
     r"\s*<command-message>[^<]*</command-message>\s*<command-name>/(?P<name>[^<\s]+)</command-name>"
 )
+# Set by the runner: no update checks, telemetry or error reports (the only traffic is the model
+# API), and one API retry at most, so the engine's --retries retries with a visible reason.
+_RUNNER_VARIABLES = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_MAX_RETRIES": "1",
+}
 # Result events that mean "the model could not be reached", not "the task failed".
 _API_FAILURE_REASONS = frozenset({"api_error", "auth_error", "authentication_failed"})
 
@@ -259,18 +268,27 @@ parse_stream = parse_lines  # stream-json stdout: one event per line
 
 
 def _ancestor_excludes(project: Path) -> list[str]:
-    """``claudeMdExcludes`` entries for every memory file Claude Code would pick up above the
-    project (it walks up to /), so only the fixture's own CLAUDE.md files apply."""
+    """``claudeMdExcludes`` entries for every instruction file Claude Code would pick up above
+    the project (it walks up to /), so only the fixture's own CLAUDE.md / AGENTS.md apply."""
     patterns: list[str] = []
     for parent in project.resolve().parents:
         base = str(parent).rstrip("/")
         patterns += [
             f"{base}/CLAUDE.md",
             f"{base}/CLAUDE.local.md",
+            # Claude Code's built-in AGENTS.md plugin loads these where CLAUDE.md would be
+            # loaded, and honours the same excludes.
+            f"{base}/AGENTS.md",
+            f"{base}/.claude/AGENTS.md",
             f"{base}/.claude/CLAUDE.md",
             f"{base}/.claude/rules/**",
         ]
     return patterns
+
+
+def _settings(project: Path) -> dict[str, Any]:
+    """The ``--settings`` of a run: every instruction file above the project excluded."""
+    return {"claudeMdExcludes": _ancestor_excludes(project)}
 
 
 def _make_git_root(project: Path, env: Mapping[str, str]) -> None:
@@ -374,6 +392,13 @@ class ClaudeCode:
     name = AGENT
     binary = "claude"
     skill_folders = (".claude/skills",)
+    # Auth and endpoints: the Anthropic API, or Bedrock / Vertex with their cloud credentials.
+    # The two CLAUDE_CODE_USE_* switches pick the provider; no other CLAUDE_* variable passes.
+    environment = (
+        "ANTHROPIC_*", "AWS_*", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+        "CLOUD_ML_REGION", "VERTEX_REGION_*", "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT",
+    )  # fmt: skip
 
     def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
         """Claude Code honours every agent option."""
@@ -384,6 +409,7 @@ class ClaudeCode:
         ws, options, env = setup.workspace, setup.options, setup.env
         config_dir = ws.home / ".claude-config"
         config_dir.mkdir()
+        env.update(_RUNNER_VARIABLES)
         env["CLAUDE_CONFIG_DIR"] = str(config_dir)
         if options.delivery == "mcp":
             # Claude Code otherwise defers MCP tools behind ToolSearch, showing the model only
@@ -396,16 +422,13 @@ class ClaudeCode:
             served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
             if served:
                 mcp_path = ws.root / "mcp.json"
-                mcp_path.write_text(
-                    json.dumps(_mcp_config(served, env), indent=2), encoding="utf-8"
-                )
+                config = _mcp_config(served, setup.caller_env)
+                mcp_path.write_text(json.dumps(config, indent=2), encoding="utf-8")
         else:
             for ref in setup.offered:
                 ws.install_skill(ref, ws.project / ".claude" / "skills")
         settings = ws.root / "settings.json"
-        settings.write_text(
-            json.dumps({"claudeMdExcludes": _ancestor_excludes(ws.project)}), encoding="utf-8"
-        )
+        settings.write_text(json.dumps(_settings(ws.project)), encoding="utf-8")
         argv = build_command(setup.binary, options, settings, mcp_path)
         return Launch(argv=argv, stdin=_stdin_message(setup.invocation.prompt))
 

@@ -335,6 +335,7 @@ class Codex:
     name = AGENT
     binary = "codex"
     skill_folders = (PROJECT_SKILLS,)
+    environment = ("CODEX_API_KEY", "OPENAI_*")  # the key Codex is told to read (env_key)
 
     def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
         """``--max-turns`` is refused (``codex exec`` has no turn limit); the provider and the
@@ -365,9 +366,6 @@ class Codex:
         (codex_home / "config.toml").write_text(
             build_config(provider, options.model, mcp_command, mcp_env), encoding="utf-8"
         )
-        for key in list(setup.env):
-            if key.startswith("CODEX_") and key != "CODEX_API_KEY":
-                del setup.env[key]
         setup.env["CODEX_HOME"] = str(codex_home)
         argv = build_command(
             setup.binary,

@@ -5,28 +5,44 @@ from __future__ import annotations
 import fnmatch
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from .base import RunnerSetupError
 
-# Variables that would point an agent at the user's real config, skills or sessions.
-_LEAKY_VARS = (
-    "CLAUDE_CONFIG_DIR",
-    "CODEX_HOME",
-    "PI_CODING_AGENT_DIR",
-    "PI_CODING_AGENT_SESSION_DIR",
-    "XDG_CONFIG_HOME",
-    "XDG_DATA_HOME",
-    "XDG_STATE_HOME",
-    "XDG_CACHE_HOME",
-)
+# What reaches every agent from the caller's environment: the path, locale, time zone, terminal,
+# proxy and CA settings, the user's name and shell. Everything else is dropped unless the agent
+# names it (its auth and endpoint variables) or the runner sets it itself.
+BASE_VARIABLES = frozenset(
+    {
+        "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR", "USER", "LOGNAME",
+        "SHELL", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy",
+        "https_proxy", "no_proxy", "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY",
+    }
+)  # fmt: skip
+BASE_PREFIXES = ("LC_",)
+# Prefixes that never pass by pattern (agent config, plugin, skill and session pointers); an
+# agent may still name one exact auth variable among them (e.g. CODEX_API_KEY).
+DENIED_PREFIXES = ("CLAUDE_", "CODEX_", "PI_", "GEMINI_", "OPENCODE_", "XDG_", "EVALGATE_")
 
 
-def isolated_env(base: Mapping[str, str], home: Path) -> dict[str, str]:
-    """The caller's environment (auth variables included) with HOME and the XDG dirs moved into
-    the fresh ``home`` and every agent-config pointer removed; the EVALGATE_* vars are dropped."""
-    env = {k: v for k, v in base.items() if k not in _LEAKY_VARS and not k.startswith("EVALGATE_")}
+def _allowed(name: str, names: frozenset[str], prefixes: tuple[str, ...]) -> bool:
+    if name in names or name in BASE_VARIABLES:
+        return True
+    if name.startswith(DENIED_PREFIXES):
+        return False
+    return name.startswith(BASE_PREFIXES) or name.startswith(prefixes)
+
+
+def agent_env(caller: Mapping[str, str], home: Path, allowed: Iterable[str] = ()) -> dict[str, str]:
+    """The agent's environment, built from an allowlist: :data:`BASE_VARIABLES` and ``LC_*``,
+    plus the agent's own ``allowed`` names (``NAME`` exactly, ``PREFIX*`` by prefix; a prefix
+    never admits a :data:`DENIED_PREFIXES` name). ``HOME`` and the XDG dirs point into the fresh
+    ``home``."""
+    names = frozenset(a for a in allowed if not a.endswith("*"))
+    prefixes = tuple(a[:-1] for a in allowed if a.endswith("*"))
+    env = {k: v for k, v in caller.items() if _allowed(k, names, prefixes)}
     env["HOME"] = str(home)
     env["XDG_CONFIG_HOME"] = str(home / ".config")
     env["XDG_DATA_HOME"] = str(home / ".local" / "share")

@@ -40,7 +40,17 @@ ENV_BASE_URL = "SKILL_EVALS_PI_BASE_URL"
 ENV_API = "SKILL_EVALS_PI_API"
 ENV_API_KEY = "SKILL_EVALS_PI_API_KEY"
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
-# Variables that would point pi at the user's own sessions (isolated_env does not know it).
+# The providers' key variables pi reads (pi-ai's env-api-keys), the custom provider's, and the
+# cloud credentials of Bedrock, Azure and Vertex.
+AUTH_VARIABLES = (
+    ENV_API_KEY, "AI_GATEWAY_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN",
+    "AZURE_OPENAI_*", "CEREBRAS_API_KEY", "CLOUDFLARE_API_KEY", "COPILOT_GITHUB_TOKEN",
+    "DEEPSEEK_API_KEY", "FIREWORKS_API_KEY", "GEMINI_API_KEY", "GH_TOKEN", "GITHUB_TOKEN",
+    "GOOGLE_CLOUD_*", "GOOGLE_APPLICATION_CREDENTIALS", "GCLOUD_PROJECT", "GROQ_API_KEY",
+    "HF_TOKEN", "KIMI_API_KEY", "MINIMAX_API_KEY", "MINIMAX_CN_API_KEY", "MISTRAL_API_KEY",
+    "MOONSHOT_API_KEY", "OPENAI_API_KEY", "OPENCODE_API_KEY", "OPENROUTER_API_KEY",
+    "XAI_API_KEY", "XIAOMI_*", "ZAI_API_KEY", "AWS_*",
+)  # fmt: skip
 _CONTEXT_FILES = ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
 # Where pi would discover a project's own skills; --no-skills turns that off, so the runner
 # passes a fixture's skills from there with --skill (they are part of the project under test).
@@ -261,15 +271,23 @@ def _model_args(options: AgentOptions, env: Mapping[str, str], agent_dir: Path) 
     return ["--provider", PROVIDER, "--model", options.model]
 
 
-def _has_context_file(project: Path) -> bool:
-    return any((project / name).is_file() for name in _CONTEXT_FILES)
+def context_file(project: Path) -> Path | None:
+    """The project's own instruction file, the one pi would pick in that folder."""
+    return next((project / n for n in _CONTEXT_FILES if (project / n).is_file()), None)
 
 
 def build_command(
-    binary: str, skill_paths: Sequence[Path], model_args: Sequence[str], context_files: bool
+    binary: str,
+    skill_paths: Sequence[Path],
+    model_args: Sequence[str],
+    context: Path | None = None,
 ) -> list[str]:
     """The pi command line (the prompt goes to stdin, never to argv, so a prompt starting with
-    ``@`` or ``-`` is not taken for a file argument or an option)."""
+    ``@`` or ``-`` is not taken for a file argument or an option).
+
+    pi reads AGENTS.md / CLAUDE.md from the working directory *and every ancestor* up to ``/``,
+    so its discovery is always off; the project's own file (``context``) is appended to the
+    system prompt instead, and nothing above the workspace is read."""
     argv = [
         binary,
         "--mode",
@@ -280,8 +298,9 @@ def build_command(
         "--no-prompt-templates",
         "--no-themes",
     ]
-    if not context_files:
-        argv.append("--no-context-files")
+    argv.append("--no-context-files")
+    if context is not None:
+        argv += ["--append-system-prompt", str(context)]
     for path in skill_paths:
         argv += ["--skill", str(path)]
     return argv + list(model_args)
@@ -349,6 +368,7 @@ class Pi:
     name = AGENT
     binary = "pi"
     skill_folders = PROJECT_SKILLS
+    environment = AUTH_VARIABLES
 
     def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
         """``--delivery mcp`` is refused: pi has no MCP client."""
@@ -364,17 +384,24 @@ class Pi:
         ws, options, env = setup.workspace, setup.options, setup.env
         agent_dir = ws.home / ".pi" / "agent"
         agent_dir.mkdir(parents=True)
-        settings: dict[str, object] = {"quietStartup": True, "enableInstallTelemetry": False}
+        settings: dict[str, object] = {
+            "quietStartup": True,
+            "enableInstallTelemetry": False,
+            # One retry of a failed model call at most (none inside the provider's SDK), so the
+            # engine's --retries retries with a visible reason.
+            "retry": {"enabled": True, "maxRetries": 1, "baseDelayMs": 1000,
+                      "provider": {"maxRetries": 0}},
+        }  # fmt: skip
         shell = _secretless_shell(ws.root, setup.caller_env)
         if shell is not None:
             settings["shellPath"] = str(shell)
         (agent_dir / "settings.json").write_text(json.dumps(settings) + "\n", encoding="utf-8")
         env["PI_CODING_AGENT_DIR"] = str(agent_dir)
         env["PI_OFFLINE"] = "1"  # no version check, telemetry or package updates at startup
-        model_args = _model_args(options, env, agent_dir)
+        model_args = _model_args(options, setup.caller_env, agent_dir)
         skill_paths = [ws.install_skill(ref, ws.root / "skills") for ref in setup.offered]
         skill_paths += [ref.path for ref in setup.fixture_skills]
-        argv = build_command(setup.binary, skill_paths, model_args, _has_context_file(ws.project))
+        argv = build_command(setup.binary, skill_paths, model_args, context_file(ws.project))
         return Launch(
             argv=argv,
             stdin=setup.invocation.prompt.encode("utf-8"),

@@ -103,6 +103,13 @@ class Agent(TranscriptReader, Protocol):
         ...
 
     @property
+    def environment(self) -> tuple[str, ...]:
+        """The caller's variables the agent needs besides the base allowlist (see
+        :func:`~.environment.agent_env`): its auth and endpoint variables, ``NAME`` or
+        ``PREFIX*``. Everything else of the caller's environment is dropped."""
+        ...
+
+    @property
     def skill_folders(self) -> tuple[str, ...]:
         """Project-relative folders where the agent discovers a project's own skills (a
         ``--fixture``'s skills there are offered in both variants; one with an offered name is

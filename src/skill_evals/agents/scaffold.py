@@ -18,7 +18,7 @@ from typing import IO
 
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, SkillRef, skill_ref
 from .content import SkillText
-from .environment import find_binary, isolated_env
+from .environment import agent_env, find_binary
 from .evidence import (
     MAX_TRANSCRIPT_BYTES,
     Event,
@@ -156,7 +156,7 @@ def run_agent(
         found = fixture_skills(
             ws.project, agent.skill_folders, [tested, *neighbours], options.fixture
         )
-        env = isolated_env(caller_env, ws.home)
+        env = agent_env(caller_env, ws.home, agent.environment)
         env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
         setup = RunSetup(
             invocation, options, binary, tested, neighbours, found, ws, caller_env, env

@@ -1,18 +1,73 @@
-"""A fresh, private workspace per agent invocation: project dir, agent home, agent TMPDIR."""
+"""A fresh, private workspace per agent invocation: project dir, agent home, agent TMPDIR, under
+a parent directory nobody can list (``$TMPDIR/skill-evals-runs-<uid>/``, mode 0300) with a
+random 128-bit name."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shutil
+import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
 from .base import RunnerSetupError, SkillRef
 
-WORKSPACE_PREFIX = "skill-evals-run-"
+PARENT_PREFIX = "skill-evals-runs-"
 OWNER_FILE = ".skill-evals-owner"
+# The parent of every workspace: its owner may create and enter entries (write + search) but not
+# list them, so one invocation cannot list another's workspace; the 128-bit random names cannot
+# be guessed. (Root, and an owner who chmods it back, bypass this; content-proven evidence then
+# reports any read of the tested skill in `without` as an isolation breach.)
+PARENT_MODE = 0o300
+NAME_BYTES = 16
+
+
+def private_parent(tmp: Path | None = None) -> Path:
+    """``$TMPDIR/skill-evals-runs-<uid>/`` with mode 0300, created when missing.
+
+    Raises RunnerSetupError when it exists as something else (a symlink, a file, another
+    user's directory): the runner will not put workspaces where others control them."""
+    base = Path(tempfile.gettempdir()) if tmp is None else tmp
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    parent = base / f"{PARENT_PREFIX}{uid}"
+    try:
+        parent.mkdir(mode=PARENT_MODE)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise RunnerSetupError(f"{parent}: cannot create ({exc.strerror}); check TMPDIR") from exc
+    info = os.lstat(parent)
+    if not stat.S_ISDIR(info.st_mode) or (hasattr(os, "getuid") and info.st_uid != uid):
+        raise RunnerSetupError(
+            f"{parent}: not a directory of this user; remove it or set TMPDIR elsewhere"
+        )
+    if stat.S_IMODE(info.st_mode) != PARENT_MODE:
+        os.chmod(parent, PARENT_MODE)
+    return parent
+
+
+@contextlib.contextmanager
+def _listable(parent: Path) -> Iterator[None]:
+    """Let this process list ``parent`` for a moment (the sweep needs to)."""
+    os.chmod(parent, 0o700)
+    try:
+        yield
+    finally:
+        os.chmod(parent, PARENT_MODE)
+
+
+def workspaces(parent: Path) -> list[Path]:
+    """The workspaces under ``parent`` (an empty list when it cannot be listed right now)."""
+    try:
+        with _listable(parent):
+            return sorted(parent.iterdir())
+    except OSError:
+        return []
 
 
 def _alive(pid: int) -> bool:
@@ -31,8 +86,7 @@ def sweep_stale_workspaces(tmp: Path | None = None) -> list[Path]:
     Returns the removed paths. Workspaces kept with --keep-workspace have no owner file and
     are never swept."""
     removed: list[Path] = []
-    base = Path(tempfile.gettempdir()) if tmp is None else tmp
-    for candidate in base.glob(WORKSPACE_PREFIX + "*"):
+    for candidate in workspaces(private_parent(tmp)):
         try:
             pid = int((candidate / OWNER_FILE).read_text(encoding="ascii"))
         except (OSError, ValueError):
@@ -54,7 +108,11 @@ class Workspace:
         self._fixture = fixture
         self._keep = keep
         sweep_stale_workspaces()
-        self.root = Path(tempfile.mkdtemp(prefix=WORKSPACE_PREFIX))
+        self.root = private_parent() / secrets.token_hex(NAME_BYTES)
+        try:
+            self.root.mkdir(mode=0o700)
+        except OSError as exc:
+            raise RunnerSetupError(f"{self.root}: cannot create ({exc.strerror})") from exc
         # The engine kills a timed-out runner's whole process group with SIGKILL, so this
         # process cannot clean up then; the owner file lets the next runner sweep it.
         (self.root / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
