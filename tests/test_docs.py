@@ -139,6 +139,8 @@ def test_json_examples_in_the_cases_page_are_valid_cases(tmp_path: Path) -> None
     assert lines
     for i, line in enumerate(lines):
         case = json.loads(line)
+        if isinstance(case.get("fixture"), str):  # an example fixture: give it a directory
+            (tmp_path / case["fixture"]).mkdir(parents=True, exist_ok=True)
         path = tmp_path / f"c{i}.jsonl"
         path.write_text(json.dumps(case) + "\n", encoding="utf-8")
         load_cases(path, "refund-policy")
