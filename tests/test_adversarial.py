@@ -23,7 +23,7 @@ from skill_evals.ci.config import parse_config
 from skill_evals.errors import InvalidInput
 from skill_evals.nfkc import nfkc
 from skill_evals.observations import load_observations, load_recorded
-from skill_evals.runner import parse_stdout
+from skill_evals.runner import parse_runner_error, parse_stdout
 from skill_evals.skill import parse_frontmatter
 from skill_evals.terminal import terminal_safe
 
@@ -127,6 +127,7 @@ def test_jsonl_record_is_linear(name: str) -> None:
 @pytest.mark.parametrize("name", RECORDS)
 def test_runner_stdout_is_linear(name: str) -> None:
     run_bounded(lambda: parse_stdout(RECORDS[name](), "with"))
+    run_bounded(lambda: parse_runner_error(b'{"runnerError": ' + RECORDS[name]()[6:]))
 
 
 @pytest.mark.parametrize(

@@ -153,6 +153,7 @@ def test_hand_computed_report() -> None:
             "outputTokens": None,
             "turns": None,
         },
+        "retried": 0,
     }
     assert report["gates"] == {"minTriggerF1": None, "minUplift": None}
     results = {c["id"]: c for c in report["caseResults"]}

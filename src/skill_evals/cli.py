@@ -169,8 +169,17 @@ skill-evals test --skill skills/refund-policy \\
 @click.option(
     "--timeout-ms",
     type=click.IntRange(1, 600_000),
-    default=30_000,
-    help="Per invocation: kill the runner after this many milliseconds (a runner failure).",
+    default=None,
+    help="Per invocation: kill the runner after this many milliseconds (a runner failure). "
+    "Default: 30000; 300000 for a built-in agent runner (skill-evals runner claude-code, ...).",
+)
+@click.option(
+    "--retries",
+    type=click.IntRange(0, 10),
+    default=2,
+    metavar="N",
+    help="Run an invocation again, up to N times, when its runner reports a retryable failure "
+    "(rate limit, overload, 5xx), after 2 s, 8 s, 32 s, then 60 s. Default: 2.",
 )
 @click.option(
     "--max-bytes",
@@ -237,7 +246,7 @@ def test(
     include_outputs: bool,
     min_trigger_f1: float | None,
     min_uplift: float | None,
-    timeout_ms: int,
+    timeout_ms: int | None,
     max_bytes: int,
     jobs: int,
     seed: int,
@@ -247,6 +256,7 @@ def test(
     keep_going: bool,
     keep_workspaces: Path | None,
     quiet: bool,
+    retries: int = 2,
 ) -> None:
     """Evaluate one skill: does the agent load it where it should (trigger precision, recall,
     F1), do task results improve with it (paired uplift with a bootstrap interval and a sign
@@ -279,6 +289,7 @@ def test(
         keep_going=keep_going,
         keep_workspaces=keep_workspaces,
         outputs=outputs,
+        retries=retries,
     )
     if is_simulated_command(runner):
         # Said on every run, --quiet or not: these figures must never pass for a model's.

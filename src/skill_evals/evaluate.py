@@ -539,6 +539,7 @@ def _evaluate(
                 ],
                 "wallMs": round(result.wall_ms),
                 "meta": _meta_sums(observed),
+                "retried": result.retried,
             },
             "gates": {"minTriggerF1": f1_gate, "minUplift": uplift_gate},
             "caseResults": [

@@ -89,6 +89,8 @@ class ExecutionPlan:
     # variable (routing: SKILL_EVALS_SKILL_DIRS set, EVALGATE_SKILL_DIR removed).
     extra_env: Mapping[str, str | None] | None = None
     keep_workspaces: Path | None = None  # move each workspace there instead of deleting it
+    retries: int = 2  # re-runs of an invocation whose runner said its failure is retryable
+    retry_delay: Callable[[int], float] | None = None  # seconds before re-run n (0-based)
 
 
 @dataclass
@@ -102,6 +104,12 @@ class ExecutionResult:
     interrupted: bool = False
     not_run: int = 0  # skipped after a failure (fail-fast) or an interrupt
     messages: list[str] = field(default_factory=list)  # e.g. a workspace that could not be kept
+    retried: int = 0  # re-runs after retryable failures (counted in invocations too)
+
+
+def retry_delay(attempt: int) -> float:
+    """Seconds to wait before re-run ``attempt`` (0-based): 2, 8, 32, then 60 each time."""
+    return min(60.0, 2.0 * 4.0**attempt)
 
 
 @contextmanager
@@ -154,6 +162,7 @@ class _Scheduler:
         self.on_start = progress.started if isinstance(progress, StartListener) else None
         self.stop_starting = False
         self.started = 0
+        self.retried = 0
         self.running = 0
         self.observations: dict[tuple[str, int, str], Observation] = {}
         self.failures: dict[tuple[str, int, str], RunnerFailure] = {}
@@ -189,19 +198,7 @@ class _Scheduler:
 
     def run_one(self, key: tuple[str, int, Variant]) -> None:
         case_id, trial, variant = key
-        case = self.cases[case_id]
-        needs_snapshot = case.task is not None and case.task.needs_snapshot
-        prepared = self.workspaces.prepare(
-            case.fixture, case.setup, self.base_env, needs_snapshot, self.cancel
-        )
-        try:
-            outcome, elapsed_ms = self._invoke(case, key, prepared)
-        finally:
-            # The runner's processes are gone and the checks are done: nothing else reads W.
-            problem = self.workspaces.dispose(prepared, case_id, trial, variant)
-            if problem is not None:
-                with self.lock:
-                    self.messages.append(f"{case_id} trial {trial} {variant}: {problem}")
+        outcome, elapsed_ms = self._attempts(key)
         if outcome is None:
             with self.lock:
                 self.running -= 1
@@ -240,16 +237,50 @@ class _Scheduler:
                     )
                 )
 
+    def _attempts(
+        self, key: tuple[str, int, Variant]
+    ) -> tuple[Observation | RunnerFailure | None, float]:
+        """Run ``key`` in a fresh workspace; while the runner says its failure is retryable, run
+        it again (in a fresh workspace again) after a backoff, at most ``plan.retries`` more
+        times. Only the last result counts; an interrupt cuts the wait short (the invocation
+        then counts as not run)."""
+        case_id, trial, variant = key
+        case = self.cases[case_id]
+        needs_snapshot = case.task is not None and case.task.needs_snapshot
+        delay = self.plan.retry_delay or retry_delay
+        attempt = 0
+        while True:
+            prepared = self.workspaces.prepare(
+                case.fixture, case.setup, self.base_env, needs_snapshot, self.cancel
+            )
+            try:
+                outcome, elapsed_ms, retryable = self._invoke(case, key, prepared)
+            finally:
+                # The runner's processes are gone and the checks are done: nothing reads W.
+                problem = self.workspaces.dispose(prepared, case_id, trial, variant)
+                if problem is not None:
+                    with self.lock:
+                        self.messages.append(f"{case_id} trial {trial} {variant}: {problem}")
+            if not retryable or attempt >= self.plan.retries or outcome is None:
+                return outcome, elapsed_ms
+            if self.cancel.wait(delay(attempt)):
+                return None, elapsed_ms  # interrupted while waiting: not run
+            attempt += 1
+            with self.lock:
+                self.started += 1
+                self.retried += 1
+
     def _invoke(
         self, case: Case, key: tuple[str, int, Variant], prepared: Prepared
-    ) -> tuple[Observation | RunnerFailure | None, float]:
+    ) -> tuple[Observation | RunnerFailure | None, float, bool]:
         """Run the runner in the prepared workspace and judge the case's checks there.
-        None when our own interrupt stopped it."""
+        None when our own interrupt stopped it; the flag: the runner called its failure
+        retryable."""
         case_id, trial, variant = key
         if prepared.interrupted or self.cancel.is_set():
-            return None, 0.0
+            return None, 0.0, False
         if prepared.failure is not None:
-            return RunnerFailure(case_id, trial, variant, prepared.failure), 0.0
+            return RunnerFailure(case_id, trial, variant, prepared.failure), 0.0, False
         env = self.env_for(case_id, trial, variant)
         env[WORKSPACE_VAR] = str(prepared.workspace)
         # The runner's temporary files go with its workspace, even when it is killed.
@@ -267,21 +298,23 @@ class _Scheduler:
         result = run_invocation(spec, self.cancel, self.sweeper)
         outcome = result.outcome
         if isinstance(outcome, RunnerFailure):
-            return (None if self.cancel.is_set() else outcome), result.elapsed_ms
+            if self.cancel.is_set():
+                return None, result.elapsed_ms, False
+            return outcome, result.elapsed_ms, result.retryable
         breach = isolation_breach(outcome, self.plan.skill_name)
         if breach is not None:
-            return breach, result.elapsed_ms
+            return breach, result.elapsed_ms, False
         if case.task is not None:
             view = WorkspaceView(prepared.workspace, self.base_env, prepared.before, self.cancel)
             outcomes = judge_task(case.task, outcome, self.regex, view)
             if self.cancel.is_set():
-                return None, result.elapsed_ms  # a verifier was interrupted: not judged
+                return None, result.elapsed_ms, False  # a verifier was interrupted: not judged
             outcome = dataclasses.replace(
                 outcome,
                 checks=tuple(o.passed for o in outcomes),
                 reasons=tuple(o.reason for o in outcomes),
             )
-        return outcome, result.elapsed_ms
+        return outcome, result.elapsed_ms, False
 
     def worker(self) -> None:
         try:
@@ -352,6 +385,7 @@ def execute(
         observations=observations,
         failures=failures,
         invocations=sched.started,
+        retried=sched.retried,
         wall_ms=(time.monotonic() - started) * 1000.0,
         interrupted=interrupted,
         not_run=len(keys) - len(observations) - len(failures),

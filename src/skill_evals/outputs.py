@@ -58,7 +58,7 @@ def output_problem(
     for :func:`write_output`."""
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # missing, or under a file: says which
         return _creatable_problem(path)
     except OSError as exc:
         return f"it cannot be inspected ({exc.strerror})"

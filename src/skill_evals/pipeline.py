@@ -8,6 +8,7 @@ no money is spent on a run that cannot pass.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +36,7 @@ class TestOptions:
     trials: int = 3
     seed: int = 42
     bootstrap_samples: int = 10_000
-    timeout_ms: int = 30_000
+    timeout_ms: int | None = None  # None: the default for the runner (default_timeout_ms)
     max_bytes: int = 1_000_000
     jobs: int = 4
     min_trigger_f1: float | None = None
@@ -46,6 +47,13 @@ class TestOptions:
     keep_workspaces: Path | None = None  # move each invocation's workspace here
     outputs: tuple[Path, ...] = ()  # every path we will write: must lie outside the skill dir
     env: Mapping[str, str] | None = None
+    retries: int = 2  # re-runs of an invocation whose runner reports a retryable failure
+    retry_delay: Callable[[int], float] | None = None  # backoff (seconds before re-run n)
+
+    @property
+    def effective_timeout_ms(self) -> int:
+        """--timeout-ms, or the default for this runner when it was not given."""
+        return self.timeout_ms if self.timeout_ms is not None else default_timeout_ms(self.runner)
 
     def settings(self) -> Settings:
         """The report's settings block."""
@@ -54,12 +62,47 @@ class TestOptions:
             trials=self.trials,
             seed=self.seed,
             bootstrap_samples=self.bootstrap_samples,
-            timeout_ms=self.timeout_ms,
+            timeout_ms=self.effective_timeout_ms,
             max_bytes=self.max_bytes,
             jobs=self.jobs,
             min_trigger_f1=self.min_trigger_f1,
             min_uplift=self.min_uplift,
         )
+
+
+DEFAULT_TIMEOUT_MS = 30_000
+AGENT_TIMEOUT_MS = 300_000  # a real agent takes minutes: turns, tools, its own retries
+
+
+def builtin_agent(command: str | None) -> str | None:
+    """The agent of a ``skill-evals runner <agent>`` (or ``python -m skill_evals runner
+    <agent>``) command line, the simulation excepted; None for any other command."""
+    from .agents.registry import names
+
+    try:
+        argv = shlex.split(command or "")
+    except ValueError:
+        return None
+    if not argv:
+        return None
+    program = os.path.basename(argv[0])
+    if program == "skill-evals":
+        rest = argv[1:]
+    elif program.startswith("python") and argv[1:3] == ["-m", "skill_evals"]:
+        rest = argv[3:]
+    else:
+        return None
+    while rest and rest[0].startswith("-"):  # the group's own options, e.g. --debug
+        rest = rest[1:]
+    if len(rest) >= 2 and rest[0] == "runner" and rest[1] in names():
+        return rest[1]
+    return None
+
+
+def default_timeout_ms(command: str | None) -> int:
+    """The per-invocation timeout when none is given: 300,000 ms for a built-in agent runner,
+    30,000 ms for anything else."""
+    return AGENT_TIMEOUT_MS if builtin_agent(command) is not None else DEFAULT_TIMEOUT_MS
 
 
 def path_inside(path: Path, directory: Path) -> bool:
@@ -74,12 +117,6 @@ def check_outputs(options: TestOptions, held: HeldOutputs | None = None) -> None
     the resume pattern), no two may be the same file, and a ``--record`` file that already
     holds records must also be the ``--resume`` file (no duplicates in a record file)."""
     record = options.record
-    if record is not None and holds_records(record):
-        resume = options.resume
-        if resume is None or resume.resolve() != record.resolve():
-            raise InvalidInput(
-                f"{record} exists: add --resume {record} to continue it, or remove it"
-            )
     inputs = {
         "--cases": options.cases,
         "--observations": options.observations,
@@ -102,6 +139,12 @@ def check_outputs(options: TestOptions, held: HeldOutputs | None = None) -> None
         problem = output_problem(out, held, record=out == record)
         if problem is not None:
             raise InvalidInput(f"{out}: cannot write this output: {problem}")
+    if record is not None and holds_records(record):
+        resume = options.resume
+        if resume is None or resume.resolve() != record.resolve():
+            raise InvalidInput(
+                f"{record} exists: add --resume {record} to continue it, or remove it"
+            )
 
 
 def _resumed(options: TestOptions, suite: CaseSuite) -> list[Observation]:
@@ -221,13 +264,15 @@ def run_test(
             skill_dir=skill.path,
             trials=options.trials,
             jobs=options.jobs,
-            timeout_ms=options.timeout_ms,
+            timeout_ms=options.effective_timeout_ms,
             max_bytes=options.max_bytes,
             keep_going=options.keep_going,
             record=options.record,
             resumed=resumed,
             base_env=options.env,
             keep_workspaces=options.keep_workspaces,
+            retries=options.retries,
+            retry_delay=options.retry_delay,
         )
         result = execute(plan, progress)
         _collect_answers(result, answers)

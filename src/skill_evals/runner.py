@@ -19,11 +19,13 @@ import signal
 import subprocess
 import threading
 import time
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidInput
+from .jsonl import loads_strict
 from .observations import ContractError, Observation, RunnerFailure, Variant, parse_runner_object
 from .processes import ProcessSweeper, identity
 
@@ -51,10 +53,69 @@ class InvocationSpec:
 
 @dataclass(frozen=True)
 class InvocationResult:
-    """An observation or a failure, and the wall time it took."""
+    """An observation or a failure, and the wall time it took. ``retryable``: the runner said
+    its failure is worth another try (rate limit, overload, a 5xx, a dropped connection)."""
 
     outcome: Observation | RunnerFailure
     elapsed_ms: float
+    retryable: bool = False
+
+
+# A runner's own reason: {"runnerError": "<text>", "retryable": true|false} instead of an answer.
+RUNNER_ERROR_KEYS = ("runnerError", "retryable")
+RUNNER_REASON_CHARS = 300
+_RUNNER_ERROR_SHAPE = (
+    'stdout: a runnerError line must be {"runnerError": "<text>", "retryable": true|false}'
+)
+
+
+@dataclass(frozen=True)
+class RunnerError:
+    """What a runner said about its own failure: the reason (``runner: <text>``) and whether
+    the same invocation may be tried again."""
+
+    reason: str
+    retryable: bool
+
+
+def runner_reason(text: str) -> str:
+    """``runner: <text>`` with control, format and separator characters removed (a reason is
+    one line, safe for terminals and annotations) and cut at RUNNER_REASON_CHARS."""
+    table = {
+        ord(char): " " if char.isspace() else None  # a line break or tab still parts words
+        for char in set(text)
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")
+    }
+    cleaned = " ".join(text.translate(table).split())  # runs of blanks made one space
+    if len(cleaned) > RUNNER_REASON_CHARS:
+        cleaned = cleaned[: RUNNER_REASON_CHARS - 1] + "…"
+    return f"runner: {cleaned or '(no reason given)'}"
+
+
+def parse_runner_error(data: bytes) -> RunnerError | None:
+    """The runner's own reason when stdout is one runnerError line, else None (then stdout
+    is checked as an observation). A runnerError line of the wrong shape is a failure too."""
+    if b'"runnerError"' not in data:
+        return None  # the cheap test: every ordinary answer ends here
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    text = text.removesuffix("\n")
+    if "\n" in text:
+        return None
+    try:
+        value = loads_strict(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or "runnerError" not in value:
+        return None
+    message, retryable = value["runnerError"], value.get("retryable", False)
+    if not isinstance(message, str) or not isinstance(retryable, bool):
+        return RunnerError(_RUNNER_ERROR_SHAPE, False)
+    if any(key not in RUNNER_ERROR_KEYS for key in value):
+        return RunnerError(_RUNNER_ERROR_SHAPE, False)
+    return RunnerError(runner_reason(message), retryable)
 
 
 def _child_exited(pid: int) -> bool:
@@ -194,9 +255,9 @@ def run_invocation(
     sweeper = sweeper if sweeper is not None else ProcessSweeper()
     started = time.monotonic()
 
-    def fail(reason: str) -> InvocationResult:
+    def fail(reason: str, retryable: bool = False) -> InvocationResult:
         failure = RunnerFailure(spec.case_id, spec.trial, spec.variant, reason)
-        return InvocationResult(failure, (time.monotonic() - started) * 1000.0)
+        return InvocationResult(failure, (time.monotonic() - started) * 1000.0, retryable)
 
     if cancel is not None and cancel.is_set():
         return fail("interrupted")
@@ -222,6 +283,9 @@ def run_invocation(
         sweeper.release(proc.pid)
     if outcome.failure is not None:
         return fail(outcome.failure)
+    reported = parse_runner_error(outcome.stdout)  # whatever the exit status
+    if reported is not None:
+        return fail(reported.reason, reported.retryable)
     if returncode < 0:
         return fail(f"killed by signal {_signal_name(-returncode)}")
     if returncode > 0:
@@ -250,8 +314,6 @@ def parse_stdout(data: bytes, variant: Variant) -> dict[str, Any]:
     """Check a runner's stdout: one strict-JSON object line (one final ``\\n`` allowed).
 
     Returns parse_runner_object's fields; raises ContractError with a reason free of the output."""
-    from .jsonl import loads_strict
-
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -23,7 +23,9 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_defaults_without_file() -> None:
     settings = CiConfig().for_skill("any")
     assert (settings.trials, settings.jobs, settings.seed, settings.runner) == (3, 4, 42, None)
-    assert settings.timeout_ms == 30_000 and settings.bootstrap_samples == 10_000
+    # No timeout in the file: the runner's own default applies (30 s; 300 s for built-in agents).
+    assert settings.timeout_ms is None and settings.bootstrap_samples == 10_000
+    assert settings.retries == 2
     assert settings.gates == Gates() and settings.require_env == ()
     assert settings.allow_missing_cases is False and settings.cases is None
 

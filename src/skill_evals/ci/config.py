@@ -47,7 +47,8 @@ class SkillSettings:
     runner: str | None = None
     trials: int = 3
     jobs: int = 4
-    timeout_ms: int = 30_000
+    timeout_ms: int | None = None  # None: the runner's default (300000 for a built-in agent)
+    retries: int = 2
     max_bytes: int = 1_000_000
     seed: int = 42
     bootstrap_samples: int = 10_000
@@ -102,6 +103,7 @@ _KEYS = {
     "trials": "trials",
     "jobs": "jobs",
     "timeout-ms": "timeout_ms",
+    "retries": "retries",
     "max-bytes": "max_bytes",
     "seed": "seed",
     "bootstrap-samples": "bootstrap_samples",

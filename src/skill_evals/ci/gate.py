@@ -308,6 +308,7 @@ def _evaluate(
             min_uplift=settings.gates.min_uplift,
             record=record,
             keep_going=settings.keep_going,
+            retries=settings.retries,
             outputs=(record, options.out / "report.json"),
             env=runner_env(env),
         )
