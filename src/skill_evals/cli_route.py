@@ -11,7 +11,7 @@ import click
 # The same option helpers as `ci` (one definition of the NaN-safe range and the error line).
 from .ci.commands import _fail as fail
 from .ci.commands import _FiniteRange as FloatRange
-from .helptext import CONTEXT
+from .helptext import CONTEXT, epilog
 from .terminal import terminal_safe
 
 if TYPE_CHECKING:
@@ -21,79 +21,129 @@ _OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)
 FORMATS = ("text", "json", "markdown", "junit", "html")
 
 
-@click.command("route", context_settings=CONTEXT)
+_EXAMPLE = """\
+skill-evals route --catalog 'examples/skills/*' --cases examples/evals/routing.jsonl \\
+  --runner 'skill-evals runner simulated' --trials 1 --min-accuracy 0.7"""
+
+
+@click.command(
+    "route",
+    context_settings=CONTEXT,
+    short_help="Which skill the agent picks with the whole catalog installed; confusion matrix.",
+    epilog=epilog(_EXAMPLE, "docs/routing.md", "docs/runner-contract.md"),
+)
 @click.option(
     "--skill",
     "skills",
     multiple=True,
     type=click.Path(path_type=Path),
-    help="A catalog skill directory (repeatable).",
+    help="A catalog skill directory (repeatable; catalog order is the order given).",
 )
 @click.option(
     "--catalog",
     "catalog_globs",
     multiple=True,
-    help="Glob of catalog skill directories, relative to here (repeatable), e.g. 'skills/*'.",
+    help="Glob of catalog skill directories relative to the working directory, e.g. "
+    "'skills/*' (repeatable; catalog order is by path).",
 )
 @click.option(
     "--cases",
     required=True,
     type=click.Path(path_type=Path),
-    help="Routing case file (.jsonl, .yaml, .yml): id, prompt, expect, tags.",
+    help="The routing case file: .jsonl, or .yaml/.yml with {cases: [...]}; each case has id, "
+    "prompt, expect (skill names, [] for none) and optional tags.",
 )
-@click.option("--runner", default=None, help="Runner command (split like a shell; no shell).")
+@click.option(
+    "--runner",
+    default=None,
+    help="The runner command, run once per case and trial with the whole catalog in "
+    "SKILL_EVALS_SKILL_DIRS; split like a shell, run without one. Default: none (give it or "
+    "--observations).",
+)
 @click.option(
     "--observations",
     type=click.Path(path_type=Path),
     default=None,
-    help="Recorded routing observations instead of a runner.",
+    help="Score recorded routing observations (JSONL, variant with) instead of running a "
+    "runner. Default: none.",
 )
-@click.option("--trials", type=click.IntRange(1, 100), default=3, show_default=True)
-@click.option("--jobs", type=click.IntRange(1, 64), default=4, show_default=True)
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=42, show_default=True)
-@click.option("--timeout-ms", type=click.IntRange(1, 600_000), default=30_000, show_default=True)
+@click.option("--trials", type=click.IntRange(1, 100), default=3, help="Runs per case.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=4, help="Runner processes at once.")
 @click.option(
-    "--max-bytes", type=click.IntRange(1, 10_000_000), default=1_000_000, show_default=True
+    "--seed",
+    type=click.IntRange(0, 2**32 - 1),
+    default=42,
+    help="Recorded in the report and the CI fingerprint (routing draws no random numbers).",
+)
+@click.option(
+    "--timeout-ms",
+    type=click.IntRange(1, 600_000),
+    default=30_000,
+    help="Per invocation: kill the runner after this many milliseconds (a runner failure).",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(1, 10_000_000),
+    default=1_000_000,
+    help="Per invocation: kill the runner after this many bytes of stdout + stderr.",
 )
 @click.option(
     "--retries",
     type=click.IntRange(0, 10),
     default=2,
-    show_default=True,
     help="Reruns of an invocation whose runner reports a retryable error.",
 )
-@click.option("--min-accuracy", type=FloatRange(0, 1), default=None)
+@click.option(
+    "--min-accuracy",
+    type=FloatRange(0, 1),
+    default=None,
+    help="Gate: fail (exit 1) when accuracy is below X. Default: no gate.",
+)
 @click.option(
     "--min-skill-f1",
     type=FloatRange(0, 1),
     default=None,
-    help="Every skill that some case expects must reach this F1.",
+    help="Gate: fail (exit 1) when the F1 of any skill that some case expects is below X. "
+    "Default: no gate.",
 )
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(FORMATS),
     default="text",
-    show_default=True,
-    help="What stdout gets.",
+    help="What stdout gets: a report for people, the JSON report, Markdown, JUnit XML or a "
+    "self-contained HTML page with the confusion matrix as a heat map.",
 )
-@click.option("--report", type=_OUTPUT_PATH, default=None, help="Also write the JSON report.")
 @click.option(
-    "--record", type=_OUTPUT_PATH, default=None, help="Append every observation as it completes."
+    "--report",
+    type=_OUTPUT_PATH,
+    default=None,
+    help="Also write the JSON report to FILE. Default: none.",
+)
+@click.option(
+    "--record",
+    type=_OUTPUT_PATH,
+    default=None,
+    help="Write every observation to FILE as it completes, for --resume. Default: none.",
 )
 @click.option(
     "--resume",
     type=click.Path(path_type=Path),
     default=None,
-    help="Reuse recorded observations; run only the missing ones.",
+    help="Reuse the observations recorded in FILE; run only the missing ones. Default: none.",
 )
-@click.option("--keep-going", is_flag=True, help="Keep starting invocations after a failure.")
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    help="Keep starting invocations after a runner failure (default: stop at the first).",
+)
 @click.option(
     "--lint",
     is_flag=True,
-    help="Run nothing: overlapping descriptions and skills no case expects.",
+    help="Run nothing: list overlapping descriptions and skills no case expects (exit 1 when "
+    "it finds any).",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def route(
     skills: tuple[Path, ...],
     catalog_globs: tuple[str, ...],
@@ -116,12 +166,9 @@ def route(
     lint: bool,
     quiet: bool,
 ) -> None:
-    """Which skill does the agent pick when the whole catalog is installed?
-
-    Accuracy, per-skill precision/recall/F1, the confusion matrix and the colliding pairs over
-    routing cases. Example: skill-evals route --catalog 'skills/*' --cases evals/routing.jsonl
-    --runner 'skill-evals runner simulated' --min-accuracy 0.8. Read docs/routing.md.
-    """
+    """Run every routing case with the whole catalog installed and report which skills
+    loaded: accuracy, per-skill precision/recall/F1, micro and macro F1, the confusion matrix
+    and the colliding pairs; the exit code is the verdict (skill-evals codes)."""
     from .route.pipeline import RouteOptions
 
     options = RouteOptions(
