@@ -23,7 +23,7 @@ from skill_evals.agents.evidence import EvidencePatterns, Load, read_events
 from skill_evals.agents.opencode import find_loads
 from skill_evals.agents.opencode_config import agent_environment, load_provider_config
 from skill_evals.agents.opencode_events import failure, summarize, tool_calls
-from tests.agents.conftest import agent_binary, files_holding
+from tests.agents.conftest import agent_binary, files_holding, workspaces_in
 from tests.agents.fake_openai_chat import GENERIC_ANSWER, Behaviour, Call, FakeChat
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
@@ -281,7 +281,7 @@ def test_the_agent_gets_its_configuration_and_an_allowlisted_environment(tmp_pat
     assert argv[1:6] == ["run", "--format", "json", "--model", "fake/m1"]
     assert "--title" in argv and "--command" not in argv
     assert seen["stdin"] == REFUND_PROMPT
-    assert list((tmp_path / "tmp").iterdir()) == []  # workspace removed
+    assert workspaces_in(tmp_path / "tmp") == []  # workspace removed
 
 
 def test_a_slash_prompt_runs_the_skill_as_a_command_and_counts_as_explicit(
@@ -541,8 +541,9 @@ def test_skills_and_instructions_from_home_ancestors_and_variables_do_not_leak(
     assert model.offered_names() == {"customize-opencode"}
     assert "LEAKED" not in json.dumps(model.requests)
     assert any(MODEL_KEY in credential for credential in model.credentials)
-    assert sorted(p.name for p in tmpdir.iterdir()) == [".claude", ".opencode", "AGENTS.md",
-                                                       "CLAUDE.md"]  # fmt: skip
+    assert workspaces_in(tmpdir) == []
+    assert sorted(p.name for p in tmpdir.iterdir() if not p.name.startswith("skill-evals-")) == [
+        ".claude", ".opencode", "AGENTS.md", "CLAUDE.md"]  # fmt: skip
 
     # Control: OpenCode left to its defaults in the same places sees the plants.
     project = tmpdir / "project"
@@ -656,7 +657,7 @@ def test_neighbour_and_fixture_skills_are_offered_and_commands_see_no_key(
     env_output = conversations[1].steps[0][0][2]
     assert "HOME=" in env_output and "PATH=" in env_output
     assert MODEL_KEY not in env_output and "gh-not-a-secret" not in env_output
-    (kept,) = Path(env["TMPDIR"]).iterdir()
+    (kept,) = workspaces_in(Path(env["TMPDIR"]))
     assert files_holding([kept, transcripts], MODEL_KEY) == []
     assert (transcripts / "case.1.without.jsonl").is_file()
 
@@ -698,7 +699,7 @@ def test_api_failures_void_the_run_with_their_reason(
     assert message in proc.stderr, proc.stderr
     assert "SECRET-PROMPT-TEXT" not in proc.stderr and "scripted" not in proc.stderr
     assert attempts == (1 if status == 401 else 2)
-    assert list(Path(env["TMPDIR"]).iterdir()) == []
+    assert workspaces_in(Path(env["TMPDIR"])) == []
 
 
 @pytest.mark.agents
@@ -774,7 +775,7 @@ def test_full_skill_evals_run_through_opencode(
     assert report["loading"]["violations"] == []
     assert report["runner"]["invocations"] == 20
     assert proc.returncode == 0 and report["exitCode"] == 0 and report["status"] == "pass"
-    assert list(Path(env["TMPDIR"]).iterdir()) == []  # every workspace removed
+    assert workspaces_in(Path(env["TMPDIR"])) == []  # every workspace removed
     # Every request offered OpenCode's bundled skill; refund-policy only from a workspace copy.
     for conv in model.conversations():
         names = {s.name: s.location for s in conv.skills}

@@ -126,6 +126,8 @@ class OpenCode:
     name = AGENT
     binary = "opencode"
     skill_folders = SKILL_FOLDERS
+    # prepare() builds the whole environment itself (opencode_config.agent_environment).
+    environment: tuple[str, ...] = ()
 
     def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
         """The binary first (its error is the most useful), then ``--model provider/model``,
