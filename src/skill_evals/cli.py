@@ -483,7 +483,7 @@ def _caller_path(program: str | None) -> str | None:
 
 
 def _run_agent(agent: str, **kwargs: Any) -> None:
-    from .agents.base import AgentOptions, RunnerSetupError, read_invocation
+    from .agents.base import AgentOptions, CatalogUnsupported, RunnerSetupError, read_invocation
     from .agents.registry import agent as load_agent
     from .agents.scaffold import run_agent
 
@@ -500,6 +500,9 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
     try:
         invocation = read_invocation()
         result = run_agent(load_agent(agent), invocation, opts)
+    except CatalogUnsupported as exc:  # a routing run: say why in the report, not on stderr
+        sys.stdout.write(exc.to_line())
+        sys.exit(0)
     except RunnerSetupError as exc:
         click.echo(f"skill-evals runner {agent}: {terminal_safe(exc)}", err=True)
         sys.exit(2)

@@ -361,3 +361,43 @@ def test_catalog_edited_during_run_is_7(tmp_path: Path) -> None:
     assert code == 7 and any(
         "beta" in m and "changed during the run" in m for m in report["messages"]
     )
+
+
+def test_retryable_runner_errors_are_retried(tmp_path: Path) -> None:
+    dirs = make_catalog(tmp_path)
+    skills = [a for d in dirs for a in ("--skill", str(d))]
+    cases = route_cases(tmp_path / "routing.jsonl", EXPECTS)
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps(LOADS))
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    runner = router_command(mapping, "--busy-once", "c3", str(markers))
+    base = [*skills, "--cases", str(cases), "--runner", runner, "--trials", "1"]
+    code, report, _ = route_json([*base, "--retries", "1"])
+    assert code == 0 and report["runner"]["ledger"]["retried"] == 1
+    assert report["runner"]["invocations"] == 11 and report["settings"]["retries"] == 1
+    assert report["caseResults"][2]["correct"] == [True]
+    (markers / "c3-1").unlink()
+    code, report, _ = route_json([*base, "--retries", "0"])
+    assert code == 7 and report["runner"]["failures"][0]["reason"] == "runner: rate limited (429)"
+
+
+def test_agent_runners_refuse_a_catalog_they_cannot_install(tmp_path: Path) -> None:
+    dirs = make_catalog(tmp_path)
+    cases = route_cases(tmp_path / "routing.jsonl", EXPECTS)
+    code, report, _ = route_json(
+        [
+            *[a for d in dirs for a in ("--skill", str(d))],
+            "--cases",
+            str(cases),
+            "--runner",
+            "skill-evals runner claude-code",
+            "--trials",
+            "1",
+            "--jobs",
+            "1",
+        ]
+    )
+    assert code == 7
+    reason = report["runner"]["failures"][0]["reason"]
+    assert reason.startswith("runner: this runner does not install a catalog")

@@ -5,6 +5,8 @@ Options (argv):
                     missing, or has fewer trials, loads nothing
   --env-log FILE    append one JSON line per invocation with the routing variables it saw
   --fail-case ID    exit 3 for this case id (a runner failure)
+  --busy-once ID DIR  for this case id, the first invocation of each trial reports a retryable
+                    runnerError (a marker file in DIR remembers it)
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ def main() -> None:
     parser.add_argument("--map", required=True)
     parser.add_argument("--env-log")
     parser.add_argument("--fail-case")
+    parser.add_argument("--busy-once", nargs=2)
     args = parser.parse_args()
     sys.stdin.buffer.read()
     case_id = os.environ["EVALGATE_SKILL_CASE_ID"]
@@ -40,6 +43,12 @@ def main() -> None:
             fh.write(json.dumps({"case": case_id, "trial": trial, **seen}) + "\n")
     if args.fail_case == case_id:
         sys.exit(3)
+    if args.busy_once and args.busy_once[0] == case_id:
+        marker = os.path.join(args.busy_once[1], f"{case_id}-{trial}")
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            print(json.dumps({"runnerError": "rate limited (429)", "retryable": True}))
+            return
     with open(args.map) as fh:
         plan = json.load(fh)
     trials = plan.get(case_id, [])

@@ -26,6 +26,15 @@ class RunnerSetupError(Exception):
     failure. The message must not contain the prompt."""
 
 
+class CatalogUnsupported(RunnerSetupError):
+    """A routing invocation (SKILL_EVALS_SKILL_DIRS) for a runner that cannot install a catalog:
+    reported to the engine as the runner's own, non-retryable reason (docs/routing.md)."""
+
+    def to_line(self) -> str:
+        """The runner-contract line that carries this reason."""
+        return json.dumps({"runnerError": str(self), "retryable": False}) + "\n"
+
+
 @dataclass(frozen=True)
 class AgentInvocation:
     """One (case, trial, variant) as handed over by the engine."""
@@ -154,7 +163,7 @@ def read_invocation(
     skill_dirs: tuple[Path, ...] = ()
     if "SKILL_EVALS_SKILL_DIRS" in env:
         if not catalog:
-            raise RunnerSetupError(
+            raise CatalogUnsupported(
                 "this runner does not install a catalog of skills (SKILL_EVALS_SKILL_DIRS) yet, "
                 "so it cannot serve skill-evals route; see docs/routing.md"
             )

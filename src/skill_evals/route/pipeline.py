@@ -195,6 +195,7 @@ def run_route(
             timeout_ms=options.timeout_ms,
             max_bytes=options.max_bytes,
             keep_going=options.keep_going,
+            retries=options.retries,
             record=options.record,
             resumed=resumed,
             base_env=options.env,

@@ -117,6 +117,7 @@ def _ledger(observations: Iterable[Observation], result: ExecutionResult, resume
         "arm": ARM,
         "invocations": result.invocations,
         "resumed": resumed,
+        "retried": result.retried,
         "inputTokens": meta["inputTokens"],
         "outputTokens": meta["outputTokens"],
         "costUsd": meta["costUsd"],
