@@ -60,6 +60,8 @@ def run_quiet(
     """Run ``argv`` in ``cwd`` without a shell, in a new session, stdin from /dev/null and its
     output discarded (never stored or reported); kill the session when it ends, times out or
     ``cancel`` is set."""
+    if cancel is not None and cancel.is_set():
+        return Finished(problem="interrupted")
     started = time.monotonic()
     try:
         proc = subprocess.Popen(

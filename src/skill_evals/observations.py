@@ -391,17 +391,9 @@ def _valid_observation(value: dict[str, Any]) -> Observation | None:
             return None
         if len(value) != keys:
             return None
+    # Positional (the field order of Observation): keyword arguments cost more per line.
     return Observation(
-        case_id,
-        trial,
-        variant,
-        tuple(skills),
-        output,
-        code,
-        meta,
-        evidence=evidence,
-        tool_calls=tool_calls,
-        checks=checks,
+        case_id, trial, variant, tuple(skills), output, code, meta, evidence, tool_calls, checks
     )
 
 
@@ -501,6 +493,9 @@ def _load_observations(
     }
     bound = len(suite.cases) * width
     cases = suite.by_id()
+    # The cases whose observations must carry `checks`; the others are checked only when
+    # they carry some (one set lookup per line instead of a call).
+    workspace_cases = {c.id for c in suite.cases if c.task is not None and c.task.workspace}
     filled = 0
     # The record just past the bound is still read: when it is reached, every key already has
     # its observation, so it is a duplicate, an extra trial or an unknown caseId, and that error
@@ -530,9 +525,10 @@ def _load_observations(
             )
         if observation is None:
             observation = _record_observation(path, line, value, key)
-        problem = checks_problem(observation, cases[key[0]])
-        if problem is not None:
-            raise InvalidInput(f"{path}:{line}: {_describe(key)}: {problem}")
+        if observation.checks is not None or key[0] in workspace_cases:
+            problem = checks_problem(observation, cases[key[0]])
+            if problem is not None:
+                raise InvalidInput(f"{path}:{line}: {_describe(key)}: {problem}")
         found[index] = observation
         lines[index] = line
         filled += 1

@@ -119,11 +119,7 @@ def _failure(variant: str, trial: int, index: int, name: str, reason: str) -> di
 METRICS = ("durationMs", "tokens", "costUsd")
 
 
-def _figure(obs: Any, metric: str) -> float | None:
-    if not obs.meta:
-        return None
-    name = {"durationMs": "max_duration_ms", "tokens": "max_tokens", "costUsd": "max_cost_usd"}
-    return budget_figure(name[metric], obs.meta)
+_BUDGET_OF = {"durationMs": "max_duration_ms", "tokens": "max_tokens", "costUsd": "max_cost_usd"}
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -143,10 +139,10 @@ def efficiency_section(suite: CaseSuite, grid: Mapping[str, Row]) -> dict[str, A
         row = grid[case.id]
         for offset, variant in enumerate(VARIANTS):
             for obs in row[offset::2]:
-                if obs is None:
-                    continue
+                if obs is None or not obs.meta:
+                    continue  # most runners report no meta: skip them at once
                 for metric in METRICS:
-                    figure = _figure(obs, metric)
+                    figure = budget_figure(_BUDGET_OF[metric], obs.meta)
                     if figure is not None:
                         values[variant][metric].append(figure)
                         per_unit[variant][metric].append(figure)

@@ -7,6 +7,7 @@ workspace checks read the workspace the engine gave the runner, after the run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import ClassVar
 
 # How long one check may take (a `command` has its own timeoutMs instead).
@@ -278,12 +279,12 @@ class Task:
 
     checks: tuple[Check, ...]
 
-    @property
+    @cached_property
     def workspace(self) -> bool:
         """Whether any check reads the workspace (so --observations must carry ``checks``)."""
         return any(check.workspace for check in self.checks)
 
-    @property
+    @cached_property
     def needs_snapshot(self) -> bool:
         """Whether a check compares the workspace with its state after setup."""
         return any(isinstance(check, (ChangesWithin, Unchanged)) for check in self.checks)
