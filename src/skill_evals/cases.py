@@ -20,11 +20,13 @@ from .checks import Task, parse_task
 from .errors import InvalidInput
 from .jsonl import MAX_SAFE_INTEGER, iter_jsonl, read_regular_file
 from .nfkc import nfkc
-from .skill import YamlValueError, load_yaml, yaml_error_message
 from .workspace import fixture_problem
+from .yamldoc import YamlValueError, load_yaml, yaml_error_message
 
 MAX_CASES = 10_000
 MIN_UNITS = 10
+# Where a skill's cases file is looked for when none is named: the first that exists.
+DEFAULT_CASES_FILES = ("evals/cases.jsonl", "evals/cases.yaml", "cases.jsonl")
 MAX_ID_CHARS = 200
 
 CASE_FIELDS = ("id", "prompt", "expectTrigger", "task", "loaded", "tags", "fixture", "setup")

@@ -379,14 +379,15 @@ def _write_outputs(
 def validate(dirs: tuple[Path, ...]) -> None:
     """Check each skill directory DIRS against the Agent Skills format: print every problem as
     PATH: message; exit 1 if any is an error, 0 otherwise (warnings do not fail)."""
-    from .skill import validate_skill
+    from .skill_rules import check_skill
 
-    problems = [p for d in dirs for p in validate_skill(d)]
+    problems = [p for d in dirs for p in check_skill(d)]
     for problem in problems:
-        click.echo(terminal_safe(problem))
-    if not problems:
+        click.echo(terminal_safe(problem.text))  # one problem per line, whatever the path holds
+    errors = sum(1 for p in problems if p.severity == "error")
+    if not errors:
         click.echo(f"{len(dirs)} skill(s) valid")
-    sys.exit(1 if problems else 0)
+    sys.exit(1 if errors else 0)
 
 
 @cli.command(

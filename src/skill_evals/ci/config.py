@@ -18,13 +18,14 @@ from typing import Any
 import yaml
 
 from ..agents.evidence import EvidencePatterns
+from ..cases import DEFAULT_CASES_FILES
 from ..errors import InvalidInput
 from ..jsonl import MAX_FILE_BYTES
-from ..skill import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
+from ..yamldoc import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
 
 CONFIG_NAMES = (".skill-evals.yml", ".skill-evals.yaml")
 DEFAULT_LOCK = ".skill-evals.lock.json"
-DEFAULT_CASES = ("evals/cases.jsonl", "evals/cases.yaml", "cases.jsonl")
+DEFAULT_CASES = DEFAULT_CASES_FILES
 
 
 @dataclass(frozen=True)
