@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from skill_evals.agents.base import RunnerSetupError, read_invocation
-from skill_evals.agents.simulated import GENERIC_ANSWER, content_words, run, should_load
+from skill_evals.agents.base import AgentInvocation, RunnerSetupError, read_invocation
+from skill_evals.agents.simulated import (
+    GENERIC_ANSWER,
+    answer_file,
+    content_words,
+    run,
+    should_load,
+)
 from tests.conftest import EXAMPLE_SKILL
 
 
@@ -102,3 +108,62 @@ def test_runner_exits_2_with_one_line_on_setup_error(tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "refund returns" not in proc.stderr
+
+
+# ------------------------------------------------------------------------- workspace files
+
+
+def invocation_in(workspace: Path, prompt: str, variant: str = "with") -> AgentInvocation:
+    return read_invocation(
+        io.BytesIO(prompt.encode()),
+        {
+            "EVALGATE_SKILL_VARIANT": variant,
+            "EVALGATE_SKILL_DIR": str(EXAMPLE_SKILL),
+            "SKILL_EVALS_WORKSPACE": str(workspace),
+        },
+    )
+
+
+def test_answer_file_is_the_first_backticked_file_name() -> None:
+    assert answer_file("Add it to `CHANGELOG.md` please") == "CHANGELOG.md"
+    assert answer_file("`x` then `docs/notes.txt` then `b.md`") == "docs/notes.txt"
+    assert answer_file("no file named here") == "answer.md"
+    assert answer_file("`../escape.md` or `/abs.md` or `a//b.md`") == "answer.md"
+    assert answer_file("unclosed `name.md") == "answer.md"
+    assert answer_file("`" + "a" * 300 + ".md`") == "answer.md"
+    # Linear: a long prompt of backticks and dots does not backtrack.
+    assert answer_file("`" + "a." * 200_000 + "`") == "answer.md"
+
+
+def test_with_a_workspace_it_appends_a_labelled_answer(tmp_path: Path) -> None:
+    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n", encoding="utf-8")
+    result = run(
+        invocation_in(tmp_path, "Can I get a refund? I have the receipt. Write to `CHANGELOG.md`.")
+    )
+    text = (tmp_path / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert text.startswith("# Changelog\n\n[simulated] written by skill-evals runner simulated")
+    assert result.output in text
+    assert result.tool_calls == [
+        {"name": "skill", "input": {"name": "refund-policy"}, "ok": True},
+        {"name": "write", "input": {"path": "CHANGELOG.md"}, "ok": True},
+    ]
+    assert result.meta == {"turns": 3}
+    run(invocation_in(tmp_path, "Refund rules for receipts, in `out/notes.md`", "without"))
+    assert "no model was called" in (tmp_path / "out" / "notes.md").read_text(encoding="utf-8")
+
+
+def test_the_simulation_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    workspace = tmp_path / "w"
+    workspace.mkdir()
+    (workspace / "answer.md").symlink_to(outside / "target.md")
+    with pytest.raises(RunnerSetupError, match=r"cannot write answer\.md in the workspace"):
+        run(invocation_in(workspace, "What is the refund policy?"))
+    assert not (outside / "target.md").exists()
+
+
+def test_without_a_workspace_it_writes_nothing(tmp_path: Path) -> None:
+    line = json.loads(invoke("Can I get a refund? I have the receipt.", "with").stdout)
+    assert line["toolCalls"] == [{"name": "skill", "input": {"name": "refund-policy"}, "ok": True}]
+    assert line["meta"] == {"turns": 2}
