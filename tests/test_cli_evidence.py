@@ -196,9 +196,9 @@ def test_directory_instead_of_file_exits_5(
 
 def test_unknown_agent_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     transcript = write_jsonl(tmp_path / "t.jsonl", [{}])
-    code, _, err = run_evidence(capsys, "--agent", "gemini", str(transcript))
+    code, _, err = run_evidence(capsys, "--agent", "no-such-agent", str(transcript))
     assert code == 5
-    assert "gemini" in err
+    assert "no-such-agent" in err
 
 
 def test_custom_patterns_from_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

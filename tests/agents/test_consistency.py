@@ -1,4 +1,4 @@
-"""The three agent runners side by side (fast, no real agent): each runner is driven with a
+"""The agent runners side by side (fast, no real agent): each runner is driven with a
 stand-in binary that replays a transcript captured from the real CLI, so the same checks run
 against every runner's plumbing — what it reports, what it refuses, and how it fails."""
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from skill_evals.agents import claude_code, codex, opencode, pi
+from skill_evals.agents import claude_code, codex, gemini, opencode, pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.registry import names as agent_names
 from skill_evals.agents.scaffold import TRANSCRIPT_DIR_VAR
@@ -22,7 +22,8 @@ from tests.agents.conftest import workspaces_in
 from tests.conftest import write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-# The engine's meta keys, plus "turns" (OpenCode's model steps; the engine ignores it).
+# The engine's meta keys, plus "turns" (OpenCode's model steps, Gemini's model turns; the
+# engine ignores it).
 META_KEYS = {"durationMs", "costUsd", "inputTokens", "outputTokens", "turns"}
 
 # agent -> (module, captured `with` transcript, captured failed-load transcript, environment)
@@ -32,6 +33,8 @@ AGENTS: dict[str, tuple[ModuleType, str, str, dict[str, str]]] = {
     "codex": (codex, "codex/native_with.jsonl", "codex/failed_read.jsonl", {"OPENAI_API_KEY": "k"}),
     "pi": (pi, "pi/with.jsonl", "pi/failed-read.jsonl", {}),
     "opencode": (opencode, "opencode/with.jsonl", "opencode/probes.jsonl", {}),
+    "gemini": (gemini, "gemini/with.jsonl", "gemini/failed-activate.jsonl",
+               {"GEMINI_API_KEY": "k"}),
 }  # fmt: skip
 # Options an agent cannot run without (OpenCode needs --model provider/model).
 DEFAULTS: dict[str, dict[str, Any]] = {"opencode": {"model": "fake/m1"}}
@@ -83,9 +86,10 @@ def test_a_completed_load_is_reported_with_the_contract_fields(
     assert line["exitCode"] == 0 and "30 days" in line["output"]
     assert {"inputTokens", "outputTokens"} <= set(line["meta"]) <= META_KEYS
     assert workspaces_in(tmp_path / "tmp") == []  # workspace removed
-    # The transcript is saved under the same name by every runner.
+    # The transcript is saved under the same name by every runner, the agent's own event
+    # stream first (Gemini's runner appends the chat session records after it).
     saved = tmp_path / "saved" / "case_1.2.with.jsonl"
-    assert saved.read_bytes() == (FIXTURES / AGENTS[agent][1]).read_bytes()
+    assert saved.read_bytes().startswith((FIXTURES / AGENTS[agent][1]).read_bytes())
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -137,7 +141,8 @@ def test_missing_binaries_and_name_clashes_are_setup_errors(agent: str, tmp_path
 @pytest.mark.parametrize(
     ("agent", "folder"),
     [("claude-code", ".claude/skills"), ("codex", ".agents/skills"), ("pi", ".agents/skills"),
-     ("pi", ".pi/skills"), ("opencode", ".opencode/skills"), ("opencode", ".claude/skills")],
+     ("pi", ".pi/skills"), ("opencode", ".opencode/skills"), ("opencode", ".claude/skills"),
+     ("gemini", ".gemini/skills"), ("gemini", ".agents/skills")],
 )  # fmt: skip
 def test_a_fixture_holding_the_tested_skill_is_refused_in_both_variants(
     agent: str, folder: str, tmp_path: Path

@@ -50,6 +50,12 @@ ENTRIES: tuple[Entry, ...] = (
         "opencode.md",
         extra_options=("provider-config",),
     ),
+    Entry(
+        "gemini",
+        "gemini",
+        "Gemini CLI (`gemini --output-format stream-json`), isolated.",
+        "gemini.md",
+    ),
 )
 
 
