@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..render.diagnosis import partial_note, sections
-from ..render.html import CSP, escape_html
+from ..render.html import CSP
+from ..render.html_base import escape_html
 from ..render.text import fmt, fmt_threshold
 from .render_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
 
