@@ -329,3 +329,14 @@ def test_simulated_runner_answer_is_linear() -> None:
     ]
     for body in bodies:
         assert run_bounded(lambda body=body: answer_from_body("json please", body)) == "ok"
+
+
+def test_skill_globs_are_linear() -> None:
+    from skill_evals.ci.discovery import Glob
+
+    stars = Glob("*a" * 12 + "b")  # a regular expression retried every split: hours
+    deep = Glob("/".join(["**/a*"] * 12) + "/x")
+    assert run_bounded(lambda: stars.match("a" * 4000)) == "ok"
+    assert run_bounded(lambda: deep.match("/".join(["a"] * 2000) + "/y")) == "ok"
+    assert not stars.match("a" * 300) and stars.match("a" * 30 + "b")
+    assert not Glob("a[!b]c").match("a/c")  # a class never spans segments

@@ -80,49 +80,108 @@ class WorkTree:
         return not target.is_symlink() and target.is_file()
 
 
-@lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """Compile a path glob: ``*`` and ``?`` stay within one path segment, ``**`` spans any
-    number of segments, ``[...]`` is a character class. Leading ``./`` and trailing ``/`` are
-    ignored."""
-    pattern = pattern.strip()
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
-    pattern = pattern.rstrip("/") or "."
-    parts: list[str] = []
-    segments = pattern.split("/")
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
-            continue
-        parts.append(_segment_regex(segment) + ("" if last else "/"))
-    return re.compile("".join(parts) + r"\Z")
+_Token = tuple[str, "re.Pattern[str] | str | None"]  # ("*"|"?"|"class"|"char", detail)
 
 
-def _segment_regex(segment: str) -> str:
-    out: list[str] = []
+def _segment_tokens(segment: str) -> tuple[_Token, ...]:
+    """``*``, ``?``, ``[...]`` (``[!...]`` negated) and literal characters of one segment."""
+    out: list[_Token] = []
     i = 0
     while i < len(segment):
         char = segment[i]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
+        if char in "*?":
+            out.append((char, None))
         elif char == "[":
             end = segment.find("]", i + 2 if segment[i + 1 : i + 2] in ("!", "]") else i + 1)
             if end == -1:
-                out.append(re.escape(char))
+                out.append(("char", char))
             else:
                 body = segment[i + 1 : end]
                 if body.startswith("!"):
                     body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\").replace("/", "") + "]")
+                # Literal inside the class: a backslash, and "[" (no nested sets); never "/".
+                body = body.replace("\\", "\\\\").replace("[", "\\[").replace("/", "")
+                try:
+                    out.append(("class", re.compile("[" + body + "]")))
+                except re.error:
+                    out.append(("char", char))
+                    end = i
                 i = end
         else:
-            out.append(re.escape(char))
+            out.append(("char", char))
         i += 1
-    return "".join(out)
+    return tuple(out)
+
+
+def _one(token: _Token, char: str) -> bool:
+    kind, detail = token
+    if kind == "?":
+        return True
+    if kind == "class":
+        assert not isinstance(detail, str) and detail is not None
+        return detail.fullmatch(char) is not None
+    return char == detail
+
+
+def _segment_matches(tokens: tuple[_Token, ...], name: str) -> bool:
+    """Wildcard match of one path segment, going back only to the last ``*`` (no regular
+    expression: one with several stars retries every split of the name, exponentially)."""
+    t = n = 0
+    star_t, star_n = -1, 0
+    while n < len(name):
+        if t < len(tokens) and tokens[t][0] == "*":
+            star_t, star_n = t, n
+            t += 1
+        elif t < len(tokens) and _one(tokens[t], name[n]):
+            t += 1
+            n += 1
+        elif star_t >= 0:
+            t, star_n = star_t + 1, star_n + 1
+            n = star_n
+        else:
+            return False
+    return all(kind == "*" for kind, _ in tokens[t:])
+
+
+class Glob:
+    """A path glob: ``*`` and ``?`` stay within one path segment, ``**`` spans any number of
+    segments, ``[...]`` is a character class. Leading ``./`` and trailing ``/`` are ignored.
+    Matching takes time linear in the path for a given glob (segments × path segments)."""
+
+    def __init__(self, pattern: str) -> None:
+        pattern = pattern.strip()
+        while pattern.startswith("./"):
+            pattern = pattern[2:]
+        pattern = pattern.rstrip("/") or "."
+        self._segments: list[tuple[_Token, ...] | None] = [  # None: **
+            None if segment == "**" else _segment_tokens(segment) for segment in pattern.split("/")
+        ]
+
+    def match(self, path: str) -> bool:
+        """Whether the whole of ``path`` (``/`` separated) matches."""
+        names = path.split("/")
+        reachable = {0}  # how many path segments the pattern so far can have consumed
+        last = len(self._segments) - 1
+        for index, tokens in enumerate(self._segments):
+            if not reachable:
+                return False
+            if tokens is None:
+                if index == last:  # a final ** takes the rest: one segment at least after others
+                    return any(len(names) - used >= (1 if index else 0) for used in reachable)
+                reachable = set(range(min(reachable), len(names) + 1))
+                continue
+            reachable = {
+                used + 1
+                for used in reachable
+                if used < len(names) and _segment_matches(tokens, names[used])
+            }
+        return len(names) in reachable
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> Glob:
+    """The compiled glob (named for its former regular expression; ``.match(path)``)."""
+    return Glob(pattern)
 
 
 def skill_dirs(tree: Tree, globs: tuple[str, ...] | None) -> tuple[list[str], list[str]]:
