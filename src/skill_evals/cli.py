@@ -79,7 +79,8 @@ def codes() -> None:
 
 # -------------------------------------------------------------------------- ci, lock, changed
 
-from .ci.commands import changed, ci, lock  # noqa: E402  (click commands only; lazy inside)
+from .ci.commands import ci  # noqa: E402  (click commands only; lazy inside)
+from .ci.commands_lock import changed, lock  # noqa: E402
 
 cli.add_command(ci)
 cli.add_command(lock)

@@ -1,0 +1,172 @@
+"""Click commands `skill-evals lock` and `changed` (docs/ci.md): the lock file and the list of
+changed skills. Heavy modules are imported inside the commands so that `--help` stays fast."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..helptext import CONTEXT, epilog
+from .commands import _choice, _fail, _say
+
+
+@click.command(
+    context_settings=CONTEXT,
+    short_help="Write (--update) or check the lock file of skill fingerprints.",
+    epilog=epilog("skill-evals lock --update\nskill-evals lock", "docs/ci.md#the-lock-file"),
+)
+@click.option(
+    "--update",
+    is_flag=True,
+    help="Write the lock file from the current tree (default: only check it).",
+)
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="The config file. Default: .skill-evals.yml at the root, when present.",
+)
+@click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="The lock file. Default: the config's `lock`, else .skill-evals.lock.json.",
+)
+def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
+    """Write (--update) or check the lock file of skill fingerprints.
+
+    Check: exit 0 when the lock matches the tree, 1 when it is stale or missing (the
+    differences are printed), 5 on invalid input."""
+    from ..errors import EvalError
+    from .changes import compare, read_lock, render_lock
+    from .gate import load_workspace
+    from .outputs import replace_file
+
+    root = Path.cwd()
+    try:
+        workspace = load_workspace(root, config, {})
+        path = lock_file if lock_file is not None else root / workspace.config.lock
+        if update:
+            text = render_lock(workspace.states)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                replace_file(path, text)  # a FIFO or symlink there is replaced, not opened
+            except OSError as exc:
+                _fail(f"{path}: cannot write the lock file ({exc.strerror})")
+            _say(f"wrote {path} ({len(workspace.states)} skill(s))")
+            return
+        if not path.is_file():
+            _say(f"{path}: no lock file; run `skill-evals lock --update`", err=True)
+            sys.exit(1)
+        recorded = read_lock(path)
+        render_lock(workspace.states)  # every skill must be hashable (else exit 5)
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code)
+    base = {p: (str(e.get("name", p)), e["fingerprint"]) for p, e in recorded.items()}
+    changes = compare(workspace.states, base, {"mode": "lock"}, path.name)
+    stale = [(p, r) for p, r in changes.changed.items()]
+    stale += [(p, r) for p, r in changes.unchanged.items() if r.startswith("moved")]
+    stale += [(r["path"], "removed since the lock was written") for r in changes.removed]
+    if not stale:
+        _say(f"{path}: up to date ({len(workspace.states)} skill(s))")
+        return
+    for skill_path, reason in sorted(stale):
+        _say(f"{skill_path}: {reason}")
+    _say(f"{path}: stale; run `skill-evals lock --update`", err=True)
+    sys.exit(1)
+
+
+@click.command(
+    context_settings=CONTEXT,
+    short_help="List the skills whose fingerprint changed (how it was decided: on stderr).",
+    epilog=epilog(
+        "skill-evals changed --base origin/main\nskill-evals changed --format json",
+        "docs/ci.md#skill-evals-changed",
+    ),
+)
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="The config file. Default: .skill-evals.yml at the root, when present.",
+)
+@click.option(
+    "--base",
+    default=None,
+    metavar="REF",
+    help="Compare with this git commit. Default: the PR's base on pull requests, else the "
+    "lock file when present, else every skill.",
+)
+@click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Compare with the fingerprints in this lock file. Default: as for --base.",
+)
+@click.option("--all", "all_", is_flag=True, help="Report every skill as changed.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["lines", "json"]),
+    default="lines",
+    help="lines: one changed skill path per line; json: changed, unchanged and removed skills.",
+)
+def changed(
+    config: Path | None, base: str | None, lock_file: Path | None, all_: bool, fmt: str
+) -> None:
+    """List the skills whose fingerprint changed on stdout; say on stderr how changes were
+    found and how many skills changed (also when none did)."""
+    from ..errors import EvalError
+    from .changes import describe_base, detect_changes
+    from .gate import load_workspace
+
+    root = Path.cwd()
+    choice = _choice(base, lock_file, all_)
+    try:
+        workspace = load_workspace(root, config, {})
+        changes = detect_changes(root, workspace.config, workspace.states, choice, dict(os.environ))
+    except EvalError as exc:
+        _fail(str(exc), exc.exit_code)
+    for message in changes.base.get("messages", []):
+        _say(f"skill-evals: {message}", err=True)
+    counted = f"{len(changes.changed)} changed, {len(changes.unchanged)} unchanged" + (
+        f", {len(changes.removed)} removed" if changes.removed else ""
+    )
+    if not changes.changed:
+        counted = "no skill changed (" + counted + ")"
+    _say(f"skill-evals: {describe_base(changes.base)}: {counted}", err=True)
+    by_path = {s.path: s for s in workspace.states}
+    if fmt == "lines":
+        for path in changes.changed:
+            _say(path)
+        return
+
+    def item(path: str, reason: str) -> dict[str, Any]:
+        state = by_path[path]
+        return {
+            "name": state.name,
+            "path": path,
+            "fingerprint": state.fingerprint,
+            "reason": reason,
+        }
+
+    doc = {
+        "base": changes.base,
+        "changed": [item(p, r) for p, r in changes.changed.items()],
+        "unchanged": [item(p, r) for p, r in changes.unchanged.items()],
+        "removed": changes.removed,
+    }
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=True))
