@@ -134,7 +134,7 @@ skill-evals test --skill skills/refund-policy \\
     default=2,
     metavar="N",
     help="Run an invocation again, up to N times, when its runner reports a retryable failure "
-    "(rate limit, overload, 5xx), after 2 s, 8 s, 32 s, then 60 s. Default: 2.",
+    "(rate limit, overload, 5xx), after 2 s, 8 s, 32 s, then 60 s.",
 )
 @click.option(
     "--max-bytes",
