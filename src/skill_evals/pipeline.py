@@ -99,6 +99,20 @@ def builtin_agent(command: str | None) -> str | None:
     return None
 
 
+def _check_bundled(agent: str | None, skill_name: str) -> None:
+    """Exit 5 for a tested skill named like a skill the built-in ``agent`` bundles: the agent
+    offers its own in both variants under that name, so the comparison would mean nothing."""
+    from .agents.registry import entry
+
+    if agent is None:
+        return
+    if skill_name.lower() in {name.lower() for name in entry(agent).bundled_skills}:
+        raise InvalidInput(
+            f"skill '{skill_name}': the {agent} runner's agent bundles a skill of that name and "
+            "offers it in both variants, so with and without could not differ; rename the skill"
+        )
+
+
 def default_timeout_ms(command: str | None) -> int:
     """The per-invocation timeout when none is given: 300,000 ms for a built-in agent runner,
     30,000 ms for anything else."""
@@ -211,6 +225,7 @@ def run_test(
                 "workspaces"
             )
         skill = load_skill(options.skill)
+        _check_bundled(builtin_agent(options.runner), skill.name)
         for out in options.outputs:
             if path_inside(out, skill.path):
                 raise InvalidInput(

@@ -223,6 +223,22 @@ def test_bundled_skill_names_are_found_and_refused(tmp_path: Path) -> None:
     assert err.value.retryable is False
 
 
+def test_a_tested_skill_named_like_a_bundled_one_is_exit_5_before_any_run(
+    tmp_path: Path,
+) -> None:
+    skill = write_skill(tmp_path / "skills", "skill-creator")
+    cases = write_jsonl(tmp_path / "cases.jsonl", [{"id": f"c{i}", "prompt": f"make skill {i}",
+                        "expectTrigger": True} for i in range(10)])  # fmt: skip
+    runner = "skill-evals runner gemini --model m"
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "test", "--skill", str(skill), "--cases",
+         str(cases), "--runner", runner],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 5, proc.stderr
+    assert "skill 'skill-creator'" in proc.stderr and "bundles a skill" in proc.stderr
+
+
 def test_api_status_from_message_or_exit_status() -> None:
     assert api_status('[API Error: {"error":{"code":403,"message":"x"}}]', 147) == 403
     assert api_status("[API Error: quota]", 173) == 429

@@ -31,6 +31,7 @@ from .evidence import Event, Load, ToolCall
 from .gemini_events import AGENT, SESSION_MARKER, explicit, skill_tool, tool_calls
 from .gemini_outcome import RunnerError, outcome
 from .protocol import Finished, Launch, Outcome, RunSetup
+from .registry import entry
 from .scaffold import KEEP_HINT, STDERR_FILE, TRANSCRIPT_FILE, run_agent
 from .workspace import Workspace
 
@@ -41,7 +42,7 @@ KEY_VARS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the first one set is passed a
 ENVIRONMENT = (*KEY_VARS, "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_API_VERSION")
 PROJECT_SKILLS = (".gemini/skills", ".agents/skills")
 # Skills Gemini CLI 0.61 bundles (bundle/builtin/); read from the installed bundle when found.
-BUNDLED_SKILLS = ("skill-creator", "antigravity-support")
+BUNDLED_SKILLS = entry(AGENT).bundled_skills
 MCP_SERVER = "skills"  # no "_": Gemini splits mcp_<server>_<tool> at the first one
 # sh WRAPPER gemini ARGS...: runs Gemini CLI with the prompt on stdin (saved on fd 3 first: a
 # background job's stdin would be /dev/null), forwards SIGTERM to it, then appends the session

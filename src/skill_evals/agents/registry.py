@@ -26,6 +26,9 @@ class Entry:
     doc: str  # its page under docs/agents/
     # Options only this runner takes, beyond the shared ones (names as on the command line).
     extra_options: tuple[str, ...] = ()
+    # Skills the agent ships and offers in both variants: a tested skill of one of these names
+    # (compared case-insensitively) is refused before anything runs (exit 5).
+    bundled_skills: tuple[str, ...] = ()
 
     def load(self) -> Agent:
         """The agent plug-in (imports its module)."""
@@ -55,6 +58,7 @@ ENTRIES: tuple[Entry, ...] = (
         "gemini",
         "Gemini CLI (`gemini --output-format stream-json`), isolated.",
         "gemini.md",
+        bundled_skills=("skill-creator", "antigravity-support"),
     ),
 )
 
