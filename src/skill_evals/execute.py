@@ -348,10 +348,14 @@ def execute(
     with ExitStack() as stack:
         if writer is not None:
             stack.callback(writer.close)
+        # Entered first, left last: the engine's own helpers (regex checks, workspaces) are
+        # closed before the leftovers of the runners are swept.
+        sweeper = stack.enter_context(ProcessSweeper().running())
         workspaces = stack.enter_context(WorkspaceRoot(plan.keep_workspaces))
         regex = stack.enter_context(RegexPool())
         sched = _Scheduler(plan, todo, len(resumed), len(keys), writer, progress, workspaces, regex)
-        with sched.sweeper.running(), _signals_cancel(sched.cancel):
+        sched.sweeper = sweeper
+        with _signals_cancel(sched.cancel):
             threads = [
                 threading.Thread(target=sched.worker, name=f"skill-evals-job-{i}", daemon=True)
                 for i in range(max(1, min(plan.jobs, len(todo))))

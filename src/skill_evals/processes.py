@@ -14,8 +14,9 @@ id). After the invocation the engine kills
 
 and reaps the ones that became its own children, so none is left a zombie. When the last
 invocation has ended, anything else that was reparented to the engine meanwhile is killed and
-reaped too (a process that left the session *and* cleared its environment). What remains outside
-the guarantee is documented in docs/runner-contract.md.
+reaped too (a process that left the session *and* cleared its environment). So a process the
+engine itself starts while invocations run must end before :meth:`ProcessSweeper.running`
+is left. What remains outside the guarantee is documented in docs/runner-contract.md.
 """
 
 from __future__ import annotations
