@@ -130,8 +130,8 @@ class OpenCode:
     environment: tuple[str, ...] = ()
 
     def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
-        """The binary first (its error is the most useful), then ``--model provider/model``,
-        ``--provider-config`` and names that would clash with OpenCode's bundled skill."""
+        """The binary first (its error is the most useful), then ``--model provider/model`` and
+        ``--provider-config``."""
         find_binary(options.bin, self.binary, env)
         if not options.model or not _MODEL.fullmatch(options.model):
             raise RunnerSetupError(
@@ -142,8 +142,9 @@ class OpenCode:
             load_provider_config(options.provider_config)
 
     def prepare(self, setup: RunSetup) -> Launch:
-        """Git root, skills under ``.opencode/skills`` (or MCP), the configuration in the
-        environment, and ``opencode run`` under the retry guard."""
+        """Refuse a skill named like OpenCode's bundled one; then the git root, skills under
+        ``.opencode/skills`` (or MCP), the configuration in the environment, and ``opencode run``
+        under the retry guard."""
         ws, options = setup.workspace, setup.options
         for ref in (setup.tested, *setup.neighbours):
             if ref.name in BUNDLED_SKILLS:
@@ -200,8 +201,8 @@ class OpenCode:
         return Launch(argv=argv, stdin=prompt.encode("utf-8"))
 
     def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
-        """The last step's text, how it ended, usage and loads; a void run when the model API
-        failed, OpenCode ended before the model answered, or the turn limit was reached."""
+        """The last step's text, how it ended, usage; a void run when the model API failed,
+        OpenCode ended before the model answered, or the turn limit was reached."""
         summary = summarize(events)
         if summary.retry_cap is not None:
             kind = summary.retry_cap.get("kind")
@@ -231,7 +232,7 @@ class OpenCode:
             meta["outputTokens"] = float(summary.output_tokens)
         if summary.cost > 0:  # custom providers are priced at 0, which would read as "free"
             meta["costUsd"] = round(summary.cost, 10)
-        meta["turns"] = float(summary.steps)
+        meta["turns"] = summary.steps  # an integer (the engine checks)
         succeeded = run.status == 0 and summary.finish == "stop"
         return Outcome(
             output=summary.output,
