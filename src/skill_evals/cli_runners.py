@@ -98,7 +98,7 @@ def _caller_path(program: str | None) -> str | None:
 
 
 def _run_agent(agent: str, **kwargs: Any) -> None:
-    from .agents.base import AgentOptions, CatalogUnsupported, RunnerSetupError, read_invocation
+    from .agents.base import AgentOptions, RunnerError, RunnerSetupError, read_invocation
     from .agents.registry import agent as load_agent
     from .agents.scaffold import run_agent
 
@@ -115,7 +115,7 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
     try:
         invocation = read_invocation()
         result = run_agent(load_agent(agent), invocation, opts)
-    except CatalogUnsupported as exc:  # a routing run: say why in the report, not on stderr
+    except RunnerError as exc:  # the runner's own reason: said in the report, not on stderr
         sys.stdout.write(exc.to_line())
         sys.exit(0)
     except RunnerSetupError as exc:

@@ -78,6 +78,7 @@ class Behaviour:
     wrong_name: bool = False  # call the skill tool with a name that does not exist
     fail_status: int | None = None  # answer requests with this HTTP status (401, 429, 500, …)
     fail_times: int | None = None  # … only the first N requests (None: all of them)
+    fail_prompt: str | None = None  # … only requests whose user prompt contains this
     loop_tools: bool = False  # never stop calling tools (an agent that hits its step limit)
 
 
@@ -375,9 +376,12 @@ class FakeChat:
         """Every skill name any (non-title) request offered the model."""
         return {skill.name for conv in self.conversations() for skill in conv.skills}
 
-    def _should_fail(self) -> int | None:
+    def _should_fail(self, body: dict[str, Any]) -> int | None:
         status = self.behaviour.fail_status
         if status is None:
+            return None
+        wanted = self.behaviour.fail_prompt
+        if wanted is not None and wanted not in parse_request(body).prompt:
             return None
         with self._lock:
             limit = self.behaviour.fail_times
@@ -410,7 +414,7 @@ class FakeChat:
                     return
                 with owner._lock:
                     owner.credentials.append(self.headers.get("Authorization") or "")
-                status = owner._should_fail()
+                status = owner._should_fail(body)
                 if status is not None:
                     with owner._lock:
                         owner.requests.append(body)

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from skill_evals.agents import opencode, opencode_guard
-from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
+from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerError, RunnerSetupError
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, Load, read_events
 from skill_evals.agents.opencode import find_loads
-from skill_evals.agents.opencode_config import agent_environment, load_provider_config
+from skill_evals.agents.opencode_config import auth_variables, load_provider_config
 from skill_evals.agents.opencode_events import failure, summarize, tool_calls
 from tests.agents.conftest import agent_binary, files_holding, workspaces_in
 from tests.agents.fake_openai_chat import GENERIC_ANSWER, Behaviour, Call, FakeChat
@@ -307,20 +307,22 @@ def test_explicit_command_needs_an_available_name() -> None:
 
 
 @pytest.mark.parametrize(
-    ("transcript", "options", "message"),
+    ("transcript", "options", "message", "retryable"),
     [
-        ("api-error-401", {}, "auth refused (HTTP 401)"),
-        ("retry-cap", {}, "the model API failed twice (server error)"),
-        ("max-turns", {"max_turns": 2}, "turn limit reached (--max-turns 2)"),
+        ("api-error-401", {}, "auth refused (HTTP 401)", False),
+        ("retry-cap", {}, "the model API failed twice (server error)", True),
+        ("max-turns", {"max_turns": 2}, "turn limit reached (--max-turns 2)", False),
     ],
 )
-def test_void_runs_are_runner_failures_with_their_reason(
-    tmp_path: Path, transcript: str, options: dict[str, Any], message: str
+def test_void_runs_are_the_runners_own_reasons(
+    tmp_path: Path, transcript: str, options: dict[str, Any], message: str, retryable: bool
 ) -> None:
-    with pytest.raises(RunnerSetupError) as info:
+    with pytest.raises(RunnerError) as info:
         replay(tmp_path, transcript, prompt="SECRET-PROMPT refunds", **options)
     assert message in str(info.value) and "SECRET-PROMPT" not in str(info.value)
-    assert "scripted" not in str(info.value)
+    assert "scripted" not in str(info.value) and info.value.retryable is retryable
+    line = json.loads(info.value.to_line())
+    assert line == {"runnerError": str(info.value), "retryable": retryable}
 
 
 def test_bad_options_are_refused_before_anything_runs(tmp_path: Path) -> None:
@@ -379,7 +381,10 @@ def test_provider_config_limits_and_references(tmp_path: Path) -> None:
     )
     providers, referenced = load_provider_config(good)
     assert referenced == ["K1", "K2"] and set(providers) == {"p"}
-    assert agent_environment({"K2": "v", "OTHER": "o"}, referenced) == {"K2": "v"}
+    assert auth_variables({"K2": "v", "OTHER": "o", "A_API_KEY": "k"}, referenced) == [
+        "A_API_KEY",
+        "K2",
+    ]
 
 
 # ----------------------------------------------------------------------------- the retry guard
@@ -680,24 +685,33 @@ def test_mcp_delivery_serves_the_skill_and_reports_it(
 
 @pytest.mark.agents
 @pytest.mark.parametrize(
-    ("status", "message"),
-    [(401, "auth refused (HTTP 401)"), (500, "the model API failed twice (server error)")],
+    ("status", "message", "retryable"),
+    [
+        (401, "auth refused (HTTP 401)", False),
+        (500, "the model API failed twice (server error)", True),
+    ],
 )
-def test_api_failures_void_the_run_with_their_reason(
-    opencode_binary: str, skills: dict[str, Path], tmp_path: Path, status: int, message: str
+def test_api_failures_are_the_runners_own_reasons(
+    opencode_binary: str,
+    skills: dict[str, Path],
+    tmp_path: Path,
+    status: int,
+    message: str,
+    retryable: bool,
 ) -> None:
     """A 401 fails at once; a 500 is retried by OpenCode once, then the guard ends it (OpenCode
-    alone would retry five times over about a minute)."""
+    alone would retry five times over about a minute). Either way the runner's line says why."""
     with FakeChat(Behaviour(fail_status=status)) as model:
         env = runner_env(model, tmp_path)
-        proc, _ = run_runner(
+        proc, line = run_runner(
             opencode_binary, "with", skills["refund-policy"], env,
             prompt="SECRET-PROMPT-TEXT about refunds",
         )  # fmt: skip
         attempts = len(model.requests)
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert message in proc.stderr, proc.stderr
-    assert "SECRET-PROMPT-TEXT" not in proc.stderr and "scripted" not in proc.stderr
+    assert proc.returncode == 0 and set(line) == {"runnerError", "retryable"}, proc.stderr
+    assert message in line["runnerError"] and line["retryable"] is retryable
+    assert "SECRET-PROMPT-TEXT" not in proc.stdout + proc.stderr
+    assert "scripted" not in proc.stdout + proc.stderr
     assert attempts == (1 if status == 401 else 2)
     assert workspaces_in(Path(env["TMPDIR"])) == []
 
@@ -708,12 +722,13 @@ def test_turn_limit_is_a_runner_failure(
 ) -> None:
     with FakeChat(Behaviour(loop_tools=True)) as model:
         env = runner_env(model, tmp_path)
-        proc, _ = run_runner(
+        proc, line = run_runner(
             opencode_binary, "with", skills["refund-policy"], env, "--max-turns", "2"
         )
         requests = len(model.requests)
-    assert proc.returncode == 2 and "turn limit reached (--max-turns 2)" in proc.stderr
-    assert requests == 2
+    assert proc.returncode == 0, proc.stderr
+    assert "turn limit reached (--max-turns 2)" in line["runnerError"]
+    assert line["retryable"] is False and requests == 2
 
 
 # 10 independent prompts (the minimum): 6 about refunds (trigger), 2 about shipping (the
@@ -735,6 +750,16 @@ SUITE: list[tuple[str, str, bool, list[str]]] = [
 
 @pytest.mark.agents
 def test_full_skill_evals_run_through_opencode(
+    opencode_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """Ten cases through the engine, F1 and uplift as expected. The model is rate limited (HTTP
+    429) on the first four requests of one case: OpenCode retries once, the guard stops it at
+    the second failure, the runner says "retryable", and the engine's --retries run it again."""
+    with FakeChat(Behaviour(fail_status=429, fail_times=4, fail_prompt="autumn")) as model:
+        _full_run(opencode_binary, skills, model, tmp_path)
+
+
+def _full_run(
     opencode_binary: str, skills: dict[str, Path], model: FakeChat, tmp_path: Path
 ) -> None:
     cases = write_jsonl(
@@ -773,7 +798,8 @@ def test_full_skill_evals_run_through_opencode(
     assert task["difference"] == 0.6
     assert task["signTest"]["positive"] == 6 and task["signTest"]["negative"] == 0
     assert report["loading"]["violations"] == []
-    assert report["runner"]["invocations"] == 20
+    assert report["runner"]["retried"] >= 1
+    assert report["runner"]["invocations"] == 20 + report["runner"]["retried"]
     assert proc.returncode == 0 and report["exitCode"] == 0 and report["status"] == "pass"
     assert workspaces_in(Path(env["TMPDIR"])) == []  # every workspace removed
     # Every request offered OpenCode's bundled skill; refund-policy only from a workspace copy.

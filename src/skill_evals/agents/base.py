@@ -26,13 +26,23 @@ class RunnerSetupError(Exception):
     failure. The message must not contain the prompt."""
 
 
-class CatalogUnsupported(RunnerSetupError):
-    """A routing invocation (SKILL_EVALS_SKILL_DIRS) for a runner that cannot install a catalog:
-    reported to the engine as the runner's own, non-retryable reason (docs/routing.md)."""
+class RunnerError(RunnerSetupError):
+    """A reason the runner reports to the engine as its own (a ``runnerError`` line on stdout,
+    shown in the report), with whether running the invocation again may help (a rate limit, an
+    overload, a server error). The message must not contain the prompt."""
+
+    def __init__(self, message: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
     def to_line(self) -> str:
         """The runner-contract line that carries this reason."""
-        return json.dumps({"runnerError": str(self), "retryable": False}) + "\n"
+        return json.dumps({"runnerError": str(self), "retryable": self.retryable}) + "\n"
+
+
+class CatalogUnsupported(RunnerError):
+    """A routing invocation (SKILL_EVALS_SKILL_DIRS) for a runner that cannot install a catalog:
+    reported to the engine as the runner's own, non-retryable reason (docs/routing.md)."""
 
 
 @dataclass(frozen=True)

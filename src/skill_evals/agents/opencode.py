@@ -20,11 +20,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
 from .content import SkillText
-from .environment import find_binary, secret_names
+from .environment import agent_env, find_binary, secret_names
 from .evidence import Event, EvidencePatterns, Load, ToolCall
-from .opencode_config import agent_environment, build_config, load_provider_config
+from .opencode_config import auth_variables, build_config, load_provider_config
 from .opencode_events import (
     AGENT,
     explicit,
@@ -126,7 +126,8 @@ class OpenCode:
     name = AGENT
     binary = "opencode"
     skill_folders = SKILL_FOLDERS
-    # prepare() builds the whole environment itself (opencode_config.agent_environment).
+    # prepare() builds the environment itself: its auth variables depend on the caller's names
+    # and on --provider-config (opencode_config.auth_variables).
     environment: tuple[str, ...] = ()
 
     def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
@@ -157,9 +158,7 @@ class OpenCode:
             if options.provider_config is not None
             else (None, [])
         )
-        env = agent_environment(setup.caller_env, referenced)
-        for key in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
-            env[key] = setup.env[key]
+        env = agent_env(setup.caller_env, ws.home, auth_variables(setup.caller_env, referenced))
         env["TMPDIR"] = str(ws.tmp)
         env["PWD"] = str(ws.project)  # OpenCode takes its directory from PWD, not the cwd
         _git_root(ws.project, env)
@@ -208,21 +207,22 @@ class OpenCode:
             kind = summary.retry_cap.get("kind")
             if kind not in {known for known, _ in KINDS}:
                 kind = "retryable error"
-            raise RunnerSetupError(
-                f"the model API failed twice ({kind}); OpenCode's own retries are "
-                "stopped after one so that the engine's --retries decide"
+            raise RunnerError(
+                f"the model API failed twice ({kind}); OpenCode's own retries are stopped "
+                "after one, the engine's --retries run it again",
+                retryable=True,
             )
         if summary.error is not None:
-            reason, _retryable = failure(summary.error, summary.error_names)
-            raise RunnerSetupError(f"{reason}; {KEEP_HINT}")
+            reason, retryable = failure(summary.error, summary.error_names)
+            raise RunnerError(f"{reason}; {KEEP_HINT}", retryable=retryable)
         if summary.steps == 0 or summary.finish is None:
-            raise RunnerSetupError(
-                f"{setup.binary} exited with status {run.status} before the model answered; "
+            raise RunnerError(
+                f"opencode exited with status {run.status} before the model answered; "
                 f"check --bin, --model and the provider's key variable; {KEEP_HINT}"
             )
         limit = setup.options.max_turns
         if limit is not None and summary.steps >= limit:
-            raise RunnerSetupError(
+            raise RunnerError(
                 f"turn limit reached (--max-turns {limit}): OpenCode told the model to stop at "
                 "its last step; raise --max-turns"
             )

@@ -30,12 +30,6 @@ _PROVIDER_KEYS: dict[str, type | tuple[type, ...]] = {
 }
 _TYPE_NAMES = {str: "a string", list: "an array", dict: "an object"}
 
-# The agent's environment is built from these (nothing else of the caller's passes).
-_PASS = frozenset(
-    "PATH LANG LANGUAGE TZ TERM COLORTERM NO_COLOR USER LOGNAME "
-    "HTTP_PROXY HTTPS_PROXY NO_PROXY ALL_PROXY http_proxy https_proxy no_proxy all_proxy "
-    "SSL_CERT_FILE SSL_CERT_DIR NODE_EXTRA_CA_CERTS REQUESTS_CA_BUNDLE CURL_CA_BUNDLE".split()
-)
 # Provider credentials and endpoints, which OpenCode's providers read from the environment:
 # by suffix (ANTHROPIC_API_KEY, OPENAI_BASE_URL, OPENCODE_API_KEY, …) and the cloud providers'
 # own families (Bedrock, Azure, Vertex).
@@ -43,20 +37,18 @@ _AUTH_SUFFIXES = ("_API_KEY", "_API_TOKEN", "_AUTH_TOKEN", "_BASE_URL")
 _AUTH_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_", "VERTEX_")
 
 
-def agent_environment(caller: Mapping[str, str], referenced: Sequence[str]) -> dict[str, str]:
-    """The caller's variables OpenCode may see: the allowlist above, ``LC_*``, provider auth and
-    endpoint variables, and the variables ``--provider-config`` names with ``{env:NAME}``.
-    Everything else (``OPENCODE_*``, ``XDG_*``, ``CLAUDE_*``, ``npm_config_*``, …) stays out."""
+def auth_variables(caller: Mapping[str, str], referenced: Sequence[str]) -> list[str]:
+    """The caller's variables OpenCode may see besides the shared base ones: provider auth and
+    endpoint variables (names ending in ``_API_KEY``, ``_API_TOKEN``, ``_AUTH_TOKEN``,
+    ``_BASE_URL``; the ``AWS_``, ``AZURE_``, ``GOOGLE_``, ``VERTEX_`` families) and the variables
+    ``--provider-config`` names with ``{env:NAME}``. Nothing else (``OPENCODE_*`` config pointers,
+    ``XDG_*``, ``npm_config_*``, …) passes."""
     wanted = set(referenced)
-    return {
-        name: value
-        for name, value in caller.items()
-        if name in _PASS
-        or name.startswith("LC_")
-        or name.endswith(_AUTH_SUFFIXES)
-        or name.startswith(_AUTH_PREFIXES)
-        or name in wanted
-    }
+    return sorted(
+        name
+        for name in caller
+        if name.endswith(_AUTH_SUFFIXES) or name.startswith(_AUTH_PREFIXES) or name in wanted
+    )
 
 
 def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
