@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -487,6 +489,71 @@ def test_planted_copies_and_caller_variables_never_reach_without(
     assert "'refund-policy'" in json.dumps(model.requests[-1]["tools"])  # activate_skill's list
     assert "LEAKED-SYSTEM-PROMPT" in control  # the system prompt named in a .gemini/.env
     assert "LEAKED-HOME global" in control and "LEAKED-ANCESTOR GEMINI.md" in control
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live processes of a process group (Linux /proc)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+@pytest.mark.agents
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_a_without_run_reading_a_concurrent_runs_copy_is_never_a_silent_pass(
+    gemini_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """`with` runs (its model never answers, so its workspace stays) while a `without` run's
+    model searches the whole TMPDIR for the tested skill's SKILL.md. The workspaces are private
+    (mode 700, random names), which stops any other user; root reads them anyway, and then the
+    content reaches the model and is reported — an isolation breach for the engine, never a
+    silent pass. Killing the `with` runner's process group ends Gemini CLI and its wrapper."""
+    tmpdir = tmp_path / "tmpdir"
+    # (`find -exec` would be refused: Gemini CLI asks before commands it deems dangerous.)
+    search = f"cat {tmpdir}/*/*/project/.gemini/skills/*/SKILL.md 2>/dev/null"
+    looks = ({"functionCall": {"name": "run_shell_command", "args": {"command": search}}},)
+    with FakeGemini(Behaviour(hang=True)) as hanging:
+        env = runner_env(hanging, tmp_path)
+        env.update(EVALGATE_SKILL_VARIANT="with", EVALGATE_SKILL_DIR=str(skills["refund-policy"]))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "skill_evals", "runner", "gemini", "--bin", gemini_binary,
+             "--model", "m"],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=env, start_new_session=True,
+        )  # fmt: skip
+        assert proc.stdin is not None
+        proc.stdin.write(REFUND_PROMPT.encode())
+        proc.stdin.close()
+        deadline = time.monotonic() + 120
+        while not hanging.requests and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert hanging.requests, "the `with` run never called its model"
+        with FakeGemini(Behaviour(first_calls=looks, min_overlap=99)) as model:
+            done, line = run_runner(
+                gemini_binary, "without", skills["refund-policy"], runner_env(model, tmp_path)
+            )
+            shown = [r for seen in model.seen for r in seen.tool_results]
+        assert len(_group_members(proc.pid)) >= 3  # the runner, the sh wrapper, Gemini CLI
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 20
+        while _group_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _group_members(proc.pid) == []
+    assert done.returncode == 0, done.stderr
+    if os.geteuid() == 0:
+        assert line["invokedSkills"] == ["refund-policy"], (shown, line)
+        assert {"skill": "refund-policy", "state": "loaded", "delivery": "read",
+                "source": "run_shell_command result"} in line["evidence"]  # fmt: skip
+    else:
+        assert line["invokedSkills"] == []
 
 
 @pytest.mark.agents
