@@ -411,12 +411,33 @@ def _opencode_transcript() -> list[dict[str, Any]]:
     ]
 
 
+def _gemini_transcript() -> list[dict[str, Any]]:
+    def use(tid: str, name: str, **params: str) -> dict[str, Any]:
+        return {"type": "tool_use", "tool_name": name, "tool_id": tid, "parameters": params}
+
+    def result(tid: str, status: str = "success") -> dict[str, Any]:
+        return {"type": "tool_result", "tool_id": tid, "status": status, "output": "x"}
+
+    return [
+        {"type": "init", "session_id": "s", "model": "m"},
+        use("a", "mcp_skills_load_refund_policy_skill"),
+        result("a"),  # line 2
+        use("b", "mcp_docs_fetch_skill_shipping_times"),
+        result("b"),  # line 4
+        use("c", "mcp_skills_load_brand_deck_skill"),
+        result("c", status="error"),
+        use("d", "read_mcp_resource", serverName="docs", uri="docs://skills/pdf"),
+        result("d"),  # line 8
+    ]
+
+
 TRANSCRIPTS = {
     "claude-code": (_claude_transcript, "mcp__skills__load_refund_policy_skill",
                     "mcp__docs__fetch_skill_shipping_times"),
     "codex": (_codex_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
     "pi": (_pi_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
     "opencode": (_opencode_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
+    "gemini": (_gemini_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
 }  # fmt: skip
 
 

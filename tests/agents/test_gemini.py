@@ -114,7 +114,7 @@ def test_an_expanded_at_mention_is_an_explicit_load() -> None:
     evs = events("explicit")
     assert loaded("explicit") == [
         ("refund-policy", "explicit", "@ mention"),
-        ("refund-policy", "native", "injected?message result"),  # the attached file's text
+        ("refund-policy", "native", "injected message"),  # the attached file's text
     ]
     assert evs[proved(evs)[0].index]["type"] == "user"  # the session record of the user turn
     prompt = "Use @.gemini/skills/refund-policy/SKILL.md for my refund"

@@ -156,7 +156,7 @@ def prove(
         delivery: Delivery = "native" if call.name == INJECTED else "read"
         for skill in skills_shown(call.result, list(skills)):
             if skill not in loaded:
-                source = f"{label(call.name)} result"
+                source = INJECTED if call.name == INJECTED else f"{label(call.name)} result"
                 found.append(Load(skill, delivery, agent, source, at, "loaded", call.order))
                 loaded.add(skill)
         for text in _strings(call.input):
