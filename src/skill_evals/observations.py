@@ -42,7 +42,8 @@ EVIDENCE_DELIVERIES = ("native", "mcp", "read", "explicit")
 MAX_EVIDENCE_ITEMS = 1000
 _MAX_EVIDENCE_TEXT = 300  # characters of an evidence item's skill or source
 # Keys of a recorded line besides the runner's: "checks" is computed by the engine.
-RECORD_KEYS = ("caseId", "trial", "checks")
+# "cached" marks an observation reused from the cache (docs/cost.md), not run by this run.
+RECORD_KEYS = ("caseId", "trial", "checks", "cached")
 MAX_TOOL_CALLS = 10_000
 REQUIRED_RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode")
 MAX_SAFE_INTEGER = 9_007_199_254_740_991
@@ -86,6 +87,8 @@ class Observation:
     checks: tuple[bool, ...] | None = None
     # Why each check failed (None where it passed); kept in memory only, never recorded.
     reasons: tuple[str | None, ...] | None = None
+    # Reused from the cache (--cache) rather than run; recorded as "cached": true.
+    cached: bool = False
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -110,6 +113,8 @@ class Observation:
             record["toolCalls"] = [call.to_json() for call in self.tool_calls]
         if self.checks is not None:
             record["checks"] = list(self.checks)
+        if self.cached:
+            record["cached"] = True
         return record
 
 
@@ -323,6 +328,7 @@ def _record_observation(
     try:
         fields = parse_runner_object(body, key[2])
         checks = _parse_checks(value["checks"]) if "checks" in value else None
+        cached = _parse_cached(value["cached"]) if "cached" in value else False
     except ContractError as exc:
         named = describe_key(exc.key) if exc.key is not None else None
         where = f" ({named})" if named else ""
@@ -338,7 +344,15 @@ def _record_observation(
         evidence=fields.get("evidence", ()),
         tool_calls=fields["tool_calls"],
         checks=checks,
+        cached=cached,
     )
+
+
+def _parse_cached(raw: object) -> bool:
+    """A record's ``cached`` mark: a boolean."""
+    if not isinstance(raw, bool):
+        raise ContractError("wrong-typed key 'cached': must be a boolean")
+    return raw
 
 
 def _valid_observation(value: dict[str, Any]) -> Observation | None:
@@ -372,6 +386,7 @@ def _valid_observation(value: dict[str, Any]) -> Observation | None:
     meta: dict[str, float] = {}
     tool_calls: tuple[ToolCall, ...] = ()
     checks: tuple[bool, ...] | None = None
+    cached = False
     evidence: tuple[dict[str, str], ...] = ()
     if len(value) > keys:
         try:
@@ -387,13 +402,27 @@ def _valid_observation(value: dict[str, Any]) -> Observation | None:
             if "checks" in value:
                 keys += 1
                 checks = _parse_checks(value["checks"])
+            if "cached" in value:
+                keys += 1
+                cached = _parse_cached(value["cached"])
         except ContractError:
             return None
         if len(value) != keys:
             return None
     # Positional (the field order of Observation): keyword arguments cost more per line.
     return Observation(
-        case_id, trial, variant, tuple(skills), output, code, meta, evidence, tool_calls, checks
+        case_id,
+        trial,
+        variant,
+        tuple(skills),
+        output,
+        code,
+        meta,
+        evidence,
+        tool_calls,
+        checks,
+        None,
+        cached,
     )
 
 
