@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from ..observations import MAX_TOOL_CALLS
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, SkillRef, skill_ref
 from .content import SkillText
 from .environment import agent_env, find_binary
@@ -23,10 +24,11 @@ from .evidence import (
     MAX_TRANSCRIPT_BYTES,
     Event,
     EvidencePatterns,
+    ToolCall,
     loaded_names,
     parse_lines,
 )
-from .proof import prove, runner_evidence
+from .proof import INJECTED, prove, runner_evidence
 from .protocol import Agent, Finished, Launch, RunSetup
 from .workspace import Workspace
 
@@ -185,7 +187,53 @@ def run_agent(
         exit_code=outcome.exit_code,
         meta=outcome.meta,
         evidence=runner_evidence(offers, loads),
+        tool_calls=contract_tool_calls(agent.tool_calls(events)),
     )
+
+
+# A tool input's strings are cut to this many characters, and once the calls reported so far
+# take this many bytes, later ones are reported without input: a run that writes big files
+# must not push its one output line past the engine's --max-bytes (a runner failure).
+MAX_INPUT_STRING = 4_000
+MAX_TOOL_CALL_BYTES = 400_000
+
+
+def contract_tool_calls(calls: Sequence[ToolCall]) -> list[dict[str, object]]:
+    """The transcript's tool calls as the runner line reports them, in call order:
+    ``{"name", "input", "ok"}`` (messages the agent injected itself are no tool calls)."""
+    ordered = sorted((c for c in calls if c.name != INJECTED), key=lambda c: c.order)
+    reported: list[dict[str, object]] = []
+    size = 0
+    for call in ordered[:MAX_TOOL_CALLS]:
+        tool_input = _cut_strings(dict(call.input)) if size < MAX_TOOL_CALL_BYTES else {}
+        size += len(json.dumps(tool_input, ensure_ascii=False)) + len(call.name)
+        reported.append({"name": call.name, "input": tool_input, "ok": call.ok})
+    return reported
+
+
+def _cut_strings(value: dict[str, object]) -> dict[str, object]:
+    """A copy of ``value`` with every string inside cut to MAX_INPUT_STRING characters;
+    iterative, since a model's tool input may nest deeply."""
+    root: dict[str, object] = {}
+    stack: list[tuple[dict[str, object] | list[object], dict[str, object] | list[object]]]
+    stack = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            copied: object
+            if isinstance(item, str):
+                copied = item[:MAX_INPUT_STRING]
+            elif isinstance(item, (dict, list)):
+                copied = {} if isinstance(item, dict) else []
+                stack.append((item, copied))  # type: ignore[arg-type]
+            else:
+                copied = item
+            if isinstance(target, dict):
+                target[str(key)] = copied
+            else:
+                target.append(copied)
+    return root
 
 
 def execute(launch: Launch, setup: RunSetup) -> tuple[bytes, int, bool]:
