@@ -78,8 +78,9 @@ skill-evals route --catalog 'examples/skills/*' --cases examples/evals/routing.j
 @click.option(
     "--timeout-ms",
     type=click.IntRange(1, 600_000),
-    default=30_000,
-    help="Per invocation: kill the runner after this many milliseconds (a runner failure).",
+    default=None,
+    help="Per invocation: kill the runner after this many milliseconds (a runner failure). "
+    "Default: 30000; 300000 for a built-in agent runner (skill-evals runner claude-code, ...).",
 )
 @click.option(
     "--max-bytes",
@@ -153,7 +154,7 @@ def route(
     trials: int,
     jobs: int,
     seed: int,
-    timeout_ms: int,
+    timeout_ms: int | None,
     max_bytes: int,
     retries: int,
     min_accuracy: float | None,

@@ -384,8 +384,11 @@ class ChangeSet:
         return path in self.changed
 
 
-def lock_document(states: Iterable[SkillState]) -> dict[str, Any]:
-    """The lock file's JSON for the given (fingerprinted) states."""
+def lock_document(
+    states: Iterable[SkillState], routing: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The lock file's JSON for the given (fingerprinted) states, and the routing entry's
+    fingerprint when the config has one (ci/routing.py)."""
     skills: dict[str, Any] = {}
     for state in states:
         if state.fingerprint is None:
@@ -397,12 +400,26 @@ def lock_document(states: Iterable[SkillState]) -> dict[str, Any]:
             "cases": state.location.cases,
             "casesSha256": state.cases_sha256,
         }
-    return {"version": LOCK_VERSION, "tool": "skill-evals", "skills": skills}
+    doc: dict[str, Any] = {"version": LOCK_VERSION, "tool": "skill-evals", "skills": skills}
+    if routing is not None:
+        doc["routing"] = dict(routing)
+    return doc
 
 
-def render_lock(states: Iterable[SkillState]) -> str:
+def render_lock(states: Iterable[SkillState], routing: Mapping[str, Any] | None = None) -> str:
     """Lock file text: stable key order and a final newline, so diffs stay readable."""
-    return json.dumps(lock_document(states), indent=2, sort_keys=True) + "\n"
+    return json.dumps(lock_document(states, routing), indent=2, sort_keys=True) + "\n"
+
+
+def read_lock_routing(path: Path) -> str | None:
+    """The routing fingerprint recorded in a lock file (None when it has none)."""
+    doc = load_json_file(path, "the lock file", MAX_LOCK_BYTES)
+    routing = doc.get("routing") if isinstance(doc, dict) else None
+    if routing is None:
+        return None
+    if not isinstance(routing, dict) or not isinstance(routing.get("fingerprint"), str):
+        raise InvalidInput(f"{path}: $.routing.fingerprint must be a string")
+    return str(routing["fingerprint"])
 
 
 def read_lock(path: Path) -> dict[str, dict[str, Any]]:

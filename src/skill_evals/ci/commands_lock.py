@@ -46,8 +46,8 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
 
     Check: exit 0 when the lock matches the tree, 1 when it is stale or missing (the
     differences are printed), 5 on invalid input."""
-    from ..errors import EvalError
-    from .changes import compare, read_lock, render_lock
+    from ..errors import EvalError, InvalidInput
+    from .changes import compare, read_lock, read_lock_routing, render_lock
     from .gate import load_workspace
     from .outputs import replace_file
 
@@ -55,8 +55,12 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     try:
         workspace = load_workspace(root, config, {})
         path = lock_file if lock_file is not None else root / workspace.config.lock
+        routing = workspace.routing
+        if routing is not None and routing.fingerprint is None:
+            raise InvalidInput(f"{routing.error}; fix `routing:` in the config")
+        routing_lock = routing.lock_entry() if routing is not None else None
         if update:
-            text = render_lock(workspace.states)
+            text = render_lock(workspace.states, routing_lock)
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 replace_file(path, text)  # a FIFO or symlink there is replaced, not opened
@@ -68,6 +72,7 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
             _say(f"{path}: no lock file; run `skill-evals lock --update`", err=True)
             sys.exit(1)
         recorded = read_lock(path)
+        recorded_routing = read_lock_routing(path)
         render_lock(workspace.states)  # every skill must be hashable (else exit 5)
     except EvalError as exc:
         _fail(str(exc), exc.exit_code)
@@ -76,6 +81,10 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     stale = [(p, r) for p, r in changes.changed.items()]
     stale += [(p, r) for p, r in changes.unchanged.items() if r.startswith("moved")]
     stale += [(r["path"], "removed since the lock was written") for r in changes.removed]
+    if routing is not None and recorded_routing != routing.fingerprint:
+        stale.append(("routing", "changed since the lock was written"))
+    elif routing is None and recorded_routing is not None:
+        stale.append(("routing", "no longer configured"))
     if not stale:
         _say(f"{path}: up to date ({len(workspace.states)} skill(s))")
         return

@@ -73,6 +73,17 @@ class SkillSettings:
 
 
 @dataclass(frozen=True)
+class RoutingConfig:
+    """The ``routing:`` entry (docs/routing.md): a case file over the catalog, the catalog's
+    globs (None: the gate's skills) and the two routing gates (None: off)."""
+
+    cases: str
+    skills: tuple[str, ...] | None = None
+    min_accuracy: float | None = None
+    min_skill_f1: float | None = None
+
+
+@dataclass(frozen=True)
 class CiConfig:
     """A loaded, validated configuration. ``path`` is None when no file was found (defaults)."""
 
@@ -83,6 +94,12 @@ class CiConfig:
     evidence: EvidencePatterns = field(default_factory=EvidencePatterns)
     lock: str = DEFAULT_LOCK
     cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
+    routing: RoutingConfig | None = None
+
+    def routing_settings(self) -> SkillSettings:
+        """The runner settings of the routing run: the top level, then CLI flags (no override:
+        routing is not one skill)."""
+        return _apply(self.defaults, self.cli)
 
     def for_skill(self, name: str) -> SkillSettings:
         """Effective settings for the skill called ``name``: CLI flags > override > top level."""
@@ -291,6 +308,14 @@ def validate_config(raw: object, source: str) -> None:
                     f"{source}: $.evidence.{key}[{index}]: needs a named group (?P<name>...) "
                     "that captures the skill name"
                 )
+    routing_cases = raw.get("routing", {}).get("cases")
+    if isinstance(routing_cases, str) and (
+        routing_cases.startswith("/") or "\\" in routing_cases or ".." in routing_cases.split("/")
+    ):
+        raise InvalidInput(
+            f"{source}: $.routing.cases: give the routing case file relative to the repository "
+            "root, with / separators and no .."
+        )
     for where, value in _cases_values(raw):
         if value.startswith("/") or "\\" in value:
             raise InvalidInput(
@@ -326,4 +351,17 @@ def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
             uri_patterns=tuple(evidence.get("uriPatterns", ())),
         ),
         lock=raw.get("lock", DEFAULT_LOCK),
+        routing=_routing(raw.get("routing")),
+    )
+
+
+def _routing(raw: Mapping[str, Any] | None) -> RoutingConfig | None:
+    if raw is None:
+        return None
+    gates = raw.get("gates", {})
+    return RoutingConfig(
+        cases=raw["cases"],
+        skills=tuple(raw["skills"]) if "skills" in raw else None,
+        min_accuracy=gates.get("min-accuracy"),
+        min_skill_f1=gates.get("min-skill-f1"),
     )

@@ -25,6 +25,15 @@ from .console import Console, annotate
 from .discovery import WorkTree, discover
 from .fingerprint import SkillState, worktree_states
 from .outputs import build_report, prepare_out, write_outputs
+from .routing import (
+    ROUTING_NAME,
+    RoutingRun,
+    RoutingState,
+    routing_decision,
+    routing_result,
+    routing_state,
+)
+from .routing import preflight as routing_preflight
 
 MAX_SKILL_MESSAGES = 10  # per skill, on stderr
 NO_CASES_GATE = 1  # a skill without cases fails the gate unless allow-missing-cases
@@ -53,6 +62,7 @@ class Workspace:
     config: CiConfig
     states: list[SkillState]
     messages: list[str]
+    routing: RoutingState | None = None  # the `routing:` entry (docs/routing.md)
 
 
 def load_workspace(root: Path, config_path: Path | None, cli: Mapping[str, Any]) -> Workspace:
@@ -61,8 +71,10 @@ def load_workspace(root: Path, config_path: Path | None, cli: Mapping[str, Any])
     path = config_path if config_path is not None else find_config(root)
     config = load_config(path) if path is not None else CiConfig()
     config = config.with_cli(cli)
-    locations, messages = discover(WorkTree(root), config, root.resolve().name)
-    return Workspace(root, config, worktree_states(root, locations), messages)
+    tree = WorkTree(root)
+    locations, messages = discover(tree, config, root.resolve().name)
+    routing = routing_state(tree, config, root.resolve().name)
+    return Workspace(root, config, worktree_states(root, locations), messages, routing)
 
 
 def select(
@@ -74,6 +86,8 @@ def select(
         wanted = set(options.only)
         chosen = [s for s in workspace.states if s.name in wanted or s.path in wanted]
         unknown = wanted - {s.name for s in chosen} - {s.path for s in chosen}
+        if workspace.routing is not None:
+            unknown.discard(ROUTING_NAME)  # the routing entry is chosen by this name
         if unknown:
             known = [s.name for s in workspace.states]
             shown = ", ".join(known[:20]) + (
@@ -172,6 +186,11 @@ def run_ci(
             raise
         changes, chosen = select(workspace, options, env)
         _preflight(chosen, env)
+        routing = routing_decision(
+            options.root, workspace.config, workspace.routing, changes, options.only
+        )
+        if routing is not None and routing[0]:
+            routing_preflight(workspace.routing, env)
     except InvalidInput as exc:
         if console.actions:  # a workflow command means nothing outside GitHub Actions
             console.command(workflow.annotation("error", str(exc)))
@@ -191,8 +210,15 @@ def run_ci(
 
     answers: dict[str, Answers] = {}  # skill path → answer texts, for include-outputs only
     skills = _evaluate(workspace, changes, chosen, options, env, console, answers)
+    routed = routing_result(
+        workspace.routing,
+        routing,
+        any(s["exitCode"] == INTERRUPTED for s in skills),
+        RoutingRun(options.root, options.out, env, runner_env(env), console, options.quiet),
+        fail_on_missing_secrets=options.fail_on_missing_secrets,
+    )
     messages = list(workspace.messages)
-    if not chosen:
+    if not chosen and (routed is None or routed["status"] == "unchanged"):
         messages.append(
             "no skill to evaluate: nothing changed"
             if workspace.states
@@ -201,8 +227,9 @@ def run_ci(
     messages.extend(changes.base.get("messages", []))
     if changes.base.get("reason"):
         console.info(str(changes.base["reason"]))
-    exit_code = combine(s["exitCode"] for s in skills)
-    ci_report = build_report(exit_code, skills, changes.base, messages, changes.removed)
+    codes = [s["exitCode"] for s in skills] + ([routed["exitCode"]] if routed else [])
+    exit_code = combine(codes)
+    ci_report = build_report(exit_code, skills, changes.base, messages, changes.removed, routed)
     for message in messages:
         console.info(message)
     write_outputs(ci_report, options.out, env, console, comment=options.comment, answers=answers)
@@ -361,5 +388,12 @@ def _evaluate(
 def plan(options: CiOptions, env: Mapping[str, str]) -> dict[str, Any]:
     """``{"include": [{"skill", "path"}]}`` of the skills to evaluate, for strategy.matrix."""
     workspace = load_workspace(options.root, options.config, options.cli)
-    _, chosen = select(workspace, options, env)
-    return {"include": [{"skill": s.name, "path": s.path} for s in chosen]}
+    changes, chosen = select(workspace, options, env)
+    include = [{"skill": s.name, "path": s.path} for s in chosen]
+    routing = routing_decision(
+        options.root, workspace.config, workspace.routing, changes, options.only
+    )
+    if routing is not None and routing[0] and workspace.routing is not None:
+        # One more shard: `ci --only routing` runs the routing entry.
+        include.append({"skill": ROUTING_NAME, "path": workspace.routing.config.cases})
+    return {"include": include}

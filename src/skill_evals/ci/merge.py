@@ -32,8 +32,12 @@ def merge(
     messages: list[str] = []
     shard_codes: list[int] = []
     shards = [load_ci_report(directory / "report.json") for directory in dirs]
+    routing: dict[str, Any] | None = None  # the shard that ran routing wins over the others
     for directory, shard in zip(dirs, shards, strict=True):
         shard_codes.append(int(shard["exitCode"]))
+        entry = shard.get("routing")
+        if isinstance(entry, dict) and (routing is None or routing["status"] == "unchanged"):
+            routing = entry
         messages.extend(str(m) for m in shard.get("messages") or [])
         for skill in shard["skills"]:
             previous = skills.get(skill["path"])
@@ -41,9 +45,12 @@ def merge(
                 skills[skill["path"]] = skill
         _copy_observations(directory / "observations", out / "observations", console)
     ordered = sorted(skills.values(), key=lambda s: str(s["path"]))
-    exit_code = combine([*shard_codes, *(int(s.get("exitCode", 0)) for s in ordered)])
+    routed = [int(routing.get("exitCode", 0))] if routing is not None else []
+    exit_code = combine([*shard_codes, *(int(s.get("exitCode", 0)) for s in ordered), *routed])
     info = {"mode": "merged", "shards": len(dirs)}
-    ci_report = build_report(exit_code, ordered, info, list(dict.fromkeys(messages)))
+    ci_report = build_report(
+        exit_code, ordered, info, list(dict.fromkeys(messages)), routing=routing
+    )
     write_outputs(ci_report, out, env, console, comment=comment)
     annotate(ci_report, console)
     console.info(f"merged {len(dirs)} shard(s): {ci_report['status']} (exit {exit_code})")

@@ -27,14 +27,17 @@ def build_report(
     base: Mapping[str, Any],
     messages: list[str],
     removed: Sequence[Mapping[str, str]] = (),
+    routing: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ci report.json document (its schema ships as ci-report.schema.json)."""
+    """The ci report.json document (its schema ships as ci-report.schema.json); ``routing``:
+    the routing entry when this run has one (docs/routing.md)."""
     status = STATUS_BY_CODE.get(exit_code, "invalid")
-    considered = [s for s in skills if s["status"] != "unchanged"]
+    entries = [*skills, *([routing] if routing is not None else [])]
+    considered = [s for s in entries if s["status"] != "unchanged"]
     if exit_code == 0 and considered and all(s["status"] == "skipped" for s in considered):
         status = "skipped"
-    any_simulated = any(s.get("simulated") and s["status"] == "evaluated" for s in skills)
-    return {
+    any_simulated = any(s.get("simulated") and s["status"] == "evaluated" for s in entries)
+    report: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "tool": {"name": "skill-evals", "version": __version__},
         "status": status,
@@ -45,6 +48,9 @@ def build_report(
         "simulated": any_simulated,
         "messages": messages,
     }
+    if routing is not None:
+        report["routing"] = dict(routing)
+    return report
 
 
 OUTPUT_FILES = ("report.json", "junit.xml", "summary.md", "comment.md", "report.html")
@@ -96,6 +102,7 @@ def write_outputs(
     ``$GITHUB_OUTPUT`` and (with ``comment``) the sticky PR comment. ``answers`` (skill path →
     answer texts, include-outputs) go into report.html only."""
     from ..render.html import render_html
+    from ..route.render_html import ci_routing_html
     from .summary import render_comment, render_summary
 
     out.mkdir(parents=True, exist_ok=True)
@@ -106,7 +113,9 @@ def write_outputs(
         "junit.xml": render_ci_junit(ci_report),
         "summary.md": summary,
         "comment.md": render_comment(ci_report, url),
-        "report.html": render_html(ci_report, answers or None),
+        "report.html": render_html(
+            ci_report, answers or None, ci_routing_html(ci_report.get("routing"))
+        ),
     }
     for name, text in files.items():
         replace_file(out / name, text)
@@ -154,4 +163,19 @@ def render_ci_junit(ci_report: dict[str, Any]) -> str:
             suites.append(SuiteInput(name, skipped=skill.get("reason") or status))
         elif status == "no-cases":
             suites.append(SuiteInput(name, failed=skill.get("reason") or "no cases file"))
-    return render_junit(suites)
+    return render_junit(suites, extra=_routing_suites(ci_report.get("routing")))
+
+
+def _routing_suites(routing: object) -> list[tuple[Any, Mapping[str, Any] | None]]:
+    """The routing entry's testsuite: the route report's own, or one skipped testcase."""
+    from ..render.junit import Suite
+    from ..route.render_junit import SUITE_NAME, routing_suite
+
+    if not isinstance(routing, Mapping) or routing.get("status") == "unchanged":
+        return []
+    report = routing.get("report")
+    if isinstance(report, Mapping):
+        return [(routing_suite(report), report)]
+    suite = Suite(SUITE_NAME)
+    suite.result(suite.case("routing"), "skipped", str(routing.get("reason") or "not evaluated"))
+    return [(suite, None)]

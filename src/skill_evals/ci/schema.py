@@ -25,10 +25,11 @@ def ci_report_validator() -> jsonschema.Draft202012Validator:
     """A validator for report.json of `skill-evals ci` with the report schema registered."""
     ci_schema = load_schema("ci-report.schema.json")
     report_schema = load_schema("report.schema.json")
+    route_schema = load_schema("route-report.schema.json")
     registry: Registry[Any] = Registry().with_resources(
         [
             (str(schema["$id"]), Resource.from_contents(schema))
-            for schema in (ci_schema, report_schema)
+            for schema in (ci_schema, report_schema, route_schema)
         ]
     )
     return jsonschema.Draft202012Validator(ci_schema, registry=registry)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..render.diagnosis import sections
 from ..render.text import task_failures
+from ..route.render_markdown import ci_routing_markdown
 
 MARKER = "<!-- skill-evals -->"
 SUMMARY_MAX_BYTES = 1_000_000
@@ -293,6 +294,7 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
     if skills:
         lines += verdict_table(skills)
         lines.append("")
+    lines += ci_routing_markdown(ci_report.get("routing"))
     failing = [s for s in skills if s.get("exitCode", 0) != 0]
     for skill in failing:
         lines.append(f"### {_esc(skill.get('name'))}: what failed")
@@ -360,6 +362,11 @@ def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
         lines.append("")
     if unchanged:
         lines += [f"{unchanged} unchanged skill(s) not evaluated.", ""]
+    routing = ci_report.get("routing")
+    if limit or not isinstance(routing, dict) or routing.get("status") != "evaluated":
+        lines += ci_routing_markdown(routing, compact=True)
+    else:  # the smallest comment: the routing verdict line only
+        lines += ci_routing_markdown(routing, compact=True)[:3]
     for message in (ci_report.get("messages") or [])[: max(limit, 3)]:
         lines.append(f"> {_esc(message)}")
     failing = [s for s in shown if s.get("exitCode", 0) != 0]

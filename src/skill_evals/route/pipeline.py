@@ -21,7 +21,7 @@ from ..errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidI
 from ..execute import ExecutionPlan, ExecutionResult, Progress, StartListener, execute
 from ..observations import Observation, load_recorded
 from ..outputs import HeldOutputs
-from ..pipeline import TestOptions, check_outputs, path_inside
+from ..pipeline import TestOptions, check_outputs, default_timeout_ms, path_inside
 from ..runner import split_command
 from .cases import RouteSuite, load_route_cases
 from .catalog import Catalog, catalog_dirs, load_catalog
@@ -43,7 +43,7 @@ class RouteOptions:
     observations: Path | None = None
     trials: int = 3
     seed: int = 42
-    timeout_ms: int = 30_000
+    timeout_ms: int | None = None  # None: the runner's default (default_timeout_ms)
     max_bytes: int = 1_000_000
     jobs: int = 4
     retries: int = 2
@@ -56,13 +56,18 @@ class RouteOptions:
     env: Mapping[str, str] | None = None
     cwd: Path | None = None  # where --catalog globs start (default: the working directory)
 
+    @property
+    def effective_timeout_ms(self) -> int:
+        """The per-invocation timeout: as given, else the runner's default."""
+        return self.timeout_ms if self.timeout_ms is not None else default_timeout_ms(self.runner)
+
     def settings(self) -> RouteSettings:
         """The report's settings."""
         return RouteSettings(
             mode="observations" if self.observations is not None else "runner",
             trials=self.trials,
             seed=self.seed,
-            timeout_ms=self.timeout_ms,
+            timeout_ms=self.effective_timeout_ms,
             max_bytes=self.max_bytes,
             jobs=self.jobs,
             retries=self.retries,
@@ -192,7 +197,7 @@ def run_route(
             skill_dir=catalog.skills[0].path,  # unused: EVALGATE_SKILL_DIR is removed
             trials=options.trials,
             jobs=options.jobs,
-            timeout_ms=options.timeout_ms,
+            timeout_ms=options.effective_timeout_ms,
             max_bytes=options.max_bytes,
             keep_going=options.keep_going,
             retries=options.retries,

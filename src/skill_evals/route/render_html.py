@@ -19,6 +19,12 @@ _e = escape_html
 
 STATUS_CLASS = {"pass": "ok", "fail": "bad", "invalid": "bad"}
 
+# The heat map's own rules, also used where the section is embedded in the CI report.html.
+HEAT_CSS = """
+table.heat td { text-align: center; min-width: 2.5rem; font-variant-numeric: tabular-nums; }
+table.heat th.col { writing-mode: vertical-rl; transform: rotate(180deg); }
+"""
+
 CSS = """
 :root { color-scheme: light dark; --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700;
   --line: #d0d7de; }
@@ -28,8 +34,6 @@ table { border-collapse: collapse; margin: .5rem 0 1rem; }
 th, td { border: 1px solid var(--line); padding: .25rem .6rem; text-align: left; }
 th { background: rgba(127,127,127,.1); }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.heat td { text-align: center; min-width: 2.5rem; font-variant-numeric: tabular-nums; }
-table.heat th.col { writing-mode: vertical-rl; transform: rotate(180deg); }
 .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
 .note { border-left: 4px solid var(--warn); padding: .25rem .75rem; }
 """
@@ -185,7 +189,7 @@ def render_route_html(report: Mapping[str, Any]) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>skill-evals routing: {status}</title>
-<style>{CSS}</style>
+<style>{CSS}{HEAT_CSS}</style>
 </head>
 <body>
 <h1>skill-evals routing</h1>
@@ -193,3 +197,18 @@ def render_route_html(report: Mapping[str, Any]) -> str:
 </body>
 </html>
 """
+
+
+def ci_routing_html(entry: object) -> str:
+    """The routing entry of the CI report.html: the full section when it was evaluated, one
+    line saying why otherwise ("" when the run has no routing entry)."""
+    if not isinstance(entry, Mapping):
+        return ""
+    report = entry.get("report")
+    if isinstance(report, Mapping):
+        return f"<style>{HEAT_CSS}</style>\n{routing_section(report)}"
+    status = _e(entry.get("status"))
+    return (
+        f'<h2 id="routing">Routing <span class="muted">{status}</span></h2>'
+        f"<p>{_e(entry.get('reason') or '')}</p>"
+    )

@@ -52,8 +52,11 @@ def _matrix(report: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def routing_markdown(report: Mapping[str, Any], heading: str = "###") -> list[str]:
-    """The route report's Markdown lines (``heading``: the level of its title)."""
+def routing_markdown(
+    report: Mapping[str, Any], heading: str = "###", compact: bool = False
+) -> list[str]:
+    """The route report's Markdown lines (``heading``: the level of its title; ``compact``
+    leaves out the matrix, warnings and notes: the PR comment)."""
     status = str(report.get("status"))
     icon = STATUS_ICON.get(status, _esc(status))
     lines = [
@@ -89,7 +92,8 @@ def routing_markdown(report: Mapping[str, Any], heading: str = "###") -> list[st
     ]
     if rows:
         lines += ["| gate | value | result |", "| --- | ---: | --- |", *rows, ""]
-    lines += _matrix(report)
+    if not compact:
+        lines += _matrix(report)
     collisions = [_mapping(c) for c in report.get("collisions") or []]
     if collisions:
         lines += ["#### Top collisions", ""]
@@ -112,7 +116,7 @@ def routing_markdown(report: Mapping[str, Any], heading: str = "###") -> list[st
         ]
         lines.append("")
     for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
-        if items:
+        if items and not compact:
             lines += [f"#### {title}", "", *[f"- {_esc(m)}" for m in limited(items)], ""]
     steps = next_steps(report, _esc)
     lines += ["#### What to do next", ""]
@@ -128,3 +132,15 @@ def routing_markdown(report: Mapping[str, Any], heading: str = "###") -> list[st
 def render_route_markdown(report: Mapping[str, Any]) -> str:
     """The whole route report as one Markdown document."""
     return "\n".join(routing_markdown(report)) + "\n"
+
+
+def ci_routing_markdown(entry: object, compact: bool = False) -> list[str]:
+    """The routing entry of the CI summary (and, ``compact``, of the PR comment): the route
+    report when it was evaluated, one line saying why otherwise, nothing without an entry."""
+    if not isinstance(entry, Mapping):
+        return []
+    report = entry.get("report")
+    if isinstance(report, Mapping):
+        return [*routing_markdown(report, "###", compact), ""]
+    status = _esc(entry.get("status"))
+    return [f"### Routing: {status}", "", _esc(entry.get("reason") or ""), ""]
