@@ -188,6 +188,15 @@ class GitTree:
             self._sha256[oid] = digest.hexdigest()
         return self._sha256
 
+    def stream_blobs(self, oids: Iterable[str], on_chunk: Callable[[str, bytes], None]) -> None:
+        """Stream blobs through ``on_chunk(oid, chunk)`` (one ``git cat-file --batch``; called
+        at least once per blob, first with b""), never holding a blob whole in memory."""
+        self._batch(list(dict.fromkeys(oids)), on_chunk)
+
+    def under(self, path: str) -> list[tuple[str, str, str, str]]:
+        """(path relative to ``path``, mode, kind, object id) of every entry below ``path``."""
+        return [(rel, e.mode, e.kind, e.oid) for rel, e in _under(self, path)]
+
     def _batch(self, oids: list[str], on_chunk: Callable[[str, bytes], None]) -> None:
         """Stream every blob through ``on_chunk`` (called at least once per blob, with b"" for
         an empty one)."""
