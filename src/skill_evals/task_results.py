@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cases import Case, CaseSuite
-from .checks import PASSED, Matcher, Outcome, Task, judge_observation
+from .checks import Matcher, judge_task
 from .checks.model import ExitCode
 from .checks.observed import budget_figure
 
 VARIANTS = ("with", "without")
 Row = Sequence[Any]  # Observation | None per slot: 2 × (trial - 1) is "with", the next "without"
-NOT_JUDGED = Outcome(False, "no result for this check")
 
 
 @dataclass
@@ -29,23 +28,6 @@ class CaseTask:
     passes: dict[str, list[bool | None]] = field(default_factory=dict)
     checks: list[dict[str, Any]] = field(default_factory=list)
     failed_check: dict[str, Any] | None = None
-
-
-def _outcomes(task: Task, obs: Any, matcher: Matcher) -> list[Outcome]:
-    outcomes = []
-    for index, check in enumerate(task.checks):
-        if not check.workspace:
-            outcomes.append(judge_observation(check, obs, matcher))
-            continue
-        checks, reasons = obs.checks, obs.reasons
-        if checks is None or index >= len(checks):
-            outcomes.append(NOT_JUDGED)
-        elif checks[index]:
-            outcomes.append(PASSED)
-        else:
-            known = reasons[index] if reasons is not None and index < len(reasons) else None
-            outcomes.append(Outcome(False, known or f"{check.label}: failed (recorded result)"))
-    return outcomes
 
 
 def judge_case(case: Case, row: Row, matcher: Matcher) -> CaseTask:
@@ -91,7 +73,7 @@ def judge_case(case: Case, row: Row, matcher: Matcher) -> CaseTask:
                 for item in per_check:
                     item[variant].append(None)
                 continue
-            outcomes = _outcomes(task, obs, matcher)
+            outcomes = judge_task(task, obs, matcher, None)
             for item, outcome in zip(per_check, outcomes, strict=True):
                 item[variant].append(outcome.passed)
             passes.append(all(o.passed for o in outcomes))

@@ -31,14 +31,15 @@ __all__ = [
     "subset_match",
 ]
 
-NOT_JUDGED = Outcome(False, "no recorded result for this check")
+NOT_JUDGED = Outcome(False, "no result for this check")
 
 
 def judge_task(
     task: Task, obs: Observation, matcher: Matcher, view: WorkspaceView | None
 ) -> tuple[Outcome, ...]:
-    """Every check of ``task`` on one observation, in order. Workspace checks are judged on
-    ``view``; without one (recorded observations) their recorded booleans are used."""
+    """Every check of ``task`` on one observation, in order. Observation checks are judged
+    from its fields; workspace checks on ``view``, or — without one (the workspace is gone) —
+    from the verdicts the observation carries (``checks``, with ``reasons`` when known)."""
     outcomes: list[Outcome] = []
     for index, check in enumerate(task.checks):
         if not check.workspace:
@@ -46,14 +47,21 @@ def judge_task(
         elif view is not None:
             outcomes.append(judge_workspace(check, view, matcher))
         else:
-            outcomes.append(recorded(check, obs.checks, index))
+            outcomes.append(recorded(check, obs.checks, obs.reasons, index))
     return tuple(outcomes)
 
 
-def recorded(check: Check, checks: Sequence[bool] | None, index: int) -> Outcome:
-    """A workspace check's recorded verdict (no reason beyond the check's name is known)."""
+def recorded(
+    check: Check,
+    checks: Sequence[bool] | None,
+    reasons: Sequence[str | None] | None,
+    index: int,
+) -> Outcome:
+    """A workspace check's recorded verdict; its reason when this run computed it, else only
+    that it was recorded."""
     if checks is None or index >= len(checks):
         return NOT_JUDGED
     if checks[index]:
         return PASSED
-    return Outcome(False, f"{check.label}: failed (recorded result)")
+    known = reasons[index] if reasons is not None and index < len(reasons) else None
+    return Outcome(False, known or f"{check.label}: failed (recorded result)")
