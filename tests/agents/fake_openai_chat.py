@@ -80,6 +80,7 @@ class Behaviour:
     fail_times: int | None = None  # … only the first N requests (None: all of them)
     fail_prompt: str | None = None  # … only requests whose user prompt contains this
     loop_tools: bool = False  # never stop calling tools (an agent that hits its step limit)
+    hang: bool = False  # never answer (until the server stops): a model that takes forever
 
 
 @dataclass(frozen=True)
@@ -345,6 +346,7 @@ class FakeChat:
         self._lock = threading.Lock()
         self._call_ids = itertools.count(1)
         self._failures = 0
+        self._release = threading.Event()  # lets hanging handlers go when the server stops
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -363,6 +365,7 @@ class FakeChat:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._release.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -427,6 +430,9 @@ class FakeChat:
                     self.wfile.write(data)
                     return
                 chunks = owner._respond(body)
+                if owner.behaviour.hang:
+                    owner._release.wait()
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -665,6 +667,78 @@ def test_neighbour_and_fixture_skills_are_offered_and_commands_see_no_key(
     (kept,) = workspaces_in(Path(env["TMPDIR"]))
     assert files_holding([kept, transcripts], MODEL_KEY) == []
     assert (transcripts / "case.1.without.jsonl").is_file()
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live processes of a process group (Linux /proc)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+@pytest.mark.agents
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_a_without_run_reading_a_concurrent_runs_copy_is_never_a_silent_pass(
+    opencode_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """A `with` run hangs (its model never answers, so its workspace stays) while a `without`
+    run's model looks for the other run's SKILL.md. Naming the path outright is denied by
+    OpenCode itself (`external_directory`); through `$TMPDIR/../..` it escapes OpenCode's check.
+    The workspaces are private (mode 700, random names), which stops other users; root reads
+    them anyway, and then the content reaches the model and is reported — an isolation breach
+    for the engine, never a silent pass. Killing the `with` runner's process group ends the
+    guard and OpenCode with it."""
+    tmpdir = tmp_path / "tmpdir"
+    skill_md = "*/project/.opencode/skills/*/SKILL.md"
+    looks = (
+        Call("bash", {"command": f"cat {tmpdir}/*/{skill_md}", "description": "Look"}),
+        Call("bash", {"command": f'cat "$TMPDIR"/../../{skill_md} 2>/dev/null',
+                      "description": "Look"}),
+    )  # fmt: skip
+    with FakeChat(Behaviour(hang=True)) as hanging:
+        env = runner_env(hanging, tmp_path)
+        env.update(EVALGATE_SKILL_VARIANT="with", EVALGATE_SKILL_DIR=str(skills["refund-policy"]))
+        proc = subprocess.Popen(
+            runner_command(opencode_binary, env), stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True,
+        )  # fmt: skip
+        assert proc.stdin is not None
+        proc.stdin.write(REFUND_PROMPT.encode())
+        proc.stdin.close()
+        deadline = time.monotonic() + 240
+        while not hanging.requests and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert hanging.requests, "the `with` run never called its model"
+        with FakeChat(Behaviour(first=looks, min_overlap=99)) as model:
+            done, line = run_runner(
+                opencode_binary, "without", skills["refund-policy"], runner_env(model, tmp_path)
+            )
+            conversations = model.conversations()
+        assert len(_group_members(proc.pid)) >= 3  # the runner, the guard, OpenCode
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 20
+        while _group_members(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _group_members(proc.pid) == []
+    assert done.returncode == 0, done.stderr
+    (named, relative) = (result for _, _, result in conversations[-1].steps[0])
+    assert "prevents you from using this specific tool call" in named  # OpenCode's own denial
+    shown = relative
+    if os.geteuid() == 0:
+        assert "Refunds within 30 days" in shown
+        assert line["invokedSkills"] == ["refund-policy"], line
+        assert {"skill": "refund-policy", "state": "loaded", "delivery": "read",
+                "source": "bash result"} in line["evidence"]  # fmt: skip
+    else:
+        assert "Refunds within 30 days" not in shown and line["invokedSkills"] == []
 
 
 @pytest.mark.agents
