@@ -37,14 +37,16 @@ from .opencode_events import (
 from .opencode_guard import KINDS
 from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
+from .registry import entry
 from .scaffold import KEEP_HINT, run_agent
 
 PROJECT_SKILLS = ".opencode/skills"
 # Where OpenCode finds a project's own skills (its own folders and the Claude Code / agents
 # compatibility ones); a fixture's skills there are offered in both variants.
 SKILL_FOLDERS = (PROJECT_SKILLS, ".opencode/skill", ".claude/skills", ".agents/skills")
-# Skills OpenCode 1.18 ships inside its binary; offered in every run (both variants).
-BUNDLED_SKILLS = ("customize-opencode",)
+# Skills OpenCode 1.18 ships inside its binary; offered in every run (both variants). Listed in
+# the registry, so the engine refuses a tested skill of such a name before anything runs.
+BUNDLED_SKILLS = entry(AGENT).bundled_skills
 TITLE = "skill-evals"  # a fixed session title: no title request to the model
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/\S+")
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -147,8 +149,9 @@ class OpenCode:
         ``.opencode/skills`` (or MCP), the configuration in the environment, and ``opencode run``
         under the retry guard."""
         ws, options = setup.workspace, setup.options
+        bundled = {name.lower() for name in BUNDLED_SKILLS}
         for ref in (setup.tested, *setup.neighbours):
-            if ref.name in BUNDLED_SKILLS:
+            if ref.name.lower() in bundled:
                 raise RunnerSetupError(
                     f"{ref.path}: skill name '{ref.name}' is a skill OpenCode ships itself; "
                     "rename the skill (OpenCode would offer its own copy in both variants)"

@@ -52,6 +52,7 @@ ENTRIES: tuple[Entry, ...] = (
         "OpenCode (`opencode run --format json`), isolated.",
         "opencode.md",
         extra_options=("provider-config",),
+        bundled_skills=("customize-opencode",),
     ),
     Entry(
         "gemini",
