@@ -343,6 +343,18 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path: Path) -> None:
         )
 
 
+def test_the_engine_refuses_a_tested_skill_named_like_the_bundled_one(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "skills", "customize-opencode")
+    cases = write_jsonl(tmp_path / "cases.jsonl", [{"id": "a", "prompt": "hi"}])
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "test", "--skill", str(skill), "--cases",
+         str(cases), "--runner", "skill-evals runner opencode --model p/m"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 5, proc.stderr
+    assert "bundles a skill of that name" in proc.stderr
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
