@@ -78,7 +78,9 @@ def test_a_completed_load_is_reported_with_the_contract_fields(
 ) -> None:
     result = run(agent, tmp_path, "with", FIXTURES / AGENTS[agent][1], monkeypatch)
     line = json.loads(result.to_line())
-    assert set(line) == {"variant", "invokedSkills", "output", "exitCode", "meta", "evidence"}
+    assert set(line) == {"variant", "invokedSkills", "output", "exitCode", "meta", "evidence",
+                         "toolCalls"}  # fmt: skip
+    assert all(set(call) == {"name", "input", "ok"} for call in line["toolCalls"])
     assert {"skill": "refund-policy", "state": "offered", "delivery": "native",
             "source": "runner"} in line["evidence"]  # fmt: skip
     assert next(e for e in line["evidence"] if e["state"] == "loaded")["skill"] == "refund-policy"
