@@ -105,7 +105,12 @@ def test_unreadable_skill_is_a_setup_error(tmp_path: Path) -> None:
 def test_runner_exits_2_with_one_line_on_setup_error(tmp_path: Path) -> None:
     proc = invoke("refund returns", "maybe", skill=tmp_path)
     assert proc.returncode == 2
-    assert proc.stdout == ""
+    # The runner's own reason, for the engine to report: one runnerError line, not retryable.
+    assert json.loads(proc.stdout) == {
+        "runnerError": "EVALGATE_SKILL_VARIANT must be 'with' or 'without'; run this through "
+        "skill-evals test",
+        "retryable": False,
+    }
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "refund returns" not in proc.stderr
 

@@ -120,10 +120,8 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
         sys.exit(0)
     except RunnerSetupError as exc:
         click.echo(f"skill-evals runner {agent}: {terminal_safe(exc)}", err=True)
-        to_line = getattr(exc, "to_line", None)
-        if to_line is not None:  # a reason the engine reports: {"runnerError": …}
-            sys.stdout.write(to_line())
-            sys.stdout.flush()
+        sys.stdout.write(exc.to_line())  # the reason the engine reports: {"runnerError": …}
+        sys.stdout.flush()
         sys.exit(2)
     sys.stdout.write(result.to_line())
     sys.stdout.flush()
@@ -199,6 +197,7 @@ def runner_simulated() -> None:
         result = run_simulated(read_invocation(catalog=True))
     except RunnerSetupError as exc:
         click.echo(f"skill-evals runner simulated: {terminal_safe(exc)}", err=True)
+        sys.stdout.write(exc.to_line())  # the reason the engine reports: {"runnerError": …}
         sys.exit(2)
     sys.stdout.write(result.to_line())
     sys.stdout.flush()

@@ -107,9 +107,14 @@ class FakeAnthropic:
     route: Literal["skill", "read"] = "skill"
     fail_status: int | None = None
     fail_first: list[int] = field(default_factory=list)
+    fail_prompt: str | None = None  # fail_first only hits requests whose prompt holds this
+    fail_offered: str | None = None  # ... and that offer this skill (one variant of one case)
     run: str | None = None
     script: list[Step] = field(default_factory=list)
     tool_results: list[str] = field(default_factory=list)  # every tool result text received
+    failed: list[int] = field(
+        default_factory=list
+    )  # the status of every request answered with an error
     exchanges: list[Exchange] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)  # all text of every request, for leak checks
     credentials: list[str] = field(default_factory=list)  # x-api-key / Authorization received
@@ -155,9 +160,18 @@ class FakeAnthropic:
                 if path.endswith("/count_tokens"):
                     self._send_json(200, {"input_tokens": max(1, len(raw) // 4)})
                     return
+                messages = body.get("messages") if isinstance(body, dict) else None
+                prompt = user_prompt([m for m in messages or [] if isinstance(m, dict)])
+                hit = (fake.fail_prompt is None or fake.fail_prompt in prompt) and (
+                    fake.fail_offered is None
+                    or fake.fail_offered in {o.name for o in offered_skills(body)}
+                )
                 with fake._lock:
-                    status = fake.fail_first.pop(0) if fake.fail_first else fake.fail_status
+                    first = fake.fail_first if hit else []
+                    status = first.pop(0) if first else fake.fail_status
                 if status is not None:
+                    with fake._lock:
+                        fake.failed.append(status)
                     self._send_json(
                         status,
                         {"type": "error",

@@ -49,6 +49,7 @@ class Behaviour:
     fail_status: int | None = None  # answer every request with this HTTP status
     fail_first: list[int] = field(default_factory=list)  # the first requests get these, one each
     script: list[str] = field(default_factory=list)  # shell commands, one per turn (scripts.py)
+    yield_ms: int | None = None  # exec_command's wait for output (Codex's default: 10 s)
 
 
 @dataclass
@@ -116,6 +117,10 @@ def offered_skills(request: dict[str, Any]) -> list[OfferedSkill]:
                     )
                 )
     return skills
+
+
+# What exec_command answers when the command is still running after its wait.
+_RUNNING = re.compile(r"Process running with session ID (\d+)")
 
 
 def _cwd(request: dict[str, Any]) -> str:
@@ -193,7 +198,9 @@ class _Handler(BaseHTTPRequestHandler):
             status = behaviour.fail_first.pop(0) if behaviour.fail_first else None
         status = status or behaviour.fail_status or (400 if behaviour.fail_turn else None)
         if status is not None:
-            kind = {429: "rate_limit_exceeded", 401: "invalid_api_key"}.get(status, "server_error")
+            kinds = {400: "invalid_request_error", 401: "invalid_api_key",
+                     429: "rate_limit_exceeded"}  # fmt: skip
+            kind = kinds.get(status, "server_error")
             body = json.dumps({"error": {"message": "scripted failure", "type": kind}}).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -202,7 +209,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
             return
         called = any(i.get("type") == "function_call" for i in request.get("input", []))
-        done = sum(1 for i in request.get("input", []) if i.get("type") == "function_call_output")
+        running = _RUNNING.search(seen.tool_outputs[-1]) if seen.tool_outputs else None
+        if running:
+            # The command outlived exec_command's wait (a slow, loaded machine): like a real
+            # model, wait for the rest of its output instead of answering without it.
+            poll = {"type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
+                    "name": "write_stdin", "arguments": json.dumps(
+                        {"session_id": int(running.group(1)), "chars": "",
+                         "yield_time_ms": 30000})}  # fmt: skip
+            self._stream([poll], number, len(json.dumps(request)) // 4)
+            return
+        done = sum(
+            1
+            for i in request.get("input", [])
+            if i.get("type") == "function_call" and i.get("name") == "exec_command"
+        )
         if done < len(behaviour.script):
             paths = {skill.name: skill.path for skill in seen.skills if skill.path}
             _, args = fill(("exec_command", {"cmd": behaviour.script[done]}), _cwd(request), paths)
@@ -250,13 +271,16 @@ class _Handler(BaseHTTPRequestHandler):
                 # A failing read of a path that still looks like the skill's SKILL.md.
                 path = ("/nonexistent" if behaviour.fail_reads else "") + skill.path
                 cmd = behaviour.read_command.format(path=shlex.quote(path))
+                args: dict[str, Any] = {"cmd": cmd}
+                if behaviour.yield_ms is not None:
+                    args["yield_time_ms"] = behaviour.yield_ms
                 calls.append(
                     {
                         "type": "function_call",
                         "id": f"fc_{number}_{i}",
                         "call_id": call_id,
                         "name": "exec_command",
-                        "arguments": json.dumps({"cmd": cmd}),
+                        "arguments": json.dumps(args),
                     }
                 )
         return calls

@@ -61,6 +61,8 @@ class Behaviour:
     run_command: str | None = None  # first run this with pi's bash tool (e.g. "env")
     fail_status: int | None = None  # answer every request with this HTTP error (e.g. 401)
     fail_first: list[int] = field(default_factory=list)  # the first requests get these, one each
+    fail_prompt: str | None = None  # fail_first only hits requests whose prompt holds this
+    fail_offered: str | None = None  # ... and that offer this skill (one variant of one case)
     script: list[Step] = field(default_factory=list)  # tool calls, one per turn (scripts.py)
 
 
@@ -305,8 +307,13 @@ class FakePiModel:
                 with owner._lock:
                     owner.credentials.append(self.headers.get("Authorization") or "")
                 chunks = owner._respond(body)
+                conv = parse_request(body)
+                want, skill = owner.behaviour.fail_prompt, owner.behaviour.fail_offered
+                hit = (want is None or want in conv.prompt) and (
+                    skill is None or skill in {s.name for s in offered_skills(conv.system)}
+                )
                 with owner._lock:
-                    first = owner.behaviour.fail_first
+                    first = owner.behaviour.fail_first if hit else []
                     status = first.pop(0) if first else owner.behaviour.fail_status
                 if status is not None:
                     error = {"error": {"message": "scripted failure", "type": "invalid_api_key"}}

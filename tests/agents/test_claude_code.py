@@ -154,9 +154,10 @@ def test_slash_command_expansion_counts_only_for_listed_skills() -> None:
     assert claude_code.explicit(listed, "<command-name>/x</command-name>", frozenset()) == []
 
 
-def test_max_turns_transcript_is_a_failed_task() -> None:
+def test_max_turns_transcript_is_marked_for_the_turn_limit_reason() -> None:
     result = claude_code.outcome(fixture("max-turns.jsonl"))
     assert result is not None and result.exit_code == 1 and result.output == ""
+    assert result.max_turns is True
     assert claude_code.api_failure(fixture("max-turns.jsonl")) is None
 
 
@@ -172,7 +173,9 @@ def test_outcome_and_meta_from_the_result_event() -> None:
 
 def test_api_error_transcript_is_an_api_failure_not_a_task_result() -> None:
     events = fixture("api-error-401.jsonl")
-    assert claude_code.api_failure(events) == "API error 401 authentication_error"
+    failure = claude_code.api_failure(events)
+    assert failure is not None and failure.retryable is False
+    assert str(failure).startswith("auth refused by the model API (HTTP 401 authentication_error)")
     assert names(events) == []
 
 
@@ -465,13 +468,21 @@ def test_user_config_and_ancestor_skills_do_not_leak(
     outer = tmp_path / "outer"
     write_skill(outer / ".claude" / "skills", "ancestor-leak", desc)
     (outer / "CLAUDE.md").write_text("ANCESTOR-MEMORY-MARKER\n", encoding="utf-8")
+    # Claude Code's built-in AGENTS.md plugin reads one above the project unless excluded.
+    (outer / "AGENTS.md").write_text("ANCESTOR-AGENTS-MARKER\n", encoding="utf-8")
     (outer / "tmp").mkdir()
+    plugin = _plugin(tmp_path / "plugin", desc)
     skill = write_skill(tmp_path / "skills")
     env = _environ(fake, tmp_path / "transcripts")
     env.update(
         HOME=str(home),
         CLAUDE_CONFIG_DIR=str(tmp_path / "cfg"),
         TMPDIR=str(outer / "tmp"),
+        # Plugin and managed-settings pointers of the caller's own never pass either.
+        CLAUDE_CODE_PLUGIN_DIRS=str(plugin),
+        CLAUDE_CODE_PLUGIN_SEED_DIR=str(tmp_path / "seed"),
+        CLAUDE_CODE_PLUGIN_CACHE_DIR=str(tmp_path / "cache"),
+        CLAUDE_CODE_MANAGED_SETTINGS_PATH=str(tmp_path / "managed.json"),
         EVALGATE_SKILL_VARIANT="without",
         EVALGATE_SKILL_DIR=str(skill),
         EVALGATE_SKILL_CASE_ID="leak",
@@ -489,11 +500,93 @@ def test_user_config_and_ancestor_skills_do_not_leak(
     line = json.loads(done.stdout)
     assert line["variant"] == "without" and line["invokedSkills"] == []
     offered = {name for exchange in fake.exchanges for name in exchange.offered}
-    assert offered.isdisjoint({"home-leak", "config-leak", "ancestor-leak", "refund-policy"})
+    assert offered.isdisjoint({"home-leak", "config-leak", "ancestor-leak", "refund-policy",
+                               "leaky:refund-policy"})  # fmt: skip
     assert not any("ANCESTOR-MEMORY-MARKER" in text for text in fake.texts)
+    assert not any("ANCESTOR-AGENTS-MARKER" in text for text in fake.texts)
     assert workspaces_in(outer / "tmp") == []
     # The caller's config dir was not written to either.
     assert sorted(p.name for p in (tmp_path / "cfg").iterdir()) == ["skills"]
+    # Control: Claude Code run with the caller's plugin variable does offer the plugin copy.
+    fake.exchanges.clear()
+    control = {**env, "CLAUDE_CONFIG_DIR": str(tmp_path / "control-cfg")}
+    subprocess.run([claude_bin, "-p", "--output-format", "json", "hello"], env=control,
+                   cwd=tmp_path, capture_output=True, timeout=120, check=False)  # fmt: skip
+    assert "leaky:refund-policy" in {n for e in fake.exchanges for n in e.offered}
+
+
+def _plugin(root: Path, description: str) -> Path:
+    """A Claude Code plugin ``leaky`` holding a copy of the tested skill."""
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text('{"name": "leaky"}', encoding="utf-8")
+    write_skill(root / "skills", "refund-policy", description)
+    return root
+
+
+LONG_BODY = "# Long skill\n\n" + "".join(
+    f"Rule {i}: check the receipt, the date and the item before step {i + 1}.\n" for i in range(12)
+)
+
+
+@pytest.mark.agents
+def test_every_way_of_reading_a_skill_counts_by_content(claude_bin: str, tmp_path: Path) -> None:
+    """`Bash cat` with a glob, `Bash head`, a `Read` through `../`, a partial `Read` of 200
+    characters or more, `cd dir && cat SKILL.md` (Claude Code allows these read-only commands
+    under dontAsk): whatever shows the content is a load, in the order the calls were made."""
+    names = ("glob-skill", "head-skill", "dotdot-skill", "cd-skill")
+    shapes = [write_skill(tmp_path / "shapes", n, f"Shape {n}.", f"# {n}\n\nStep of {n}.\n")
+              for n in names]  # fmt: skip
+    long = write_skill(tmp_path / "shapes", "long-skill", "Shape long-skill.", LONG_BODY)
+    script: list[tuple[str, dict[str, Any]]] = [
+        ("Bash", {"command": "cat {cwd}/.claude/skills/glob*/SKILL.md", "description": "read"}),
+        ("Bash", {"command": "head -50 {skill:head-skill}", "description": "read"}),
+        ("Read", {"file_path": "{cwd}/.claude/skills/dotdot-skill/../dotdot-skill/SKILL.md"}),
+        ("Read", {"file_path": "{skill:long-skill}", "offset": 6, "limit": 6}),
+        ("Bash", {"command": "cd {cwd}/.claude/skills/cd-skill && cat SKILL.md",
+                  "description": "read"}),
+    ]  # fmt: skip
+    options = AgentOptions(bin=claude_bin, with_skills=(*shapes, long))
+    with FakeAnthropic(script=script) as fake:
+        result = _run(fake, tmp_path, "with", "Do the steps.", options)
+    assert result.invoked_skills == ["glob-skill", "head-skill", "dotdot-skill", "long-skill",
+                                     "cd-skill"]  # fmt: skip
+    assert "refund-policy" not in result.invoked_skills  # offered, never read
+
+
+@pytest.mark.agents
+def test_calls_that_only_name_a_skill_are_never_loads(claude_bin: str, tmp_path: Path) -> None:
+    """A `Read` of a missing SKILL.md, a `Read` with an offset past the end, `ls`, `test -f`
+    and `echo` name paths and show no content: attempts, never loads (no false breach)."""
+    neighbour = write_skill(tmp_path / "shapes", "glob-skill", "Shape glob-skill.", "# g\n")
+    script: list[tuple[str, dict[str, Any]]] = [
+        ("Read", {"file_path": "{cwd}/.claude/skills/refund-policy/SKILL.md"}),
+        ("Read", {"file_path": "{skill:glob-skill}", "offset": 500}),
+        ("Bash", {"command": "ls -l {skill:glob-skill}", "description": "list"}),
+        ("Bash", {"command": "test -f {skill:glob-skill} && echo present", "description": "t"}),
+        ("Bash", {"command": "echo {skill:glob-skill}", "description": "say"}),
+    ]
+    options = AgentOptions(bin=claude_bin, with_skills=(neighbour,))
+    with FakeAnthropic(script=script) as fake:
+        result = _run(fake, tmp_path, "without", REFUND_PROMPT, options)
+    assert result.invoked_skills == []
+    states = {(e["skill"], e["state"]) for e in result.evidence}
+    assert ("refund-policy", "failed") in states and ("glob-skill", "failed") in states
+    assert not any(state == "loaded" for _, state in states)
+
+
+@pytest.mark.agents
+def test_a_copy_read_from_anywhere_in_without_is_a_reported_breach(
+    claude_bin: str, tmp_path: Path
+) -> None:
+    """A copy of the tested skill in the user's home, read by its absolute path in `without`:
+    by its content it is the tested skill, and the engine sees the breach."""
+    planted = write_skill(tmp_path / "user-home" / ".claude" / "skills", "refund-policy")
+    script: list[tuple[str, dict[str, Any]]] = [
+        ("Bash", {"command": f"cat {planted}/SKILL.md", "description": "read"})
+    ]
+    with FakeAnthropic(script=script) as fake:
+        result = _run(fake, tmp_path, "without", REFUND_PROMPT, AgentOptions(bin=claude_bin))
+    assert result.invoked_skills == ["refund-policy"]
 
 
 @pytest.mark.agents
@@ -645,32 +738,40 @@ def test_mcp_delivery_loads_through_the_skill_server(
 
 
 @pytest.mark.agents
-def test_max_turns_is_a_failed_task_not_a_runner_failure(
+def test_the_turn_limit_is_the_runners_reason(
     claude_bin: str, fake: FakeAnthropic, tmp_path: Path
 ) -> None:
     options = AgentOptions(bin=claude_bin, max_turns=1)
-    result = _run(fake, tmp_path, "with", REFUND_PROMPT, options, capture_as="max-turns.jsonl")
-    assert result.exit_code == 1
-    assert result.invoked_skills == ["refund-policy"]  # the load itself completed
+    with pytest.raises(RunnerSetupError, match=r"turn limit reached \(--max-turns 1\)") as info:
+        _run(fake, tmp_path, "with", REFUND_PROMPT, options, capture_as="max-turns.jsonl")
+    assert info.value.retryable is False
 
 
 @pytest.mark.agents
-def test_api_failure_is_a_runner_failure_without_the_prompt(
+def test_api_failures_are_reasons_by_status_and_a_429_is_retried(
     claude_bin: str, tmp_path: Path
 ) -> None:
+    """Each failing status of the model API is the runner's own reason, retryable or not; the
+    agent's own retries are capped at one, so a single 429 is retried and the run goes on."""
     prompt = "SECRET-PROMPT-TEXT about a refund for my store purchase"
-    with FakeAnthropic(fail_status=401) as fake, pytest.raises(RunnerSetupError) as info:
-        _run(
-            fake,
-            tmp_path,
-            "with",
-            prompt,
-            AgentOptions(bin=claude_bin),
-            capture_as="api-error-401.jsonl",
-        )
-    message = str(info.value)
-    assert "401" in message and "ANTHROPIC_API_KEY" in message
-    assert "SECRET-PROMPT-TEXT" not in message and "dummy-key" not in message
+    expected = {401: ("auth refused", False), 403: ("auth refused", False),
+                429: ("rate limited", True), 529: ("overloaded", True),
+                503: ("server error", True)}  # fmt: skip
+    for status, (words, retryable) in expected.items():
+        with FakeAnthropic(fail_status=status) as fake, pytest.raises(RunnerSetupError) as info:
+            capture = "api-error-401.jsonl" if status == 401 else None
+            _run(fake, tmp_path / str(status), "with", prompt, AgentOptions(bin=claude_bin),
+                 capture_as=capture)  # fmt: skip
+        message = str(info.value)
+        assert words in message and f"HTTP {status}" in message, message
+        assert info.value.retryable is retryable
+        assert "SECRET-PROMPT-TEXT" not in message and "scripted failure" not in message
+        assert "dummy-key" not in message
+        # One retry at most for a retryable status.
+        assert 1 <= len(fake.failed) <= 2
+    with FakeAnthropic(fail_first=[429]) as fake:
+        result = _run(fake, tmp_path / "retried", "with", prompt, AgentOptions(bin=claude_bin))
+    assert result.invoked_skills == ["refund-policy"] and "30 days" in result.output
 
 
 # ------------------------------------------------------------------ a full skill-evals run
@@ -706,6 +807,11 @@ def test_full_skill_evals_run_through_claude_code(
     cases = write_jsonl(tmp_path / "cases.jsonl", records)
     report_path = tmp_path / "report.json"
     env = _environ(fake, tmp_path / "transcripts")
+    # The first request and Claude Code's one retry are rate limited: the runner says so
+    # (retryable) and the engine runs that invocation again.
+    fake.fail_first = [429, 429]
+    # One invocation's (case 1, `with`), whatever runs beside it.
+    fake.fail_prompt, fake.fail_offered = SUITE[0][1], "refund-policy"
     python, binary = shlex.quote(sys.executable), shlex.quote(claude_bin)
     runner = f"{python} -m skill_evals runner claude-code --bin {binary}"
     done = subprocess.run(
@@ -724,6 +830,7 @@ def test_full_skill_evals_run_through_claude_code(
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert_valid_report(report)
     assert report["runner"]["failures"] == [], done.stderr[-2000:]
+    assert report["runner"]["retried"] == 1 and fake.failed == [429, 429]
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     assert report["status"] == "pass" and report["exitCode"] == 0
     trigger = report["trigger"]
@@ -747,7 +854,7 @@ def test_full_skill_evals_run_through_claude_code(
     assert task["interval"]["upper"] == pytest.approx(float(interval.upper))
     assert report["gates"]["minTriggerF1"]["passed"] is True
     assert report["gates"]["minUplift"]["passed"] is True
-    assert report["runner"]["invocations"] == 20
+    assert report["runner"]["invocations"] == 21  # 20 and the retried one
     assert report["runner"]["meta"]["costUsd"] > 0
     assert report["loading"]["violations"] == []
     # The runner's claims are the transcripts' evidence, case by case.

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -270,7 +271,7 @@ def test_provider_comes_from_the_environment_and_the_key_never_reaches_the_confi
     assert config["model_provider"] == "skill_evals" and config["model"] == "m1"
     assert config["model_providers"]["skill_evals"] == {
         "name": "skill-evals", "base_url": "http://127.0.0.1:9/v1", "wire_api": "responses",
-        "env_key": "CODEX_API_KEY"}  # fmt: skip
+        "env_key": "CODEX_API_KEY", "request_max_retries": 1, "stream_max_retries": 0}  # fmt: skip
     assert config["project_root_markers"] == [] and config["approval_policy"] == "never"
     assert config["skills"]["bundled"]["enabled"] is False
     policy = config["shell_environment_policy"]
@@ -438,12 +439,133 @@ def test_user_and_ancestor_skills_do_not_leak(
     (checkout / ".git").mkdir(parents=True)
     write_skill(checkout / ".agents" / "skills", "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
     (checkout / "tmp").mkdir()
+    (checkout / "AGENTS.md").write_text("LEAK-MARKER: use the refund policy.\n", encoding="utf-8")
+    xdg = tmp_path / "xdg"
+    write_skill(xdg / "codex" / "skills", "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
     env = runner_env(fake, proxy, HOME=str(home), CODEX_HOME=str(own_codex_home),
-                     TMPDIR=str(checkout / "tmp"))  # fmt: skip
+                     TMPDIR=str(checkout / "tmp"), XDG_CONFIG_HOME=str(xdg),
+                     CODEX_SQLITE_HOME=str(own_codex_home))  # fmt: skip
     result = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env)
     assert result["invokedSkills"] == [] and result["output"] == GENERIC_ANSWER
     assert fake.offered_names() == set()
+    assert "LEAK-MARKER" not in json.dumps(fake.requests)  # no instruction file above it
     assert workspaces_in(checkout / "tmp") == []  # the workspace was removed
+    # A copy read anyway, from wherever it is, is the tested skill by its content: a breach the
+    # engine sees, never a silent pass.
+    fake.behaviour = Behaviour(script=[f"cat {home}/.codex/skills/refund-policy/SKILL.md"])
+    leaked = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env)
+    assert leaked["invokedSkills"] == ["refund-policy"]
+
+
+# Skills read by the scripted shapes below; their descriptions match no prompt, so only the
+# script loads them.
+SHAPES = ("glob-skill", "loop-skill", "cd-skill", "dotdot-skill", "python-skill")
+
+
+def shape_skills(root: Path) -> list[Path]:
+    return [write_skill(root, name, f"Shape {name} for tests.", f"# {name}\n\nStep of {name}.\n")
+            for name in SHAPES]  # fmt: skip
+
+
+@pytest.mark.agents
+def test_every_way_of_reading_a_skill_counts_by_content(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """Globs, loops, cd, ../ paths, Python, numbered lines: whatever shows the content is a
+    load, in the order the calls were made."""
+    neighbours = [
+        a for path in shape_skills(tmp_path / "shapes") for a in ("--with-skill", str(path))
+    ]
+    fake.behaviour = Behaviour(script=[
+        "cat .agents/skills/glob*/SKILL.md",
+        'for d in .agents/skills/loop*; do cat "$d/SKILL.md"; done',
+        "cd .agents/skills/cd-skill && cat SKILL.md",
+        "cat .agents/../.agents/skills/dotdot-skill/../dotdot-skill/SKILL.md",
+        "python3 -c \"print(open('.agents/skills/python-skill/SKILL.md').read())\"",
+        "nl -ba .agents/skills/refund-policy/SKILL.md",
+    ])  # fmt: skip
+    result = run_codex(codex_binary, skills["refund-policy"], "with", "Do the steps.",
+                       runner_env(fake, proxy), *neighbours)  # fmt: skip
+    assert result["invokedSkills"] == [*SHAPES, "refund-policy"]
+    loaded = [e for e in result["evidence"] if e["state"] == "loaded"]
+    assert {e["delivery"] for e in loaded} == {"read"}
+
+
+@pytest.mark.agents
+def test_commands_that_only_name_a_skill_are_never_loads(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The false loads that voided clean `without` runs: a failed `cat … || echo`, `ls`,
+    `test -f`, `echo`, `grep -c`, a read past the end. They name SKILL.md paths and show no
+    content: attempts, never loads, so no isolation breach."""
+    (glob_skill,) = shape_skills(tmp_path / "shapes")[:1]
+    fake.behaviour = Behaviour(script=[
+        "cat .agents/skills/refund-policy/SKILL.md 2>/dev/null || echo not here",
+        "ls -l {skill:glob-skill}",
+        "test -f {skill:glob-skill} && echo present",
+        "echo {skill:glob-skill}",
+        "grep -c Step {skill:glob-skill}",
+        "sed -n '500,600p' {skill:glob-skill}",
+    ])  # fmt: skip
+    result = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT,
+                       runner_env(fake, proxy), "--with-skill", str(glob_skill))  # fmt: skip
+    assert result["invokedSkills"] == []
+    states = {(e["skill"], e["state"]) for e in result["evidence"]}
+    assert ("refund-policy", "failed") in states and ("glob-skill", "failed") in states
+    assert not any(state == "loaded" for _, state in states)
+
+
+@pytest.mark.agents
+def test_a_dollar_mention_is_an_explicit_load(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    """`$refund-policy` makes Codex put the body in front of the model with no event of its
+    own: the prompt is the evidence, for a skill the run offered."""
+    env = runner_env(fake, proxy)
+    result = run_codex(codex_binary, skills["refund-policy"], "with", "$refund-policy hello", env)
+    assert result["invokedSkills"] == ["refund-policy"]
+    assert {"skill": "refund-policy", "state": "loaded", "delivery": "explicit",
+            "source": "$ mention"} in result["evidence"]  # fmt: skip
+    assert "Refunds within 30 days" in json.dumps(fake.requests)  # Codex did inject it
+    without = run_codex(codex_binary, skills["refund-policy"], "without", "$refund-policy hello",
+                        env)  # fmt: skip
+    assert without["invokedSkills"] == []  # not offered there: nothing to inject
+
+
+@pytest.mark.agents
+def test_a_without_run_that_globs_a_concurrent_with_run_is_a_reported_breach(
+    codex_binary: str, skills: dict[str, Path], proxy: Proxy, tmp_path: Path
+) -> None:
+    """Two invocations at once. The `with` run's workspace sits under a parent nobody can
+    list, with a random name; a `without` run that globs for it finds nothing — or, as root
+    (who bypasses permissions), finds it, and then its evidence reports the tested skill: a
+    breach the engine sees, never a silent pass."""
+    tmpdir = tmp_path / "shared-tmp"
+    tmpdir.mkdir()
+    with FakeResponses(Behaviour(script=["sleep 8"])) as slow, FakeResponses() as glob:
+        glob.behaviour = Behaviour(script=["cat $TMPDIR/../../*/project/.agents/skills/*/SKILL.md"])
+        busy = subprocess.Popen(
+            [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", codex_binary,
+             "--model", MODEL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env={**runner_env(slow, proxy, TMPDIR=str(tmpdir)), "EVALGATE_SKILL_VARIANT": "with",
+                 "EVALGATE_SKILL_DIR": str(skills["refund-policy"])},
+        )  # fmt: skip
+        assert busy.stdin is not None
+        busy.stdin.write(REFUND_PROMPT.encode())
+        busy.stdin.close()
+        for _ in range(600):  # until the `with` workspace holds its skill
+            if any((w / "project/.agents/skills/refund-policy").is_dir()
+                   for w in workspaces_in(tmpdir)):  # fmt: skip
+                break
+            time.sleep(0.05)
+        result = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT,
+                           runner_env(glob, proxy, TMPDIR=str(tmpdir)))  # fmt: skip
+        busy.wait(timeout=120)
+    shown = any("Refunds within 30 days" in o for seen in glob.seen for o in seen.tool_outputs)
+    assert result["invokedSkills"] == (["refund-policy"] if shown else [])
+    assert shown == (os.geteuid() == 0)  # only root can list the private parent
 
 
 @pytest.mark.agents
@@ -535,6 +657,22 @@ def test_failed_read_is_not_reported(
 
 
 @pytest.mark.agents
+def test_a_read_that_outlives_the_exec_wait_is_polled_and_counts(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    """The cause of the once-flaky full run: on a loaded machine a command can outlive
+    exec_command's wait, and Codex then answers "Process running with session ID N" without the
+    output. The scripted model polls with write_stdin, as a real model does, and the content it
+    then sees is the load."""
+    fake.behaviour = Behaviour(read_command="sleep 2; cat {path}", yield_ms=250)
+    result = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT,
+                       runner_env(fake, proxy))  # fmt: skip
+    outputs = [o for seen in fake.seen for o in seen.tool_outputs]
+    assert any("Process running with session ID" in o for o in outputs)
+    assert result["invokedSkills"] == ["refund-policy"] and "30 days" in result["output"]
+
+
+@pytest.mark.agents
 def test_commands_the_model_runs_never_see_the_api_key(
     codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
 ) -> None:
@@ -547,23 +685,41 @@ def test_commands_the_model_runs_never_see_the_api_key(
     assert not any("not-a-secret" in o for o in outputs)
 
 
-@pytest.mark.agents
-def test_failed_turn_is_a_runner_failure_without_the_prompt(
-    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
-) -> None:
-    """The model API refused the request: the run is void (as an API failure is for Claude Code
-    and pi), not a failed task that would read as "no uplift"."""
-    fake.behaviour = Behaviour(fail_turn=True)
+def _runner_line(codex_binary: str, skill: Path, env: Mapping[str, str]) -> Any:
     proc = subprocess.run(
         [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", codex_binary,
          "--model", MODEL],
         input=b"SECRET-PROMPT-TEXT about refunds", capture_output=True, timeout=120,
-        env={**runner_env(fake, proxy), "EVALGATE_SKILL_VARIANT": "with",
-             "EVALGATE_SKILL_DIR": str(skills["refund-policy"])},
+        env={**env, "EVALGATE_SKILL_VARIANT": "with", "EVALGATE_SKILL_DIR": str(skill)},
     )  # fmt: skip
-    assert proc.returncode == 2 and proc.stdout == b""
-    assert b"could not use the model API" in proc.stderr
-    assert b"SECRET-PROMPT-TEXT" not in proc.stderr and b"scripted failure" not in proc.stderr
+    assert b"SECRET-PROMPT-TEXT" not in proc.stdout + proc.stderr
+    assert b"scripted failure" not in proc.stdout + proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.mark.agents
+def test_api_failures_are_reasons_by_status(
+    codex_binary: str, skills: dict[str, Path], fake: FakeResponses, proxy: Proxy
+) -> None:
+    """A failed turn is the runner's own reason (never a failed task that would read as "no
+    uplift"), by the status Codex names; a refused request without one keeps the error type.
+    Codex retries a 5xx once at most and a 429 never: the engine's --retries retries those (see
+    the full run)."""
+    expected = {401: ("auth refused", False), 429: ("rate limited", True),
+                529: ("overloaded", True), 500: ("server error", True)}  # fmt: skip
+    for status, (words, retryable) in expected.items():
+        fake.behaviour = Behaviour(fail_status=status)
+        fake.seen.clear()
+        code, line = _runner_line(codex_binary, skills["refund-policy"], runner_env(fake, proxy))
+        assert code == 0 and set(line) == {"runnerError", "retryable"}
+        assert words in line["runnerError"] and f"HTTP {status}" in line["runnerError"], line
+        assert line["retryable"] is retryable
+        assert len(fake.seen) <= 2  # the first request and one retry at most
+    fake.behaviour = Behaviour(fail_turn=True)  # a 400 whose body Codex quotes
+    _, line = _runner_line(codex_binary, skills["refund-policy"], runner_env(fake, proxy))
+    assert line == {"runnerError": "the model API refused the request (invalid_request_error); "
+                    "check CODEX_API_KEY / OPENAI_API_KEY, OPENAI_BASE_URL and --model",
+                    "retryable": False}  # fmt: skip
 
 
 @pytest.mark.agents
@@ -596,7 +752,8 @@ def test_setup_problems_are_runner_failures(
     run_env = {**env, "EVALGATE_SKILL_VARIANT": "with",
                "EVALGATE_SKILL_DIR": str(skills["refund-policy"])}  # fmt: skip
     no_key = subprocess.run(base, input=b"secret prompt", capture_output=True, env=run_env)
-    assert no_key.returncode == 2 and no_key.stdout == b""
+    assert no_key.returncode == 2
+    assert json.loads(no_key.stdout)["retryable"] is False
     assert b"CODEX_API_KEY or OPENAI_API_KEY" in no_key.stderr
     assert b"secret prompt" not in no_key.stderr
     turns = subprocess.run([*base, "--max-turns", "3"], input=b"p", capture_output=True,
@@ -646,6 +803,9 @@ def test_full_skill_evals_run_through_codex(
         f"--with-skill {skills['shipping-times']}"
     )
     report_path = tmp_path / "report.json"
+    # The first request is rate limited; Codex does not retry a 429, the runner says it is
+    # retryable and the engine runs that invocation again.
+    fake.behaviour = Behaviour(fail_first=[429])
     proc = subprocess.run(
         [sys.executable, "-m", "skill_evals", "test", "--skill", str(skills["refund-policy"]),
          "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "4",
@@ -667,7 +827,7 @@ def test_full_skill_evals_run_through_codex(
     assert task["difference"] == 0.5
     assert (task["signTest"]["positive"], task["signTest"]["negative"]) == (5, 0)
     assert task["signTest"]["pValue"] == 0.0625
-    assert report["runner"]["invocations"] == 20
+    assert report["runner"]["invocations"] == 21 and report["runner"]["retried"] == 1
     assert 0.1 < task["interval"]["lower"] <= 0.5 <= task["interval"]["upper"]
     assert report["gates"]["minTriggerF1"]["passed"] and report["gates"]["minUplift"]["passed"]
     assert proc.returncode == 0 and report["exitCode"] == 0
@@ -698,36 +858,46 @@ CAPTURES: dict[str, tuple[str, str, Behaviour, tuple[str, ...]]] = {
 
 
 def capture_fixtures() -> None:
-    """Run the real CLI for each CAPTURES entry and save its ``exec --json`` transcript."""
+    """Run the real CLI for each CAPTURES entry and save its ``exec --json`` transcript.
+
+    A scenario may end in a runner failure on purpose (``turn_failed``): the transcript is kept
+    all the same, and every workspace and temporary skill is removed whatever happens."""
     import re
     import shutil
     import tempfile
 
     binary = str(Path(__file__).resolve().parents[2] / ".cache/agents/node_modules/.bin/codex")
     root = Path(tempfile.mkdtemp())
-    refund = write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
-    shipping = write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)
-    FIXTURES.mkdir(parents=True, exist_ok=True)
-    with FakeResponses() as server:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("EVALGATE_", "CODEX_"))}
-        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-not-a-secret",
-                   EVALGATE_SKILL_DIR=str(refund))  # fmt: skip
-        for name, (variant, prompt, behaviour, extra) in CAPTURES.items():
-            server.behaviour = behaviour
-            args = ["--with-skill", str(shipping)] if extra == ("neighbour",) else list(extra)
-            proc = subprocess.run(
-                [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", binary,
-                 "--model", MODEL, "--keep-workspace", *args],
-                input=prompt.encode(), capture_output=True, check=True,
-                env={**env, "EVALGATE_SKILL_VARIANT": variant},
-            )  # fmt: skip
-            match = re.search(r"workspace kept at (\S+)", proc.stderr.decode())
-            assert match, proc.stderr
-            kept = Path(match.group(1))
-            (FIXTURES / f"{name}.jsonl").write_bytes((kept / "transcript.jsonl").read_bytes())
-            shutil.rmtree(kept)
-            print(name, json.loads(proc.stdout)["invokedSkills"])
-    shutil.rmtree(root)
+    try:
+        refund = write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY)
+        shipping = write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)
+        FIXTURES.mkdir(parents=True, exist_ok=True)
+        with FakeResponses() as server:
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith(("EVALGATE_", "CODEX_"))}  # fmt: skip
+            env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test-not-a-secret",
+                       EVALGATE_SKILL_DIR=str(refund), TMPDIR=str(root))  # fmt: skip
+            for name, (variant, prompt, behaviour, extra) in CAPTURES.items():
+                server.behaviour = behaviour
+                args = ["--with-skill", str(shipping)] if extra == ("neighbour",) else list(extra)
+                proc = subprocess.run(
+                    [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", binary,
+                     "--model", MODEL, "--keep-workspace", *args],
+                    input=prompt.encode(), capture_output=True, timeout=300,
+                    env={**env, "EVALGATE_SKILL_VARIANT": variant},
+                )  # fmt: skip
+                match = re.search(r"workspace kept at (\S+)", proc.stderr.decode())
+                if match is None:
+                    raise SystemExit(f"{name}: no workspace kept (exit {proc.returncode})")
+                kept = Path(match.group(1))
+                try:
+                    transcript = (kept / "transcript.jsonl").read_bytes()
+                finally:
+                    shutil.rmtree(kept, ignore_errors=True)
+                (FIXTURES / f"{name}.jsonl").write_bytes(transcript)
+                print(name, proc.returncode, proc.stdout.decode().strip()[:200])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -267,9 +267,9 @@ def test_a_failed_model_request_voids_the_run_and_a_cut_answer_fails_the_task(
     tmp_path: Path,
 ) -> None:
     args = (5, None)
-    with pytest.raises(RunnerSetupError, match="model request failed") as err:
+    with pytest.raises(RunnerSetupError, match="no answer from the model API") as err:
         pi.outcome(_finished("error"), 0, *args)
-    assert "partial" not in str(err.value) and "--keep-workspace" in str(err.value)
+    assert "partial" not in str(err.value) and err.value.retryable
     with pytest.raises(RunnerSetupError, match="before the agent finished"):
         pi.outcome(pi._Transcript(), 1, *args)
     with pytest.raises(RunnerSetupError, match=f"see {tmp_path}/agent.stderr"):
@@ -380,7 +380,8 @@ def run_runner(
         input=prompt, capture_output=True, text=True, timeout=120,
         env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
     )  # fmt: skip
-    line = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    # A result line (exit 0) or the runner's own reason (a runnerError line, exit 2).
+    line = json.loads(proc.stdout) if proc.stdout.strip() else {}
     return proc, line
 
 
@@ -477,6 +478,96 @@ def _control_agent_dir(tmp_path: Path, model: FakePiModel) -> Path:
     return agent_dir
 
 
+SHAPES = ("glob-skill", "loop-skill", "cd-skill", "dotdot-skill", "python-skill")
+
+
+def shape_skills(root: Path) -> list[str]:
+    """``--with-skill`` arguments for skills that only the scripted shapes load."""
+    paths = [write_skill(root, n, f"Shape {n} for tests.", f"# {n}\n\nStep of {n}.\n")
+             for n in SHAPES]  # fmt: skip
+    return [arg for path in paths for arg in ("--with-skill", str(path))]
+
+
+@pytest.mark.agents
+def test_every_way_of_reading_a_skill_counts_by_content(
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """Globs, loops, cd, ../ paths, Python through `bash`, and `read`: whatever shows the
+    content is a load, in the order the calls were made."""
+    script = [
+        ("bash", {"command": "cat {skills}/glob*/SKILL.md"}),
+        ("bash", {"command": 'for d in {skills}/loop*; do cat "$d/SKILL.md"; done'}),
+        ("bash", {"command": "cd {skills}/cd-skill && cat SKILL.md"}),
+        ("bash", {"command": "cat {skills}/../skills/dotdot-skill/../dotdot-skill/SKILL.md"}),
+        ("bash", {"command": "python3 -c \"print(open('{skill:python-skill}').read())\""}),
+        ("read", {"path": "{skill:refund-policy}"}),
+    ]
+    with FakePiModel(Behaviour(script=script)) as model:
+        proc, line = run_runner(pi_binary, "with", skills["refund-policy"],
+                                runner_env(model, tmp_path), *shape_skills(tmp_path / "shapes"),
+                                prompt="Do the steps.")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == [*SHAPES, "refund-policy"]
+
+
+@pytest.mark.agents
+def test_calls_that_only_name_a_skill_are_never_loads(
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """A failed `cat … || echo`, `ls`, `test -f`, `echo`, a read of a missing file and a read
+    past the end name SKILL.md paths and show no content: attempts, never loads."""
+    script = [
+        ("bash", {"command": "cat {skills}/refund-policy/SKILL.md 2>/dev/null || echo no"}),
+        ("bash", {"command": "ls -l {skill:glob-skill}"}),
+        ("bash", {"command": "test -f {skill:glob-skill} && echo present"}),
+        ("bash", {"command": "echo {skill:glob-skill}"}),
+        ("read", {"path": "{skills}/refund-policy/SKILL.md"}),
+        ("read", {"path": "{skill:glob-skill}", "offset": 500}),
+    ]
+    neighbour = write_skill(tmp_path / "shapes", "glob-skill", "Shape glob-skill.", "# g\n")
+    with FakePiModel(Behaviour(script=script)) as model:
+        env = runner_env(model, tmp_path)
+        proc, line = run_runner(
+            pi_binary, "without", skills["refund-policy"], env, "--with-skill", str(neighbour)
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == []
+    states = {(e["skill"], e["state"]) for e in line["evidence"]}
+    assert ("refund-policy", "failed") in states and ("glob-skill", "failed") in states
+    assert not any(state == "loaded" for _, state in states)
+
+
+@pytest.mark.agents
+def test_a_skill_command_is_an_explicit_load(
+    pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
+) -> None:
+    """`/skill:refund-policy` is expanded by pi itself into a `<skill …>` user message."""
+    env = runner_env(model, tmp_path)
+    proc, line = run_runner(
+        pi_binary, "with", skills["refund-policy"], env, prompt="/skill:refund-policy hi"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == ["refund-policy"]
+    assert {"skill": "refund-policy", "state": "loaded", "delivery": "explicit",
+            "source": "skill message"} in line["evidence"]  # fmt: skip
+
+
+@pytest.mark.agents
+def test_a_copy_read_from_anywhere_in_without_is_a_reported_breach(
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """A copy of the tested skill in the user's home, read by its absolute path in `without`:
+    by its content it is the tested skill, and the engine sees the breach."""
+    planted = write_skill(tmp_path / "user-home" / ".pi" / "agent" / "skills", "refund-policy",
+                          REFUND_DESCRIPTION, REFUND_BODY)  # fmt: skip
+    script = [("bash", {"command": f"cat {planted}/SKILL.md"})]
+    with FakePiModel(Behaviour(script=script)) as model:
+        proc, line = run_runner(pi_binary, "without", skills["refund-policy"],
+                                runner_env(model, tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == ["refund-policy"]
+
+
 @pytest.mark.agents
 def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
     pi_binary: str, skills: dict[str, Path], tmp_path: Path
@@ -571,16 +662,14 @@ def test_failed_read_is_not_reported(
 
 
 @pytest.mark.agents
-def test_max_turns_stops_pi_and_fails_the_task(
+def test_max_turns_stops_pi_with_the_turn_limit_reason(
     pi_binary: str, skills: dict[str, Path], model: FakePiModel, tmp_path: Path
 ) -> None:
     env = runner_env(model, tmp_path)
     proc, line = run_runner(pi_binary, "with", skills["refund-policy"], env, "--max-turns", "1")
-    assert proc.returncode == 0, proc.stderr
-    assert line["exitCode"] == 1
-    assert line["invokedSkills"] == ["refund-policy"]  # the read of turn 1 completed
-    # pi may already have asked for turn 2 when it is stopped; that answer is never used
-    assert line["output"] == ""
+    assert proc.returncode == 0 and proc.stderr == ""  # the reason goes to the engine
+    assert line == {"runnerError": "agent turn limit reached (--max-turns 1) before a final "
+                    "answer; raise --max-turns", "retryable": False}  # fmt: skip
 
 
 def _group_members(pgid: int) -> list[int]:
@@ -630,20 +719,29 @@ def test_pi_dies_with_the_runner_group(
 
 
 @pytest.mark.agents
-def test_api_failure_is_a_runner_failure_without_the_prompt(
+def test_api_failures_are_reasons_by_status_and_a_429_is_retried(
     pi_binary: str, skills: dict[str, Path], tmp_path: Path
 ) -> None:
-    """HTTP 401 from the model: the run is void (as for Claude Code and Codex), not a failed
-    task."""
-    with FakePiModel(Behaviour(fail_status=401)) as model:
-        proc, _ = run_runner(
-            pi_binary, "with", skills["refund-policy"], runner_env(model, tmp_path),
-            prompt="SECRET-PROMPT-TEXT about refunds for store purchases",
-        )  # fmt: skip
-        assert model.requests  # pi did reach the model
-    assert proc.returncode == 2 and proc.stdout == ""
-    assert "model request failed" in proc.stderr
-    assert "SECRET-PROMPT-TEXT" not in proc.stderr and "scripted failure" not in proc.stderr
+    """A failed model call is the runner's own reason (the run is void, as for Claude Code and
+    Codex), by the status pi reports; pi retries once at most, so one 429 is retried."""
+    expected = {401: ("auth refused", False), 429: ("rate limited", True),
+                529: ("overloaded", True), 500: ("server error", True)}  # fmt: skip
+    for status, (words, retryable) in expected.items():
+        with FakePiModel(Behaviour(fail_status=status)) as model:
+            proc, line = run_runner(
+                pi_binary, "with", skills["refund-policy"], runner_env(model, tmp_path),
+                prompt="SECRET-PROMPT-TEXT about refunds for store purchases",
+            )  # fmt: skip
+            assert 1 <= len(model.requests) <= 2  # the first request and one retry at most
+        assert proc.returncode == 0 and set(line) == {"runnerError", "retryable"}
+        assert words in line["runnerError"] and f"HTTP {status}" in line["runnerError"], line
+        assert line["retryable"] is retryable
+        assert "SECRET-PROMPT-TEXT" not in proc.stderr + proc.stdout
+        assert "scripted failure" not in proc.stderr + proc.stdout
+    with FakePiModel(Behaviour(fail_first=[429])) as model:
+        proc, line = run_runner(pi_binary, "with", skills["refund-policy"],
+                                runner_env(model, tmp_path))  # fmt: skip
+    assert proc.returncode == 0 and line["invokedSkills"] == ["refund-policy"]
 
 
 @pytest.mark.agents
@@ -660,9 +758,10 @@ def test_pi_that_cannot_start_is_a_setup_error(
              "EVALGATE_SKILL_DIR": str(skills["refund-policy"])},
     )  # fmt: skip
     assert proc.returncode == 2
-    assert proc.stdout == ""
+    line = json.loads(proc.stdout)
+    assert "before the agent finished" in line["runnerError"] and line["retryable"] is False
     assert "before the agent finished" in proc.stderr
-    assert "SECRET-PROMPT-TEXT" not in proc.stderr
+    assert "SECRET-PROMPT-TEXT" not in proc.stderr + proc.stdout
 
 
 # 10 independent prompts (the minimum): 6 about refunds (trigger), 2 about shipping (the
@@ -704,6 +803,11 @@ def test_full_skill_evals_run_through_pi(
         f"--with-skill {skills['shipping-times']}"
     )
     report_path = tmp_path / "report.json"
+    # The first request and pi's one retry are rate limited: the runner says so (retryable)
+    # and the engine runs that invocation again.
+    model.behaviour.fail_first = [429, 429]
+    # One invocation's (case 1, `with`), whatever runs beside it.
+    model.behaviour.fail_prompt, model.behaviour.fail_offered = SUITE[0][1], "refund-policy"
     proc = subprocess.run(
         [sys.executable, "-m", "skill_evals", "test", "--skill", str(skills["refund-policy"]),
          "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "2",
@@ -715,6 +819,7 @@ def test_full_skill_evals_run_through_pi(
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert_valid_report(report)
     assert report["runner"]["failures"] == [], proc.stderr
+    assert report["runner"]["retried"] == 1
     trigger = report["trigger"]
     assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 0, 0, 4)
     assert trigger["f1"] == 1.0
@@ -726,7 +831,7 @@ def test_full_skill_evals_run_through_pi(
     assert task["signTest"]["pValue"] == 0.03125
     assert 0.1 < task["interval"]["lower"] <= 0.6 <= task["interval"]["upper"]
     assert report["loading"]["violations"] == []
-    assert report["runner"]["invocations"] == 20
+    assert report["runner"]["invocations"] == 21  # 20 and the retried one
     assert proc.returncode == 0 and report["exitCode"] == 0 and report["status"] == "pass"
     assert workspaces_in(tmp_path / "tmpdir") == []  # every workspace removed
     # The runner's claims are the saved transcripts' evidence, case by case.

@@ -20,24 +20,28 @@ Delivery = Literal["native", "mcp"]
 
 
 class RunnerSetupError(Exception):
-    """The runner cannot do its job (bad environment, missing binary, …).
+    """The runner cannot do its job (bad environment, missing binary, the model API failed, …).
 
-    The runner prints ``str(error)`` on stderr and exits 2, which the engine records as a runner
-    failure. The message must not contain the prompt."""
-
-
-class RunnerError(RunnerSetupError):
-    """A reason the runner reports to the engine as its own (a ``runnerError`` line on stdout,
-    shown in the report), with whether running the invocation again may help (a rate limit, an
-    overload, a server error). The message must not contain the prompt."""
+    The runner prints :meth:`to_line` on stdout (the runner contract's own-reason line: the
+    engine reports ``runner: <message>`` and, when ``retryable``, runs the invocation again),
+    ``str(error)`` on stderr, and exits 2. The message must not contain the prompt, the answer
+    or anything the agent printed."""
 
     def __init__(self, message: str, retryable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
 
     def to_line(self) -> str:
-        """The runner-contract line that carries this reason."""
-        return json.dumps({"runnerError": str(self), "retryable": self.retryable}) + "\n"
+        """``{"runnerError": …, "retryable": …}`` and a newline."""
+        line = {"runnerError": str(self), "retryable": self.retryable}
+        return json.dumps(line, ensure_ascii=False) + "\n"
+
+
+class RunnerError(RunnerSetupError):
+    """A reason the runner reports to the engine as its own (a ``runnerError`` line on stdout,
+    shown in the report; the runner exits 0 and says nothing on stderr), with whether running
+    the invocation again may help (a rate limit, an overload, a server error). The message must
+    not contain the prompt."""
 
 
 class CatalogUnsupported(RunnerError):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import reasons
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
 from .content import SkillText
 from .evidence import Event, EvidencePatterns, Load, ToolCall, parse_lines, skill_from_tool
@@ -52,6 +53,7 @@ _RUNNER_VARIABLES = {
     "DISABLE_ERROR_REPORTING": "1",
     "CLAUDE_CODE_MAX_RETRIES": "1",
 }
+_HINT = "check ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL"
 # Result events that mean "the model could not be reached", not "the task failed".
 _API_FAILURE_REASONS = frozenset({"api_error", "auth_error", "authentication_failed"})
 
@@ -202,6 +204,7 @@ class Result:
     output: str
     exit_code: int
     meta: dict[str, float] = field(default_factory=dict)
+    max_turns: bool = False  # Claude Code stopped at --max-turns (subtype error_max_turns)
 
 
 def _number(value: Any) -> float | None:
@@ -240,25 +243,32 @@ def outcome(events: Sequence[Mapping[str, Any]]) -> Result | None:
         out = _number(usage.get("output_tokens"))
         if out is not None:
             meta["outputTokens"] = out
-    return Result(output=text if isinstance(text, str) else "", exit_code=0 if ok else 1, meta=meta)
+    return Result(
+        output=text if isinstance(text, str) else "",
+        exit_code=0 if ok else 1,
+        meta=meta,
+        max_turns=result.get("subtype") == "error_max_turns",
+    )
 
 
-def api_failure(events: Sequence[Mapping[str, Any]]) -> str | None:
-    """Why the run ended without the model (auth, network, overload), or None when it did not:
-    that is missing evidence, not a task result. The reason holds only the API status/type."""
+def api_failure(events: Sequence[Mapping[str, Any]]) -> RunnerSetupError | None:
+    """Why the run ended without the model (auth refused, rate limit, overload, a server error,
+    no answer), or None when it did not: that is missing evidence, not a task result. The reason
+    holds only the API's status and error type."""
     result = next((e for e in reversed(events) if e.get("type") == "result"), None)
     if result is None or result.get("is_error") is not True:
         return None
     status = result.get("api_error_status")
     kind = result.get("api_error_type")
-    if result.get("terminal_reason") in _API_FAILURE_REASONS or status:
-        details = [str(x) for x in (status, kind) if isinstance(x, (int, str)) and x]
-        return "API error " + " ".join(details) if details else "API error"
+    status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    kind = kind if isinstance(kind, str) else None
+    api_error = result.get("terminal_reason") in _API_FAILURE_REASONS or status is not None
     # Older CLIs: the run's only assistant output is a synthetic API-error message.
     assistants = [e for e in events if e.get("type") == "assistant"]
-    if assistants and all(e.get("is_api_error_message") is True for e in assistants):
-        return "API error"
-    return None
+    synthetic = bool(assistants) and all(e.get("is_api_error_message") is True for e in assistants)
+    if not (api_error or synthetic):
+        return None
+    return reasons.api_failure(status, kind, _HINT)
 
 
 parse_stream = parse_lines  # stream-json stdout: one event per line
@@ -442,10 +452,9 @@ class ClaudeCode:
             )
         failure = api_failure(events)
         if failure is not None:
-            raise RunnerSetupError(
-                f"{binary} could not use the model API ({failure}; check ANTHROPIC_API_KEY, "
-                f"ANTHROPIC_BASE_URL or the network); {KEEP_HINT}"
-            )
+            raise failure
+        if result.max_turns:
+            raise reasons.turn_limit(setup.options.max_turns)
         return Outcome(
             output=result.output,
             exit_code=result.exit_code,

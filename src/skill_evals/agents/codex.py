@@ -9,6 +9,7 @@ failed (the model request failed) voids the run, as an API failure does for the 
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from . import reasons
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
 from .content import SkillText
 from .environment import SECRET_NAME_PATTERNS
 from .evidence import Event, EvidencePatterns, Load, ToolCall, parse_lines
@@ -151,6 +153,7 @@ class TurnResult:
     output_tokens: int = 0
     saw_turn: bool = False  # a turn.completed or turn.failed event was seen
     turn_failed: bool = False  # the last turn ended with turn.failed
+    failure: str = ""  # that turn.failed event's error message (never shown to a user)
 
 
 parse_events = parse_lines  # `exec --json` stdout: one event per line
@@ -174,14 +177,43 @@ def outcome_of(events: Sequence[Event]) -> TurnResult:
         elif kind == "turn.completed":
             outcome.saw_turn = True
             outcome.turn_failed = False
+            outcome.failure = ""
             usage = event.get("usage")
             if isinstance(usage, dict):
                 outcome.input_tokens += _int(usage.get("input_tokens"))
                 outcome.output_tokens += _int(usage.get("output_tokens"))
         elif kind == "turn.failed":
             outcome.saw_turn = outcome.turn_failed = True
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            outcome.failure = message if isinstance(message, str) else ""
     outcome.exit_code = 0 if outcome.saw_turn and not outcome.turn_failed else 1
     return outcome
+
+
+_HINT = f"check CODEX_API_KEY / OPENAI_API_KEY, {ENV_BASE_URL} and --model"
+
+
+def turn_failure(message: str) -> RunnerError:
+    """The reason of a ``turn.failed``: Codex names the HTTP status ("unexpected status 401
+    Unauthorized", "exceeded retry limit, last status: 429"; a 500 only as "We're currently
+    experiencing high demand"), or quotes the API's error body (a refused request; its ``type``
+    only is kept), or neither (no answer at all)."""
+    status = reasons.status_in(message)
+    if status is None and "experiencing high demand" in message[:500]:
+        status = 500  # Codex words an HTTP 500 this way and names no status
+    if status is not None:
+        return reasons.api_failure(status, None, _HINT)
+    try:
+        body = json.loads(message[:10_000])
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        kind = error.get("type")
+        label = f" ({kind})" if isinstance(kind, str) and kind.isidentifier() else ""
+        return RunnerError(f"the model API refused the request{label}; {_HINT}"[:300])
+    return reasons.api_failure(None, None, _HINT)
 
 
 def _int(value: object) -> int:
@@ -278,6 +310,10 @@ def build_config(
         'name = "skill-evals"',
         f"base_url = {toml_string(provider.base_url)}",
         'wire_api = "responses"',
+        # One retry of a failed model request at most, so the engine's --retries retries with a
+        # visible reason instead of Codex retrying silently until the timeout.
+        "request_max_retries = 1",
+        "stream_max_retries = 0",  # a stream error is the request retry's to make
     ]
     if provider.env_key:
         lines.append(f"env_key = {toml_string(provider.env_key)}")
@@ -387,10 +423,7 @@ class Codex:
         if result.turn_failed:
             # The model request failed (auth, network, rate limit, a refused request): the run
             # says nothing about the skill, so it is void, not a failed task.
-            raise RunnerSetupError(
-                f"{setup.binary} could not use the model API (turn.failed); check "
-                f"{ENV_BASE_URL}, CODEX_API_KEY / OPENAI_API_KEY and --model; {KEEP_HINT}"
-            )
+            raise turn_failure(result.failure)
         return Outcome(
             output=result.output,
             exit_code=result.exit_code,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import reasons
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
 from .content import SkillText
 from .environment import secret_names
@@ -39,6 +40,7 @@ PROVIDER = "skill-evals"
 ENV_BASE_URL = "SKILL_EVALS_PI_BASE_URL"
 ENV_API = "SKILL_EVALS_PI_API"
 ENV_API_KEY = "SKILL_EVALS_PI_API_KEY"
+_HINT = f"check --model, {ENV_BASE_URL} and the provider's API key variable"
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
 # The providers' key variables pi reads (pi-ai's env-api-keys), the custom provider's, and the
 # cloud credentials of Bedrock, Azure and Vertex.
@@ -324,35 +326,44 @@ def _secretless_shell(root: Path, env: Mapping[str, str]) -> Path | None:
     return wrapper
 
 
-def outcome(transcript: _Transcript, status: int, duration_ms: int, kept: Path | None) -> Outcome:
-    """Turn a finished pi run into its outcome, or a setup error when the run produced no
-    evidence (pi failed to start, or the model request itself failed). ``kept``: the workspace
-    kept with --keep-workspace, named in the hint."""
+def outcome(
+    transcript: _Transcript,
+    status: int,
+    duration_ms: int,
+    kept: Path | None,
+    max_turns: int | None = None,
+) -> Outcome:
+    """Turn a finished pi run into its outcome, or the runner's reason when the run produced no
+    evidence: pi failed to start, the model request itself failed (by its HTTP status), or pi
+    was stopped at ``max_turns``. ``kept``: the workspace kept with --keep-workspace, named in
+    the hint."""
     keep_hint = (
         f"see {kept / STDERR_FILE} and {kept / TRANSCRIPT_FILE}"
         if kept is not None
         else f"rerun with --keep-workspace to inspect {STDERR_FILE} and {TRANSCRIPT_FILE}"
     )
-    if not transcript.stopped_at_max_turns:
-        if not transcript.agent_ended:
-            raise RunnerSetupError(
-                f"pi exited with status {status} before the agent finished (no model reply; "
-                f"check --model, {ENV_BASE_URL} and the provider's API key variable); {keep_hint}"
-            )
-        stop = transcript.last_assistant.get("stopReason") if transcript.last_assistant else None
-        if stop in ("error", "aborted"):
-            # The model call failed: the run says nothing about the skill, so it is void, not a
-            # task failure.
-            raise RunnerSetupError(f"pi's model request failed (stopReason '{stop}'); {keep_hint}")
+    if transcript.stopped_at_max_turns:
+        raise reasons.turn_limit(max_turns)
+    if not transcript.agent_ended:
+        raise RunnerSetupError(
+            f"pi exited with status {status} before the agent finished (no model reply; "
+            f"check --model, {ENV_BASE_URL} and the provider's API key variable); {keep_hint}"
+        )
+    stop = transcript.last_assistant.get("stopReason") if transcript.last_assistant else None
+    if stop in ("error", "aborted"):
+        # The model call failed: the run says nothing about the skill, so it is void, not a
+        # task failure. pi's errorMessage starts with the HTTP status ("429 …").
+        message = transcript.last_assistant.get("errorMessage") if transcript.last_assistant else ""
+        found = reasons.status_in(message, anchored=True) if isinstance(message, str) else None
+        raise reasons.api_failure(found, None, _HINT)
     succeeded = (
         status == 0
-        and not transcript.stopped_at_max_turns
         and transcript.last_assistant is not None
         and transcript.last_assistant.get("stopReason") == "stop"
     )
-    # pi's own status when it failed after finishing; 1 for a stop at --max-turns (pi was ended
-    # by our SIGTERM) or an answer that did not end normally (e.g. stopReason "length").
-    failed_code = status if status > 0 and not transcript.stopped_at_max_turns else 1
+    # pi's own status when it failed after finishing; 1 for an answer that did not end normally
+    # (e.g. stopReason "length").
+    failed_code = status if status > 0 else 1
     meta = usage_meta(transcript.assistants)
     meta["durationMs"] = duration_ms
     return Outcome(
@@ -416,7 +427,9 @@ class Pi:
             transcript.add(event)
         transcript.stopped_at_max_turns = run.stopped
         kept = setup.workspace.root if setup.options.keep_workspace else None
-        return outcome(transcript, run.status, round(run.duration_ms), kept)
+        return outcome(
+            transcript, run.status, round(run.duration_ms), kept, setup.options.max_turns
+        )
 
     def tool_calls(self, events: Sequence[Event]) -> list[ToolCall]:
         """See :func:`tool_calls`."""

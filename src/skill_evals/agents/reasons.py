@@ -1,0 +1,60 @@
+"""A runner's own reasons: what went wrong in words a user can act on, and whether running the
+same invocation again may help (the engine's ``--retries`` reruns only retryable failures).
+
+Every reason holds only what the runner itself knows — an HTTP status, an error *type* the API
+names, an option — never the prompt, the answer, the agent's stderr or the API's error message.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import RunnerError
+
+_STATUS = re.compile(r"(?<![\d.])([1-5]\d\d)(?![\d.])")
+_TYPE = re.compile(r"[a-z][a-z0-9_]{0,39}")
+_SCAN = 500  # characters of an agent's error text looked at for a status
+
+
+def status_in(text: str, *, anchored: bool = False) -> int | None:
+    """The HTTP status an agent's error text names ("unexpected status 429", "429 Too Many
+    Requests", "last status: 503"); with ``anchored``, only a status at the very start."""
+    head = text[:_SCAN]
+    if anchored:
+        head = head.lstrip()[:3]
+    match = _STATUS.search(head)
+    return int(match.group(1)) if match else None
+
+
+def api_failure(status: int | None, kind: str | None = None, hint: str = "") -> RunnerError:
+    """The reason for a model request that failed with HTTP ``status`` (None: no response at all)
+    and the API's error ``kind`` (e.g. ``rate_limit_error``; anything else is left out).
+
+    Auth refused (401/403) and other refused requests (4xx) are final; rate limits (429),
+    overload (529), server errors (5xx), timeouts (408) and no response at all are retryable."""
+    label = f" {kind}" if kind and _TYPE.fullmatch(kind) else ""
+    after = f"; {hint}" if hint else ""
+    if status in (401, 403):
+        return RunnerError(f"auth refused by the model API (HTTP {status}{label}){after}")
+    if status == 429:
+        return RunnerError(f"rate limited by the model API (HTTP 429{label})", True)
+    if status == 529:
+        return RunnerError(f"the model API is overloaded (HTTP 529{label})", True)
+    if status is not None and 500 <= status <= 599:
+        return RunnerError(f"server error from the model API (HTTP {status}{label})", True)
+    if status == 408:
+        return RunnerError(f"the model API timed out (HTTP 408{label})", True)
+    if status is not None:
+        return RunnerError(f"the model API refused the request (HTTP {status}{label}){after}")
+    return RunnerError(
+        f"no answer from the model API (connection refused, dropped or timed out{label}){after}",
+        True,
+    )
+
+
+def turn_limit(limit: int | None) -> RunnerError:
+    """The agent stopped at its turn limit before answering (final: a rerun stops there too)."""
+    option = f" (--max-turns {limit})" if limit is not None else ""
+    return RunnerError(
+        f"agent turn limit reached{option} before a final answer; raise --max-turns"
+    )
