@@ -578,15 +578,24 @@ def test_calls_that_only_name_a_skill_are_never_loads(claude_bin: str, tmp_path:
 def test_a_copy_read_from_anywhere_in_without_is_a_reported_breach(
     claude_bin: str, tmp_path: Path
 ) -> None:
-    """A copy of the tested skill in the user's home, read by its absolute path in `without`:
-    by its content it is the tested skill, and the engine sees the breach."""
+    """A copy of the tested skill where nobody expects it — inside the fixture under another
+    folder, or in the user's home — read in `without`: by its content it is the tested skill,
+    and the engine sees the breach. (dontAsk denies the read outside the project; what was not
+    shown is not a load.)"""
+    fixture = tmp_path / "fixture"
+    write_skill(fixture / "docs" / "old", "refund-policy")
     planted = write_skill(tmp_path / "user-home" / ".claude" / "skills", "refund-policy")
     script: list[tuple[str, dict[str, Any]]] = [
-        ("Bash", {"command": f"cat {planted}/SKILL.md", "description": "read"})
+        ("Bash", {"command": f"cat {planted}/SKILL.md", "description": "read"}),
+        ("Read", {"file_path": "{cwd}/docs/old/refund-policy/SKILL.md"}),
     ]
     with FakeAnthropic(script=script) as fake:
-        result = _run(fake, tmp_path, "without", REFUND_PROMPT, AgentOptions(bin=claude_bin))
+        options = AgentOptions(bin=claude_bin, fixture=fixture)
+        result = _run(fake, tmp_path, "without", REFUND_PROMPT, options)
     assert result.invoked_skills == ["refund-policy"]
+    denied, shown = fake.tool_results
+    assert "Refunds within 30 days" not in denied and "Refunds within 30 days" in shown
+    assert [e["source"] for e in result.evidence if e["state"] == "loaded"] == ["Read result"]
 
 
 @pytest.mark.agents

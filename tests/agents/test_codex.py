@@ -539,9 +539,9 @@ def test_a_without_run_that_globs_a_concurrent_with_run_is_a_reported_breach(
     codex_binary: str, skills: dict[str, Path], proxy: Proxy, tmp_path: Path
 ) -> None:
     """Two invocations at once. The `with` run's workspace sits under a parent nobody can
-    list, with a random name; a `without` run that globs for it finds nothing — or, as root
-    (who bypasses permissions), finds it, and then its evidence reports the tested skill: a
-    breach the engine sees, never a silent pass."""
+    list, with a random name; a `without` run that globs for it finds nothing. Even as root:
+    Codex's sandbox drops the capability that bypasses the missing read permission. Had it
+    found the copy, its evidence would report the tested skill (never a silent pass)."""
     tmpdir = tmp_path / "shared-tmp"
     tmpdir.mkdir()
     with FakeResponses(Behaviour(script=["sleep 8"])) as slow, FakeResponses() as glob:
@@ -565,7 +565,9 @@ def test_a_without_run_that_globs_a_concurrent_with_run_is_a_reported_breach(
         busy.wait(timeout=120)
     shown = any("Refunds within 30 days" in o for seen in glob.seen for o in seen.tool_outputs)
     assert result["invokedSkills"] == (["refund-policy"] if shown else [])
-    assert shown == (os.geteuid() == 0)  # only root can list the private parent
+    assert not shown
+    assert any("Permission denied" in o or "No such file" in o
+               for seen in glob.seen for o in seen.tool_outputs)  # fmt: skip
 
 
 @pytest.mark.agents

@@ -569,6 +569,43 @@ def test_a_copy_read_from_anywhere_in_without_is_a_reported_breach(
 
 
 @pytest.mark.agents
+def test_a_without_run_that_globs_a_concurrent_with_run_is_a_reported_breach(
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+) -> None:
+    """Two invocations at once. The `with` run's workspace sits under a parent nobody can
+    list, with a random name, so a `without` run that globs for it finds nothing — unless it
+    runs as root (pi has no sandbox; root bypasses permissions): then its evidence reports the
+    tested skill, a breach the engine sees, never a silent pass."""
+    tmpdir = tmp_path / "shared-tmp"
+    tmpdir.mkdir()
+    glob = [("bash", {"command": "cat $TMPDIR/../../*/skills/*/SKILL.md 2>&1"})]
+    slow = [("bash", {"command": "sleep 8"})]
+    with FakePiModel(Behaviour(script=slow)) as busy_model, \
+            FakePiModel(Behaviour(script=glob)) as glob_model:  # fmt: skip
+        busy_env = runner_env(busy_model, tmp_path, {"TMPDIR": str(tmpdir)})
+        busy = subprocess.Popen(
+            [sys.executable, "-m", "skill_evals", "runner", "pi", "--bin", pi_binary,
+             "--model", "fake"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={**busy_env, "EVALGATE_SKILL_VARIANT": "with",
+                 "EVALGATE_SKILL_DIR": str(skills["refund-policy"])},
+        )  # fmt: skip
+        assert busy.stdin is not None
+        busy.stdin.write(REFUND_PROMPT)
+        busy.stdin.close()
+        for _ in range(600):  # until the `with` workspace holds its skill
+            if any((w / "skills" / "refund-policy").is_dir() for w in workspaces_in(tmpdir)):
+                break
+            time.sleep(0.05)
+        glob_env = runner_env(glob_model, tmp_path, {"TMPDIR": str(tmpdir)})
+        proc, line = run_runner(pi_binary, "without", skills["refund-policy"], glob_env)
+        busy.wait(timeout=120)
+        shown = any("Refunds within 30 days" in str(body) for body in glob_model.requests)
+    assert proc.returncode == 0, proc.stderr
+    assert line["invokedSkills"] == (["refund-policy"] if shown else [])
+    assert shown == (os.geteuid() == 0)  # only root lists the private parent
+
+
+@pytest.mark.agents
 def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
     pi_binary: str, skills: dict[str, Path], tmp_path: Path
 ) -> None:
