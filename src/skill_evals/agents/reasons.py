@@ -55,6 +55,4 @@ def api_failure(status: int | None, kind: str | None = None, hint: str = "") -> 
 def turn_limit(limit: int | None) -> RunnerError:
     """The agent stopped at its turn limit before answering (final: a rerun stops there too)."""
     option = f" (--max-turns {limit})" if limit is not None else ""
-    return RunnerError(
-        f"agent turn limit reached{option} before a final answer; raise --max-turns"
-    )
+    return RunnerError(f"agent turn limit reached{option} before a final answer; raise --max-turns")
