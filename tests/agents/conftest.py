@@ -49,3 +49,14 @@ def workspaces_in(tmpdir: Path) -> list[Path]:
     from skill_evals.agents.workspace import PARENT_PREFIX, workspaces
 
     return [w for parent in tmpdir.glob(f"{PARENT_PREFIX}*") for w in workspaces(parent)]
+
+
+CAPTURE = os.environ.get("SKILL_EVALS_CAPTURE_FIXTURES") == "1"
+
+
+def keep_fixture(saved: Path, agent: str, name: str) -> None:
+    """With SKILL_EVALS_CAPTURE_FIXTURES=1, keep a transcript a real run saved as
+    ``fixtures/<agent>/<name>.jsonl`` for the fast parser tests."""
+    if CAPTURE:
+        target = Path(__file__).resolve().parent / "fixtures" / agent / f"{name}.jsonl"
+        target.write_bytes(saved.read_bytes())

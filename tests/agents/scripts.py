@@ -30,3 +30,13 @@ def fill(step: Step, cwd: str, skill_paths: Mapping[str, str]) -> Step:
 
     tool, args = step
     return tool, {k: sub(v) if isinstance(v, str) else v for k, v in args.items()}
+
+
+def shape_description(name: str) -> str:
+    """The description of a skill only a scripted shape loads (it matches no prompt)."""
+    return f"Shape {name} for tests."
+
+
+def shape_body(name: str) -> str:
+    """The SKILL.md body of such a skill."""
+    return f"# {name}\n\nStep of {name}.\n"

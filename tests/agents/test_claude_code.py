@@ -34,6 +34,7 @@ from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_eve
 from skill_evals.stats import bootstrap_interval
 from tests.agents.conftest import agent_binary, files_holding, workspaces_in
 from tests.agents.fake_anthropic import FakeAnthropic
+from tests.agents.scripts import shape_body, shape_description
 from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).parent / "fixtures" / "claude-code"
@@ -534,9 +535,11 @@ def test_every_way_of_reading_a_skill_counts_by_content(claude_bin: str, tmp_pat
     characters or more, `cd dir && cat SKILL.md` (Claude Code allows these read-only commands
     under dontAsk): whatever shows the content is a load, in the order the calls were made."""
     names = ("glob-skill", "head-skill", "dotdot-skill", "cd-skill")
-    shapes = [write_skill(tmp_path / "shapes", n, f"Shape {n}.", f"# {n}\n\nStep of {n}.\n")
+    shapes = [write_skill(tmp_path / "shapes", n, shape_description(n), shape_body(n))
               for n in names]  # fmt: skip
-    long = write_skill(tmp_path / "shapes", "long-skill", "Shape long-skill.", LONG_BODY)
+    long = write_skill(
+        tmp_path / "shapes", "long-skill", shape_description("long-skill"), LONG_BODY
+    )
     script: list[tuple[str, dict[str, Any]]] = [
         ("Bash", {"command": "cat {cwd}/.claude/skills/glob*/SKILL.md", "description": "read"}),
         ("Bash", {"command": "head -50 {skill:head-skill}", "description": "read"}),
@@ -547,7 +550,9 @@ def test_every_way_of_reading_a_skill_counts_by_content(claude_bin: str, tmp_pat
     ]  # fmt: skip
     options = AgentOptions(bin=claude_bin, with_skills=(*shapes, long))
     with FakeAnthropic(script=script) as fake:
-        result = _run(fake, tmp_path, "with", "Do the steps.", options)
+        result = _run(
+            fake, tmp_path, "with", "Do the steps.", options, capture_as="shapes-read.jsonl"
+        )
     assert result.invoked_skills == ["glob-skill", "head-skill", "dotdot-skill", "long-skill",
                                      "cd-skill"]  # fmt: skip
     assert "refund-policy" not in result.invoked_skills  # offered, never read
@@ -557,7 +562,8 @@ def test_every_way_of_reading_a_skill_counts_by_content(claude_bin: str, tmp_pat
 def test_calls_that_only_name_a_skill_are_never_loads(claude_bin: str, tmp_path: Path) -> None:
     """A `Read` of a missing SKILL.md, a `Read` with an offset past the end, `ls`, `test -f`
     and `echo` name paths and show no content: attempts, never loads (no false breach)."""
-    neighbour = write_skill(tmp_path / "shapes", "glob-skill", "Shape glob-skill.", "# g\n")
+    name = "glob-skill"
+    neighbour = write_skill(tmp_path / "shapes", name, shape_description(name), shape_body(name))
     script: list[tuple[str, dict[str, Any]]] = [
         ("Read", {"file_path": "{cwd}/.claude/skills/refund-policy/SKILL.md"}),
         ("Read", {"file_path": "{skill:glob-skill}", "offset": 500}),
@@ -567,7 +573,8 @@ def test_calls_that_only_name_a_skill_are_never_loads(claude_bin: str, tmp_path:
     ]
     options = AgentOptions(bin=claude_bin, with_skills=(neighbour,))
     with FakeAnthropic(script=script) as fake:
-        result = _run(fake, tmp_path, "without", REFUND_PROMPT, options)
+        result = _run(fake, tmp_path, "without", REFUND_PROMPT, options,
+                      capture_as="shapes-named.jsonl")  # fmt: skip
     assert result.invoked_skills == []
     states = {(e["skill"], e["state"]) for e in result.evidence}
     assert ("refund-policy", "failed") in states and ("glob-skill", "failed") in states

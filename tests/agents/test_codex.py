@@ -26,12 +26,13 @@ from skill_evals.agents import codex
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
-from tests.agents.conftest import agent_binary, files_holding, workspaces_in
+from tests.agents.conftest import agent_binary, files_holding, keep_fixture, workspaces_in
 from tests.agents.fake_openai_responses import (
     GENERIC_ANSWER,
     Behaviour,
     FakeResponses,
 )
+from tests.agents.scripts import shape_body, shape_description
 from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "codex"
@@ -396,7 +397,8 @@ def run_codex(
     lines = proc.stdout.decode().splitlines()
     assert len(lines) == 1, proc.stdout
     result: dict[str, Any] = json.loads(lines[0])
-    assert set(result) <= {"variant", "invokedSkills", "output", "exitCode", "meta", "evidence"}
+    assert set(result) <= {"variant", "invokedSkills", "output", "exitCode", "meta", "evidence",
+                           "toolCalls"}  # fmt: skip
     return result
 
 
@@ -463,8 +465,7 @@ SHAPES = ("glob-skill", "loop-skill", "cd-skill", "dotdot-skill", "python-skill"
 
 
 def shape_skills(root: Path) -> list[Path]:
-    return [write_skill(root, name, f"Shape {name} for tests.", f"# {name}\n\nStep of {name}.\n")
-            for name in SHAPES]  # fmt: skip
+    return [write_skill(root, name, shape_description(name), shape_body(name)) for name in SHAPES]
 
 
 @pytest.mark.agents
@@ -485,8 +486,10 @@ def test_every_way_of_reading_a_skill_counts_by_content(
         "python3 -c \"print(open('.agents/skills/python-skill/SKILL.md').read())\"",
         "nl -ba .agents/skills/refund-policy/SKILL.md",
     ])  # fmt: skip
-    result = run_codex(codex_binary, skills["refund-policy"], "with", "Do the steps.",
-                       runner_env(fake, proxy), *neighbours)  # fmt: skip
+    env = runner_env(fake, proxy, SKILL_EVALS_TRANSCRIPT_DIR=str(tmp_path / "saved"))
+    result = run_codex(codex_binary, skills["refund-policy"], "with", "Do the steps.", env,
+                       *neighbours)  # fmt: skip
+    keep_fixture(tmp_path / "saved" / "c1.1.with.jsonl", "codex", "shapes_read")
     assert result["invokedSkills"] == [*SHAPES, "refund-policy"]
     loaded = [e for e in result["evidence"] if e["state"] == "loaded"]
     assert {e["delivery"] for e in loaded} == {"read"}
@@ -509,8 +512,10 @@ def test_commands_that_only_name_a_skill_are_never_loads(
         "grep -c Step {skill:glob-skill}",
         "sed -n '500,600p' {skill:glob-skill}",
     ])  # fmt: skip
-    result = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT,
-                       runner_env(fake, proxy), "--with-skill", str(glob_skill))  # fmt: skip
+    env = runner_env(fake, proxy, SKILL_EVALS_TRANSCRIPT_DIR=str(tmp_path / "saved"))
+    result = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env,
+                       "--with-skill", str(glob_skill))  # fmt: skip
+    keep_fixture(tmp_path / "saved" / "c1.1.without.jsonl", "codex", "shapes_named")
     assert result["invokedSkills"] == []
     states = {(e["skill"], e["state"]) for e in result["evidence"]}
     assert ("refund-policy", "failed") in states and ("glob-skill", "failed") in states

@@ -20,7 +20,7 @@ from skill_evals.agents import pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
-from tests.agents.conftest import agent_binary, files_holding, workspaces_in
+from tests.agents.conftest import agent_binary, files_holding, keep_fixture, workspaces_in
 from tests.agents.fake_pi_model import (
     GENERIC_ANSWER,
     Behaviour,
@@ -29,6 +29,7 @@ from tests.agents.fake_pi_model import (
     decide,
     parse_request,
 )
+from tests.agents.scripts import shape_body, shape_description
 from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "pi"
@@ -254,8 +255,8 @@ def test_custom_base_url_writes_models_json_without_the_secret(tmp_path: Path) -
     ]
 
 
-def _finished(stop_reason: str) -> pi._Transcript:
-    transcript = pi._Transcript()
+def _finished(stop_reason: str) -> pi.Transcript:
+    transcript = pi.Transcript()
     message = {"role": "assistant", "content": [{"type": "text", "text": "partial"}],
                "stopReason": stop_reason}  # fmt: skip
     for event in ({"type": "message_end", "message": message}, {"type": "agent_end"}):
@@ -271,9 +272,9 @@ def test_a_failed_model_request_voids_the_run_and_a_cut_answer_fails_the_task(
         pi.outcome(_finished("error"), 0, *args)
     assert "partial" not in str(err.value) and err.value.retryable
     with pytest.raises(RunnerSetupError, match="before the agent finished"):
-        pi.outcome(pi._Transcript(), 1, *args)
+        pi.outcome(pi.Transcript(), 1, *args)
     with pytest.raises(RunnerSetupError, match=f"see {tmp_path}/agent.stderr"):
-        pi.outcome(pi._Transcript(), 1, 5, tmp_path)
+        pi.outcome(pi.Transcript(), 1, 5, tmp_path)
     cut = pi.outcome(_finished("length"), 0, *args)
     assert (cut.exit_code, cut.output, cut.meta) == (1, "partial", {"durationMs": 5})
     assert pi.outcome(_finished("stop"), 0, *args).exit_code == 0
@@ -483,8 +484,7 @@ SHAPES = ("glob-skill", "loop-skill", "cd-skill", "dotdot-skill", "python-skill"
 
 def shape_skills(root: Path) -> list[str]:
     """``--with-skill`` arguments for skills that only the scripted shapes load."""
-    paths = [write_skill(root, n, f"Shape {n} for tests.", f"# {n}\n\nStep of {n}.\n")
-             for n in SHAPES]  # fmt: skip
+    paths = [write_skill(root, n, shape_description(n), shape_body(n)) for n in SHAPES]
     return [arg for path in paths for arg in ("--with-skill", str(path))]
 
 
@@ -503,10 +503,13 @@ def test_every_way_of_reading_a_skill_counts_by_content(
         ("read", {"path": "{skill:refund-policy}"}),
     ]
     with FakePiModel(Behaviour(script=script)) as model:
-        proc, line = run_runner(pi_binary, "with", skills["refund-policy"],
-                                runner_env(model, tmp_path), *shape_skills(tmp_path / "shapes"),
-                                prompt="Do the steps.")  # fmt: skip
+        env = runner_env(model, tmp_path, {"SKILL_EVALS_TRANSCRIPT_DIR": str(tmp_path / "saved")})
+        shapes = shape_skills(tmp_path / "shapes")
+        proc, line = run_runner(
+            pi_binary, "with", skills["refund-policy"], env, *shapes, prompt="Do the steps."
+        )
     assert proc.returncode == 0, proc.stderr
+    keep_fixture(tmp_path / "saved" / "case.1.with.jsonl", "pi", "shapes-read")
     assert line["invokedSkills"] == [*SHAPES, "refund-policy"]
 
 
@@ -524,13 +527,15 @@ def test_calls_that_only_name_a_skill_are_never_loads(
         ("read", {"path": "{skills}/refund-policy/SKILL.md"}),
         ("read", {"path": "{skill:glob-skill}", "offset": 500}),
     ]
-    neighbour = write_skill(tmp_path / "shapes", "glob-skill", "Shape glob-skill.", "# g\n")
+    name = "glob-skill"
+    neighbour = write_skill(tmp_path / "shapes", name, shape_description(name), shape_body(name))
     with FakePiModel(Behaviour(script=script)) as model:
-        env = runner_env(model, tmp_path)
+        env = runner_env(model, tmp_path, {"SKILL_EVALS_TRANSCRIPT_DIR": str(tmp_path / "saved")})
         proc, line = run_runner(
             pi_binary, "without", skills["refund-policy"], env, "--with-skill", str(neighbour)
         )
     assert proc.returncode == 0, proc.stderr
+    keep_fixture(tmp_path / "saved" / "case.1.without.jsonl", "pi", "shapes-named")
     assert line["invokedSkills"] == []
     states = {(e["skill"], e["state"]) for e in line["evidence"]}
     assert ("refund-policy", "failed") in states and ("glob-skill", "failed") in states

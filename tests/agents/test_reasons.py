@@ -86,7 +86,7 @@ def test_codex_reasons_come_from_turn_failed(message: str, words: str, retryable
 
 
 def test_pi_reasons_come_from_the_error_message() -> None:
-    transcript = pi._Transcript()
+    transcript = pi.Transcript()
     message = {"role": "assistant", "content": [], "stopReason": "error",
                "errorMessage": "529 scripted failure"}  # fmt: skip
     for event in ({"type": "message_end", "message": message}, {"type": "agent_end"}):

@@ -9,27 +9,35 @@ failed (the model request failed) voids the run, as an API failure does for the 
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from . import reasons
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .codex_events import (
+    AGENT,
+    ENV_BASE_URL,
+    TurnResult,
+    explicit,
+    outcome_of,
+    parse_events,
+    tool_calls,
+    turn_failure,
+)
 from .content import SkillText
 from .environment import SECRET_NAME_PATTERNS
-from .evidence import Event, EvidencePatterns, Load, ToolCall, parse_lines
+from .evidence import Event, EvidencePatterns, Load, ToolCall
 from .proof import prove
+
+__all__ = [  # the transcript readers, for callers that know only this module
+    "AGENT", "TurnResult", "explicit", "find_loads", "outcome_of", "parse_events", "run",
+    "tool_calls", "turn_failure",
+]  # fmt: skip
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .scaffold import KEEP_HINT, run_agent
 
-AGENT = "codex"
-
 # Environment variables this runner reads (documented in docs/agents/codex.md).
-ENV_BASE_URL = "OPENAI_BASE_URL"
 ENV_API_KEYS = ("CODEX_API_KEY", "OPENAI_API_KEY")  # first one set wins
 ENV_SANDBOX = "SKILL_EVALS_CODEX_SANDBOX"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -43,92 +51,6 @@ MCP_SERVER_NAME = "skills"
 # Where Codex discovers a project's own skills (relative to the working directory).
 PROJECT_SKILLS = ".agents/skills"
 
-# ------------------------------------------------------------------------------------ evidence
-
-# `$name` anywhere in the prompt: Codex puts that skill's body in front of the model without
-# recording an event, so the prompt itself is the evidence.
-_DOLLAR_MENTION = re.compile(r"(?<![\w$])\$(?P<name>[A-Za-z0-9][A-Za-z0-9_-]{0,127})")
-
-
-def _texts(value: Any, depth: int = 0) -> list[str]:
-    """Every string inside an MCP result (content blocks, resource contents, structured data)."""
-    if isinstance(value, str):
-        return [value]
-    if depth > 6:
-        return []
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
-    return [text for item in items for text in _texts(item, depth + 1)]
-
-
-def _call(item: Mapping[str, Any], order: tuple[int, int], index: int) -> ToolCall | None:
-    kind = item.get("type")
-    completed = item.get("status") == "completed"
-    if kind == "command_execution":
-        command = item.get("command")
-        output = item.get("aggregated_output")
-        return ToolCall(
-            "command_execution",
-            {"command": command if isinstance(command, str) else ""},
-            order,
-            index,
-            completed and item.get("exit_code") == 0,
-            output if isinstance(output, str) else "",
-        )
-    if kind == "mcp_tool_call":
-        tool, args, result = item.get("tool"), item.get("arguments"), item.get("result")
-        failed = bool(item.get("error")) or (
-            isinstance(result, dict) and bool(result.get("is_error") or result.get("isError"))
-        )
-        return ToolCall(
-            tool if isinstance(tool, str) else "",
-            args if isinstance(args, dict) else {},
-            order,
-            index,
-            completed and not failed,
-            "\n".join(_texts(result)),
-        )
-    return None
-
-
-def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
-    """Every ``command_execution`` (its output is what the model saw) and ``mcp_tool_call``
-    item, ordered by its ``item.started`` event; items that never completed have no result."""
-    started: dict[str, tuple[int, Mapping[str, Any]]] = {}
-    calls: dict[str, ToolCall] = {}
-    for index, event in enumerate(events):
-        item = event.get("item")
-        if not isinstance(item, dict) or item.get("type") not in (
-            "command_execution",
-            "mcp_tool_call",
-        ):
-            continue
-        item_id = str(item.get("id", index))
-        if event.get("type") == "item.started":
-            started.setdefault(item_id, (index, item))
-        elif event.get("type") == "item.completed" and item_id not in calls:
-            at = started.get(item_id, (index, item))[0]
-            call = _call(item, (at, 0), index)
-            if call is not None:
-                calls[item_id] = call
-    for item_id, (at, item) in started.items():
-        if item_id not in calls:
-            call = _call(item, (at, 0), at)
-            if call is not None:
-                calls[item_id] = replace(call, done=None, ok=False, result="")
-    return sorted(calls.values(), key=lambda call: call.order)
-
-
-def explicit(events: Sequence[Event], prompt: str | None, available: frozenset[str]) -> list[Load]:
-    """``$<skill>`` in the prompt for a skill the run offered (Codex injects its body)."""
-    if prompt is None:
-        return []
-    names = dict.fromkeys(m.group("name") for m in _DOLLAR_MENTION.finditer(prompt))
-    return [
-        Load(name, "explicit", AGENT, "$ mention", 0, order=(0, 0))
-        for name in names
-        if name in available
-    ]
-
 
 def find_loads(
     events: Sequence[Event],
@@ -138,86 +60,6 @@ def find_loads(
     """Every piece of loading evidence in a ``codex exec --json`` transcript (see
     :func:`~.proof.prove`); ``skills`` are the skills whose content is looked for."""
     return prove(PLUGIN, events, skills, None, patterns)
-
-
-# ------------------------------------------------------------------------------------- results
-
-
-@dataclass
-class TurnResult:
-    """What one ``codex exec --json`` run reported."""
-
-    output: str = ""
-    exit_code: int = 1
-    input_tokens: int = 0
-    output_tokens: int = 0
-    saw_turn: bool = False  # a turn.completed or turn.failed event was seen
-    turn_failed: bool = False  # the last turn ended with turn.failed
-    failure: str = ""  # that turn.failed event's error message (never shown to a user)
-
-
-parse_events = parse_lines  # `exec --json` stdout: one event per line
-
-
-def outcome_of(events: Sequence[Event]) -> TurnResult:
-    """Final message, how the turn ended, and usage.
-
-    ``exit_code`` is 0 when the last turn event is ``turn.completed``. Top-level ``error``
-    events alone decide nothing: Codex also prints them for a retried stream ("Reconnecting…")
-    that then completes. ``turn.failed`` sets ``turn_failed`` (the runner voids such a run)."""
-    outcome = TurnResult()
-    for event in events:
-        kind = event.get("type")
-        if kind == "item.completed":
-            item = event.get("item")
-            if isinstance(item, dict) and item.get("type") == "agent_message":
-                text = item.get("text")
-                if isinstance(text, str):
-                    outcome.output = text
-        elif kind == "turn.completed":
-            outcome.saw_turn = True
-            outcome.turn_failed = False
-            outcome.failure = ""
-            usage = event.get("usage")
-            if isinstance(usage, dict):
-                outcome.input_tokens += _int(usage.get("input_tokens"))
-                outcome.output_tokens += _int(usage.get("output_tokens"))
-        elif kind == "turn.failed":
-            outcome.saw_turn = outcome.turn_failed = True
-            error = event.get("error")
-            message = error.get("message") if isinstance(error, dict) else None
-            outcome.failure = message if isinstance(message, str) else ""
-    outcome.exit_code = 0 if outcome.saw_turn and not outcome.turn_failed else 1
-    return outcome
-
-
-_HINT = f"check CODEX_API_KEY / OPENAI_API_KEY, {ENV_BASE_URL} and --model"
-
-
-def turn_failure(message: str) -> RunnerError:
-    """The reason of a ``turn.failed``: Codex names the HTTP status ("unexpected status 401
-    Unauthorized", "exceeded retry limit, last status: 429"; a 500 only as "We're currently
-    experiencing high demand"), or quotes the API's error body (a refused request; its ``type``
-    only is kept), or neither (no answer at all)."""
-    status = reasons.status_in(message)
-    if status is None and "experiencing high demand" in message[:500]:
-        status = 500  # Codex words an HTTP 500 this way and names no status
-    if status is not None:
-        return reasons.api_failure(status, None, _HINT)
-    try:
-        body = json.loads(message[:10_000])
-    except ValueError:
-        body = None
-    error = body.get("error") if isinstance(body, dict) else None
-    if isinstance(error, dict):
-        kind = error.get("type")
-        label = f" ({kind})" if isinstance(kind, str) and kind.isidentifier() else ""
-        return RunnerError(f"the model API refused the request{label}; {_HINT}"[:300])
-    return reasons.api_failure(None, None, _HINT)
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 # -------------------------------------------------------------------------------------- config
@@ -434,19 +276,12 @@ class Codex:
             },
         )
 
-    def tool_calls(self, events: Sequence[Event]) -> list[ToolCall]:
-        """See :func:`tool_calls`."""
-        return tool_calls(events)
+    tool_calls = staticmethod(tool_calls)
+    explicit = staticmethod(explicit)
 
     def skill_tool(self, call: ToolCall) -> str | None:
         """Codex has no skill tool: it lists skills and the model reads their files."""
         return None
-
-    def explicit(
-        self, events: Sequence[Event], prompt: str | None, available: frozenset[str]
-    ) -> list[Load]:
-        """See :func:`explicit`."""
-        return explicit(events, prompt, available)
 
 
 PLUGIN = Codex()

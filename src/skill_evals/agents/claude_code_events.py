@@ -1,0 +1,231 @@
+"""Reading Claude Code's ``stream-json`` transcript: its tool calls (each ``tool_use`` with its
+``tool_result``), its skill tool, its ``/skill`` expansions, and the final ``result`` event
+(answer, task exit code, meta, the model API's failure). The loading rules themselves are the
+shared ones of :mod:`.proof`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import reasons
+from .base import RunnerSetupError
+from .evidence import Load, ToolCall, parse_lines, skill_from_tool
+from .proof import INJECTED
+
+AGENT = "claude-code"
+_SLASH_EXPANSION = re.compile(
+    r"\s*<command-message>[^<]*</command-message>\s*<command-name>/(?P<name>[^<\s]+)</command-name>"
+)
+_HINT = "check ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL"
+# Result events that mean "the model could not be reached", not "the task failed".
+_API_FAILURE_REASONS = frozenset({"api_error", "auth_error", "authentication_failed"})
+
+
+# ------------------------------------------------------------------------------------- evidence
+
+
+def _content_blocks(event: Mapping[str, Any]) -> list[dict[str, Any]]:
+    message = event.get("message")
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict)]
+
+
+def _message_text(event: Mapping[str, Any]) -> str:
+    message = event.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        str(b.get("text", "")) for b in _content_blocks(event) if b.get("type") == "text"
+    )
+
+
+def _result_text(block: Mapping[str, Any]) -> str:
+    """What a ``tool_result`` showed the model: its string content or its text blocks."""
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", ""))
+            for b in content
+            if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _failed(block: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
+    """A tool_result that reports failure (``is_error``, or Claude Code's own result record
+    saying ``success: false``)."""
+    if block.get("is_error") is True:
+        return True
+    extra = event.get("tool_use_result")
+    return isinstance(extra, dict) and extra.get("success") is False
+
+
+def tool_calls(events: Sequence[Mapping[str, Any]]) -> list[ToolCall]:
+    """Every ``tool_use`` (in an ``assistant`` event) paired by id with its ``tool_result`` (in a
+    ``user`` event), plus the messages Claude Code itself injects (``isSynthetic``/``isMeta``
+    user events, e.g. a skill body after the ``Skill`` tool) as ``INJECTED`` calls."""
+    pending: dict[str, tuple[str, dict[str, Any], tuple[int, int]]] = {}
+    calls: list[ToolCall] = []
+    for index, event in enumerate(events):
+        kind = event.get("type")
+        if kind == "assistant":
+            for slot, block in enumerate(_content_blocks(event)):
+                call_id, name = block.get("id"), block.get("name")
+                if block.get("type") == "tool_use" and isinstance(call_id, str):
+                    tool_input = block.get("input")
+                    pending[call_id] = (
+                        name if isinstance(name, str) else "",
+                        tool_input if isinstance(tool_input, dict) else {},
+                        (index, slot),
+                    )
+        elif kind == "user" and event.get("isReplay") is not True:
+            if event.get("isSynthetic") is True or event.get("isMeta") is True:
+                calls.append(ToolCall(INJECTED, {}, (index, 0), index, True, _message_text(event)))
+            for block in _content_blocks(event):
+                if block.get("type") != "tool_result":
+                    continue
+                call = pending.pop(str(block.get("tool_use_id")), None)
+                if call is not None:
+                    ok = not _failed(block, event)
+                    calls.append(ToolCall(*call, index, ok, _result_text(block)))
+    calls += [
+        ToolCall(name, args, order, None, False, "") for name, args, order in pending.values()
+    ]
+    return sorted(calls, key=lambda call: call.order)
+
+
+def skill_tool(call: ToolCall) -> str | None:
+    """The skill a ``Skill`` call names (a leading ``/`` and a ``plugin:`` namespace removed)."""
+    skill = call.input.get("skill") if call.name == "Skill" else None
+    if not isinstance(skill, str) or not skill.strip():
+        return None
+    return skill.strip().lstrip("/").rpartition(":")[2] or None
+
+
+def explicit(
+    events: Sequence[Mapping[str, Any]], prompt: str | None, available: frozenset[str]
+) -> list[Load]:
+    """A prompt that starts with ``/<skill>`` is expanded by Claude Code itself; the replayed
+    user message shows the expansion. Only skills the run offered or the init event listed
+    count (an unknown ``/word`` is replayed as plain text); a prompt that itself contains such
+    a record is not trusted."""
+    if prompt is not None and "<command-" in prompt:
+        return []
+    listed = available | frozenset(available_skills(events))
+    loads: list[Load] = []
+    for index, event in enumerate(events):
+        if event.get("type") == "user" and event.get("isReplay") is True:
+            match = _SLASH_EXPANSION.match(_message_text(event))
+            name = match.group("name").rpartition(":")[2] if match else None
+            if name is not None and name in listed:
+                loads.append(
+                    Load(name, "explicit", AGENT, "slash command", index, order=(index, 0))
+                )
+    return loads
+
+
+def available_skills(events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Skills Claude Code offered in the run (the ``init`` event's ``skills`` list plus MCP
+    load tools). Reported for diagnosis only; never counted as loaded."""
+    names: list[str] = []
+    for event in events:
+        if event.get("type") == "system" and event.get("subtype") == "init":
+            for name in event.get("skills") or []:
+                if isinstance(name, str) and name not in names:
+                    names.append(name)
+            for tool in event.get("tools") or []:
+                skill = skill_from_tool(tool) if isinstance(tool, str) else None
+                if skill is not None and skill not in names:
+                    names.append(skill)
+    return names
+
+
+# -------------------------------------------------------------------------------------- result
+
+
+@dataclass
+class Result:
+    """What the final ``result`` event says."""
+
+    output: str
+    exit_code: int
+    meta: dict[str, float] = field(default_factory=dict)
+    max_turns: bool = False  # Claude Code stopped at --max-turns (subtype error_max_turns)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value
+
+
+def outcome(events: Sequence[Mapping[str, Any]]) -> Result | None:
+    """The last ``result`` event as output / task exit code / meta; None when there is none.
+
+    ``exitCode`` is 0 only for ``subtype: success`` without ``is_error``; any other result
+    (max turns, execution error, budget) is the task's failure, 1."""
+    result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+    if result is None:
+        return None
+    text = result.get("result")
+    ok = result.get("subtype") == "success" and result.get("is_error") is not True
+    meta: dict[str, float] = {}
+    duration = _number(result.get("duration_ms"))
+    if duration is not None:
+        meta["durationMs"] = duration
+    cost = _number(result.get("total_cost_usd"))
+    if cost is not None:
+        meta["costUsd"] = cost
+    usage = result.get("usage")
+    if isinstance(usage, dict):
+        # Prompt tokens are split three ways when caching is on; report the total.
+        parts = [
+            _number(usage.get(k))
+            for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        ]
+        present = [p for p in parts if p is not None]
+        if present:
+            meta["inputTokens"] = sum(present)
+        out = _number(usage.get("output_tokens"))
+        if out is not None:
+            meta["outputTokens"] = out
+    return Result(
+        output=text if isinstance(text, str) else "",
+        exit_code=0 if ok else 1,
+        meta=meta,
+        max_turns=result.get("subtype") == "error_max_turns",
+    )
+
+
+def api_failure(events: Sequence[Mapping[str, Any]]) -> RunnerSetupError | None:
+    """Why the run ended without the model (auth refused, rate limit, overload, a server error,
+    no answer), or None when it did not: that is missing evidence, not a task result. The reason
+    holds only the API's status and error type."""
+    result = next((e for e in reversed(events) if e.get("type") == "result"), None)
+    if result is None or result.get("is_error") is not True:
+        return None
+    status = result.get("api_error_status")
+    kind = result.get("api_error_type")
+    status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    kind = kind if isinstance(kind, str) else None
+    api_error = result.get("terminal_reason") in _API_FAILURE_REASONS or status is not None
+    # Older CLIs: the run's only assistant output is a synthetic API-error message.
+    assistants = [e for e in events if e.get("type") == "assistant"]
+    synthetic = bool(assistants) and all(e.get("is_api_error_message") is True for e in assistants)
+    if not (api_error or synthetic):
+        return None
+    return reasons.api_failure(status, kind, _HINT)
+
+
+parse_stream = parse_lines  # stream-json stdout: one event per line
