@@ -99,7 +99,7 @@ def _caller_path(program: str | None) -> str | None:
 
 def _run_agent(agent: str, **kwargs: Any) -> None:
     from .agents.base import AgentOptions, RunnerError, RunnerSetupError, read_invocation
-    from .agents.registry import agent as load_agent
+    from .agents.registry import entry
     from .agents.scaffold import run_agent
 
     opts = AgentOptions(
@@ -111,10 +111,12 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
         delivery=kwargs["delivery"],
         keep_workspace=kwargs["keep_workspace"],
         provider_config=kwargs.get("provider_config"),
+        read_only=kwargs.get("read_only", False),
     )
+    registered = entry(agent)
     try:
-        invocation = read_invocation()
-        result = run_agent(load_agent(agent), invocation, opts)
+        invocation = read_invocation(catalog=registered.catalog)
+        result = run_agent(registered.load(), invocation, opts, works=registered.works)
     except RunnerError as exc:  # the runner's own reason: said in the report, not on stderr
         sys.stdout.write(exc.to_line())
         sys.exit(0)
@@ -137,6 +139,14 @@ _EXTRA_OPTIONS = {
         metavar="FILE",
         help="JSON file merged as OpenCode's `provider` section (a custom provider). "
         "Default: none.",
+    ),
+    "read-only": click.option(
+        "--read-only",
+        "read_only",
+        is_flag=True,
+        help="Run the agent in a private copy of the project, not the engine's workspace, and "
+        "let it neither edit files nor run commands (the agent's page says exactly what it may "
+        "do). Off by default.",
     ),
 }
 
@@ -170,9 +180,8 @@ def _agent_command(name: str, summary: str, extra: tuple[str, ...], doc: str) ->
 
 
 for _entry in AGENT_ENTRIES:
-    runner.add_command(
-        _agent_command(_entry.name, _entry.summary, _entry.extra_options, _entry.doc)
-    )
+    _extra = (*_entry.extra_options, *(("read-only",) if _entry.works else ()))
+    runner.add_command(_agent_command(_entry.name, _entry.summary, _extra, _entry.doc))
 
 
 @runner.command(

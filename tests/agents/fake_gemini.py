@@ -63,6 +63,11 @@ class Behaviour:
     fail_status: int | None = None  # answer every request with this HTTP error
     fail_first: int = 0  # … or only the first N requests (then answer normally)
     hang: bool = False  # never answer: a model that takes forever
+    # Load only the one listed skill sharing the most words with the prompt (the first listed
+    # on a tie), as a model picks among a catalog of installed skills.
+    best_only: bool = False
+    # After loading, write the answer to this workspace file with write_file, then answer.
+    write_answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,8 @@ def plan(request: Request, behaviour: Behaviour) -> list[list[dict[str, Any]]]:
         if len(prompt_words & words(s.description)) >= behaviour.min_overlap
         or s.name in behaviour.also_load
     ]  # fmt: skip
+    if behaviour.best_only and chosen:
+        chosen = [max(chosen, key=lambda s: len(prompt_words & words(s.description)))]
     calls: list[dict[str, Any]] = []
     if behaviour.load_with == "glob" and chosen:
         calls.append(_call("run_shell_command", command="cat .gemini/skills/*/SKILL.md"))
@@ -218,6 +225,8 @@ def reply(request: Request, behaviour: Behaviour) -> list[dict[str, Any]]:
     turns = plan(request, behaviour)
     if request.model_turns < len(turns):
         return turns[request.model_turns]
+    if behaviour.write_answer and request.model_turns == len(turns):
+        return [_call("write_file", file_path=behaviour.write_answer, content=answer(request))]
     return [{"text": answer(request)}]
 
 

@@ -77,6 +77,8 @@ class AgentOptions:
     keep_workspace: bool = False  # debugging aid: leave the temp dirs behind and say where
     # Agent-specific (offered only by the runners whose registry entry lists the option):
     provider_config: Path | None = None  # OpenCode: a JSON file merged as its `provider` section
+    # Runners that work in the engine's workspace: a private project, no edits, no commands.
+    read_only: bool = False
 
 
 @dataclass

@@ -70,7 +70,7 @@ def find_binary(explicit: str | None, name: str, env: Mapping[str, str]) -> str:
 
 # Variables hidden from the commands the model runs (shell globs, matched case-insensitively):
 # a prompt or skill that makes the agent print its environment must not expose a key.
-SECRET_NAME_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*")
+SECRET_NAME_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*", "*CREDENTIAL*")
 
 
 def secret_names(env: Mapping[str, str]) -> list[str]:

@@ -73,6 +73,26 @@ toolName = "*"
 decision = "allow"
 priority = 900
 """
+# --read-only: skills load, nothing is edited and no command runs (a denied call fails, and the
+# model is told so).
+READ_ONLY_POLICY = """\
+# skill-evals --read-only: skills load; no edits, no shell commands.
+[[rule]]
+toolName = "activate_skill"
+decision = "allow"
+priority = 900
+
+[[rule]]
+toolName = ["run_shell_command", "write_file", "replace"]
+decision = "deny"
+priority = 950
+
+[[rule]]
+mcpName = "skills"
+toolName = "*"
+decision = "allow"
+priority = 900
+"""
 
 
 def bundled_skills(binary: str) -> dict[str, str]:
@@ -175,11 +195,12 @@ def build_command(binary: str, model: str | None) -> list[str]:
     return argv + (["--model", model] if model else [])
 
 
-def _write_config(ws: Workspace, settings: Mapping[str, Any]) -> None:
+def _write_config(ws: Workspace, settings: Mapping[str, Any], read_only: bool) -> None:
     config = ws.home / ".gemini"
     (config / "policies").mkdir(parents=True)
     (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
-    (config / "policies" / "skill-evals.toml").write_text(POLICY, encoding="utf-8")
+    policy = READ_ONLY_POLICY if read_only else POLICY
+    (config / "policies" / "skill-evals.toml").write_text(policy, encoding="utf-8")
     # Gemini CLI looks for .env files from the project upwards (a .gemini/.env in any ancestor
     # too); an empty one in the project ends that search unless the fixture brings its own.
     if not (ws.project / ".env").exists() and not (ws.project / ".gemini" / ".env").exists():
@@ -221,7 +242,8 @@ class Gemini:
         else:
             for ref in setup.offered:
                 ws.install_skill(ref, ws.project / ".gemini" / "skills")
-        _write_config(ws, build_settings(options, secret_names(env), mcp_args))
+        settings = build_settings(options, secret_names(env), mcp_args)
+        _write_config(ws, settings, options.read_only)
         wrapper = ws.root / "run-gemini.sh"
         wrapper.write_text(WRAPPER, encoding="utf-8")
         shell = shutil.which("sh", path=env.get("PATH")) or "/bin/sh"

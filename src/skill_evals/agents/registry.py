@@ -29,6 +29,12 @@ class Entry:
     # Skills the agent ships and offers in both variants: a tested skill of one of these names
     # (compared case-insensitively) is refused before anything runs (exit 5).
     bundled_skills: tuple[str, ...] = ()
+    # Installs a routing run's whole catalog (SKILL_EVALS_SKILL_DIRS) the agent's native way;
+    # a runner that does not is refused such a run (docs/routing.md).
+    catalog: bool = False
+    # Runs the agent in the engine's workspace (SKILL_EVALS_WORKSPACE) and lets it edit files
+    # and run commands there; offers --read-only for the private read-only project instead.
+    works: bool = False
 
     def load(self) -> Agent:
         """The agent plug-in (imports its module)."""
@@ -60,6 +66,8 @@ ENTRIES: tuple[Entry, ...] = (
         "Gemini CLI (`gemini --output-format stream-json`), isolated.",
         "gemini.md",
         bundled_skills=("skill-creator", "antigravity-support"),
+        catalog=True,
+        works=True,
     ),
 )
 

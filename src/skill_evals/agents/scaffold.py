@@ -30,7 +30,7 @@ from .evidence import (
 )
 from .proof import INJECTED, prove, runner_evidence
 from .protocol import Agent, Finished, Launch, RunSetup
-from .workspace import Workspace
+from .workspace import Workspace, remove_added, tree
 
 # When set, every agent runner copies the run's JSON event stream to
 # DIR/<case id>.<trial>.<variant>.jsonl (for `skill-evals evidence` and debugging). Transcripts
@@ -103,14 +103,19 @@ def skill_refs(
     tested = skill_ref(invocation.skill_dir)
     neighbours: list[SkillRef] = []
     used = {tested.name: "the skill under test"}
-    for path in options.with_skills:
+    # A routing run offers its whole catalog (SKILL_EVALS_SKILL_DIRS): the rest of it is
+    # offered like neighbours, and every load of one is reported.
+    catalog = [p for p in invocation.skill_dirs if p.resolve() != tested.path]
+    sources = [(p, f"SKILL_EVALS_SKILL_DIRS entry {p}") for p in catalog]
+    sources += [(p, f"--with-skill {p}") for p in options.with_skills]
+    for path, source in sources:
         ref = skill_ref(path)
         if ref.name in used:
             raise RunnerSetupError(
-                f"--with-skill {path}: skill name '{ref.name}' is already used by "
+                f"{source}: skill name '{ref.name}' is already used by "
                 f"{used[ref.name]}; each offered skill needs its own name"
             )
-        used[ref.name] = f"--with-skill {path}"
+        used[ref.name] = source
         neighbours.append(ref)
     return tested, tuple(neighbours)
 
@@ -145,29 +150,42 @@ def run_agent(
     invocation: AgentInvocation,
     options: AgentOptions,
     environ: Mapping[str, str] | None = None,
+    *,
+    works: bool = False,
 ) -> AgentResult:
     """Run ``agent`` once for ``invocation`` in a fresh isolated workspace.
 
     ``environ`` (default ``os.environ``) supplies auth and endpoints, which reach the agent only
-    through its environment, never a file. Raises RunnerSetupError for a void run."""
+    through its environment, never a file. ``works``: the agent runs in the engine's workspace
+    (``invocation.workspace``, unless ``options.read_only``) and what the runner adds there is
+    removed before this returns. Raises RunnerSetupError for a void run."""
     caller_env = os.environ if environ is None else environ
     agent.check(options, caller_env)
     binary = find_binary(options.bin, agent.binary, caller_env)
     tested, neighbours = skill_refs(invocation, options)
-    with Workspace(options.fixture, keep=options.keep_workspace) as ws:
-        found = fixture_skills(
-            ws.project, agent.skill_folders, [tested, *neighbours], options.fixture
-        )
-        env = agent_env(caller_env, ws.home, agent.environment)
-        env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
-        setup = RunSetup(
-            invocation, options, binary, tested, neighbours, found, ws, caller_env, env
-        )
-        launch = agent.prepare(setup)
-        started = time.monotonic()
-        data, status, stopped = execute(launch, setup)
-        finished = Finished(status, (time.monotonic() - started) * 1000.0, stopped)
-        save_transcript(data, invocation, caller_env)
+    project = invocation.workspace if works and not options.read_only else None
+    with Workspace(options.fixture, keep=options.keep_workspace, project=project) as ws:
+        before = tree(ws.project) if project is not None else set()
+        added: set[str] | None = None  # None until prepare is done: all new paths are ours
+        try:
+            found = fixture_skills(
+                ws.project, agent.skill_folders, [tested, *neighbours], options.fixture
+            )
+            env = agent_env(caller_env, ws.home, agent.environment)
+            env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
+            setup = RunSetup(
+                invocation, options, binary, tested, neighbours, found, ws, caller_env, env
+            )
+            launch = agent.prepare(setup)
+            if project is not None:
+                added = tree(ws.project) - before
+            started = time.monotonic()
+            data, status, stopped = execute(launch, setup)
+            finished = Finished(status, (time.monotonic() - started) * 1000.0, stopped)
+            save_transcript(data, invocation, caller_env)
+        finally:
+            if project is not None:
+                remove_added(ws.project, tree(ws.project) - before if added is None else added)
     events = parse_lines(data)
     outcome = agent.finish(events, setup, finished)
     offered = [ref.name for ref in (*setup.offered, *setup.fixture_skills)]

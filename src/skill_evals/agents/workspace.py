@@ -97,16 +97,27 @@ def sweep_stale_workspaces(tmp: Path | None = None) -> list[Path]:
     return removed
 
 
+def _copy_new(source: str, dest: str) -> object:
+    """shutil.copy2 unless ``dest`` exists already."""
+    if os.path.lexists(dest):
+        return dest
+    return shutil.copy2(source, dest)
+
+
 class Workspace:
     """A fresh temporary project dir and agent home per invocation, removed on exit.
 
-    ``root/project`` is the agent's working directory (``--fixture`` copied in);
+    ``root/project`` is the agent's working directory (``--fixture`` copied in), or the
+    engine's workspace ``project`` when given (never removed here);
     ``root/home`` is HOME and the agent's config dir parent, so no user/global skill, setting or
     prior session is visible; ``root/tmp`` is the agent's TMPDIR."""
 
-    def __init__(self, fixture: Path | None = None, keep: bool = False) -> None:
+    def __init__(
+        self, fixture: Path | None = None, keep: bool = False, project: Path | None = None
+    ) -> None:
         self._fixture = fixture
         self._keep = keep
+        self._external = project is not None
         sweep_stale_workspaces()
         self.root = private_parent() / secrets.token_hex(NAME_BYTES)
         try:
@@ -116,7 +127,8 @@ class Workspace:
         # The engine kills a timed-out runner's whole process group with SIGKILL, so this
         # process cannot clean up then; the owner file lets the next runner sweep it.
         (self.root / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
-        self.project = self.root / "project"
+        # The engine's workspace when given (it owns and removes it), else a private one.
+        self.project = project if project is not None else self.root / "project"
         self.home = self.root / "home"
         # The agent's TMPDIR: its temporary files go with the workspace, no run sees another's.
         self.tmp = self.root / "tmp"
@@ -126,8 +138,15 @@ class Workspace:
             if self._fixture is not None:
                 if not self._fixture.is_dir():
                     raise RunnerSetupError(f"--fixture {self._fixture}: not a directory")
-                shutil.copytree(self._fixture, self.project, symlinks=True)
-            else:
+                # Into the engine's workspace, files the case's own fixture put there win.
+                shutil.copytree(
+                    self._fixture,
+                    self.project,
+                    symlinks=True,
+                    dirs_exist_ok=self._external,
+                    copy_function=_copy_new,
+                )
+            elif not self._external:
                 self.project.mkdir()
             self.home.mkdir()
             self.tmp.mkdir()
@@ -158,3 +177,27 @@ class Workspace:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(ref.path, dest, symlinks=True)
         return dest
+
+
+def tree(project: Path) -> set[str]:
+    """Every path under ``project``, relative (symlinks listed, never followed)."""
+    found: set[str] = set()
+    for folder, dirs, files in os.walk(project):
+        base = Path(folder).relative_to(project)
+        found.update((base / name).as_posix() for name in (*dirs, *files))
+    return found
+
+
+def remove_added(project: Path, added: set[str]) -> None:
+    """Remove what the runner added to the engine's workspace (skill copies, agent config), so
+    it holds the fixture plus the agent's work: files and symlinks go, directories go once empty
+    (one the agent wrote into keeps the agent's files). Deepest paths first."""
+    for relative in sorted(added, key=lambda p: (-p.count("/"), p)):
+        path = project / relative
+        try:
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()
+            else:
+                path.unlink()
+        except OSError:
+            continue  # gone already, or a directory holding the agent's own files
