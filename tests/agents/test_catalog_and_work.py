@@ -1,0 +1,199 @@
+"""The built-in runners in `skill-evals route` (the whole catalog installed, the model picking the
+skill whose description matches best, so a confusable pair shows up as a collision) and in
+workspace tasks (the agent writes a file with its own tool in the engine's workspace, a `command`
+verifier and a `tool_called` check judge it; `--read-only` refuses the edit). Real agent CLIs
+against the scripted model servers of tests/agents/fake_*.py (``-m agents``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agents.conftest import agent_binary, workspaces_in
+from tests.agents.fake_gemini import Behaviour, FakeGemini
+from tests.conftest import write_jsonl, write_skill
+
+pytestmark = pytest.mark.agents
+
+KEY = "test-key-7d1c0b5e9a34"  # must never reach a file the model's commands can write
+REFUND = (
+    "refund-policy",
+    "Answer questions about refunds, returns and receipts for store purchases.",
+    "# Refund policy\n\nRefunds within 30 days with a receipt.\n",
+)
+GIFT = (
+    "gift-cards",
+    "Answer questions about gift cards, store credit balances and gift card refunds.",
+    "# Gift cards\n\nGift cards never expire; balances show on the receipt.\n",
+)
+SHIPPING = ("shipping-times", "Explain delivery and shipping times for parcels.",
+            "# Shipping\n\nParcels arrive in 3 to 5 working days.\n")  # fmt: skip
+# Routing cases: (id, prompt, expect). The two near misses share more words with the other
+# refund-related description than with their own, so a model choosing by description misroutes
+# them: refund-policy and gift-cards collide twice.
+ROUTING = [
+    ("refund-receipts", "Can I get refunds on store purchases without receipts?",
+     ["refund-policy"]),
+    ("refund-returns", "How do returns of store purchases work?", ["refund-policy"]),
+    ("gift-balance", "How do I check gift card balances?", ["gift-cards"]),
+    ("gift-credit", "Can gift cards be used for store credit?", ["gift-cards"]),
+    ("near-credit", "Refunds on store credit returns with receipts?", ["gift-cards"]),
+    ("near-gift-refund", "Gift card refunds for store purchases?", ["refund-policy"]),
+    ("ship-parcels", "How long does delivery of parcels take?", ["shipping-times"]),
+    ("ship-abroad", "What are shipping times for delivery abroad?", ["shipping-times"]),
+    ("none-haiku", "Write a haiku about autumn leaves.", []),
+    ("none-code", "How do I reverse a linked list in Python?", []),
+]  # fmt: skip
+REFUND_PROMPT = ROUTING[0][1]
+ANSWER_FILE = "answer.md"
+# A verifier reading the agent's file: passes only when it holds the skill's instruction.
+VERIFIER = [sys.executable, "-c", "import sys; t = open('answer.md').read(); "
+            "sys.exit(0 if '30 days' in t else 1)"]  # fmt: skip
+
+
+def _skills(root: Path) -> list[Path]:
+    return [write_skill(root, name, desc, body) for name, desc, body in (REFUND, GIFT, SHIPPING)]
+
+
+def _env(tmp_path: Path, base: Mapping[str, str]) -> dict[str, str]:
+    """The caller's environment: the scripted model's endpoint and key, a private TMPDIR (so
+    leftover workspaces are visible) and a credential-like variable of the caller's own."""
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
+    env.update(base, TMPDIR=str(tmpdir), DEPLOY_CREDENTIAL="cred-5b0e77")
+    return env
+
+
+def _run(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "skill_evals", *args],
+        capture_output=True, text=True, timeout=600, env=dict(env),
+    )  # fmt: skip
+
+
+def _gemini(tmp_path: Path, model: FakeGemini) -> tuple[str, dict[str, str]]:
+    runner = (
+        f"{sys.executable} -m skill_evals runner gemini "
+        f"--bin {agent_binary('gemini')} --model gemini-2.5-flash"
+    )
+    return runner, _env(tmp_path, {"GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": model.base_url})
+
+
+def _check_routing(report: dict[str, Any], proc: subprocess.CompletedProcess[str]) -> None:
+    assert report["runner"]["failures"] == [], proc.stderr
+    loads = {c["id"]: c["loaded"][0] for c in report["caseResults"]}
+    assert loads["refund-receipts"] == ["refund-policy"]
+    assert loads["gift-balance"] == ["gift-cards"] and loads["ship-abroad"] == ["shipping-times"]
+    assert loads["near-credit"] == ["refund-policy"] and loads["near-gift-refund"] == ["gift-cards"]
+    assert loads["none-haiku"] == [] and loads["none-code"] == []
+    assert report["accuracy"] == pytest.approx(8 / 10)
+    (collision,) = report["collisions"]
+    assert {collision["a"], collision["b"]} == {"gift-cards", "refund-policy"}
+    assert collision["count"] == 2
+
+
+def test_gemini_routes_across_the_whole_catalog(tmp_path: Path) -> None:
+    skills = _skills(tmp_path / "skills")
+    cases = write_jsonl(tmp_path / "routing.jsonl",
+                        [{"id": i, "prompt": p, "expect": e} for i, p, e in ROUTING])  # fmt: skip
+    report_path = tmp_path / "route.json"
+    with FakeGemini(Behaviour(best_only=True)) as model:
+        runner, env = _gemini(tmp_path, model)
+        args = ["route", *(a for s in skills for a in ("--skill", str(s))), "--cases", str(cases),
+                "--runner", runner, "--trials", "1", "--jobs", "2",
+                "--report", str(report_path)]  # fmt: skip
+        proc = _run(args, env)
+        first = [r for r in model.seen if r.model_turns == 0 and not r.wants_json]
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    _check_routing(report, proc)
+    assert "gift-cards" in proc.stdout and "refund-policy" in proc.stdout  # top collisions
+    # Every conversation was offered the whole catalog, natively.
+    assert len(first) == len(ROUTING)
+    for request in first:
+        names = {s.name for s in request.skills}
+        assert {"refund-policy", "gift-cards", "shipping-times"} <= names
+        assert all(".gemini/skills/" in (s.location or "") for s in request.skills
+                   if s.name in {"refund-policy", "gift-cards", "shipping-times"})  # fmt: skip
+    assert workspaces_in(tmp_path / "tmpdir") == []
+
+
+WORK_ITEMS = ("shoes", "jacket", "lamp", "kettle", "scarf", "chair", "mug", "desk", "tent", "bag")
+
+
+def _work_suite(tmp_path: Path) -> Path:
+    """Ten cases (the engine's minimum) asking about refunds, each in a fixture project, judged
+    by the verifier and a tool_called check."""
+    fixture = tmp_path / "evals" / "project"
+    fixture.mkdir(parents=True)
+    (fixture / "README.md").write_text("a project\n", encoding="utf-8")
+    task = [
+        {"check": "command", "run": VERIFIER},
+        {"check": "tool_called", "tool": "write_file", "input": {"file_path": ANSWER_FILE}},
+    ]
+    return write_jsonl(
+        tmp_path / "evals" / "cases.jsonl",
+        [{"id": f"write-{item}", "prompt": f"Can I get refunds on store purchases of a {item} "
+          "without receipts?", "expectTrigger": True, "fixture": "project", "task": task}
+         for item in WORK_ITEMS],
+    )  # fmt: skip
+
+
+def test_gemini_works_in_the_engine_workspace(tmp_path: Path) -> None:
+    """The model runs a shell command (its environment dumped into the workspace), loads the
+    skill, writes its answer with write_file; the verifier passes in `with` only, the
+    tool_called check in both; the kept workspace holds the fixture plus the agent's files."""
+    skill = write_skill(tmp_path / "skills", *REFUND)
+    cases = _work_suite(tmp_path)
+    kept = tmp_path / "kept"
+    dump = {"functionCall": {"name": "run_shell_command", "args": {"command": "env > env.txt"}}}
+    behaviour = Behaviour(write_answer=ANSWER_FILE, first_calls=(dump,))
+    with FakeGemini(behaviour) as model:
+        runner, env = _gemini(tmp_path, model)
+        proc = _run(["test", "--skill", str(skill), "--cases", str(cases), "--runner", runner,
+                     "--trials", "1", "--jobs", "4", "--format", "json",
+                     "--keep-workspaces", str(kept)], env)  # fmt: skip
+    report = json.loads(proc.stdout)
+    assert report["runner"]["failures"] == [], proc.stderr
+    assert len(report["caseResults"]) == len(WORK_ITEMS)
+    for case in report["caseResults"]:
+        checks = {c["check"]: (c["with"], c["without"]) for c in case["checks"]}
+        assert checks["command"] == ([True], [False]), case["id"]
+        assert checks["tool_called"] == ([True], [True]), case["id"]
+    assert report["task"]["difference"] == 1.0
+    for variant in ("with", "without"):
+        work = kept / "write-shoes" / "1" / variant
+        left = {p.relative_to(work).as_posix() for p in work.rglob("*")}
+        assert left == {ANSWER_FILE, "README.md", "env.txt"}  # no skill copy, no agent config
+        dumped = (work / "env.txt").read_text(encoding="utf-8")
+        assert KEY not in dumped and "cred-5b0e77" not in dumped and "PWD=" in dumped
+    assert "30 days" in (kept / "write-shoes" / "1" / "with" / ANSWER_FILE).read_text("utf-8")
+    assert workspaces_in(tmp_path / "tmpdir") == []
+
+
+def test_gemini_read_only_refuses_edits_and_commands(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "skills", *REFUND)
+    work = tmp_path / "W"
+    work.mkdir()
+    dump = {"functionCall": {"name": "run_shell_command", "args": {"command": "env > env.txt"}}}
+    with FakeGemini(Behaviour(write_answer=ANSWER_FILE, first_calls=(dump,))) as model:
+        runner, env = _gemini(tmp_path, model)
+        env.update(EVALGATE_SKILL_VARIANT="with", EVALGATE_SKILL_DIR=str(skill),
+                   SKILL_EVALS_WORKSPACE=str(work))  # fmt: skip
+        proc = subprocess.run(
+            [*runner.split(), "--read-only"], input=REFUND_PROMPT, capture_output=True,
+            text=True, timeout=180, env=env,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    line = json.loads(proc.stdout.splitlines()[-1])
+    assert line["invokedSkills"] == ["refund-policy"]
+    calls = [(c["name"], c["ok"]) for c in line["toolCalls"]]
+    assert calls == [("run_shell_command", False), ("activate_skill", True), ("write_file", False)]
+    assert list(work.iterdir()) == []  # the engine's workspace is not the project then
