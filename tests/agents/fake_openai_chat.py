@@ -81,6 +81,11 @@ class Behaviour:
     fail_prompt: str | None = None  # … only requests whose user prompt contains this
     loop_tools: bool = False  # never stop calling tools (an agent that hits its step limit)
     hang: bool = False  # never answer (until the server stops): a model that takes forever
+    # Pick only the one offered skill sharing the most words with the prompt (the first listed
+    # on a tie), as a model picks among a catalog of installed skills.
+    best_only: bool = False
+    # After loading, write the answer to this workspace file with the write tool, then answer.
+    write_answer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +235,8 @@ def _choose(conv: Conversation, behaviour: Behaviour) -> list[OfferedSkill]:
         overlap = len(prompt_words & _words(skill.description))
         if overlap >= behaviour.min_overlap or skill.name in behaviour.also_load:
             chosen.append(skill)
+    if behaviour.best_only and chosen:
+        return [max(chosen, key=lambda s: len(prompt_words & _words(s.description)))]
     return chosen
 
 
@@ -285,6 +292,14 @@ def decide(conv: Conversation, behaviour: Behaviour) -> list[Call] | str:
                 plan.append(reads)
     if len(conv.steps) < len(plan):
         return plan[len(conv.steps)]
+    if behaviour.write_answer and len(conv.steps) == len(plan):
+        path = f"{conv.cwd}/{behaviour.write_answer}"
+        return [Call("write", {"filePath": path, "content": _answer(conv)})]
+    return _answer(conv)
+
+
+def _answer(conv: Conversation) -> str:
+    """The final answer: from the skill bodies the tool results showed, else generic."""
     answers = []
     for step in conv.steps:
         for tool, args, result in step:

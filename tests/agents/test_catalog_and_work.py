@@ -6,18 +6,20 @@ against the scripted model servers of tests/agents/fake_*.py (``-m agents``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.agents import fake_gemini, fake_openai_chat
 from tests.agents.conftest import agent_binary, workspaces_in
-from tests.agents.fake_gemini import Behaviour, FakeGemini
 from tests.conftest import write_jsonl, write_skill
 
 pytestmark = pytest.mark.agents
@@ -79,12 +81,80 @@ def _run(args: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess
     )  # fmt: skip
 
 
-def _gemini(tmp_path: Path, model: FakeGemini) -> tuple[str, dict[str, str]]:
-    runner = (
-        f"{sys.executable} -m skill_evals runner gemini "
-        f"--bin {agent_binary('gemini')} --model gemini-2.5-flash"
+@dataclass(frozen=True)
+class Scripted:
+    """One agent CLI and its scripted model: ``serve(best_only, write_answer, dump)`` starts the
+    model (``dump``: first run ``env > env.txt`` with the shell tool) and yields the runner
+    command and the caller's environment."""
+
+    name: str
+    serve: Callable[[Path, bool, str | None, bool], contextlib.AbstractContextManager[Any]]
+    write_tool: str  # the agent's own file-writing tool, and its path argument
+    path_arg: str
+    shell_tool: str
+    skill_tool: str
+    skills_folder: str  # where the runner installs skills natively
+    # {skill name: listed location} of every conversation's first request to the model
+    listings: Callable[[Any], list[dict[str, str]]]
+
+
+def _gemini_listings(model: fake_gemini.FakeGemini) -> list[dict[str, str]]:
+    firsts = [r for r in model.seen if r.model_turns == 0 and not r.wants_json]
+    return [{s.name: s.location or "" for s in r.skills} for r in firsts]
+
+
+def _opencode_listings(model: fake_openai_chat.FakeChat) -> list[dict[str, str]]:
+    conversations = [fake_openai_chat.parse_request(body) for body in model.requests]
+    firsts = [c for c in conversations if not c.steps and not c.title_request]
+    return [{s.name: s.location for s in c.skills} for c in firsts]
+
+
+@contextlib.contextmanager
+def _gemini(
+    tmp_path: Path, best_only: bool, write: str | None, dump: bool
+) -> Iterator[tuple[str, dict[str, str], Any]]:
+    first = ({"functionCall": {"name": "run_shell_command", "args": {"command": "env > env.txt"}}},)
+    behaviour = fake_gemini.Behaviour(
+        best_only=best_only, write_answer=write, first_calls=first if dump else ()
     )
-    return runner, _env(tmp_path, {"GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": model.base_url})
+    with fake_gemini.FakeGemini(behaviour) as model:
+        runner = (
+            f"{sys.executable} -m skill_evals runner gemini "
+            f"--bin {agent_binary('gemini')} --model gemini-2.5-flash"
+        )
+        base = {"GEMINI_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": model.base_url}
+        yield runner, _env(tmp_path, base), model
+
+
+@contextlib.contextmanager
+def _opencode(
+    tmp_path: Path, best_only: bool, write: str | None, dump: bool
+) -> Iterator[tuple[str, dict[str, str], Any]]:
+    call = fake_openai_chat.Call("bash", {"command": "env > env.txt", "description": "Env"})
+    behaviour = fake_openai_chat.Behaviour(
+        best_only=best_only, write_answer=write, first=(call,) if dump else ()
+    )
+    with fake_openai_chat.FakeChat(behaviour) as model:
+        providers = tmp_path / "providers.json"
+        options = {"baseURL": model.base_url, "apiKey": "{env:FAKE_MODEL_KEY}"}
+        provider = {"npm": "@ai-sdk/openai-compatible", "name": "Scripted",
+                    "models": {"m1": {}}, "options": options}  # fmt: skip
+        providers.write_text(json.dumps({"fake": provider}), encoding="utf-8")
+        runner = (
+            f"{sys.executable} -m skill_evals runner opencode --bin {agent_binary('opencode')} "
+            f"--model fake/m1 --provider-config {providers}"
+        )
+        env = _env(tmp_path, {"FAKE_MODEL_KEY": KEY})
+        env = {k: v for k, v in env.items() if not k.startswith(("OPENCODE_", "XDG_"))}
+        yield runner, env, model
+
+
+AGENTS = [
+    Scripted("gemini", _gemini, "write_file", "file_path", "run_shell_command", "activate_skill",
+             ".gemini/skills/", _gemini_listings),
+    Scripted("opencode", _opencode, "write", "filePath", "bash", "skill", ".opencode/skills/",
+             _opencode_listings),
+]  # fmt: skip
 
 
 def _check_routing(report: dict[str, Any], proc: subprocess.CompletedProcess[str]) -> None:
@@ -100,44 +170,43 @@ def _check_routing(report: dict[str, Any], proc: subprocess.CompletedProcess[str
     assert collision["count"] == 2
 
 
-def test_gemini_routes_across_the_whole_catalog(tmp_path: Path) -> None:
+@pytest.mark.parametrize("agent", AGENTS, ids=lambda a: a.name)
+def test_routes_across_the_whole_catalog(agent: Scripted, tmp_path: Path) -> None:
     skills = _skills(tmp_path / "skills")
     cases = write_jsonl(tmp_path / "routing.jsonl",
                         [{"id": i, "prompt": p, "expect": e} for i, p, e in ROUTING])  # fmt: skip
     report_path = tmp_path / "route.json"
-    with FakeGemini(Behaviour(best_only=True)) as model:
-        runner, env = _gemini(tmp_path, model)
+    with agent.serve(tmp_path, True, None, False) as (runner, env, model):
         args = ["route", *(a for s in skills for a in ("--skill", str(s))), "--cases", str(cases),
                 "--runner", runner, "--trials", "1", "--jobs", "2",
                 "--report", str(report_path)]  # fmt: skip
         proc = _run(args, env)
-        first = [r for r in model.seen if r.model_turns == 0 and not r.wants_json]
     report = json.loads(report_path.read_text(encoding="utf-8"))
     _check_routing(report, proc)
     assert "gift-cards" in proc.stdout and "refund-policy" in proc.stdout  # top collisions
-    # Every conversation was offered the whole catalog, natively.
-    assert len(first) == len(ROUTING)
-    for request in first:
-        names = {s.name for s in request.skills}
-        assert {"refund-policy", "gift-cards", "shipping-times"} <= names
-        assert all(".gemini/skills/" in (s.location or "") for s in request.skills
-                   if s.name in {"refund-policy", "gift-cards", "shipping-times"})  # fmt: skip
+    # Every conversation had the whole catalog installed natively: the agent itself listed each
+    # skill's copy in the project's skill folder to the model.
+    listings = agent.listings(model)
+    assert len(listings) == len(ROUTING)
+    for listed in listings:
+        for name in ("refund-policy", "gift-cards", "shipping-times"):
+            assert f"{agent.skills_folder}{name}/SKILL.md" in listed.get(name, ""), name
     assert workspaces_in(tmp_path / "tmpdir") == []
 
 
 WORK_ITEMS = ("shoes", "jacket", "lamp", "kettle", "scarf", "chair", "mug", "desk", "tent", "bag")
 
 
-def _work_suite(tmp_path: Path) -> Path:
+def _work_suite(tmp_path: Path, agent: Scripted) -> Path:
     """Ten cases (the engine's minimum) asking about refunds, each in a fixture project, judged
-    by the verifier and a tool_called check."""
+    by the verifier and a tool_called check on the agent's write tool."""
     fixture = tmp_path / "evals" / "project"
     fixture.mkdir(parents=True)
     (fixture / "README.md").write_text("a project\n", encoding="utf-8")
-    task = [
-        {"check": "command", "run": VERIFIER},
-        {"check": "tool_called", "tool": "write_file", "input": {"file_path": ANSWER_FILE}},
-    ]
+    called: dict[str, Any] = {"check": "tool_called", "tool": agent.write_tool}
+    if agent.path_arg == "file_path":  # a relative path: the same in every workspace
+        called["input"] = {agent.path_arg: ANSWER_FILE}
+    task = [{"check": "command", "run": VERIFIER}, called]
     return write_jsonl(
         tmp_path / "evals" / "cases.jsonl",
         [{"id": f"write-{item}", "prompt": f"Can I get refunds on store purchases of a {item} "
@@ -146,17 +215,15 @@ def _work_suite(tmp_path: Path) -> Path:
     )  # fmt: skip
 
 
-def test_gemini_works_in_the_engine_workspace(tmp_path: Path) -> None:
+@pytest.mark.parametrize("agent", AGENTS, ids=lambda a: a.name)
+def test_the_agent_works_in_the_engine_workspace(agent: Scripted, tmp_path: Path) -> None:
     """The model runs a shell command (its environment dumped into the workspace), loads the
-    skill, writes its answer with write_file; the verifier passes in `with` only, the
+    skill, writes its answer with its own write tool; the verifier passes in `with` only, the
     tool_called check in both; the kept workspace holds the fixture plus the agent's files."""
     skill = write_skill(tmp_path / "skills", *REFUND)
-    cases = _work_suite(tmp_path)
+    cases = _work_suite(tmp_path, agent)
     kept = tmp_path / "kept"
-    dump = {"functionCall": {"name": "run_shell_command", "args": {"command": "env > env.txt"}}}
-    behaviour = Behaviour(write_answer=ANSWER_FILE, first_calls=(dump,))
-    with FakeGemini(behaviour) as model:
-        runner, env = _gemini(tmp_path, model)
+    with agent.serve(tmp_path, False, ANSWER_FILE, True) as (runner, env, _):
         proc = _run(["test", "--skill", str(skill), "--cases", str(cases), "--runner", runner,
                      "--trials", "1", "--jobs", "4", "--format", "json",
                      "--keep-workspaces", str(kept)], env)  # fmt: skip
@@ -178,13 +245,12 @@ def test_gemini_works_in_the_engine_workspace(tmp_path: Path) -> None:
     assert workspaces_in(tmp_path / "tmpdir") == []
 
 
-def test_gemini_read_only_refuses_edits_and_commands(tmp_path: Path) -> None:
+@pytest.mark.parametrize("agent", AGENTS, ids=lambda a: a.name)
+def test_read_only_refuses_edits_and_commands(agent: Scripted, tmp_path: Path) -> None:
     skill = write_skill(tmp_path / "skills", *REFUND)
     work = tmp_path / "W"
     work.mkdir()
-    dump = {"functionCall": {"name": "run_shell_command", "args": {"command": "env > env.txt"}}}
-    with FakeGemini(Behaviour(write_answer=ANSWER_FILE, first_calls=(dump,))) as model:
-        runner, env = _gemini(tmp_path, model)
+    with agent.serve(tmp_path, False, ANSWER_FILE, True) as (runner, env, model):
         env.update(EVALGATE_SKILL_VARIANT="with", EVALGATE_SKILL_DIR=str(skill),
                    SKILL_EVALS_WORKSPACE=str(work))  # fmt: skip
         proc = subprocess.run(
@@ -195,5 +261,13 @@ def test_gemini_read_only_refuses_edits_and_commands(tmp_path: Path) -> None:
     line = json.loads(proc.stdout.splitlines()[-1])
     assert line["invokedSkills"] == ["refund-policy"]
     calls = [(c["name"], c["ok"]) for c in line["toolCalls"]]
-    assert calls == [("run_shell_command", False), ("activate_skill", True), ("write_file", False)]
+    assert (agent.skill_tool, True) in calls
+    assert not any(ok for name, ok in calls if name in (agent.shell_tool, agent.write_tool))
+    if isinstance(model, fake_openai_chat.FakeChat):
+        # OpenCode does not even offer denied tools (a real model cannot call them)
+        offered = {t["function"]["name"] for r in model.requests for t in r.get("tools") or []}
+        assert "skill" in offered and not offered & {"bash", "write", "edit"}
+    else:  # Gemini CLI offers them and denies each call: the model is told so
+        assert calls == [(agent.shell_tool, False), (agent.skill_tool, True),
+                         (agent.write_tool, False)]  # fmt: skip
     assert list(work.iterdir()) == []  # the engine's workspace is not the project then

@@ -183,7 +183,13 @@ class OpenCode:
         shell = _secretless_shell(ws.root, env)
         assert options.model is not None  # check() refused a run without it
         config = build_config(
-            options.model, shell, providers, options.max_turns, mcp_command, mcp_env
+            options.model,
+            shell,
+            providers,
+            options.max_turns,
+            mcp_command,
+            mcp_env,
+            options.read_only,
         )
         env.update(_OPENCODE_VARS)
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)

@@ -150,13 +150,15 @@ def build_config(
     max_turns: int | None,
     mcp_command: Sequence[str] | None,
     mcp_env: Mapping[str, str],
+    read_only: bool = False,
 ) -> dict[str, Any]:
     """The whole configuration of one invocation (``OPENCODE_CONFIG_CONTENT``).
 
     The agent may edit files and run commands inside the workspace; every path outside it is
     denied (a denial is an error the model sees, where OpenCode's default "ask" would end the
     headless run); no web tools; no subagents (their events are not printed, so a skill they
-    loaded could not be seen); no updates, sharing, snapshots, LSP servers or formatters."""
+    loaded could not be seen); no updates, sharing, snapshots, LSP servers or formatters.
+    ``read_only`` (``--read-only``): edits and commands are denied too."""
     config: dict[str, Any] = {
         "$schema": "https://opencode.ai/config.json",
         "model": model,
@@ -184,6 +186,8 @@ def build_config(
             "external_directory": "deny",
         },
     }
+    if read_only:
+        config["permission"].update(edit="deny", bash="deny")
     if shell is not None:
         config["shell"] = str(shell)
     if providers:

@@ -59,6 +59,8 @@ ENTRIES: tuple[Entry, ...] = (
         "opencode.md",
         extra_options=("provider-config",),
         bundled_skills=("customize-opencode",),
+        catalog=True,
+        works=True,
     ),
     Entry(
         "gemini",
