@@ -190,14 +190,17 @@ def tree(project: Path) -> set[str]:
 
 def remove_added(project: Path, added: set[str]) -> None:
     """Remove what the runner added to the engine's workspace (skill copies, agent config), so
-    it holds the fixture plus the agent's work: files and symlinks go, directories go once empty
-    (one the agent wrote into keeps the agent's files). Deepest paths first."""
-    for relative in sorted(added, key=lambda p: (-p.count("/"), p)):
+    it holds the fixture plus the agent's work. A directory the runner created goes with all it
+    holds by then (the agent's own config files, e.g. a ``.gitignore`` OpenCode writes into its
+    ``.opencode/``); symlinks are removed, never followed."""
+    for relative in sorted(added):
+        if any(parent.as_posix() in added for parent in Path(relative).parents):
+            continue  # inside a directory the runner added: removed with it
         path = project / relative
         try:
             if path.is_dir() and not path.is_symlink():
-                path.rmdir()
+                shutil.rmtree(path)
             else:
                 path.unlink()
         except OSError:
-            continue  # gone already, or a directory holding the agent's own files
+            continue  # gone already
