@@ -155,6 +155,20 @@ def test_slash_command_expansion_counts_only_for_listed_skills() -> None:
     assert claude_code.explicit(listed, "<command-name>/x</command-name>", frozenset()) == []
 
 
+def test_at_mentions_of_an_offered_skill_md_are_explicit() -> None:
+    offered = frozenset({"refund-policy", "ship"})
+    prompt = (
+        "see @.claude/skills/refund-policy/SKILL.md and @/x/ship/SKILL.md, not @/x/other/SKILL.md"
+    )
+    found = claude_code.explicit([], prompt, offered)
+    assert [(x.skill, x.delivery, x.source) for x in found] == [
+        ("refund-policy", "explicit", "@ mention"),
+        ("ship", "explicit", "@ mention"),
+    ]
+    assert claude_code.explicit([], "mail me@x/refund-policy/SKILL.md", offered) == []
+    assert claude_code.explicit([], None, offered) == []
+
+
 def test_max_turns_transcript_is_marked_for_the_turn_limit_reason() -> None:
     result = claude_code.outcome(fixture("max-turns.jsonl"))
     assert result is not None and result.exit_code == 1 and result.output == ""
@@ -701,6 +715,22 @@ def test_read_of_the_installed_skill_md_counts(claude_bin: str, tmp_path: Path) 
         )
     assert result.invoked_skills == ["refund-policy"]
     assert "30 days" in result.output
+
+
+@pytest.mark.agents
+def test_an_at_mention_of_an_offered_skill_is_an_explicit_load(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path
+) -> None:
+    """`@.claude/skills/<name>/SKILL.md` in the prompt: Claude Code attaches the file to the
+    request itself and records nothing but the prompt, so the prompt is the evidence."""
+    prompt = "@.claude/skills/refund-policy/SKILL.md what is the return window?"
+    result = _run(fake, tmp_path, "with", prompt, AgentOptions(bin=claude_bin))
+    assert "refund-policy" in result.invoked_skills
+    assert {"skill": "refund-policy", "state": "loaded", "delivery": "explicit",
+            "source": "@ mention"} in result.evidence  # fmt: skip
+    assert any("Refunds within 30 days" in text for text in fake.texts)  # it was attached
+    without = _run(fake, tmp_path / "w", "without", prompt, AgentOptions(bin=claude_bin))
+    assert without.invoked_skills == []  # not installed there: nothing to attach
 
 
 @pytest.mark.agents

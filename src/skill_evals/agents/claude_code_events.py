@@ -113,6 +113,23 @@ def skill_tool(call: ToolCall) -> str | None:
     return skill.strip().lstrip("/").rpartition(":")[2] or None
 
 
+# `@<path>` in the prompt: Claude Code attaches that file to the request itself, with no record
+# in the stream but the prompt.
+_AT_MENTION = re.compile(r"(?:^|(?<=\s))@(?P<path>\S{1,4096})")
+
+
+def _at_mentions(prompt: str, available: frozenset[str]) -> list[Load]:
+    """``@…/<name>/SKILL.md`` mentions of skills the run offered, in prompt order."""
+    names: dict[str, None] = {}
+    for match in _AT_MENTION.finditer(prompt):
+        path = match.group("path").rstrip(",.;:!?)]}'\"")
+        folder, _, file = path.rpartition("/")
+        name = folder.rpartition("/")[2]
+        if file == "SKILL.md" and name in available:
+            names.setdefault(name, None)
+    return [Load(n, "explicit", AGENT, "@ mention", 0, order=(0, 0)) for n in names]
+
+
 def explicit(
     events: Sequence[Mapping[str, Any]], prompt: str | None, available: frozenset[str]
 ) -> list[Load]:
@@ -120,8 +137,12 @@ def explicit(
     user message shows the expansion. Only skills the run offered or the init event listed
     count (an unknown ``/word`` is replayed as plain text); a prompt that itself contains such
     a record is not trusted."""
-    if prompt is not None and "<command-" in prompt:
-        return []
+    if prompt is None:
+        mentions: list[Load] = []
+    else:
+        mentions = _at_mentions(prompt, available)
+        if "<command-" in prompt:
+            return mentions
     listed = available | frozenset(available_skills(events))
     loads: list[Load] = []
     for index, event in enumerate(events):
@@ -132,7 +153,7 @@ def explicit(
                 loads.append(
                     Load(name, "explicit", AGENT, "slash command", index, order=(index, 0))
                 )
-    return loads
+    return mentions + loads
 
 
 def available_skills(events: Sequence[Mapping[str, Any]]) -> list[str]:
