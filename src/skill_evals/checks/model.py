@@ -120,36 +120,38 @@ class Budget:
 BUDGETS = ("max_turns", "max_tokens", "max_cost_usd", "max_duration_ms")
 
 
+class _FileCheck:
+    """A workspace check about one file: its label names the check and the path."""
+
+    name: ClassVar[str]
+    path: str
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.path}"
+
+
 @dataclass(frozen=True)
-class FileExists:
+class FileExists(_FileCheck):
     """The workspace holds a regular file at ``path``."""
 
     name: ClassVar[str] = "file_exists"
     workspace: ClassVar[bool] = True
     path: str
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return f"{self.name} {self.path}"
-
 
 @dataclass(frozen=True)
-class FileAbsent:
+class FileAbsent(_FileCheck):
     """Nothing exists at ``path``."""
 
     name: ClassVar[str] = "file_absent"
     workspace: ClassVar[bool] = True
     path: str
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return f"{self.name} {self.path}"
-
 
 @dataclass(frozen=True)
-class FileContains:
+class FileContains(_FileCheck):
     """The file is UTF-8 text containing every string."""
 
     name: ClassVar[str] = "file_contains"
@@ -157,14 +159,9 @@ class FileContains:
     path: str
     text: tuple[str, ...]
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return f"{self.name} {self.path}"
-
 
 @dataclass(frozen=True)
-class FileMatches:
+class FileMatches(_FileCheck):
     """The pattern is found in the file's text."""
 
     name: ClassVar[str] = "file_matches"
@@ -173,25 +170,15 @@ class FileMatches:
     pattern: str
     flags: str = ""
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return f"{self.name} {self.path}"
-
 
 @dataclass(frozen=True)
-class JsonFileEquals:
+class JsonFileEquals(_FileCheck):
     """The file is strict JSON structurally equal to ``expected``."""
 
     name: ClassVar[str] = "json_file_equals"
     workspace: ClassVar[bool] = True
     path: str
     expected: object
-
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return f"{self.name} {self.path}"
 
 
 @dataclass(frozen=True)
