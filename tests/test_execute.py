@@ -171,7 +171,8 @@ def test_record_then_resume_runs_only_missing(tmp_path: Path) -> None:
     first = execute(plan)
     assert len(first.failures) == 1
     done_first = log_keys(first_log)
-    assert len(done_first) == len(first.observations) == 8  # c0, c1 × 2 trials × 2 variants
+    # Trial-major: trial 1 of c0 and c1 (both variants) ran before c2 failed.
+    assert len(done_first) == len(first.observations) == 4
 
     resumed = load_recorded(record, plan.suite, 2)
     assert [o.key for o in resumed] == [o.key for o in first.observations]
@@ -190,10 +191,10 @@ def test_record_then_resume_runs_only_missing(tmp_path: Path) -> None:
     ran = log_keys(second_log)
     assert not set(ran) & set(done_first)  # nothing that finished ran again
     assert sorted(ran) == sorted(set(plan_keys(plan2.suite, 2)) - set(done_first))
-    assert second.invocations == 8
+    assert second.invocations == 12
     assert [o.key for o in second.observations] == plan_keys(plan2.suite, 2)
     # Progress counts over the whole plan: resumed ones are already done.
-    assert [e.done for e in events] == list(range(9, 17))
+    assert [e.done for e in events] == list(range(5, 17))
     assert {e.total for e in events} == {16}
     # The record file now holds every key exactly once: usable as --observations.
     lines = [json.loads(line) for line in record.read_text().splitlines()]

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from .cli_common import FloatRange, fail
+from .cli_scope import arm_options, scope_options
 from .codes import INVALID
 from .helptext import CONTEXT, epilog
 from .interrupts import sigterm_interrupts
@@ -187,6 +188,7 @@ skill-evals test --skill skills/refund-policy \\
     help="Move each invocation's workspace to DIR/<case>/<trial>/<variant>/ instead of "
     "deleting it (debugging; DIR must be new or empty, outside the skill). Default: none.",
 )
+@scope_options
 def test(
     skill: Path,
     cases: Path,
@@ -212,6 +214,7 @@ def test(
     keep_workspaces: Path | None,
     quiet: bool,
     retries: int = 2,
+    **scope: Any,
 ) -> None:
     """Evaluate one skill: does the agent load it where it should (trigger precision, recall,
     F1), do task results improve with it (paired uplift with a bootstrap interval and a sign
@@ -245,6 +248,7 @@ def test(
         keep_workspaces=keep_workspaces,
         outputs=outputs,
         retries=retries,
+        scope=arm_options(scope),
     )
     if is_simulated_command(runner):
         # Said on every run, --quiet or not: these figures must never pass for a model's.

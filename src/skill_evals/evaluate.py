@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
 from . import __version__
+from .arms import ArmPlan
 from .cases import MIN_UNITS, Case, CaseSuite
 from .checks import RegexPool
 from .codes import (
@@ -24,11 +25,14 @@ from .codes import (
     UNAVAILABLE,
     combine,
 )
+from .compare import CompareGates, comparison_gates, comparison_section
 from .execute import ExecutionResult
+from .gates import ALL_GATES, GateOutcome, as_settled, trigger_f1_gate, uplift_gate
 from .messages import Messages
-from .observations import META_KEYS, VARIANTS, Observation, RunnerFailure, gc_paused
+from .observations import ARMS, META_KEYS, VARIANTS, Observation, RunnerFailure, gc_paused
 from .skill import Skill
 from .stats import bootstrap_interval, sign_test, trigger_metrics
+from .stop_notes import run_notes
 from .task_results import CaseTask, efficiency_section, judge_case
 
 Report = dict[str, Any]
@@ -51,6 +55,7 @@ class Settings:
     jobs: int = 4
     min_trigger_f1: float | None = None
     min_uplift: float | None = None
+    compare: CompareGates = field(default_factory=CompareGates)
 
 
 # ----------------------------------------------------------------------------- report pieces
@@ -349,10 +354,10 @@ def _meta_sums(observations: Iterable[Observation]) -> dict[str, Any]:
 
 def _failure_order(suite: CaseSuite) -> Any:
     position = {c.id: i for i, c in enumerate(suite.cases)}
-    variant_rank = {v: i for i, v in enumerate(VARIANTS)}
+    variant_rank: dict[str, int] = {v: i for i, v in enumerate(ARMS)}
 
     def key(f: RunnerFailure) -> tuple[int, int, int]:
-        return (position.get(f.case_id, len(position)), f.trial, variant_rank.get(f.variant, 2))
+        return (position.get(f.case_id, len(position)), f.trial, variant_rank.get(f.variant, 3))
 
     return key
 
@@ -385,17 +390,31 @@ def evaluate(
     *,
     skill_changed: bool = False,
     messages: tuple[str, ...] = (),
+    arm_plan: ArmPlan | None = None,
+    baseline: Skill | None = None,
+    baseline_changed: bool = False,
 ) -> Report:
     """Score the run and decide status/exitCode with the exit-code precedence.
 
-    Runner failures, an interrupt or ``skill_changed`` make the evidence void (7 / 130); scores are
-    still computed from the valid observations so the reader sees what was measured, and
-    ``coverage`` says how many of the planned observations they rest on. ``messages`` from the
-    caller are notes (information that does not change the exit code)."""
+    Runner failures, an interrupt or ``skill_changed`` / ``baseline_changed`` make the evidence
+    void (7 / 130); scores are still computed from the valid observations so the reader sees
+    what was measured, and ``coverage`` says how many of the planned observations they rest on.
+    A run that stopped early with a settled verdict (``result.settled``) has that verdict.
+    ``messages`` from the caller are notes (information that does not change the exit code)."""
     # All observations stay alive while scoring: each collection would walk every one of them
     # (docs/performance.md); nothing built here forms a reference cycle.
     with gc_paused():
-        return _evaluate(skill, suite, settings, result, skill_changed, messages)
+        return _evaluate(
+            skill,
+            suite,
+            settings,
+            result,
+            skill_changed,
+            messages,
+            arm_plan,
+            baseline,
+            baseline_changed,
+        )
 
 
 def _evaluate(
@@ -405,6 +424,9 @@ def _evaluate(
     result: ExecutionResult,
     skill_changed: bool,
     messages: tuple[str, ...],
+    arm_plan: ArmPlan | None,
+    baseline: Skill | None,
+    baseline_changed: bool,
 ) -> Report:
     trials = settings.trials
     grid = _grid(suite, trials, result.observations)
@@ -422,80 +444,75 @@ def _evaluate(
     # Per-case evidence states only when some runner reported evidence (custom runners need not).
     evidence = any(obs.evidence for obs in observed)
     failures = sorted(result.failures, key=_failure_order(suite))
-    expected = len(suite.cases) * trials * len(VARIANTS)
-    missing = expected - len(observed)
+    others = [o for o in result.observations if o.variant == "baseline"]
+    expected = (
+        result.planned if result.planned is not None else len(suite.cases) * trials * len(VARIANTS)
+    )
+    observed_count = len(observed) + len(others)
+    missing = expected - observed_count
+    stopped = result.stopped
+    settled = result.settled if stopped is not None else None
 
     codes: list[int] = []
     notes = Messages()  # most important first: errors as found, then warnings and notes
     if failures:
         codes.append(UNAVAILABLE)
         notes.append(_failures_message(failures))
-    if skill_changed:
-        codes.append(UNAVAILABLE)
-        notes.append(
-            f"the skill directory {skill.path} changed during the run (its hash differs after "
-            "the last invocation): the evidence is void; do not edit the skill while it is "
-            "evaluated"
-        )
+    for label, path, changed in (
+        ("skill", skill.path, skill_changed),
+        ("baseline", baseline.path if baseline is not None else None, baseline_changed),
+    ):
+        if changed:
+            codes.append(UNAVAILABLE)
+            notes.append(
+                f"the {label} directory {path} changed during the run (its hash differs after "
+                f"the last invocation): the evidence is void; do not edit the {label} while it "
+                "is evaluated"
+            )
     if result.interrupted:
         codes.append(INTERRUPTED)
         notes.append(
             f"interrupted: {missing} of {expected} observation(s) are missing; "
             "rerun with --resume FILE (from --record FILE) to complete them"
         )
-    elif missing and not failures:
+    elif stopped is not None and stopped.reason == "budget" and settled is None:
+        codes.append(UNAVAILABLE)
+        notes.append(
+            f"budget reached after {stopped.invocations} invocations: {missing} of {expected} "
+            "planned observation(s) did not run and the verdict is not settled; raise "
+            "--max-invocations / --max-cost-usd, or rerun with --resume FILE (from --record "
+            "FILE) to complete them"
+        )
+    elif missing and not failures and settled is None:
         codes.append(UNAVAILABLE)
         notes.append(f"{missing} of {expected} observation(s) are missing: the evidence is void")
 
-    f1 = trigger["f1"]
-    f1_gate: dict[str, Any] | None = None
-    if settings.min_trigger_f1 is not None:
-        if f1 is None:
-            codes.append(UNAVAILABLE)
-            notes.append(
-                "--min-trigger-f1 is set but trigger F1 is undefined: " + _why_f1_undefined(trigger)
+    outcomes = _gate_outcomes(suite, settings, trigger, task)
+    comparison = None
+    if baseline is not None:
+        with RegexPool() as matcher:
+            comparison = comparison_section(
+                suite,
+                skill.name,
+                trials,
+                result.observations,
+                _baseline_passes(suite, trials, result.observations, task_passes, matcher),
+                settings.bootstrap_samples,
+                settings.seed,
+                baseline.directory_sha256 == skill.directory_sha256,
             )
-            f1_gate = _gate(settings.min_trigger_f1, None, None)
-        else:
-            ok = f1 >= settings.min_trigger_f1
-            f1_gate = _gate(settings.min_trigger_f1, f1, ok)
-            if not ok:
-                codes.append(GATE_FAILED)
-                notes.append(
-                    f"gate failed: trigger F1 {_num(f1)} is below --min-trigger-f1 "
-                    f"{_num(settings.min_trigger_f1)}"
-                )
-
-    uplift_gate: dict[str, Any] | None = None
-    if settings.min_uplift is not None:
-        threshold = settings.min_uplift
-        if task is None:
-            codes.append(UNAVAILABLE)
-            notes.append(f"--min-uplift is set but no case in {suite.path} has a task check")
-            uplift_gate = _gate(threshold, None, None)
-        else:
-            lower = task["interval"]["lower"]
-            if task["insufficient"]:
-                codes.append(INSUFFICIENT)
-                notes.append(
-                    f"--min-uplift needs at least {MIN_UNITS} independent cases with a task "
-                    f"check; {suite.path} has {task_unit_count(suite)}"
-                )
-                uplift_gate = _gate(threshold, lower, None)
-            elif lower is None:
-                codes.append(UNAVAILABLE)
-                notes.append("--min-uplift is set but no unit has both variants observed")
-                uplift_gate = _gate(threshold, None, None)
-            else:
-                ok = lower >= threshold
-                uplift_gate = _gate(threshold, lower, ok)
-                if not ok:
-                    codes.append(GATE_FAILED)
-                    notes.append(
-                        f"gate failed: the uplift interval's lower bound {_num(lower)} is "
-                        f"below --min-uplift {_num(threshold)}"
-                    )
-    elif task is not None and task["insufficient"]:
+        outcomes += comparison_gates(comparison, settings.compare)
+    if settled is not None and stopped is not None:
+        not_run = stopped.planned - stopped.after
+        outcomes = [
+            as_settled(o, settled[o.key], not_run) if o.key in settled else o for o in outcomes
+        ]
+    for outcome in outcomes:
+        if outcome.code is not None:
+            codes.append(outcome.code)
+        if outcome.message is not None:
+            notes.append(outcome.message)
+    if settings.min_uplift is None and task is not None and task["insufficient"]:
         notes.note(
             f"uplift rests on {task_unit_count(suite)} independent case(s) with a task check "
             f"(fewer than {MIN_UNITS}): reported, but too few to gate on"
@@ -512,36 +529,48 @@ def _evaluate(
         notes.warning(message)
     for message in messages:
         notes.note(message)
+    for message in run_notes(arm_plan, stopped, settled, settings.seed):
+        notes.note(message)
 
     exit_code = combine(codes)
     report = _envelope(exit_code)
+    gates: dict[str, dict[str, Any] | None] = {key: None for key in ALL_GATES}
+    gates.update({o.key: o.report for o in outcomes})
+    runner: dict[str, Any] = {
+        "invocations": result.invocations,
+        "failures": [
+            {"caseId": f.case_id, "trial": f.trial, "variant": f.variant, "reason": f.reason}
+            for f in failures
+        ],
+        "wallMs": round(result.wall_ms),
+        "meta": _meta_sums([*observed, *others]),
+        "retried": result.retried,
+    }
+    if result.ledger is not None:
+        runner["ledger"] = result.ledger
+    if stopped is not None:
+        runner["stoppedEarly"] = {
+            "after": stopped.after,
+            "planned": stopped.planned,
+            "reason": stopped.reason,
+            "settled": settled is not None,
+        }
     report.update(
         {
             "skill": _skill_block(skill),
+            "baseline": _baseline_block(baseline),
             "cases": _cases_block(suite),
             "settings": _settings_block(settings),
+            "arms": (arm_plan or ArmPlan(arms=("with", "without"))).report_block(),
             "trigger": trigger,
             "task": task,
+            "comparison": comparison,
             "loading": {
                 "violations": violations,
                 "attemptedNotLoaded": _attempted_not_loaded(suite, grid, skill.name),
             },
-            "runner": {
-                "invocations": result.invocations,
-                "failures": [
-                    {
-                        "caseId": f.case_id,
-                        "trial": f.trial,
-                        "variant": f.variant,
-                        "reason": f.reason,
-                    }
-                    for f in failures
-                ],
-                "wallMs": round(result.wall_ms),
-                "meta": _meta_sums(observed),
-                "retried": result.retried,
-            },
-            "gates": {"minTriggerF1": f1_gate, "minUplift": uplift_gate},
+            "runner": runner,
+            "gates": gates,
             "caseResults": [
                 _case_result(case, triggered[case.id], task_results.get(case.id))
                 | ({"loadState": _load_states(grid, case.id, skill.name)} if evidence else {})
@@ -549,10 +578,60 @@ def _evaluate(
             ],
             "messages": notes.texts(),
             "messageSeverities": notes.severities(),
-            "coverage": {"observed": len(observed), "planned": expected},
+            "coverage": {"observed": observed_count, "planned": expected},
         }
     )
     return report
+
+
+def _gate_outcomes(
+    suite: CaseSuite, settings: Settings, trigger: Mapping[str, Any], task: Mapping[str, Any] | None
+) -> list[GateOutcome]:
+    """The trigger-F1 and uplift gates, when configured."""
+    outcomes: list[GateOutcome] = []
+    if settings.min_trigger_f1 is not None:
+        outcomes.append(
+            trigger_f1_gate(trigger, settings.min_trigger_f1, _why_f1_undefined(trigger))
+        )
+    if settings.min_uplift is not None:
+        outcomes.append(uplift_gate(task, settings.min_uplift, suite, task_unit_count(suite)))
+    return outcomes
+
+
+def _baseline_passes(
+    suite: CaseSuite,
+    trials: int,
+    observations: Sequence[Observation],
+    task_passes: Mapping[tuple[str, str], Sequence[bool | None]],
+    matcher: RegexPool,
+) -> dict[tuple[str, str], Sequence[bool | None]]:
+    """(case id, arm) → task pass per trial for with (as scored) and baseline."""
+    rows: dict[str, list[Observation | None]] = {
+        c.id: [None] * (2 * trials) for c in suite.cases if c.task is not None
+    }
+    for obs in observations:
+        row = rows.get(obs.case_id)
+        if obs.variant == "baseline" and row is not None and 1 <= obs.trial <= trials:
+            # Judged like a with-run: its slot in a with/without row.
+            row[2 * obs.trial - 2] = row[2 * obs.trial - 2] or obs
+    out: dict[tuple[str, str], Sequence[bool | None]] = {}
+    for case in suite.cases:
+        if case.task is None:
+            continue
+        out[(case.id, "with")] = task_passes[(case.id, "with")]
+        out[(case.id, "baseline")] = judge_case(case, rows[case.id], matcher).passes["with"]
+    return out
+
+
+def _baseline_block(baseline: Skill | None) -> dict[str, Any] | None:
+    if baseline is None:
+        return None
+    return {
+        "name": baseline.name,
+        "path": str(baseline.path),
+        "skillMdSha256": baseline.skill_md_sha256,
+        "directorySha256": baseline.directory_sha256,
+    }
 
 
 def _failures_message(failures: Sequence[RunnerFailure]) -> str:
@@ -602,14 +681,18 @@ def error_report(
         gates = {
             "minTriggerF1": _gate(settings.min_trigger_f1, None, None),
             "minUplift": _gate(settings.min_uplift, None, None),
+            **{k: _gate(v, None, None) for k, v in settings.compare.as_dict().items()},
         }
     report.update(
         {
             "skill": _skill_block(skill),
             "cases": _cases_block(suite),
             "settings": _settings_block(settings),
+            "baseline": None,
+            "arms": None,
             "trigger": None,
             "task": None,
+            "comparison": None,
             "loading": None,
             "runner": None,
             "gates": gates,

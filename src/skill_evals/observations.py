@@ -23,7 +23,7 @@ import math
 import os
 import stat
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,8 +33,12 @@ from .cases import MAX_ID_CHARS, Case, CaseSuite
 from .errors import InvalidInput
 from .jsonl import describe_key
 
-Variant = Literal["with", "without"]
-VARIANTS: tuple[Variant, Variant] = ("with", "without")
+# An arm: what an observation is of. "with" and "without" are the two variants of the runner
+# contract; "baseline" is another version of the skill, run as "with" (docs/comparison.md).
+Variant = Literal["with", "without", "baseline"]
+Echo = Literal["with", "without"]  # what EVALGATE_SKILL_VARIANT says and the runner echoes
+VARIANTS: tuple[Echo, Echo] = ("with", "without")
+ARMS: tuple[Variant, Variant, Variant] = ("with", "without", "baseline")
 META_KEYS = ("durationMs", "costUsd", "inputTokens", "outputTokens", "turns")
 RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode", "meta", "evidence", "toolCalls")
 EVIDENCE_STATES = ("offered", "attempted", "loaded", "failed")
@@ -159,7 +163,7 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-def parse_runner_object(value: object, expected_variant: Variant) -> dict[str, Any]:
+def parse_runner_object(value: object, expected_variant: Echo) -> dict[str, Any]:
     """Validate one runner object (keys variant, invokedSkills, output, exitCode, optional meta).
 
     Returns ``{"variant", "invoked_skills" (tuple), "output", "exit_code", "meta" (dict)}`` and
@@ -315,18 +319,24 @@ def _record_key(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int,
         what = "missing" if trial is None else "must be an integer"
         raise InvalidInput(f"{path}:{line}: key 'trial' {what}")
     variant = value.get("variant")
-    if variant not in VARIANTS:
-        what = "missing" if variant is None else 'must be "with" or "without"'
+    if variant not in ARMS:
+        what = "missing" if variant is None else 'must be "with", "without" or "baseline"'
         raise InvalidInput(f"{path}:{line}: key 'variant' {what}")
-    return case_id, trial, "with" if variant == "with" else "without"
+    arm: Variant = (
+        "with" if variant == "with" else "without" if variant == "without" else "baseline"
+    )
+    return case_id, trial, arm
 
 
 def _record_observation(
     path: Path, line: int, value: dict[str, Any], key: tuple[str, int, Variant]
 ) -> Observation:
     body = {k: v for k, v in value.items() if k not in RECORD_KEYS}
+    echo: Echo = "without" if key[2] == "without" else "with"
+    if key[2] == "baseline":
+        body["variant"] = "with"  # a baseline observation is a with-run of another version
     try:
-        fields = parse_runner_object(body, key[2])
+        fields = parse_runner_object(body, echo)
         checks = _parse_checks(value["checks"]) if "checks" in value else None
         cached = _parse_cached(value["cached"]) if "cached" in value else False
     except ContractError as exc:
@@ -372,7 +382,7 @@ def _valid_observation(value: dict[str, Any]) -> Observation | None:
     if not (
         type(case_id) is str
         and type(trial) is int
-        and (variant == "with" or variant == "without")
+        and (variant == "with" or variant == "without" or variant == "baseline")
         and type(skills) is list
         and type(output) is str
         and type(code) is int
@@ -476,20 +486,34 @@ def _breach(observation: Observation, skill_name: str) -> RunnerFailure:
     )
 
 
-def load_observations(
-    path: Path, suite: CaseSuite, trials: int, skill_name: str
-) -> tuple[list[Observation], list[RunnerFailure]]:
-    """Read an --observations file: exactly one per case × trial × variant.
+Key = tuple[str, int, Variant]  # (case id, trial, arm)
+_ARM_INDEX = {"with": 0, "without": 1, "baseline": 2}
 
-    Duplicate/missing/extra/unknown caseId → InvalidInput (exit 5) naming the key (the whole file
-    is checked first). A ``without`` observation listing ``skill_name`` is returned as a
-    RunnerFailure "isolation breach" (the evaluation then exits 7), not as an observation.
-    Both lists come back in plan order (case-file order, trial, with before without)."""
+
+def load_observations(
+    path: Path,
+    suite: CaseSuite,
+    trials: int,
+    skill_name: str,
+    planned: Sequence[Key] | None = None,
+    baseline: bool = False,
+) -> tuple[list[Observation], list[RunnerFailure]]:
+    """Read an --observations file: exactly one per planned (case, trial, arm).
+
+    ``planned``: the keys the run's arms need (default: every case × trial × with, without).
+    A record of a known case, trial and arm the plan does not need (e.g. a ``without`` run of a
+    case the isolation spot-check left out) is ignored; ``baseline`` records need
+    ``baseline`` (a --baseline DIR). Duplicate/missing/extra/unknown caseId → InvalidInput
+    (exit 5) naming the key (the whole file is checked first). A ``without`` observation listing
+    ``skill_name`` is returned as a RunnerFailure "isolation breach" (the evaluation then exits
+    7), not as an observation. Both lists come back in plan order (case-file order, trial, arm:
+    with, without, baseline)."""
     from .jsonl import check_regular_file
 
     check_regular_file(path, "--observations")
+    keys = plan_keys(suite, trials) if planned is None else planned
     with gc_paused():
-        return _load_observations(path, suite, trials, skill_name)
+        return _load_observations(path, suite, trials, skill_name, keys, baseline)
 
 
 @contextmanager
@@ -510,17 +534,26 @@ def gc_paused() -> Iterator[None]:
 
 
 def _load_observations(
-    path: Path, suite: CaseSuite, trials: int, skill_name: str
+    path: Path,
+    suite: CaseSuite,
+    trials: int,
+    skill_name: str,
+    planned: Sequence[Key],
+    baseline: bool,
 ) -> tuple[list[Observation], list[RunnerFailure]]:
     from .jsonl import read_jsonl_values
 
-    # Per case, slot 2 × (trial - 1) + (0 for with, 1 for without) holds that observation and,
-    # in a parallel list, its line: plan order without building and hashing a key per line.
-    width = 2 * trials
+    # Per case, slot 3 × (trial - 1) + (0 with, 1 without, 2 baseline) holds that observation
+    # and, in a parallel list, its line: plan order without building and hashing a key per line.
+    width = 3 * trials
     slots: dict[str, tuple[list[Observation | None], list[int]]] = {
         case.id: ([None] * width, [0] * width) for case in suite.cases
     }
-    bound = len(suite.cases) * width
+    wanted: dict[str, list[bool]] = {case.id: [False] * width for case in suite.cases}
+    for case_id, trial, arm in planned:
+        wanted[case_id][3 * trial - 3 + _ARM_INDEX[arm]] = True
+    arms_allowed = 3 if baseline else 2
+    bound = len(suite.cases) * trials * arms_allowed
     cases = suite.by_id()
     # The cases whose observations must carry `checks`; the others are checked only when
     # they carry some (one set lookup per line instead of a call).
@@ -545,7 +578,12 @@ def _load_observations(
                 f"{path}:{line}: extra observation {_describe(key)}: trial must be "
                 f"1..{trials} (--trials {trials})"
             )
-        index = 2 * key[1] - (2 if key[2] == "with" else 1)
+        if key[2] == "baseline" and not baseline:
+            raise InvalidInput(
+                f"{path}:{line}: {_describe(key)}: a baseline observation needs "
+                "--baseline DIR (the skill version it was run with)"
+            )
+        index = 3 * key[1] - 3 + _ARM_INDEX[key[2]]
         found, lines = row
         if found[index] is not None:
             raise InvalidInput(
@@ -560,24 +598,29 @@ def _load_observations(
                 raise InvalidInput(f"{path}:{line}: {_describe(key)}: {problem}")
         found[index] = observation
         lines[index] = line
-        filled += 1
-    if filled != bound:
+        if wanted[key[0]][index]:
+            filled += 1
+    if filled != len(planned):
         missing = [
-            (case.id, index // 2 + 1, VARIANTS[index % 2])
+            (case.id, index // 3 + 1, ARMS[index % 3])
             for case in suite.cases
             for index, observation in enumerate(slots[case.id][0])
-            if observation is None
+            if observation is None and wanted[case.id][index]
         ]
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        arms = sorted({arm for _, _, arm in planned}, key=_ARM_INDEX.__getitem__)
         raise InvalidInput(
             f"{path}: missing observation {_describe(missing[0])}{more}; every case × trial "
-            f"1..{trials} × variant (with, without) needs exactly one"
+            f"1..{trials} × variant ({', '.join(arms)}) needs exactly one"
         )
     observations: list[Observation] = []
     failures: list[RunnerFailure] = []
     for case in suite.cases:
-        for observation in slots[case.id][0]:
-            assert observation is not None  # every slot is filled (checked above)
+        needed = wanted[case.id]
+        for index, observation in enumerate(slots[case.id][0]):
+            if not needed[index]:
+                continue  # not in the plan (or absent): not scored
+            assert observation is not None  # every planned slot is filled (checked above)
             if observation.variant == "without" and skill_name in observation.invoked_skills:
                 failures.append(_breach(observation, skill_name))
             else:
@@ -585,9 +628,12 @@ def _load_observations(
     return observations, failures
 
 
-def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation]:
-    """Read a --resume file: keep observations matching current cases and trials (missing ones
-    are fine; later duplicates of a key are ignored; trials outside 1..``trials`` are ignored;
+def load_recorded(
+    path: Path, suite: CaseSuite, trials: int, planned: Sequence[Key] | None = None
+) -> list[Observation]:
+    """Read a --resume file: keep observations matching current cases, trials and the planned
+    keys (default: every case × trial × with, without; missing ones are fine; later duplicates
+    of a key are ignored; trials outside 1..``trials`` and keys outside the plan are ignored;
     a record whose ``checks`` do not fit its case's task is ignored, so it runs again).
     Unknown caseId → InvalidInput (exit 5). Returned in plan order."""
     from .jsonl import check_regular_file, read_jsonl_values
@@ -596,7 +642,7 @@ def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation
     case_ids = suite.by_id()
     found: dict[tuple[str, int, str], Observation] = {}
     # Bound by the largest --trials so that a file recorded with more trials still resumes.
-    bound = len(suite.cases) * max(trials, MAX_TRIALS) * 2
+    bound = len(suite.cases) * max(trials, MAX_TRIALS) * len(ARMS)
     for line, value in read_jsonl_values(path, max_records=bound):
         observation = _valid_observation(value)
         if observation is None:
@@ -615,7 +661,8 @@ def load_recorded(path: Path, suite: CaseSuite, trials: int) -> list[Observation
         if checks_problem(observation, case_ids[key[0]]) is not None:
             continue  # recorded for other checks (or before they were): run it again
         found[key] = observation
-    return [found[k] for k in plan_keys(suite, trials) if k in found]
+    keys = plan_keys(suite, trials) if planned is None else planned
+    return [found[k] for k in keys if k in found]
 
 
 def plan_keys(

@@ -10,17 +10,19 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .agents import simulated
 from .cases import MIN_UNITS, CaseSuite, load_cases
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from .evaluate import Report, Settings, error_report, evaluate
-from .execute import ExecutionPlan, ExecutionResult, Progress, execute
-from .observations import Observation, load_observations, load_recorded
+from .execute import ExecutionPlan, ExecutionResult, Progress, SettleSpec, execute
+from .observations import Observation, Variant, load_observations, load_recorded
 from .outputs import HeldOutputs, holds_records, output_problem
+from .run_control import InvocationCache
 from .runner import split_command
+from .scope import ArmOptions, load_baseline, plan_scope, settle_gates
 from .skill import Skill, directory_sha256, load_skill
 from .workspace import check_keep_dir
 
@@ -49,6 +51,8 @@ class TestOptions:
     env: Mapping[str, str] | None = None
     retries: int = 2  # re-runs of an invocation whose runner reports a retryable failure
     retry_delay: Callable[[int], float] | None = None  # backoff (seconds before re-run n)
+    scope: ArmOptions = field(default_factory=ArmOptions)  # arms, baseline, budget, settle
+    cache: InvocationCache | None = None  # reuse valid observations (docs/comparison.md)
 
     @property
     def effective_timeout_ms(self) -> int:
@@ -67,6 +71,7 @@ class TestOptions:
             jobs=self.jobs,
             min_trigger_f1=self.min_trigger_f1,
             min_uplift=self.min_uplift,
+            compare=self.scope.compare,
         )
 
 
@@ -161,7 +166,17 @@ def check_outputs(options: TestOptions, held: HeldOutputs | None = None) -> None
             )
 
 
-def _resumed(options: TestOptions, suite: CaseSuite) -> list[Observation]:
+def _changed(skill: Skill) -> bool:
+    """Whether the directory's hash differs from the one taken before the run."""
+    try:
+        return directory_sha256(skill.path) != skill.directory_sha256
+    except InvalidInput:
+        return True
+
+
+def _resumed(
+    options: TestOptions, suite: CaseSuite, planned: list[tuple[str, int, Variant]]
+) -> list[Observation]:
     """The observations --resume reuses. ``--resume F --record F`` with F missing is the first
     run of a resumable job: it starts from nothing (any other missing --resume file is an
     error: resuming from nothing by mistake would re-run and re-pay everything)."""
@@ -171,7 +186,7 @@ def _resumed(options: TestOptions, suite: CaseSuite) -> list[Observation]:
     first_run = record is not None and resume.resolve() == record.resolve()
     if first_run and not os.path.lexists(resume):
         return []
-    return load_recorded(resume, suite, options.trials)
+    return load_recorded(resume, suite, options.trials, planned)
 
 
 def _check_keep_workspaces(keep: Path, skill_dir: Path) -> None:
@@ -224,6 +239,13 @@ def run_test(
                 "--keep-workspaces works with --runner only; recorded observations have no "
                 "workspaces"
             )
+        if options.observations is not None and (
+            options.scope.budget is not None or options.scope.stop_when_settled
+        ):
+            raise InvalidInput(
+                "--max-invocations, --max-cost-usd and --stop-when-settled work with --runner "
+                "only; with --observations nothing runs"
+            )
         skill = load_skill(options.skill)
         _check_bundled(builtin_agent(options.runner), skill.name)
         for out in options.outputs:
@@ -233,16 +255,27 @@ def run_test(
                     "write reports elsewhere (it would change the skill's hash)"
                 )
         check_outputs(options, held)
+        baseline = load_baseline(options.scope, skill, options.outputs)
 
         if options.keep_workspaces is not None:
             _check_keep_workspaces(options.keep_workspaces, skill.path)
+            if baseline is not None:
+                _check_keep_workspaces(options.keep_workspaces, baseline.path)
         check_outputs(options)
         suite = load_cases(options.cases, skill.name)
         command = split_command(options.runner) if options.runner is not None else ()
-        resumed = _resumed(options, suite)
+        scope = plan_scope(
+            options.scope, skill, baseline, suite, options.trials, options.seed, options.min_uplift
+        )
+        resumed = _resumed(options, suite, scope.planned)
         if options.observations is not None:
             observations, failures = load_observations(
-                options.observations, suite, options.trials, skill.name
+                options.observations,
+                suite,
+                options.trials,
+                skill.name,
+                scope.planned,
+                baseline=baseline is not None,
             )
         if suite.unit_count < MIN_UNITS:
             raise InsufficientUnits(
@@ -261,9 +294,11 @@ def run_test(
                     f"check; {suite.path} has {task_units}"
                 )
         if options.observations is not None:
-            result = ExecutionResult(observations=observations, failures=failures)
+            result = ExecutionResult(
+                observations=observations, failures=failures, planned=len(scope.planned)
+            )
             _collect_answers(result, answers)
-            return evaluate(skill, suite, settings, result)
+            return evaluate(skill, suite, settings, result, arm_plan=scope.plan, baseline=baseline)
         notes = (simulated.NOTICE,) if simulated.is_simulated_command(options.runner) else ()
         if options.min_trigger_f1 is not None and not any(c.expect_trigger for c in suite.cases):
             # Recall's denominator TP+FN would be 0, so F1 is null and the gate can only end
@@ -288,13 +323,31 @@ def run_test(
             keep_workspaces=options.keep_workspaces,
             retries=options.retries,
             retry_delay=options.retry_delay,
+            arms=scope.arms,
+            planned=scope.planned,
+            budget=options.scope.budget,
+            settle=SettleSpec(
+                settle_gates(
+                    options.min_trigger_f1, options.min_uplift, options.scope.compare, suite
+                ),
+                options.bootstrap_samples,
+                options.seed,
+                stop=options.scope.stop_when_settled,
+            ),
+            cache=options.cache,
         )
         result = execute(plan, progress)
         _collect_answers(result, answers)
-        try:
-            changed = directory_sha256(skill.path) != skill.directory_sha256
-        except InvalidInput:
-            changed = True
-        return evaluate(skill, suite, settings, result, skill_changed=changed, messages=notes)
+        return evaluate(
+            skill,
+            suite,
+            settings,
+            result,
+            skill_changed=_changed(skill),
+            messages=notes,
+            arm_plan=scope.plan,
+            baseline=baseline,
+            baseline_changed=baseline is not None and _changed(baseline),
+        )
     except EvalError as exc:
         return error_report(exc.exit_code, str(exc), settings, skill, suite)

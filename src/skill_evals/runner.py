@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import InvalidInput
 from .jsonl import loads_strict
-from .observations import ContractError, Observation, RunnerFailure, Variant, parse_runner_object
+from .observations import ContractError, Echo, Observation, RunnerFailure, parse_runner_object
 from .processes import ProcessSweeper, identity
 
 READ_CHUNK = 65_536
@@ -46,7 +46,7 @@ class InvocationSpec:
     env: Mapping[str, str]  # full environment (caller's + EVALGATE_SKILL_*)
     case_id: str
     trial: int
-    variant: Variant
+    variant: Echo  # what the runner is told and must echo (a baseline run is a with-run)
     timeout_ms: int
     max_bytes: int
 
@@ -310,7 +310,7 @@ def run_invocation(
     return InvocationResult(observation, (time.monotonic() - started) * 1000.0)
 
 
-def parse_stdout(data: bytes, variant: Variant) -> dict[str, Any]:
+def parse_stdout(data: bytes, variant: Echo) -> dict[str, Any]:
     """Check a runner's stdout: one strict-JSON object line (one final ``\\n`` allowed).
 
     Returns parse_runner_object's fields; raises ContractError with a reason free of the output."""
@@ -340,7 +340,7 @@ def parse_stdout(data: bytes, variant: Variant) -> dict[str, Any]:
 
 
 def invocation_env(
-    base: Mapping[str, str], variant: Variant, skill_dir: str, case_id: str, trial: int
+    base: Mapping[str, str], variant: Echo, skill_dir: str, case_id: str, trial: int
 ) -> dict[str, str]:
     """The caller's environment plus the four EVALGATE_SKILL_* variables."""
     env = dict(base)

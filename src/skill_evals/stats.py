@@ -191,3 +191,61 @@ def exact_mean(values: Sequence[Number]) -> Fraction:
     if not values:
         raise ValueError("mean of no values")
     return sum((Fraction(v) for v in values), Fraction(0)) / len(values)
+
+
+def resample_sums_many(
+    vectors: Sequence[Sequence[int]], samples: int, seed: int, *, accelerate: bool = True
+) -> list[tuple[int, ...]]:
+    """Per resample b, the sums over its n drawn units of each of the k ``vectors``
+    (non-negative integers, one entry per unit): the draws of :func:`bootstrap_interval`
+    (one mulberry32 stream seeded with ``seed``, index = floor(draw × n)).
+
+    The pure-Python loop packs a unit's k values into one integer with fields wide enough that
+    no sum can carry into the next field, so each draw is one addition whatever k is."""
+    k = len(vectors)
+    if k == 0:
+        raise ValueError("no vectors to sum")
+    n = len(vectors[0])
+    if n == 0 or any(len(v) != n for v in vectors):
+        raise ValueError("the vectors must have one equal, non-zero length")
+    if n >= 1 << 21:
+        raise ValueError("too many values for exact index arithmetic")
+    if any(x < 0 for v in vectors for x in v):
+        raise ValueError("the values must be non-negative")
+    if not 0 <= seed <= _MASK:
+        raise ValueError(f"seed must be within 0..{_MASK}, got {seed}")
+    if accelerate:
+        from .stats_numpy import resample_sums_many as fast_sums
+
+        fast = fast_sums(vectors, samples, seed)
+        if fast is not None:
+            return fast
+    width = (max(max(v) for v in vectors) * n).bit_length() + 1
+    packed = [sum(v[u] << (j * width) for j, v in enumerate(vectors)) for u in range(n)]
+    mask = (1 << width) - 1
+    step = _GOLDEN
+    out: list[tuple[int, ...]] = []
+    start = seed + step
+    span = n * step
+    for _ in range(samples):
+        stop = start + span
+        acc = 0
+        for s in range(start, stop, step):  # the generator inlined, as in bootstrap_interval
+            s &= 0xFFFFFFFF
+            t = ((s ^ (s >> 15)) * (s | 1)) & 0xFFFFFFFF
+            t = (t ^ (t + ((t ^ (t >> 7)) * (t | 61)))) & 0xFFFFFFFF
+            acc += packed[((t ^ (t >> 14)) * n) >> 32]
+        out.append(tuple((acc >> (j * width)) & mask for j in range(k)))
+        start = (stop - step) & 0xFFFFFFFF
+        start += step
+    return out
+
+
+def percentiles_of(values: list[Fraction]) -> tuple[Fraction, Fraction] | None:
+    """(lower, upper) of the 95 % percentile interval over ``values`` (sorted here):
+    values[floor(0.025·(B′−1))], values[ceil(0.975·(B′−1))]; None when there are none."""
+    if not values:
+        return None
+    values.sort()
+    lo, hi = percentile_positions(len(values))
+    return values[lo], values[hi]

@@ -14,6 +14,7 @@ which stays the reference and the fallback. Exactness holds because:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 _INCREMENT = 0x6D2B79F5
 _CHUNK_DRAWS = 1 << 21  # bounded memory: ~50 MB of temporaries per chunk
@@ -35,13 +36,43 @@ def resample_sums(numerators: Sequence[int], samples: int, seed: int) -> list[in
     rows_per_chunk = max(1, _CHUNK_DRAWS // n)
     for first_row in range(0, samples, rows_per_chunk):
         rows = min(rows_per_chunk, samples - first_row)
-        k = np.arange(first_row * n + 1, (first_row + rows) * n + 1, dtype=np.uint64)
-        s = ((k * np.uint64(_INCREMENT) + np.uint64(seed)) & np.uint64(0xFFFFFFFF)).astype(
-            np.uint32
-        )
-        t = (s ^ (s >> np.uint32(15))) * (s | np.uint32(1))
-        t = t ^ (t + (t ^ (t >> np.uint32(7))) * (t | np.uint32(61)))
-        u = (t ^ (t >> np.uint32(14))).astype(np.uint64)
-        index = ((u * np.uint64(n)) >> np.uint64(32)).astype(np.intp)
+        index = _indices(first_row, rows, n, seed)
         sums[first_row : first_row + rows] = values[index].reshape(rows, n).sum(axis=1)
     return [int(x) for x in sums.tolist()]
+
+
+def _indices(first_row: int, rows: int, n: int, seed: int) -> Any:
+    """The unit indices of resamples ``first_row`` .. ``first_row + rows − 1`` (rows × n, flat)."""
+    import numpy as np
+
+    k = np.arange(first_row * n + 1, (first_row + rows) * n + 1, dtype=np.uint64)
+    s = ((k * np.uint64(_INCREMENT) + np.uint64(seed)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    t = (s ^ (s >> np.uint32(15))) * (s | np.uint32(1))
+    t = t ^ (t + (t ^ (t >> np.uint32(7))) * (t | np.uint32(61)))
+    u = (t ^ (t >> np.uint32(14))).astype(np.uint64)
+    return ((u * np.uint64(n)) >> np.uint64(32)).astype(np.intp)
+
+
+def resample_sums_many(
+    vectors: Sequence[Sequence[int]], samples: int, seed: int
+) -> list[tuple[int, ...]] | None:
+    """Per resample, the sums of each of the k ``vectors`` (all of one length n) over the
+    resample's units — the same draws as :func:`resample_sums`. None when NumPy is
+    unavailable or int64 could overflow."""
+    try:
+        import numpy as np
+    except ImportError:
+        return None
+    k = len(vectors)
+    n = len(vectors[0]) if k else 0
+    biggest = max((abs(x) for vector in vectors for x in vector), default=0)
+    if k == 0 or n == 0 or n >= 1 << 21 or biggest * n >= 1 << 62:
+        return None
+    values = np.asarray(vectors, dtype=np.int64).T  # n × k
+    sums = np.empty((samples, k), dtype=np.int64)
+    rows_per_chunk = max(1, _CHUNK_DRAWS // (n * k))
+    for first_row in range(0, samples, rows_per_chunk):
+        rows = min(rows_per_chunk, samples - first_row)
+        index = _indices(first_row, rows, n, seed)
+        sums[first_row : first_row + rows] = values[index].reshape(rows, n, k).sum(axis=1)
+    return [tuple(int(x) for x in row) for row in sums.tolist()]

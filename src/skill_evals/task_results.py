@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cases import Case, CaseSuite
-from .checks import Matcher, judge_task
+from .checks import Matcher, Task, judge_task
 from .checks.model import ExitCode
 from .checks.observed import budget_figure
 
@@ -28,6 +28,12 @@ class CaseTask:
     passes: dict[str, list[bool | None]] = field(default_factory=dict)
     checks: list[dict[str, Any]] = field(default_factory=list)
     failed_check: dict[str, Any] | None = None
+
+
+def task_passed(task: Task, obs: Any, matcher: Matcher) -> bool:
+    """Whether one observation passes every check of ``task``, judged as the report judges it
+    (observation checks from its fields, workspace checks from the engine's verdicts)."""
+    return all(outcome.passed for outcome in judge_task(task, obs, matcher, None))
 
 
 def judge_case(case: Case, row: Row, matcher: Matcher) -> CaseTask:
