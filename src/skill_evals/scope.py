@@ -81,10 +81,10 @@ def plan_scope(
     6/7 for a comparison gate that cannot be decided, before anything runs."""
     choice = parse_arms(options.arms) if options.arms is not None else _default(baseline)
     if choice is not None:
-        if "with" not in choice:
-            raise InvalidInput("--arms: the list must hold with (the skill under test)")
         if "baseline" in choice and baseline is None:
             raise InvalidInput("--arms baseline needs --baseline DIR (the version to compare with)")
+        if "with" not in choice:
+            raise InvalidInput("--arms: the list must hold with (the skill under test)")
         if baseline is not None and "baseline" not in choice:
             raise InvalidInput(
                 f"--baseline {options.baseline} is given but --arms leaves baseline out; add it "

@@ -9,11 +9,12 @@ renderers read the same figures back from the report (``arms``, ``runner.stopped
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .arms import ArmPlan
-from .run_control import Stopped
-from .settle import Verdict
+if TYPE_CHECKING:  # the renderers import this module: keep it light
+    from .arms import ArmPlan
+    from .run_control import Stopped
+    from .settle import Verdict
 
 
 def spot_check_text(checked: int, of: int) -> str:

@@ -95,7 +95,9 @@ def run_cli(
     )
 
 
-SIMULATED = "runner: skill-evals runner simulated\ntrials: 1\njobs: 4\n"
+# Full runs (no early stop) so the figures the tests read are the whole suite's; the ci defaults
+# (--arms auto, stop when settled) are tested on their own in test_gate_scope.py.
+SIMULATED = "runner: skill-evals runner simulated\ntrials: 1\njobs: 4\nstop-when-settled: false\n"
 
 
 def gh_env(tmp: Path, **extra: str) -> dict[str, str]:

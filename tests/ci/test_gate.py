@@ -41,9 +41,15 @@ def test_only_the_edited_skill_is_evaluated(passing_run: dict[str, Any]) -> None
     assert report["base"]["mode"] == "git" and report["base"]["sha"] == passing_run["base"]
     assert report["status"] == "pass" and report["changedSkills"] == ["refund-policy"]
     assert report["simulated"] is True
-    # observations recorded, one line per case × trial × variant
+    # observations recorded, one line per case × trial × variant: every case has a task check,
+    # so ci's --arms auto runs without for each of them (no spot-check)
     lines = (out / "observations" / "refund-policy.jsonl").read_text("utf-8").splitlines()
     assert len(lines) == 14 * 2
+    assert refund["report"]["arms"] == {
+        "names": ["with", "without"],
+        "auto": True,
+        "spotCheck": None,
+    }
     # progress lines and folding
     assert "[28/28] refund-policy" in done.stderr
     assert "::group::skill-evals refund-policy" in done.stderr and "::endgroup::" in done.stderr
@@ -310,7 +316,8 @@ def test_runners_never_see_the_ci_token(tmp_path: Path) -> None:
     )
     assert done.returncode in (0, 1), done.stderr
     lines = seen.read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 24 and set(lines) == {"None"}
+    # 12 trigger-only cases with, and (--arms auto) an isolation spot-check of 3 without
+    assert len(lines) == 12 + 3 and set(lines) == {"None"}
 
 
 def test_a_multiline_skill_name_cannot_inject_workflow_commands(tmp_path: Path) -> None:

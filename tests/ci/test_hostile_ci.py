@@ -218,7 +218,8 @@ def test_two_long_skill_names_keep_their_own_observations(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-3000:]
     files = sorted((out / "observations").glob("*.jsonl"))
     assert len(files) == 2
-    assert all(f.read_text("utf-8").count("\n") == 24 for f in files)  # 12 cases × 2 variants
+    # 12 trigger-only cases with, plus the isolation spot-check of --arms auto (3 without)
+    assert all(f.read_text("utf-8").count("\n") == 12 + 3 for f in files)
 
 
 # ------------------------------------------------------------------------- ci merge

@@ -21,6 +21,7 @@ from ..agents.evidence import EvidencePatterns
 from ..cases import DEFAULT_CASES_FILES
 from ..errors import InvalidInput
 from ..jsonl import MAX_FILE_BYTES
+from ..run_control import Budget
 from ..yamldoc import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
 
 CONFIG_NAMES = (".skill-evals.yml", ".skill-evals.yaml")
@@ -58,6 +59,9 @@ class SkillSettings:
     require_env: tuple[str, ...] = ()
     allow_missing_cases: bool = False
     include_outputs: bool = False  # answers in report.html's per-case detail (opt-in)
+    arms: str = "auto"  # --arms: only the arms a gate needs (docs/comparison.md)
+    stop_when_settled: bool = True
+    budget: Budget = field(default_factory=Budget)  # per skill (budget: {invocations, cost-usd})
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that change results, hashed into the fingerprint (docs/ci.md): runner,
@@ -95,6 +99,7 @@ class CiConfig:
     lock: str = DEFAULT_LOCK
     cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
     routing: RoutingConfig | None = None
+    budget_total: Budget = field(default_factory=Budget)  # for the whole run (budget-total)
 
     def routing_settings(self) -> SkillSettings:
         """The runner settings of the routing run: the top level, then CLI flags (no override:
@@ -128,6 +133,8 @@ _KEYS = {
     "keep-going": "keep_going",
     "allow-missing-cases": "allow_missing_cases",
     "include-outputs": "include_outputs",
+    "arms": "arms",
+    "stop-when-settled": "stop_when_settled",
 }
 
 
@@ -136,6 +143,8 @@ def _apply(base: SkillSettings, values: Mapping[str, Any]) -> SkillSettings:
     for key, attr in _KEYS.items():
         if key in values:
             changes[attr] = values[key]
+    if "budget" in values:
+        changes["budget"] = budget_of(values["budget"])
     if "require-env" in values:
         changes["require_env"] = tuple(values["require-env"])
     if "gates" in values:
@@ -352,6 +361,7 @@ def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
         ),
         lock=raw.get("lock", DEFAULT_LOCK),
         routing=_routing(raw.get("routing")),
+        budget_total=budget_of(raw.get("budget-total", {})),
     )
 
 
@@ -365,3 +375,8 @@ def _routing(raw: Mapping[str, Any] | None) -> RoutingConfig | None:
         min_accuracy=gates.get("min-accuracy"),
         min_skill_f1=gates.get("min-skill-f1"),
     )
+
+
+def budget_of(raw: Mapping[str, Any]) -> Budget:
+    """A ``budget`` / ``budget-total`` mapping (``invocations``, ``cost-usd``) as a Budget."""
+    return Budget(invocations=raw.get("invocations"), cost_usd=raw.get("cost-usd"))

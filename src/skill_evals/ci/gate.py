@@ -18,9 +18,11 @@ from ..codes import INTERRUPTED, INVALID, UNAVAILABLE, combine
 from ..errors import InvalidInput
 from ..messages import severities_of
 from ..render.answers import Answers
+from ..scope import ArmOptions
 from . import workflow
+from .budget import TotalBudget
 from .changes import BaseChoice, ChangeSet, detect_changes
-from .config import CiConfig, find_config, load_config
+from .config import CiConfig, SkillSettings, find_config, load_config
 from .console import Console, annotate
 from .discovery import WorkTree, discover
 from .fingerprint import SkillState, worktree_states
@@ -283,6 +285,7 @@ def _evaluate(
             )
     observations_dir = options.out / "observations"
     interrupted = False
+    total = TotalBudget.of(workspace.config.budget_total)
     for state in chosen:
         settings = state.location.settings
         reason = changes.changed.get(state.path)
@@ -338,6 +341,7 @@ def _evaluate(
             retries=settings.retries,
             outputs=(record, options.out / "report.json"),
             env=runner_env(env),
+            scope=_scope(settings, total),
         )
         console.group(f"skill-evals {state.name} ({state.path})")
         console.info(f"evaluating {state.name} ({reason})")
@@ -362,6 +366,7 @@ def _evaluate(
             if printer is not None:
                 printer.close()
             console.endgroup()
+        total.spend(report)
         code = int(report.get("exitCode", 70))
         console.info(f"{state.name}: {report.get('status')} (exit {code})")
         # Why it did not pass belongs in the log too (an invalid cases line, too few cases,
@@ -380,6 +385,18 @@ def _evaluate(
         if code == INTERRUPTED:
             interrupted = True
     return [entries[s.path] for s in workspace.states if s.path in entries]
+
+
+def _scope(settings: SkillSettings, total: TotalBudget) -> ArmOptions:
+    """Arms, budget and early stop of one skill's run: ``arms`` and ``stop-when-settled`` (by
+    default auto and on), its ``budget`` capped by what is left of ``budget-total``."""
+    budget = total.for_skill(settings.budget)
+    return ArmOptions(
+        arms=settings.arms,
+        max_invocations=budget.invocations,
+        max_cost_usd=budget.cost_usd,
+        stop_when_settled=settings.stop_when_settled,
+    )
 
 
 # ------------------------------------------------------------------------------------ plan

@@ -15,6 +15,7 @@ from typing import Any
 from ..render.diagnosis import sections
 from ..render.text import task_failures
 from ..route.render_markdown import ci_routing_markdown
+from .summary_scope import comparison_bullets, ledger_table, scope_bullets
 
 MARKER = "<!-- skill-evals -->"
 SUMMARY_MAX_BYTES = 1_000_000
@@ -294,6 +295,7 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
     if skills:
         lines += verdict_table(skills)
         lines.append("")
+        lines += _scope_sections(skills)
     lines += ci_routing_markdown(ci_report.get("routing"))
     failing = [s for s in skills if s.get("exitCode", 0) != 0]
     for skill in failing:
@@ -312,6 +314,15 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
         lines += [*chart, ""]
     text = "\n".join(lines)
     return cut_bytes(text, max_bytes)
+
+
+def _scope_sections(skills: Sequence[dict[str, Any]]) -> list[str]:
+    """Spot-check and early-stop notes, the baseline comparison, then the ledger."""
+    lines: list[str] = []
+    for block in (scope_bullets(skills), comparison_bullets(skills), ledger_table(skills)):
+        if block:
+            lines += [*block, ""]
+    return lines
 
 
 def cut_bytes(text: str, max_bytes: int) -> str:
@@ -360,6 +371,7 @@ def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
     if shown:
         lines += verdict_table(shown)
         lines.append("")
+        lines += _scope_sections(shown)
     if unchanged:
         lines += [f"{unchanged} unchanged skill(s) not evaluated.", ""]
     routing = ci_report.get("routing")

@@ -151,8 +151,21 @@ def coverage(report: Mapping[str, Any]) -> tuple[int, int] | None:
     return observed, planned
 
 
+def settled_stop(report: Mapping[str, Any]) -> str | None:
+    """``stopped early: the verdict was settled after k of n invocations`` when the run stopped
+    with a settled verdict (its figures are partial, its verdict is the result), else None."""
+    from ..stop_notes import report_stopped
+
+    return report_stopped(report)
+
+
 def partial_note(report: Mapping[str, Any]) -> str:
-    """``partial: 18 of 40 invocations``, or "" when every planned observation was scored."""
+    """``partial: 18 of 40 invocations`` (or, for a run that stopped with a settled verdict,
+    ``stopped early: the verdict was settled after 18 of 40 invocations``), or "" when every
+    planned observation was scored."""
+    settled = settled_stop(report)
+    if settled is not None:
+        return settled
     found = coverage(report)
     if found is None:
         return ""

@@ -7,7 +7,8 @@ from typing import Any
 
 from ..ci.summary import fmt_num, skill_status
 from .answers import AnswerBudget, Answers, case_answers
-from .diagnosis import partial_note, sections
+from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
+from .diagnosis import partial_note, sections, settled_stop
 from .html_base import anchor, badge, escape_html
 
 _e = escape_html
@@ -91,7 +92,12 @@ def skill_section(
         return "\n".join(parts)
     found = sections(report)
     partial = partial_note(report)
-    if partial:
+    if partial and settled_stop(report):
+        parts.append(
+            f"<p class='note'><strong>Stopped early</strong> ({_e(partial)}): the verdict is "
+            "the result; the figures rest on the invocations that ran.</p>"
+        )
+    elif partial:
         parts.append(
             f"<p class='note'><strong>Partial figures</strong> ({_e(partial)}): the run did not "
             "complete, so they are not the result.</p>"
@@ -112,7 +118,7 @@ def skill_section(
     parts.append(_list("Notes", [_e(m) for m in found.notes]))
     gates = report.get("gates") or {}
     gate_items = []
-    for key, label in (("minTriggerF1", "trigger F1"), ("minUplift", "uplift lower bound")):
+    for key, (label, _sign, _option) in GATE_LABELS.items():
         gate = gates.get(key)
         if isinstance(gate, dict):
             passed = gate.get("passed")
@@ -124,6 +130,10 @@ def skill_section(
                 f"{verdict}</span>"
             )
     parts.append(_list("Gates", gate_items))
+    parts.append(_list("Compared with the baseline", [_e(x) for x in comparison_lines(report)]))
+    ledger = ledger_summary(report_ledger(report))
+    if ledger:
+        parts.append(f"<p>Ledger: {_e(ledger)}</p>")
     trigger = report.get("trigger") or {}
     if trigger:
         parts.append(

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..messages import severities_of
+from .junit_comparison import comparison_case, scope_properties
 from .text import LIST_LIMIT, fmt, fmt_p, fmt_signed, fmt_threshold, task_failures
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
@@ -153,6 +154,7 @@ def _properties(suite: _Suite, report: Mapping[str, Any]) -> None:
     ]
     for key, label in (("minTriggerF1", "min-trigger-f1"), ("minUplift", "min-uplift")):
         props.append((label, _mapping(gates.get(key)).get("threshold")))
+    props += scope_properties(report)
     suite.properties = [(name, str(value)) for name, value in props if value is not None]
 
 
@@ -178,6 +180,11 @@ def not_run_reason(report: Mapping[str, Any]) -> str:
         return "not run: the run was interrupted before this case"
     if _mapping(report.get("runner")).get("failures"):
         return "not run: the run stopped after a runner failure (fail-fast; see --keep-going)"
+    stop = _mapping(_mapping(report.get("runner")).get("stoppedEarly"))
+    if stop.get("settled") is True:
+        return "not run: the verdict was settled before this case (--stop-when-settled)"
+    if stop.get("reason") == "budget":
+        return "not run: the budget was reached before this case"
     return "not run: the run stopped before this case"
 
 
@@ -328,6 +335,7 @@ def _skill_suite(name: str, report: Mapping[str, Any]) -> _Suite:
     if isinstance(trigger, Mapping):
         has_error = _trigger_case(suite, report, trigger) or has_error
         has_error = _uplift_case(suite, report) or has_error
+        has_error = comparison_case(suite, report) or has_error
         _loading_cases(suite, report)
     if report.get("exitCode") in (5, 6, 7, 130) and not has_error:
         # The errors explain the exit code; warnings and notes follow them.

@@ -6,7 +6,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .diagnosis import partial_note, sections
+from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
+from .diagnosis import partial_note, sections, settled_stop
 from .text import (
     LIST_LIMIT,
     efficiency_summary,
@@ -76,14 +77,15 @@ def _esc(value: object) -> str:
     return escape_md(str(value))
 
 
-def _gate_cell(gate: object, label: str) -> str | None:
+def _gate_cell(gate: object, label: str, sign: str = "≥") -> str | None:
     if not isinstance(gate, Mapping):
         return None
     passed = gate.get("passed")
     verdict = "✅ passed" if passed is True else "❌ failed" if passed is False else "⚠️ not decided"
+    space = "" if sign.endswith("−") else " "
     return (
-        f"| {label} ≥ {fmt_threshold(gate.get('threshold'))} | {fmt(gate.get('value'))} "
-        f"| {verdict} |"
+        f"| {label} {sign}{space}{fmt_threshold(gate.get('threshold'))} "
+        f"| {fmt(gate.get('value'))} | {verdict} |"
     )
 
 
@@ -92,7 +94,7 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
     status = str(report.get("status"))
     name = _esc(skill_name(report, fallback_name))
     partial = partial_note(report)
-    partial_cell = " (partial)" if partial else ""
+    partial_cell = " (stopped early)" if settled_stop(report) else " (partial)" if partial else ""
     icon = STATUS_ICON.get(status, _esc(status))
     lines = [
         f"### {name}: {icon} (exit {report.get('exitCode')})",
@@ -120,7 +122,13 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
         ),
         "",
     ]
-    if partial:
+    if partial and settled_stop(report):
+        lines += [
+            f"> **{partial[0].upper()}{partial[1:]}** — the verdict is the result; the figures "
+            "rest on the invocations that ran.",
+            "",
+        ]
+    elif partial:
         lines += [f"> **Partial figures** — {partial}: they are not the result.", ""]
     if isinstance(trigger, Mapping):
         lines += [
@@ -163,14 +171,19 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
             lines += [f"Efficiency (medians): {_esc(efficiency)}.", ""]
         if task.get("insufficient"):
             lines += ["> Fewer than 10 independent units: reported, not a basis for a gate.", ""]
+    compared = comparison_lines(report)
+    if compared:
+        lines += ["#### Compared with the baseline", ""]
+        lines += [f"- {_esc(line)}" for line in compared]
+        lines.append("")
+    ledger = ledger_summary(report_ledger(report))
+    if ledger:
+        lines += [f"Ledger: {_esc(ledger)}.", ""]
     gates = report.get("gates") or {}
     gate_rows = [
         row
-        for row in (
-            _gate_cell(gates.get("minTriggerF1"), "trigger F1"),
-            _gate_cell(gates.get("minUplift"), "uplift lower bound"),
-        )
-        if row
+        for key, (label, sign, _option) in GATE_LABELS.items()
+        if (row := _gate_cell(gates.get(key), label, sign))
     ]
     if gate_rows:
         lines += ["#### Gates", "", "| gate | value | result |", "| --- | ---: | --- |"]

@@ -11,6 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..terminal import terminal_safe
+from .comparison import (
+    COMPARISON_KEYS,
+    GATE_LABELS,
+    comparison_lines,
+    ledger_summary,
+    report_ledger,
+)
 from .diagnosis import partial_note, partial_suffix, sections
 
 LIST_LIMIT = 20
@@ -231,14 +238,14 @@ def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
     return out
 
 
-def _gate_line(gate: object, label: str) -> str | None:
+def _gate_line(gate: object, label: str, sign: str = "≥") -> str | None:
     if not isinstance(gate, Mapping):
         return None
     passed = gate.get("passed")
     verdict = "passed" if passed is True else "FAILED" if passed is False else "not decided"
     return (
-        f"  gate {label} ≥ {fmt_threshold(gate.get('threshold'))}: {verdict} "
-        f"(value {fmt(gate.get('value'))})"
+        f"  gate {label} {sign}{'' if sign.endswith('−') else ' '}"
+        f"{fmt_threshold(gate.get('threshold'))}: {verdict} (value {fmt(gate.get('value'))})"
     )
 
 
@@ -321,6 +328,15 @@ def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str
         if gate:
             lines.append(gate)
         lines.append("")
+    compared = comparison_lines(report)
+    if compared:
+        lines.append("Compared with the baseline (baseline → this version; with − baseline)")
+        lines += [f"  {line}" for line in compared]
+        for key in COMPARISON_KEYS:
+            gate = _gate_line(gates.get(key), GATE_LABELS[key][0], GATE_LABELS[key][1])
+            if gate:
+                lines.append(gate)
+        lines.append("")
     runner = report.get("runner")
     if isinstance(runner, Mapping):
         failures = runner.get("failures") or []
@@ -342,7 +358,11 @@ def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str
             )
         if partial:
             line += f"; the figures above are {partial}"
-        lines += [line, ""]
+        lines.append(line)
+        ledger = ledger_summary(report_ledger(report))
+        if ledger:
+            lines.append(f"  ledger: {ledger}")
+        lines.append("")
     lines += _sections(report)
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,93 @@
+"""The ledger, the baseline comparison and the scope notes (spot-check, early stop) of the CI
+summary and PR comment (docs/comparison.md). User strings (skill names) go through the one
+Markdown escaper; the rest are figures and fixed words."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..render.comparison import (
+    comparison_lines,
+    report_ledger,
+    scope_notes,
+    total_ledger,
+)
+
+
+def _esc(value: object) -> str:
+    from ..render.markdown import escape_md
+
+    return escape_md(str(value))
+
+
+def _report(skill: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    report = skill.get("report")
+    return report if isinstance(report, Mapping) else None
+
+
+def _num(value: object, spec: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "—"
+    return format(value, spec)
+
+
+def _row(name: str, ledger: Mapping[str, Any]) -> str:
+    tokens = (
+        f"{_num(ledger.get('inputTokens'), ',.0f')} / {_num(ledger.get('outputTokens'), ',.0f')}"
+    )
+    cost = _num(ledger.get("costUsd"), ".4f")
+    cost = cost if cost == "—" else f"${cost}"
+    unreported = ledger.get("costUnreported")
+    if isinstance(unreported, int) and unreported:
+        cost += f" ({unreported} unreported)"
+    return (
+        f"| {name} | {ledger.get('invocations', 0)} | {ledger.get('cached', 0)} "
+        f"| {ledger.get('retried', 0)} | {ledger.get('stoppedEarly', 0)} | {tokens} | {cost} |"
+    )
+
+
+def ledger_table(skills: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the run spent, per evaluated skill and in total (empty when nothing ran)."""
+    rows: list[tuple[str, Mapping[str, Any]]] = []
+    for skill in skills:
+        report = _report(skill)
+        ledger = report_ledger(report) if report is not None else None
+        if ledger is not None:
+            rows.append((_esc(skill.get("name", "?")), ledger))
+    if not rows:
+        return []
+    lines = [
+        "Ledger (what the runs cost):",
+        "",
+        "| Skill | Invocations | Cached | Retried | Stopped early | Tokens in / out | Cost |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *(_row(name, ledger) for name, ledger in rows),
+    ]
+    total = total_ledger([ledger for _, ledger in rows])
+    if total is not None and len(rows) > 1:
+        lines.append(_row("**total**", total))
+    return lines
+
+
+def comparison_bullets(skills: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per skill with a baseline: ``F1 0.82 → 0.91 (+0.09 [+0.02, +0.15]) ▲ better`` and the
+    pass rate alike."""
+    lines: list[str] = []
+    for skill in skills:
+        report = _report(skill)
+        found = comparison_lines(report) if report is not None else []
+        if found:
+            lines.append(f"- {_esc(skill.get('name', '?'))}: " + "; ".join(_esc(x) for x in found))
+    return ["Compared with the baseline (baseline → this version):", "", *lines] if lines else []
+
+
+def scope_bullets(skills: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per skill: ``isolation spot-checked on k of n cases``, ``stopped early: …``."""
+    lines: list[str] = []
+    for skill in skills:
+        report = _report(skill)
+        notes = scope_notes(report) if report is not None else []
+        if notes:
+            lines.append(f"- {_esc(skill.get('name', '?'))}: " + "; ".join(_esc(n) for n in notes))
+    return lines
