@@ -1,7 +1,7 @@
 """Run every benchmark of docs/performance.md, print a summary table; exit 1 if a figure misses.
 
 Usage: python benchmarks/run.py [name ...]
-(names: jobs overhead observations bootstrap lock help content)
+(names: jobs overhead observations bootstrap lock help content arms settle)
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ALL = ("jobs", "overhead", "observations", "bootstrap", "lock", "help", "content")
+ALL = ("jobs", "overhead", "observations", "bootstrap", "lock", "help", "content", "arms", "settle")
 
 
 def main(argv: list[str]) -> int:

@@ -14,7 +14,7 @@ exactly as the uplift's.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -211,12 +211,24 @@ def comparison_section(
         if exact_with is not None and exact_base is not None
         else None
     )
+    trigger_flips = _flips(
+        (
+            (
+                w is not None and skill_name in w.invoked_skills,
+                b is not None and skill_name in b.invoked_skills,
+            )
+            for case in suite.cases
+            for w, b in zip(rows[case.id]["with"], rows[case.id]["baseline"], strict=True)
+            if w is not None and b is not None
+        )
+    )
     trigger = {
         "with": {"tp": totals[0][0], "fp": totals[0][1], "fn": totals[0][2], "f1": f1_with},
         "baseline": {"tp": totals[1][0], "fp": totals[1][1], "fn": totals[1][2], "f1": f1_base},
         "units": len(paired),
         "f1Difference": difference,
         "interval": {**_interval(lower, upper, samples, seed), "undefinedResamples": undefined},
+        "flips": trigger_flips,
     }
     return {
         "aa": aa,
@@ -260,9 +272,18 @@ def _task_comparison(
     else:
         point = lower = upper = None
     signs = sign_test(differences)
+    flips = _flips(
+        (w, b)
+        for case in task_cases
+        for w, b in zip(
+            passes.get((case.id, "with"), ()), passes.get((case.id, "baseline"), ()), strict=False
+        )  # one entry per trial in each (none for an arm that did not run)
+        if w is not None and b is not None
+    )
     return {
         "units": len(differences),
         "insufficient": len(units) < MIN_UNITS,
+        "flips": flips,
         "with": _rate(*totals["with"]),
         "baseline": _rate(*totals["baseline"]),
         "difference": point,
@@ -274,6 +295,16 @@ def _task_comparison(
             "pValue": signs.p_value,
         },
     }
+
+
+def _flips(pairs: Iterable[tuple[bool, bool]]) -> dict[str, Any]:
+    """How many (case, trial) pairs of a with and a baseline run disagree (loaded / passed in
+    one, not in the other): in an A/A run, the agent's own run-to-run noise."""
+    total = flipped = 0
+    for a, b in pairs:
+        total += 1
+        flipped += a != b
+    return {"flipped": flipped, "pairs": total, "rate": flipped / total if total else None}
 
 
 # ------------------------------------------------------------------------------------ gates

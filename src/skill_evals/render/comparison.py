@@ -86,9 +86,15 @@ def comparison_lines(report: Mapping[str, Any]) -> list[str]:
             line += " (insufficient: fewer than 10 units)"
         lines.append(line)
     if comparison.get("aa"):
+        flips = [
+            f"{block['flips']['flipped']} of {block['flips']['pairs']} paired {what} flipped"
+            for what, block in (("trigger runs", trigger), ("task runs", task))
+            if isinstance(block, Mapping) and isinstance(block.get("flips"), Mapping)
+        ]
         lines.append(
-            "A/A run: the baseline is this very version, so every difference is noise "
-            "(docs/comparison.md#calibrating-with-an-aa-run)"
+            "A/A run: the baseline is this very version, so every difference is noise"
+            + (f" ({'; '.join(flips)})" if flips else "")
+            + " (docs/comparison.md#calibrating-with-an-aa-run)"
         )
     return lines
 
