@@ -632,10 +632,13 @@ def test_report_sections_are_exactly_those_of_the_spec(setup: dict[str, Any]) ->
         "status",
         "exitCode",
         "skill",
+        "baseline",  # additive: the --baseline version (null without one)
         "cases",
         "settings",
+        "arms",  # additive: the arms run and the isolation spot-check
         "trigger",
         "task",
+        "comparison",  # additive: the comparison with the baseline (null without one)
         "loading",
         "runner",
         "gates",

@@ -32,6 +32,14 @@ from tests._scoring_data import (
 from tests.conftest import assert_valid_report
 from tests.test_stats import reference_bootstrap
 
+# The comparison gates (docs/comparison.md) are always listed, null when not set.
+NO_COMPARISON_GATES = {
+    "maxF1Drop": None,
+    "maxPassDrop": None,
+    "minF1Gain": None,
+    "minPassGain": None,
+}
+
 
 def run(
     *,
@@ -155,7 +163,7 @@ def test_hand_computed_report() -> None:
         },
         "retried": 0,
     }
-    assert report["gates"] == {"minTriggerF1": None, "minUplift": None}
+    assert report["gates"] == {"minTriggerF1": None, "minUplift": None, **NO_COMPARISON_GATES}
     results = {c["id"]: c for c in report["caseResults"]}
     assert [c["id"] for c in report["caseResults"]] == [f"c{i:02d}" for i in range(1, 13)]
     assert results["c03"] == {
@@ -454,6 +462,7 @@ def test_error_report_is_schema_valid(code: int, status: str) -> None:
     assert full["gates"] == {
         "minTriggerF1": None,
         "minUplift": {"threshold": 0.1, "value": None, "passed": None},
+        **NO_COMPARISON_GATES,
     }
     assert full["trigger"] is None and full["caseResults"] is None
 
