@@ -20,6 +20,49 @@ action_path="${GITHUB_ACTION_PATH:?GITHUB_ACTION_PATH is not set (run this throu
 python="${INPUT_PYTHON:-python3}"
 command -v -- "$python" >/dev/null 2>&1 || fail "python: '$python' not found on PATH"
 
+# `entrypoint.sh cache-key`: the cache directory and the actions/cache keys, as step outputs.
+# The key prefers caches of the same runner, config and shard (`only`, `report-dir`);
+# restore-keys fall back
+# to any earlier skill-evals cache (entries are keyed by content, so reusing one is safe). Each
+# save needs a key of its own: the run id, attempt and job end it.
+if [ "${1:-}" = "cache-key" ]; then
+  config="${INPUT_CONFIG:-}"
+  if [ -z "$config" ]; then
+    for candidate in .skill-evals.yml .skill-evals.yaml; do
+      if [ -f "$candidate" ]; then config="$candidate"; break; fi
+    done
+  fi
+  scope="$("$python" - "${INPUT_RUNNER:-}" "$config" <<'PY'
+import hashlib, os, sys
+digest = hashlib.sha256(sys.argv[1].encode("utf-8", "surrogateescape") + b"\0")
+path = sys.argv[2]
+if path and os.path.isfile(path):
+    with open(path, "rb") as handle:
+        digest.update(handle.read(50_000_000))
+print(digest.hexdigest()[:16])
+PY
+)"
+  # The shard: `only` and `report-dir`, so two uses of the action in one job save apart.
+  shard="$("$python" -c 'import hashlib, sys; print(hashlib.sha256("\0".join(sys.argv[1:]).encode("utf-8", "surrogateescape")).hexdigest()[:8])' "${INPUT_ONLY:-}" "${INPUT_REPORT_DIR:-}")"
+  os="${RUNNER_OS:-unknown}"
+  os="${os//[^A-Za-z0-9]/-}"
+  prefix="skill-evals-cache-v1-$os"
+  run="${GITHUB_RUN_ID:-0}-${GITHUB_RUN_ATTEMPT:-1}-${GITHUB_JOB:-job}"
+  run="${run//[^A-Za-z0-9._-]/-}"
+  dir="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/skill-evals-cache"
+  case "$dir" in *$'\n'* | *$'\r'*) fail "cache: the runner's temporary directory must be one line" ;; esac
+  {
+    echo "dir=$dir"
+    echo "key=$prefix-$scope-$shard-$run"
+    echo "restore-keys<<SKILL_EVALS_EOF"
+    echo "$prefix-$scope-$shard-"
+    echo "$prefix-$scope-"
+    echo "$prefix-"
+    echo "SKILL_EVALS_EOF"
+  } >>"${GITHUB_OUTPUT:?GITHUB_OUTPUT is not set}"
+  exit 0
+fi
+
 # One venv per action path; hashed with Python (sha256sum is GNU coreutils, not on every image).
 key="$("$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest()[:12])' "$action_path")"
 venv="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/skill-evals-venv-$key"
@@ -42,6 +85,12 @@ args=(ci --out "$out")
 [ -n "${INPUT_JOBS:-}" ] && args+=(--jobs "$INPUT_JOBS")
 [ -n "${INPUT_MIN_TRIGGER_F1:-}" ] && args+=(--min-trigger-f1 "$INPUT_MIN_TRIGGER_F1")
 [ -n "${INPUT_MIN_UPLIFT:-}" ] && args+=(--min-uplift "$INPUT_MIN_UPLIFT")
+[ -n "${INPUT_COMPARE:-}" ] && args+=(--compare "$INPUT_COMPARE")
+case "${INPUT_CACHE:-false}" in
+  true) [ -n "${INPUT_CACHE_DIR:-}" ] && args+=(--cache "$INPUT_CACHE_DIR") ;;
+  false) ;;
+  *) fail "cache: expected true or false" ;;
+esac
 
 # `only`: names or paths separated by commas, spaces or newlines (no globbing: set -f).
 only="${INPUT_ONLY:-}"

@@ -33,6 +33,7 @@ class FakeArm:
     name: Variant
     echo: str
     directory_sha256: str | None
+    skill_dir: Path = Path(".")
 
 
 WITH = FakeArm("with", "with", SHA_A)

@@ -20,6 +20,7 @@ before it are used), and the run goes on.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import secrets
@@ -36,7 +37,7 @@ from .cases import Case
 from .errors import InvalidInput
 from .jsonl import MAX_FILE_BYTES, MAX_RECORD_BYTES, iter_jsonl_values, open_regular_file
 from .observations import ContractError, Observation, Variant, parse_runner_object
-from .skill import directory_sha256
+from .skill import directory_sha256, directory_sha256_without
 from .workspace import safe_name
 
 FORMAT = 1  # the "skillEvalsCache" value of every entry
@@ -63,6 +64,9 @@ class ArmLike(Protocol):
     @property
     def directory_sha256(self) -> str | None: ...
 
+    @property
+    def skill_dir(self) -> Path: ...
+
 
 def parse_max_age(text: str, option: str = "--cache-max-age") -> float:
     """Seconds from ``30m``, ``12h``, ``7d``, ``90s`` or ``0`` (never reuse); InvalidInput
@@ -80,6 +84,14 @@ def parse_max_age(text: str, option: str = "--cache-max-age") -> float:
     if seconds > MAX_AGE_LIMIT_S:
         raise InvalidInput(f"{option} {value}: at most 3650d")
     return float(seconds)
+
+
+@dataclass(frozen=True)
+class CacheSettings:
+    """``--cache DIR`` and ``--cache-max-age`` (in seconds; 0 = never reuse)."""
+
+    directory: Path
+    max_age_s: float = 7 * 86_400.0
 
 
 @dataclass(frozen=True)
@@ -130,6 +142,7 @@ class ObservationCache:
         runner: Sequence[Any],
         max_age_s: float,
         clock: Callable[[], float] = time.time,
+        excluded: Sequence[str] = (),
     ) -> None:
         self.root = directory
         self.directory = directory / safe_name(skill_name)
@@ -142,9 +155,19 @@ class ObservationCache:
         self._lock = threading.Lock()
         self._index: dict[str, Entry] | None = None
         self._fixtures: dict[Path, str | None] = {}
+        # The suite's own files inside the skill (cases file, fixtures): keyed per case, so
+        # left out of the skill version's hash; versions hashed so, by (directory, hash).
+        self.excluded = tuple(excluded)
+        self._versions: dict[tuple[Path, str], str | None] = {}
         self._fd: int | None = None
         self._written = 0
         self._store_failed = False
+
+    def disable(self, reason: str) -> None:
+        """Neither reuse nor store in this run (``reason`` becomes its warning)."""
+        self.max_age_s = 0.0
+        self._store_failed = True
+        self._warn(reason)
 
     # ----------------------------------------------------------------------------- keys
 
@@ -160,7 +183,24 @@ class ObservationCache:
             fixture_sha = self._fixtures[case.fixture]
             if fixture_sha is None:
                 return None
-        return observation_key(self.runner, arm.directory_sha256, case, fixture_sha, trial)
+        version = self._version(arm)
+        if version is None and arm.directory_sha256 is not None:
+            return None
+        return observation_key(self.runner, version, case, fixture_sha, trial)
+
+    def _version(self, arm: ArmLike) -> str | None:
+        """The offered skill version as the key names it: its directory hash without the
+        suite's own files (None for ``without``, and when it cannot be hashed)."""
+        sha = arm.directory_sha256
+        if sha is None or not self.excluded:
+            return sha
+        memo = (Path(arm.skill_dir), sha)
+        if memo not in self._versions:
+            try:
+                self._versions[memo] = directory_sha256_without(arm.skill_dir, self.excluded)
+            except InvalidInput:
+                self._versions[memo] = None
+        return self._versions[memo]
 
     # --------------------------------------------------------------------------- lookup
 
@@ -182,6 +222,28 @@ class ObservationCache:
             if observation is not None:
                 self.hits += 1
             return observation
+
+    def stored_meta(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(runner variant, meta) of every usable entry (the newest per key, within the max
+        age): what ``ci plan --estimate`` expects the next runs to cost."""
+        if self.max_age_s <= 0:
+            return
+        with self._lock:
+            if self._index is None:
+                self._index = self._load()
+            entries = list(self._index.values())
+        for entry in entries:
+            body = entry.value["observation"]
+            meta = body.get("meta")
+            if isinstance(meta, dict) and body.get("variant") in ("with", "without"):
+                yield (
+                    body["variant"],
+                    {
+                        k: v
+                        for k, v in meta.items()
+                        if type(v) in (int, float) and math.isfinite(v) and v >= 0
+                    },
+                )
 
     def _observation(
         self, entry: Entry, case: Case, trial: int, arm: ArmLike

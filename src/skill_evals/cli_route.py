@@ -11,6 +11,7 @@ import click
 # The same option helpers as `ci` (one definition of the NaN-safe range and the error line).
 from .ci.commands import _fail as fail
 from .ci.commands import _FiniteRange as FloatRange
+from .cli_cache import cache_options, cache_settings
 from .helptext import CONTEXT, epilog
 from .terminal import terminal_safe
 
@@ -145,6 +146,7 @@ skill-evals route --catalog 'examples/skills/*' --cases examples/evals/routing.j
     "it finds any).",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@cache_options
 def route(
     skills: tuple[Path, ...],
     catalog_globs: tuple[str, ...],
@@ -166,6 +168,7 @@ def route(
     keep_going: bool,
     lint: bool,
     quiet: bool,
+    **cache: Any,
 ) -> None:
     """Run every routing case with the whole catalog installed and report which skills
     loaded: accuracy, per-skill precision/recall/F1, micro and macro F1, the confusion matrix
@@ -190,6 +193,7 @@ def route(
         resume=resume,
         keep_going=keep_going,
         outputs=tuple(p for p in (report, record) if p is not None),
+        cache=cache_settings(cache),
     )
     if lint:
         _lint(options, fmt)

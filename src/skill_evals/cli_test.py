@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from .cli_cache import cache_options, cache_settings
 from .cli_common import FloatRange, fail
 from .cli_scope import arm_options, scope_options
 from .codes import INVALID
@@ -188,6 +189,7 @@ skill-evals test --skill skills/refund-policy \\
     help="Move each invocation's workspace to DIR/<case>/<trial>/<variant>/ instead of "
     "deleting it (debugging; DIR must be new or empty, outside the skill). Default: none.",
 )
+@cache_options
 @scope_options
 def test(
     skill: Path,
@@ -248,6 +250,7 @@ def test(
         keep_workspaces=keep_workspaces,
         outputs=outputs,
         retries=retries,
+        cache=cache_settings(scope),
         scope=arm_options(scope),
     )
     if is_simulated_command(runner):

@@ -548,6 +548,7 @@ def _evaluate(
     }
     if result.ledger is not None:
         runner["ledger"] = result.ledger
+        runner["cached"] = result.ledger["cached"]
     if stopped is not None:
         runner["stoppedEarly"] = {
             "after": stopped.after,

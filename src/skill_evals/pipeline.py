@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .agents import simulated
+from .cache import CacheSettings
 from .cases import MIN_UNITS, CaseSuite, load_cases
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from .evaluate import Report, Settings, error_report, evaluate
 from .execute import ExecutionPlan, ExecutionResult, Progress, SettleSpec, execute
 from .observations import Observation, Variant, load_observations, load_recorded
 from .outputs import HeldOutputs, holds_records, output_problem
-from .run_control import InvocationCache
+from .run_cache import cache_note, check_cache_dir, open_cache, suite_paths
 from .runner import split_command
 from .scope import ArmOptions, load_baseline, plan_scope, settle_gates
 from .skill import Skill, directory_sha256, load_skill
@@ -52,7 +53,7 @@ class TestOptions:
     retries: int = 2  # re-runs of an invocation whose runner reports a retryable failure
     retry_delay: Callable[[int], float] | None = None  # backoff (seconds before re-run n)
     scope: ArmOptions = field(default_factory=ArmOptions)  # arms, baseline, budget, settle
-    cache: InvocationCache | None = None  # reuse valid observations (docs/comparison.md)
+    cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
 
     @property
     def effective_timeout_ms(self) -> int:
@@ -116,6 +117,11 @@ def _check_bundled(agent: str | None, skill_name: str) -> None:
             f"skill '{skill_name}': the {agent} runner's agent bundles a skill of that name and "
             "offers it in both variants, so with and without could not differ; rename the skill"
         )
+
+
+def is_builtin_runner(command: str | None) -> bool:
+    """Whether ``command`` runs one of this package's own runners (the simulation too)."""
+    return builtin_agent(command) is not None or simulated.is_simulated_command(command)
 
 
 def default_timeout_ms(command: str | None) -> int:
@@ -239,6 +245,8 @@ def run_test(
                 "--keep-workspaces works with --runner only; recorded observations have no "
                 "workspaces"
             )
+        if options.observations is not None and options.cache is not None:
+            raise InvalidInput("--cache works with --runner only; with --observations nothing runs")
         if options.observations is not None and (
             options.scope.budget is not None or options.scope.stop_when_settled
         ):
@@ -256,6 +264,9 @@ def run_test(
                 )
         check_outputs(options, held)
         baseline = load_baseline(options.scope, skill, options.outputs)
+        check_cache_dir(
+            options.cache, skill.path, *([baseline.path] if baseline is not None else [])
+        )
 
         if options.keep_workspaces is not None:
             _check_keep_workspaces(options.keep_workspaces, skill.path)
@@ -307,6 +318,13 @@ def run_test(
                 f"--min-trigger-f1 is set but no case in {suite.path} has expectTrigger: true, "
                 "so recall and F1 are undefined; add cases where the skill should load"
             )
+        cache = open_cache(
+            options.cache,
+            is_builtin_runner(options.runner),
+            command,
+            skill.name,
+            suite_paths(suite, skill.path),
+        )
         plan = ExecutionPlan(
             command=command,
             suite=suite,
@@ -334,9 +352,17 @@ def run_test(
                 options.seed,
                 stop=options.scope.stop_when_settled,
             ),
-            cache=options.cache,
+            cache=cache,
         )
-        result = execute(plan, progress)
+        try:
+            result = execute(plan, progress)
+        finally:
+            if cache is not None:
+                cache.close()
+        if cache is not None:
+            result.messages.extend(cache.messages)
+            if cache.hits:
+                notes = (*notes, cache_note(cache))
         _collect_answers(result, answers)
         return evaluate(
             skill,

@@ -10,6 +10,7 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,6 +131,22 @@ def directory_sha256(path: Path) -> str:
 
     Raises InvalidInput for a symlink anywhere inside or a path containing a newline."""
     return _directory_hash(path)[0]
+
+
+def directory_sha256_without(path: Path, excluded: Sequence[str]) -> str:
+    """:func:`directory_sha256` over the files outside ``excluded`` (paths relative to
+    ``path``, ``/``-separated; a directory excludes everything below it). The cache keys a
+    skill version by this, leaving out its own cases file and fixtures, which are keyed per
+    case (docs/cost.md)."""
+    prefixes = [p.strip("/").encode("utf-8", "surrogateescape") for p in excluded]
+    prefixes = [p for p in prefixes if p]
+    lines = hashlib.sha256()
+    for rel, full in _walk(path):
+        if any(rel == p or rel.startswith(p + b"/") for p in prefixes):
+            continue
+        hexdigest, _ = _hash_file(full, False)
+        lines.update(hexdigest.encode("ascii") + b"  " + rel + b"\n")
+    return lines.hexdigest()
 
 
 # -------------------------------------------------------------------------------- load/validate

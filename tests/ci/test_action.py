@@ -5,6 +5,10 @@ Offline set-up (the machine reaches package registries only, never github.com):
   skips checkout of the current repository);
 - the pinned `actions/upload-artifact` is replaced with `--local-repository` by a local stand-in
   that copies the report directory, so the test can check what would have been uploaded;
+- the pinned `actions/cache/restore` and `actions/cache/save` cannot reach GitHub's cache
+  service under act; stand-ins with their inputs keep saved directories in a local store
+  (exact key, else the newest entry under the first restore-keys prefix that has one), so the
+  test checks the wiring and that a restored cache is reused — not GitHub's service itself;
 - the action's private venv installs the package from the action path with pip pointed only at
   the wheelhouse `.ci/setup` builds (`.cache/wheelhouse`: the runtime dependencies and the build
   backend), so nothing leaves the machine.
@@ -44,6 +48,59 @@ runs:
         NAME: ${{ inputs.name }}
         SOURCE: ${{ inputs.path }}
       run: mkdir -p "$ARTIFACTS/$NAME" && cp -R "$SOURCE"/. "$ARTIFACTS/$NAME"/
+"""
+
+CACHE_PIN = "actions/cache@5a3ec84eff668545956fd18022155c47e93e2684"
+
+CACHE_RESTORE_STAND_IN = """\
+name: cache/restore (offline stand-in for tests)
+inputs:
+  path: {required: true}
+  key: {required: true}
+  restore-keys: {default: ""}
+outputs:
+  cache-matched-key: {value: "${{ steps.restore.outputs.matched }}"}
+runs:
+  using: composite
+  steps:
+    - id: restore
+      shell: bash
+      env:
+        TARGET: ${{ inputs.path }}
+        KEY: ${{ inputs.key }}
+        PREFIXES: ${{ inputs.restore-keys }}
+      run: |
+        matched=""
+        if [ -d "$CACHE_STORE/$KEY" ]; then matched="$KEY"; fi
+        while IFS= read -r prefix && [ -z "$matched" ]; do
+          [ -n "$prefix" ] || continue
+          for name in $(ls -1t "$CACHE_STORE" 2>/dev/null); do
+            case "$name" in "$prefix"*) matched="$name"; break ;; esac
+          done
+        done <<< "$PREFIXES"
+        if [ -n "$matched" ]; then
+          mkdir -p "$TARGET" && cp -R "$CACHE_STORE/$matched"/. "$TARGET"/
+        fi
+        echo "matched=$matched" >> "$GITHUB_OUTPUT"
+        echo "restored: $matched" >> "$CACHE_STORE.log"
+"""
+
+CACHE_SAVE_STAND_IN = """\
+name: cache/save (offline stand-in for tests)
+inputs:
+  path: {required: true}
+  key: {required: true}
+runs:
+  using: composite
+  steps:
+    - shell: bash
+      env:
+        SOURCE: ${{ inputs.path }}
+        KEY: ${{ inputs.key }}
+      run: |
+        if [ -e "$CACHE_STORE/$KEY" ]; then echo "key exists: $KEY" >&2; exit 1; fi
+        mkdir -p "$CACHE_STORE/$KEY" && cp -R "$SOURCE"/. "$CACHE_STORE/$KEY"/
+        echo "saved: $KEY" >> "$CACHE_STORE.log"
 """
 
 WORKFLOW = """\
@@ -114,6 +171,10 @@ def act(
     stand_in = tmp / "upload-artifact"
     stand_in.mkdir()
     (stand_in / "action.yml").write_text(UPLOAD_STAND_IN, encoding="utf-8")
+    cache_stand_in = tmp / "cache-action"
+    for sub, text in (("restore", CACHE_RESTORE_STAND_IN), ("save", CACHE_SAVE_STAND_IN)):
+        (cache_stand_in / sub).mkdir(parents=True)
+        (cache_stand_in / sub / "action.yml").write_text(text, encoding="utf-8")
     event = tmp / "event.json"
     event.write_text(json.dumps(event_data), encoding="utf-8")
     result = tmp / "result.json"
@@ -131,6 +192,8 @@ def act(
         str(tmp / "act-cache"),
         "--local-repository",
         f"{UPLOAD_PIN}={stand_in}",
+        "--local-repository",
+        f"{CACHE_PIN}={cache_stand_in}",
         "-e",
         str(event),
         "-W",
@@ -139,6 +202,8 @@ def act(
         f"RESULT_FILE={result}",
         "--env",
         f"ARTIFACTS={artifacts}",
+        "--env",
+        f"CACHE_STORE={tmp / 'cache-store'}",
         "--env",
         "PIP_NO_INDEX=1",
         "--env",
@@ -218,3 +283,71 @@ def test_self_test_workflow_under_act(tmp_path: Path) -> None:
     assert (artifacts / "self-test-pass" / "report.json").is_file()
     failing = json.loads((artifacts / "self-test-fail" / "report.json").read_text("utf-8"))
     assert failing["exitCode"] == 1
+
+
+CACHE_WORKFLOW = """\
+name: cached gate
+on: pull_request
+jobs:
+  gate:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2
+      - id: first
+        uses: ./
+        with:
+          runner: skill-evals runner simulated
+          trials: "1"
+          cache: "true"
+          comment: "false"
+          artifact-name: first
+      - shell: bash
+        # The next run of the workflow starts on a fresh machine: only the saved cache is left.
+        run: rm -rf "$RUNNER_TEMP/skill-evals-cache"
+      - id: second
+        uses: ./
+        with:
+          runner: skill-evals runner simulated
+          trials: "1"
+          cache: "true"
+          comment: "false"
+          report-dir: second-report
+          artifact-name: second
+      - if: always()
+        shell: bash
+        env:
+          OUTPUTS: ${{ toJSON(steps) }}
+        run: printf '%s' "$OUTPUTS" > "$RESULT_FILE"
+"""
+
+
+@pytest.mark.act
+@needs_act
+def test_action_cache_is_restored_and_reused_under_act(tmp_path: Path) -> None:
+    """cache: true — the first gate runs every invocation and its cache directory is saved;
+    after the local directory is gone, the second gate restores it and runs nothing."""
+    repo, base = make_action_repo(tmp_path / "repo")
+    workflows = repo / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "gate.yml").write_text(CACHE_WORKFLOW, encoding="utf-8")
+    commit_all(repo, "head")
+    event = {"pull_request": {"number": 1, "base": {"sha": base}, "head": {"sha": "x"}}}
+    done, steps = act(tmp_path, repo, workflows / "gate.yml", "pull_request", event)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-6000:]
+    assert steps["first"]["outputs"]["status"] == "pass"
+    assert steps["second"]["outputs"]["status"] == "pass"
+    store_log = (tmp_path / "cache-store.log").read_text(encoding="utf-8").splitlines()
+    saved = [line.split(": ", 1)[1] for line in store_log if line.startswith("saved: ")]
+    restored = [line.split(": ", 1)[1] for line in store_log if line.startswith("restored: ")]
+    assert len(saved) == 2 and saved[0] != saved[1]  # a key of its own for every save
+    assert restored == ["", saved[0]]  # nothing the first time, the first save the second
+    entries = list((tmp_path / "cache-store" / saved[0] / "refund-policy").glob("*.jsonl"))
+    assert entries and all(p.stat().st_size > 0 for p in entries)
+    reports = [
+        json.loads((steps["_artifacts"] / name / "report.json").read_text(encoding="utf-8"))
+        for name in ("first", "second")
+    ]
+    first, second = (r["skills"][0]["report"]["runner"] for r in reports)
+    assert first["invocations"] > 0 and first["ledger"]["cached"] == 0
+    assert second["invocations"] == 0 and second["ledger"]["cached"] == first["invocations"]

@@ -25,6 +25,7 @@ WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml")) + sorted(
 INPUTS = {
     "config", "base", "runner", "trials", "jobs", "min-trigger-f1", "min-uplift", "only",
     "report-dir", "comment", "github-token", "python", "upload-artifact", "artifact-name",
+    "compare", "cache",
 }  # fmt: skip
 OUTPUTS = {"exit-code", "status", "changed-skills", "report-dir", "junit"}
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
@@ -52,6 +53,7 @@ def test_action_interface_matches_spec() -> None:
     assert action["inputs"]["python"]["default"] == "python3"
     assert action["inputs"]["upload-artifact"]["default"] == "true"
     assert action["inputs"]["comment"]["default"] == "auto"  # = true on pull requests
+    assert action["inputs"]["cache"]["default"] == "false"
 
 
 def test_inputs_reach_shell_only_through_env() -> None:
@@ -59,17 +61,38 @@ def test_inputs_reach_shell_only_through_env() -> None:
     for step in steps_of(action):
         if "run" in step:
             assert "${{" not in step["run"], step["run"]
-    run_step = next(s for s in steps_of(action) if "run" in s)
+    run_step = next(s for s in steps_of(action) if s.get("id") == "run")
     env_values = " ".join(str(v) for v in run_step["env"].values())
     for name in INPUTS - {"upload-artifact", "artifact-name"}:
         assert f"inputs.{name} }}}}" in env_values, name
 
 
+def _uses(prefix: str) -> dict[str, Any]:
+    return next(s for s in steps_of(load(ACTION)) if str(s.get("uses", "")).startswith(prefix))
+
+
 def test_artifact_upload_is_pinned_and_always() -> None:
-    upload = next(s for s in steps_of(load(ACTION)) if "uses" in s)
-    assert upload["uses"].startswith("actions/upload-artifact@")
+    upload = _uses("actions/upload-artifact@")
     assert PINNED.match(upload["uses"])
     assert "always()" in upload["if"] and "inputs.upload-artifact == 'true'" in upload["if"]
+
+
+def test_cache_steps_are_pinned_best_effort_and_save_after_a_failing_gate() -> None:
+    steps = steps_of(load(ACTION))
+    ids = [s.get("id") or s.get("uses", "").split("@")[0] for s in steps]
+    restore, save = _uses("actions/cache/restore@"), _uses("actions/cache/save@")
+    assert ids.index("cache-key") < ids.index("actions/cache/restore") < ids.index("run")
+    assert ids.index("run") < ids.index("actions/cache/save")
+    for step in (restore, save):
+        assert PINNED.match(step["uses"]) and step["continue-on-error"] is True
+        assert step["with"]["path"] == "${{ steps.cache-key.outputs.dir }}"
+        assert step["with"]["key"] == "${{ steps.cache-key.outputs.key }}"
+    assert restore["with"]["restore-keys"] == "${{ steps.cache-key.outputs.restore-keys }}"
+    assert "always()" in save["if"]
+    key_step = next(s for s in steps if s.get("id") == "cache-key")
+    assert key_step["if"] == "${{ inputs.cache == 'true' }}"
+    run_env = next(s for s in steps if s.get("id") == "run")["env"]
+    assert run_env["INPUT_CACHE_DIR"] == "${{ steps.cache-key.outputs.dir }}"
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -190,6 +213,87 @@ def test_entrypoint_passes_hostile_inputs_literally(tmp_path: Path) -> None:
     assert result["path0"] == result["venv_bin"]  # runners resolve `skill-evals` to this venv
 
 
+def test_entrypoint_compare_and_cache(tmp_path: Path) -> None:
+    cache = tmp_path / "runner temp" / "skill-evals-cache"
+    inputs = {"compare": "base", "cache": "true", "cache-dir": str(cache)}
+    argv = run_entrypoint(tmp_path, inputs)["argv"]
+    assert argv[argv.index("--compare") + 1] == "base"
+    assert argv[argv.index("--cache") + 1] == str(cache)
+    argv = run_entrypoint(tmp_path, {"cache": "false", "cache-dir": str(cache)})["argv"]
+    assert "--cache" not in argv and "--compare" not in argv
+
+
+def _cache_key(tmp_path: Path, **env: str) -> dict[str, str]:
+    out = tmp_path / "key-out.txt"
+    out.unlink(missing_ok=True)
+    done = subprocess.run(
+        ["bash", str(ENTRYPOINT), "cache-key"],
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ["PATH"],
+            "GITHUB_ACTION_PATH": str(tmp_path),
+            "RUNNER_TEMP": str(tmp_path / "rt"),
+            "RUNNER_OS": "Linux",
+            "GITHUB_OUTPUT": str(out),
+            "GITHUB_RUN_ID": "77",
+            "GITHUB_RUN_ATTEMPT": "2",
+            "GITHUB_JOB": "gate",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    restore = text.split("restore-keys<<SKILL_EVALS_EOF\n", 1)[1].split("SKILL_EVALS_EOF")[0]
+    values = dict(
+        line.split("=", 1) for line in text.splitlines() if line.startswith(("dir=", "key="))
+    )
+    values["restore-keys"] = restore
+    return values
+
+
+def test_cache_key_scopes_by_runner_config_and_shard(tmp_path: Path) -> None:
+    (tmp_path / ".skill-evals.yml").write_text("runner: a\n", encoding="utf-8")
+    first = _cache_key(tmp_path, INPUT_RUNNER="r1")
+    assert first["dir"] == str(tmp_path / "rt" / "skill-evals-cache")
+    assert first["key"].startswith("skill-evals-cache-v1-Linux-")
+    assert first["key"].endswith("-77-2-gate")  # one key per save: actions/cache never overwrites
+    prefixes = first["restore-keys"].splitlines()
+    assert prefixes[-1] == "skill-evals-cache-v1-Linux-"
+    assert all(first["key"].startswith(p) for p in prefixes)
+    assert len(prefixes[0]) > len(prefixes[1]) > len(prefixes[2])
+    assert _cache_key(tmp_path, INPUT_RUNNER="r1")["key"] == first["key"]
+    assert _cache_key(tmp_path, INPUT_RUNNER="r2")["key"] != first["key"]
+    assert _cache_key(tmp_path, INPUT_RUNNER="r1", INPUT_ONLY="alpha")["key"] != first["key"]
+    other_dir = _cache_key(tmp_path, INPUT_RUNNER="r1", INPUT_REPORT_DIR="second")
+    assert other_dir["key"] != first["key"]  # two uses in one job save under two keys
+    (tmp_path / ".skill-evals.yml").write_text("runner: b\n", encoding="utf-8")
+    changed = _cache_key(tmp_path, INPUT_RUNNER="r1")
+    assert changed["key"] != first["key"]
+    assert changed["restore-keys"].splitlines()[-1] == prefixes[-1]  # still restores older ones
+
+
+def test_entrypoint_rejects_bad_cache_value(tmp_path: Path) -> None:
+    fake_install(tmp_path, tmp_path / "action")
+    (tmp_path / "action").mkdir()
+    done = subprocess.run(
+        ["bash", str(ENTRYPOINT)],
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ["PATH"],
+            "GITHUB_ACTION_PATH": str(tmp_path / "action"),
+            "RUNNER_TEMP": str(tmp_path / "runner-temp"),
+            "INPUT_CACHE": "yes",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 5 and "cache: expected true or false" in done.stdout
+
+
 def test_entrypoint_exit_code_and_outputs(tmp_path: Path) -> None:
     result = run_entrypoint(tmp_path, {"comment": "auto"}, exit_code=7)
     assert result["returncode"] == 7
@@ -267,10 +371,9 @@ def test_entrypoint_artifact_name(tmp_path: Path, inputs: dict[str, str], expect
 
 
 def test_action_uploads_under_the_entrypoint_artifact_name() -> None:
-    action = load(ACTION)
-    upload = next(s for s in steps_of(action) if "uses" in s)
+    upload = _uses("actions/upload-artifact@")
     assert "steps.run.outputs.artifact-name" in upload["with"]["name"]
-    run_step = next(s for s in steps_of(action) if "run" in s)
+    run_step = next(s for s in steps_of(load(ACTION)) if s.get("id") == "run")
     assert run_step["env"]["INPUT_ARTIFACT_NAME"] == "${{ inputs.artifact-name }}"
 
 

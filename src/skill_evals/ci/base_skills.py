@@ -168,3 +168,47 @@ def compare_ref(
     if isinstance(sha, str) and sha:
         return sha
     return choice_base or event_sha
+
+
+class CompareBase:
+    """``compare: base`` for one ``ci`` run: the base commit's skills are read once, when the
+    first skill that asks for a baseline is evaluated. ``messages`` holds what the run's
+    report should say (no base commit, an unreadable one)."""
+
+    def __init__(self, root: Path, config: CiConfig, ref: str | None) -> None:
+        self.root = root
+        self.config = config
+        self.ref = ref
+        self.messages: list[str] = []
+        self._skills: BaseSkills | None = None
+        self._loaded = False
+
+    def _base(self) -> BaseSkills | None:
+        if not self._loaded:
+            self._loaded = True
+            self._skills, messages = load_base_skills(self.root, self.config, self.ref)
+            self.messages.extend(messages)
+        return self._skills
+
+    @contextlib.contextmanager
+    def baseline(self, state: SkillState) -> Iterator[tuple[Path | None, str | None]]:
+        """(the base version's private copy or None, a note saying which it is) for a skill
+        whose settings ask for ``compare: base``; (None, None) for the others."""
+        if not state.location.settings.compare_base:
+            yield None, None
+            return
+        skills = self._base()
+        if skills is None:
+            yield None, "compare: base: no base commit to compare with"
+            return
+        match = skills.match(state.path, state.name)
+        if match.state is None:
+            yield None, match.note
+            return
+        with contextlib.ExitStack() as stack:
+            try:
+                copy: Path | None = stack.enter_context(skills.materialised(match.state))
+                note = match.note
+            except InvalidInput as exc:
+                copy, note = None, f"compare: base: {exc}; no baseline"
+            yield copy, note

@@ -112,6 +112,28 @@ def _selection_options(func: F) -> F:
             help="Gate on the uplift interval's lower bound for every skill. Default: the "
             "config's gates.",
         ),
+        click.option(
+            "--compare",
+            type=click.Choice(["base", "none"]),
+            default=None,
+            help="base: run each changed skill against its version at the base commit as a "
+            "baseline arm (docs/ci.md). Default: the config's compare (none).",
+        ),
+        click.option(
+            "--cache",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            metavar="DIR",
+            help="Reuse valid observations stored in DIR and store new ones (docs/cost.md). "
+            "Default: the config's cache (none).",
+        ),
+        click.option(
+            "--cache-max-age",
+            default=None,
+            metavar="AGE",
+            help="Do not reuse cache entries older than AGE: 30m, 12h, 7d; 0 = never reuse. "
+            "Default: the config's, else 7d.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -127,6 +149,9 @@ def _cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:
             "min-trigger-f1": kwargs.get("min_trigger_f1"),
             "min-uplift": kwargs.get("min_uplift"),
         },
+        "compare": kwargs.get("compare"),
+        "cache": str(kwargs["cache"]) if kwargs.get("cache") is not None else None,
+        "cache-max-age": kwargs.get("cache_max_age"),
     }
 
 
@@ -149,6 +174,14 @@ def _options(
 
     if kwargs.get("runner") is not None and not kwargs["runner"].strip():
         _fail("--runner: give a command, e.g. 'skill-evals runner simulated'")
+    if kwargs.get("cache_max_age") is not None:
+        from ..cache import parse_max_age
+        from ..errors import InvalidInput
+
+        try:
+            parse_max_age(kwargs["cache_max_age"])
+        except InvalidInput as exc:
+            _fail(str(exc))
     return CiOptions(
         root=Path.cwd(),
         out=out,
@@ -233,15 +266,33 @@ def ci(
     ),
 )
 @_selection_options
-def ci_plan(**kwargs: Any) -> None:
+@click.option(
+    "--estimate",
+    is_flag=True,
+    help="Instead of the matrix, print per skill the planned invocations, how many the cache "
+    "holds, how many would run, and the expected tokens and cost from the cached "
+    "observations' meta (docs/cost.md). Nothing runs.",
+)
+def ci_plan(estimate: bool, **kwargs: Any) -> None:
     """Print the GitHub matrix of skills to evaluate: {"include":[{"skill","path"}]}.
 
-    Also writes `matrix` and `count` to $GITHUB_OUTPUT when set."""
+    Also writes `matrix` and `count` to $GITHUB_OUTPUT when set. With --estimate, print what
+    the run would cost instead."""
     from ..errors import EvalError
     from . import workflow
-    from .gate import plan
+    from .plan import plan
 
     options = _options(kwargs, Path(DEFAULT_OUT))
+    if estimate:
+        from .estimate import render_estimate
+        from .plan import estimate as estimate_run
+
+        try:
+            estimates = estimate_run(options, dict(os.environ))
+        except EvalError as exc:
+            _fail(str(exc), exc.exit_code)
+        click.echo(render_estimate(estimates), nl=False)
+        return
     try:
         matrix = plan(options, dict(os.environ))
     except EvalError as exc:

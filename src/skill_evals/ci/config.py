@@ -27,6 +27,7 @@ from ..yamldoc import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
 CONFIG_NAMES = (".skill-evals.yml", ".skill-evals.yaml")
 DEFAULT_LOCK = ".skill-evals.lock.json"
 DEFAULT_CASES = DEFAULT_CASES_FILES
+DEFAULT_CACHE_MAX_AGE = "7d"
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class SkillSettings:
     arms: str = "auto"  # --arms: only the arms a gate needs (docs/comparison.md)
     stop_when_settled: bool = True
     budget: Budget = field(default_factory=Budget)  # per skill (budget: {invocations, cost-usd})
+    compare_base: bool = False  # compare: base — the base commit's version as the baseline arm
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that change results, hashed into the fingerprint (docs/ci.md): runner,
@@ -97,6 +99,8 @@ class CiConfig:
     overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     evidence: EvidencePatterns = field(default_factory=EvidencePatterns)
     lock: str = DEFAULT_LOCK
+    cache: str | None = None  # the observation cache directory (relative to the root)
+    cache_max_age: str = DEFAULT_CACHE_MAX_AGE
     cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
     routing: RoutingConfig | None = None
     budget_total: Budget = field(default_factory=Budget)  # for the whole run (budget-total)
@@ -105,6 +109,28 @@ class CiConfig:
         """The runner settings of the routing run: the top level, then CLI flags (no override:
         routing is not one skill)."""
         return _apply(self.defaults, self.cli)
+
+    @property
+    def cache_dir(self) -> str | None:
+        """The cache directory: ``--cache``, else the file's ``cache:``; None: no cache."""
+        value = self.cli.get("cache")
+        return str(value) if value is not None else self.cache
+
+    @property
+    def max_age(self) -> str:
+        """``--cache-max-age``, else the file's ``cache-max-age``, else 7d."""
+        value = self.cli.get("cache-max-age")
+        return str(value) if value is not None else self.cache_max_age
+
+    def cache_settings(self, root: Path) -> Any:
+        """The CacheSettings of every skill's run (a relative directory is relative to the
+        repository root), or None without a cache."""
+        from ..cache import CacheSettings, parse_max_age
+
+        directory = self.cache_dir
+        if directory is None:
+            return None
+        return CacheSettings(root / directory, parse_max_age(self.max_age, "cache-max-age"))
 
     def for_skill(self, name: str) -> SkillSettings:
         """Effective settings for the skill called ``name``: CLI flags > override > top level."""
@@ -147,6 +173,8 @@ def _apply(base: SkillSettings, values: Mapping[str, Any]) -> SkillSettings:
         changes["budget"] = budget_of(values["budget"])
     if "require-env" in values:
         changes["require_env"] = tuple(values["require-env"])
+    if "compare" in values:
+        changes["compare_base"] = values["compare"] == "base"
     if "gates" in values:
         gates = values["gates"]
         # A gate given as null in an override switches that gate off for the skill.
@@ -362,6 +390,8 @@ def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
         lock=raw.get("lock", DEFAULT_LOCK),
         routing=_routing(raw.get("routing")),
         budget_total=budget_of(raw.get("budget-total", {})),
+        cache=raw.get("cache"),
+        cache_max_age=raw.get("cache-max-age", DEFAULT_CACHE_MAX_AGE),
     )
 
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import sys
@@ -20,8 +21,9 @@ from ..messages import severities_of
 from ..render.answers import Answers
 from ..scope import ArmOptions
 from . import workflow
+from .base_skills import CompareBase, compare_ref
 from .budget import TotalBudget
-from .changes import BaseChoice, ChangeSet, detect_changes
+from .changes import BaseChoice, ChangeSet, detect_changes, event_base_sha
 from .config import CiConfig, SkillSettings, find_config, load_config
 from .console import Console, annotate
 from .discovery import WorkTree, discover
@@ -286,6 +288,9 @@ def _evaluate(
     observations_dir = options.out / "observations"
     interrupted = False
     total = TotalBudget.of(workspace.config.budget_total)
+    ref = compare_ref(changes.base, options.choice.base, event_base_sha(env))
+    bases = CompareBase(workspace.root, workspace.config, ref)
+    cache = workspace.config.cache_settings(workspace.root)
     for state in chosen:
         settings = state.location.settings
         reason = changes.changed.get(state.path)
@@ -342,6 +347,7 @@ def _evaluate(
             outputs=(record, options.out / "report.json"),
             env=runner_env(env),
             scope=_scope(settings, total),
+            cache=cache,
         )
         console.group(f"skill-evals {state.name} ({state.path})")
         console.info(f"evaluating {state.name} ({reason})")
@@ -351,21 +357,29 @@ def _evaluate(
         collected: dict[tuple[str, int, str], str] | None = (
             {} if settings.include_outputs and answers is not None else None
         )
-        try:
-            report = run_test(test_options, progress=printer, answers=collected)
-        except KeyboardInterrupt:
-            # Ctrl-C/SIGTERM outside the runner's own handling (loading, hashing, scoring):
-            # stop here, still write the outputs. What finished is in the observations file.
-            text = "interrupted during its evaluation; finished observations are in " + (
-                f"observations/{record.name}"
-            )
-            entries[state.path] = _entry(state, "skipped", text, INTERRUPTED)
-            interrupted = True
-            continue
-        finally:
-            if printer is not None:
-                printer.close()
-            console.endgroup()
+        with bases.baseline(state) as (baseline, note):
+            if note is not None:
+                console.info(f"{state.name}: {note}")
+                reason = f"{reason}; {note}" if reason else note
+            if baseline is not None:
+                scope = dataclasses.replace(test_options.scope, baseline=baseline)
+                test_options = dataclasses.replace(test_options, scope=scope)
+            try:
+                report = run_test(test_options, progress=printer, answers=collected)
+            except KeyboardInterrupt:
+                # Ctrl-C/SIGTERM outside the runner's own handling (loading, hashing,
+                # scoring): stop here, still write the outputs. What finished is in the
+                # observations file.
+                text = "interrupted during its evaluation; finished observations are in " + (
+                    f"observations/{record.name}"
+                )
+                entries[state.path] = _entry(state, "skipped", text, INTERRUPTED)
+                interrupted = True
+                continue
+            finally:
+                if printer is not None:
+                    printer.close()
+                console.endgroup()
         total.spend(report)
         code = int(report.get("exitCode", 70))
         console.info(f"{state.name}: {report.get('status')} (exit {code})")
@@ -384,6 +398,7 @@ def _evaluate(
             answers[state.path] = collected
         if code == INTERRUPTED:
             interrupted = True
+    workspace.messages.extend(bases.messages)
     return [entries[s.path] for s in workspace.states if s.path in entries]
 
 
@@ -397,20 +412,3 @@ def _scope(settings: SkillSettings, total: TotalBudget) -> ArmOptions:
         max_cost_usd=budget.cost_usd,
         stop_when_settled=settings.stop_when_settled,
     )
-
-
-# ------------------------------------------------------------------------------------ plan
-
-
-def plan(options: CiOptions, env: Mapping[str, str]) -> dict[str, Any]:
-    """``{"include": [{"skill", "path"}]}`` of the skills to evaluate, for strategy.matrix."""
-    workspace = load_workspace(options.root, options.config, options.cli)
-    changes, chosen = select(workspace, options, env)
-    include = [{"skill": s.name, "path": s.path} for s in chosen]
-    routing = routing_decision(
-        options.root, workspace.config, workspace.routing, changes, options.only
-    )
-    if routing is not None and routing[0] and workspace.routing is not None:
-        # One more shard: `ci --only routing` runs the routing entry.
-        include.append({"skill": ROUTING_NAME, "path": workspace.routing.config.cases})
-    return {"include": include}

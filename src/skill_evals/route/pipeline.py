@@ -10,18 +10,29 @@ knows only one skill must not silently measure a one-skill catalog).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..agents import simulated
+from ..arms import Arm
+from ..cache import CacheSettings
+from ..cache_key import canonical_json
 from ..cases import MIN_UNITS
 from ..errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from ..execute import ExecutionPlan, ExecutionResult, Progress, StartListener, execute
 from ..observations import Observation, load_recorded
 from ..outputs import HeldOutputs
-from ..pipeline import TestOptions, check_outputs, default_timeout_ms, path_inside
+from ..pipeline import (
+    TestOptions,
+    check_outputs,
+    default_timeout_ms,
+    is_builtin_runner,
+    path_inside,
+)
+from ..run_cache import cache_note, check_cache_dir, open_cache
 from ..runner import split_command
 from .cases import RouteSuite, load_route_cases
 from .catalog import Catalog, catalog_dirs, load_catalog
@@ -29,6 +40,7 @@ from .observations import load_route_observations
 from .report import ARM, Report, RouteSettings, build_route_report, route_error_report
 
 SKILL_DIRS_VAR = "SKILL_EVALS_SKILL_DIRS"
+CACHE_SCOPE = "%routing"  # the cache subdirectory of routing runs (no skill name holds "%")
 ARM_VAR = "SKILL_EVALS_ARM"
 
 
@@ -55,6 +67,7 @@ class RouteOptions:
     outputs: tuple[Path, ...] = ()  # every path we will write: outside every catalog skill
     env: Mapping[str, str] | None = None
     cwd: Path | None = None  # where --catalog globs start (default: the working directory)
+    cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
 
     @property
     def effective_timeout_ms(self) -> int:
@@ -148,6 +161,12 @@ def _warnings(catalog: Catalog) -> list[str]:
     return [f"skill format: {w}" for s in catalog.skills for w in s.warnings]
 
 
+def catalog_sha256(catalog: Catalog) -> str:
+    """The hash of a catalog as one offered version: its skills' directory hashes, in the
+    order the runner gets them."""
+    return hashlib.sha256(canonical_json([s.directory_sha256 for s in catalog.skills])).hexdigest()
+
+
 def run_route(
     options: RouteOptions,
     progress: Callable[[Progress], None] | None = None,
@@ -190,6 +209,8 @@ def run_route(
             result = ExecutionResult(observations=observations)
             return build_route_report(catalog, suite, settings, result, warnings_in=warnings)
         notes = [simulated.NOTICE] if simulated.is_simulated_command(options.runner) else []
+        check_cache_dir(options.cache, *(s.path for s in catalog.skills))
+        cache = open_cache(options.cache, is_builtin_runner(options.runner), command, CACHE_SCOPE)
         plan = ExecutionPlan(
             command=command,
             suite=suite.engine_suite(),
@@ -206,8 +227,19 @@ def run_route(
             base_env=options.env,
             variants=("with",),
             extra_env=routing_env(catalog),
+            # The one arm offers the whole catalog: its hash names the offered version.
+            arms=(Arm("with", "with", catalog.skills[0].path, catalog_sha256(catalog)),),
+            cache=cache,
         )
-        result = execute(plan, None if progress is None else _RouteProgress(progress))
+        try:
+            result = execute(plan, None if progress is None else _RouteProgress(progress))
+        finally:
+            if cache is not None:
+                cache.close()
+        if cache is not None:
+            warnings = [*warnings, *cache.messages]
+            if cache.hits:
+                notes.append(cache_note(cache))
         return build_route_report(
             catalog,
             suite,

@@ -1,0 +1,43 @@
+"""`skill-evals ci plan`: the matrix of the skills a run would evaluate, and with
+``--estimate`` what that run would cost (docs/ci.md, docs/cost.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .base_skills import compare_ref
+from .changes import event_base_sha
+from .gate import CiOptions, load_workspace, select
+from .routing import ROUTING_NAME, routing_decision
+
+
+def plan(options: CiOptions, env: Mapping[str, str]) -> dict[str, Any]:
+    """``{"include": [{"skill", "path"}]}`` of the skills to evaluate, for strategy.matrix."""
+    workspace = load_workspace(options.root, options.config, options.cli)
+    changes, chosen = select(workspace, options, env)
+    include = [{"skill": s.name, "path": s.path} for s in chosen]
+    routing = routing_decision(
+        options.root, workspace.config, workspace.routing, changes, options.only
+    )
+    if routing is not None and routing[0] and workspace.routing is not None:
+        # One more shard: `ci --only routing` runs the routing entry.
+        include.append({"skill": ROUTING_NAME, "path": workspace.routing.config.cases})
+    return {"include": include}
+
+
+def estimate(options: CiOptions, env: Mapping[str, str]) -> list[Any]:
+    """``ci plan --estimate``: a SkillEstimate for every skill the run would evaluate."""
+    from .base_skills import load_base_skills
+    from .estimate import estimate_skill
+
+    workspace = load_workspace(options.root, options.config, options.cli)
+    changes, chosen = select(workspace, options, env)
+    cache = workspace.config.cache_settings(workspace.root)
+    bases = None
+    if any(s.location.settings.compare_base for s in chosen):
+        ref = compare_ref(changes.base, options.choice.base, event_base_sha(env))
+        bases, _ = load_base_skills(workspace.root, workspace.config, ref)
+    return [
+        estimate_skill(workspace.root, s, cache, bases, s.location.settings.arms) for s in chosen
+    ]

@@ -1,0 +1,102 @@
+"""`ci` with `compare: base` and `cache:` end to end in a temporary git repository with the
+simulated runner: base versions as baseline arms, new skills as before, nothing left behind,
+the cache reused across runs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import EXAMPLE_SKILL
+
+from .conftest import SIMULATED, commit_all, git, make_repo, run_cli
+
+
+def _repo(tmp_path: Path, config: str) -> tuple[Path, str]:
+    """refund-policy (tasks) and alpha at the base commit; refund-policy edited, alpha moved,
+    delta added at head."""
+    repo = make_repo(tmp_path / "repo", skills=("alpha",), config=config)
+    shutil.copytree(EXAMPLE_SKILL, repo / "skills" / "refund-policy")
+    base = commit_all(repo, "base")
+    with (repo / "skills" / "refund-policy" / "SKILL.md").open("a", encoding="utf-8") as fh:
+        fh.write("\nKeep answers short.\n")
+    shutil.move(repo / "skills" / "alpha", repo / "moved" / "alpha")
+    (repo / "moved" / "alpha" / "notes.md").write_text("moved and edited\n", encoding="utf-8")
+    delta = make_repo(tmp_path / "delta-src", skills=("delta",), config=None)
+    shutil.copytree(delta / "skills" / "delta", repo / "skills" / "delta")
+    commit_all(repo, "head")
+    return repo, base
+
+
+def _skills(out: Path) -> dict[str, dict[str, Any]]:
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    return {s["name"]: s for s in report["skills"]}
+
+
+def test_compare_base_runs_each_changed_skill_against_its_base_version(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path, SIMULATED + "compare: base\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--base", base, "--out", str(out)], repo, {"TMPDIR": str(tmp)})
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    skills = _skills(out)
+    refund = skills["refund-policy"]
+    assert refund["status"] == "evaluated"
+    assert "compared with its version at base" in refund["reason"]
+    comparison = refund["report"]["comparison"]
+    assert comparison is not None and comparison["aa"] is False
+    assert "baseline" in refund["report"]["runner"]["ledger"]["arms"]
+    moved = skills["alpha"]
+    assert "compared with skills/alpha at base" in moved["reason"] and "(moved)" in moved["reason"]
+    assert moved["report"]["comparison"] is not None
+    delta = skills["delta"]
+    assert "new since base" in delta["reason"]
+    assert delta["report"]["comparison"] is None  # new in the change: runs as before
+    assert list(tmp.glob("skill-evals-base-*")) == []  # every private copy removed
+    assert git(repo, "status", "--porcelain") == ""  # nothing checked out
+    records = (out / "observations" / "refund-policy.jsonl").read_text(encoding="utf-8")
+    assert '"variant":"baseline"' in records
+
+
+def test_compare_base_without_a_base_commit_says_so(tmp_path: Path) -> None:
+    repo, _ = _repo(tmp_path, SIMULATED + "compare: base\n")
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--only", "alpha", "--out", str(out)], repo)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert any("needs a base commit" in m for m in report["messages"])
+    assert all(s["report"]["comparison"] is None for s in report["skills"])
+    # --only (a matrix shard) detects no changes, yet compares with --base when given
+    shard = tmp_path / "shard"
+    base = git(repo, "rev-parse", "HEAD~1")
+    done = run_cli(["ci", "--only", "alpha", "--base", base, "--out", str(shard)], repo)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    assert _skills(shard)["alpha"]["report"]["comparison"] is not None
+
+
+def test_compare_flag_overrides_the_config(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path, SIMULATED + "compare: base\n")
+    out = tmp_path / "out"
+    argv = ["ci", "--base", base, "--out", str(out), "--compare", "none", "--only", "alpha"]
+    done = run_cli(argv, repo)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    assert _skills(out)["alpha"]["report"]["comparison"] is None
+
+
+def test_ci_cache_is_reused_by_the_next_run(tmp_path: Path) -> None:
+    repo, _ = _repo(tmp_path, SIMULATED + "cache: .cache/skill-evals\n")
+    (repo / ".gitignore").write_text(".cache/\n", encoding="utf-8")
+    commit_all(repo, "ignore the cache")
+    first = run_cli(["ci", "--only", "alpha", "--out", str(tmp_path / "one")], repo)
+    assert first.returncode in (0, 1), first.stderr[-3000:]
+    assert (repo / ".cache" / "skill-evals" / "alpha").is_dir()
+    second = run_cli(["ci", "--only", "alpha", "--out", str(tmp_path / "two")], repo)
+    assert second.returncode == first.returncode
+    runs = [_skills(tmp_path / name)["alpha"]["report"]["runner"] for name in ("one", "two")]
+    assert runs[0]["invocations"] > 0 and runs[1]["invocations"] == 0
+    assert runs[1]["cached"] == runs[0]["invocations"]
+    # the cache directory is no skill and changes no fingerprint
+    assert "skill-evals" not in _skills(tmp_path / "two")
