@@ -459,3 +459,21 @@ def test_a_cached_mark_in_a_record_is_read_back(tmp_path: Path) -> None:
     record.write_text(json.dumps({**obs.to_record(), "cached": 1}) + "\n", encoding="utf-8")
     with pytest.raises(InvalidInput, match="cached"):
         load_recorded(record, suite, 1)
+
+
+def test_files_past_the_prune_age_are_removed_when_a_run_stores(tmp_path: Path) -> None:
+    case = _case(tmp_path)
+    old = _good_file(tmp_path, case, "20200101T000000Z-1-0000000a.jsonl")
+    recent = _good_file(tmp_path, case, "20240101T000000Z-1-0000000b.jsonl")
+    foreign = old.parent / "20200101T000000Z-1-0000000c.txt"
+    foreign.write_text("not ours")
+    clock = Clock()
+    for path, days in ((old, 31), (recent, 29), (foreign, 400)):
+        stamp = clock.now - days * 86400
+        os.utime(path, (stamp, stamp))
+    cache = _cache(tmp_path, clock)
+    assert cache.lookup(case, 1, WITH) is not None  # reading never removes anything
+    assert old.exists()
+    cache.store(case, 2, WITH, _observation())
+    cache.close()
+    assert not old.exists() and recent.exists() and foreign.exists()

@@ -20,6 +20,7 @@ before it are used), and the run goes on.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -44,6 +45,7 @@ FORMAT = 1  # the "skillEvalsCache" value of every entry
 MAX_FILES = 10_000  # per skill directory, newest first
 MAX_TOTAL_BYTES = 200_000_000  # per skill directory, newest first
 ROTATE_BYTES = MAX_FILE_BYTES - 2 * MAX_RECORD_BYTES  # a file always stays readable
+PRUNE_AFTER_S = 30 * 86_400  # cache files last written longer ago are removed (see _prune)
 _FILE_NAME = re.compile(r"[0-9]{8}T[0-9]{6}Z-[0-9]+-[0-9a-f]{8}\.jsonl")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ENTRY_KEYS = frozenset({"skillEvalsCache", "key", "storedAt", "observation", "checks", "reasons"})
@@ -162,6 +164,7 @@ class ObservationCache:
         self._fd: int | None = None
         self._written = 0
         self._store_failed = False
+        self._pruned = False
 
     def disable(self, reason: str) -> None:
         """Neither reuse nor store in this run (``reason`` becomes its warning)."""
@@ -384,6 +387,9 @@ class ObservationCache:
             self.close_file()
         if self._fd is None:
             self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not self._pruned:
+                self._pruned = True
+                self._prune()
             name = "{}-{}-{}.jsonl".format(
                 time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.clock())),
                 os.getpid(),
@@ -396,6 +402,28 @@ class ObservationCache:
         while view:
             view = view[os.write(self._fd, view) :]
         self._written += len(line)
+
+    def _prune(self) -> None:
+        """Remove this skill's cache files last written more than PRUNE_AFTER_S ago (or twice
+        the max age, if that is longer): their entries are past any age a run reuses, and a
+        cache restored and saved run after run would otherwise only grow. Only files named as
+        this cache names them are touched; a file that cannot be removed stays."""
+        keep_s = max(PRUNE_AFTER_S, 2 * self.max_age_s)
+        oldest = self.clock() - keep_s
+        try:
+            with os.scandir(self.directory) as entries:
+                stale = [
+                    Path(item.path)
+                    for item in entries
+                    if _FILE_NAME.fullmatch(item.name)
+                    and item.is_file(follow_symlinks=False)
+                    and item.stat(follow_symlinks=False).st_mtime < oldest
+                ]
+        except OSError:
+            return
+        for path in stale:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
     def close_file(self) -> None:
         """Close the file this process appends to (the next store starts a new one)."""
