@@ -63,3 +63,11 @@ def test_estimate_counts_the_baseline_arm_under_compare_base(tmp_path: Path) -> 
     done = run_cli(["ci", "plan", "--base", base, "--estimate"], repo)
     assert done.returncode == 0, done.stderr
     assert _rows(done.stdout)["alpha"][0] == str(12 * 2 * 2 + 3)  # with, baseline, spot-check
+
+
+def test_estimate_says_when_the_budget_caps_the_run(tmp_path: Path) -> None:
+    config = CONFIG + "budget: {invocations: 5}\n"
+    repo = make_repo(tmp_path / "repo", skills=("alpha",), config=config)
+    done = run_cli(["ci", "plan", "--all", "--estimate"], repo)
+    assert done.returncode == 0, done.stderr
+    assert "its budget stops the run after 5 invocation(s)" in done.stdout

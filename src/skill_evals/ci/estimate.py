@@ -160,6 +160,10 @@ def estimate_skill(
     result.cost_usd = _expected(to_run, means, "costUsd")
     if result.cost_usd is None and result.to_run:
         result.note = "no cached observation reports its cost: cost unknown"
+    cap = settings.budget.invocations
+    if cap is not None and result.to_run > cap:
+        capped = f"its budget stops the run after {cap} invocation(s)"
+        result.note = f"{result.note}; {capped}" if result.note else capped
     return result
 
 
