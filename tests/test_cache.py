@@ -169,6 +169,20 @@ def test_a_directory_argument_that_cannot_be_hashed_turns_the_cache_off(tmp_path
         runner_identity(["python3", "tools"], tmp_path)
 
 
+def test_a_directory_argument_too_large_to_hash_turns_the_cache_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import skill_evals.cache_key as cache_key
+
+    monkeypatch.setattr(cache_key, "MAX_ARG_DIR_FILES", 5)
+    deep = tmp_path / "tools"
+    for i in range(6):
+        deep = deep / f"d{i}"  # only empty directories: they count too
+    deep.mkdir(parents=True)
+    with pytest.raises(Uncacheable, match="too large to hash"):
+        runner_identity(["python3", "tools"], tmp_path)
+
+
 def test_devices_are_kept_as_written(tmp_path: Path) -> None:
     assert runner_identity(["cat", "/dev/null"], tmp_path) == ["cat", "/dev/null"]
 

@@ -37,7 +37,7 @@ from .skill import directory_sha256
 
 KEY_VERSION = 1
 MAX_ARG_FILE_BYTES = 2_000_000_000  # a runner argument naming a bigger file is not hashed
-MAX_ARG_DIR_FILES = 10_000  # nor a directory with more files than this
+MAX_ARG_DIR_FILES = 10_000  # nor a directory with more entries (files, directories) than this
 MAX_ARG_DIR_BYTES = 1_000_000_000  # or more bytes than this
 _CHUNK = 1 << 20
 
@@ -67,14 +67,13 @@ def _check_dir_size(path: Path) -> str | None:
     while stack:
         with os.scandir(stack.pop()) as entries:
             for entry in entries:
+                files += 1  # directories count too: a deep tree of empty ones is no cheaper
+                if files > MAX_ARG_DIR_FILES:
+                    return f"it holds more than {MAX_ARG_DIR_FILES} files and directories"
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(Path(entry.path))
-                    continue
-                files += 1
-                if entry.is_file(follow_symlinks=False):
+                elif entry.is_file(follow_symlinks=False):
                     size += entry.stat(follow_symlinks=False).st_size
-                if files > MAX_ARG_DIR_FILES:
-                    return f"it holds more than {MAX_ARG_DIR_FILES} files"
                 if size > MAX_ARG_DIR_BYTES:
                     return f"it holds more than {MAX_ARG_DIR_BYTES} bytes"
     return None
