@@ -5,6 +5,7 @@ the cache reused across runs."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,12 @@ def test_compare_base_runs_each_changed_skill_against_its_base_version(tmp_path:
     assert git(repo, "status", "--porcelain") == ""  # nothing checked out
     records = (out / "observations" / "refund-policy.jsonl").read_text(encoding="utf-8")
     assert '"variant":"baseline"' in records
+    # before → after with the interval, in the summary, the comment and the HTML report
+    for name in ("summary.md", "comment.md", "report.html"):
+        text = (out / name).read_text(encoding="utf-8")
+        # (Markdown escapes the brackets: `\(`, `\[`)
+        assert re.search(r"F1 \d\.\d+ → \d\.\d+ \\?\([+−-]\d\.\d+ \\?\[", text), name
+        assert re.search(r"pass rate \d\.\d+ → \d\.\d+", text), name
 
 
 def test_compare_base_without_a_base_commit_says_so(tmp_path: Path) -> None:
