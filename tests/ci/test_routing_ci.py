@@ -106,6 +106,30 @@ def test_lock_file_records_the_routing_fingerprint(tmp_path: Path) -> None:
     assert _plan(repo, "--lock", ".skill-evals.lock.json") == ["gamma", "routing"]
 
 
+def test_changed_lists_routing_on_the_same_rule_as_ci(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    base = git(repo, "rev-parse", "HEAD")
+    quiet = run_cli(["changed", "--base", base], repo)
+    assert quiet.returncode == 0 and quiet.stdout == "", quiet.stderr
+    assert "routing: unchanged (fingerprint unchanged since base" in quiet.stderr
+    doc = json.loads(run_cli(["changed", "--base", base, "--format", "json"], repo).stdout)
+    assert doc["routing"]["changed"] is False and len(doc["routing"]["fingerprint"]) == 64
+    md = repo / "skills" / "alpha" / "SKILL.md"
+    md.write_text(md.read_text().replace("alpha topics", "alpha subjects"))
+    commit_all(repo)
+    lines = run_cli(["changed", "--base", base], repo)
+    assert lines.stdout.splitlines() == ["skills/alpha", "routing"], lines.stderr
+    assert "routing: re-runs (SKILL.md changed: alpha since base" in lines.stderr
+    doc = json.loads(run_cli(["changed", "--base", base, "--format", "json"], repo).stdout)
+    assert doc["routing"]["changed"] is True and "alpha" in doc["routing"]["reason"]
+    assert [c["path"] for c in doc["changed"]] == ["skills/alpha"]
+    # without a routing entry the key is null and nothing extra is printed
+    config = repo / ".skill-evals.yml"
+    config.write_text(config.read_text().replace(ROUTING, ""))
+    doc = json.loads(run_cli(["changed", "--all", "--format", "json"], repo).stdout)
+    assert doc["routing"] is None
+
+
 @pytest.fixture(scope="module")
 def routing_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("routing-ci")

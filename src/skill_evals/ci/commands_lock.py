@@ -141,12 +141,16 @@ def changed(
     from ..errors import EvalError
     from .changes import describe_base, detect_changes
     from .gate import load_workspace
+    from .routing import ROUTING_NAME, routing_change
 
     root = Path.cwd()
     choice = _choice(base, lock_file, all_)
     try:
         workspace = load_workspace(root, config, {})
         changes = detect_changes(root, workspace.config, workspace.states, choice, dict(os.environ))
+        routing = workspace.routing
+        # The routing entry re-runs on the same rule as `ci` (docs/routing.md#in-ci).
+        routed = routing_change(root, workspace.config, routing, changes) if routing else None
     except EvalError as exc:
         _fail(str(exc), exc.exit_code)
     for message in changes.base.get("messages", []):
@@ -156,11 +160,16 @@ def changed(
     )
     if not changes.changed:
         counted = "no skill changed (" + counted + ")"
+    if routed is not None:
+        counted += f"; {ROUTING_NAME}: " + ("re-runs" if routed[0] else "unchanged")
+        counted += f" ({routed[1]})"
     _say(f"skill-evals: {describe_base(changes.base)}: {counted}", err=True)
     by_path = {s.path: s for s in workspace.states}
     if fmt == "lines":
         for path in changes.changed:
             _say(path)
+        if routed is not None and routed[0]:
+            _say(ROUTING_NAME)  # the name `ci --only` takes for the routing entry
         return
 
     def item(path: str, reason: str) -> dict[str, Any]:
@@ -177,5 +186,8 @@ def changed(
         "changed": [item(p, r) for p, r in changes.changed.items()],
         "unchanged": [item(p, r) for p, r in changes.unchanged.items()],
         "removed": changes.removed,
+        "routing": None
+        if routed is None or routing is None
+        else {"changed": routed[0], "reason": routed[1], "fingerprint": routing.fingerprint},
     }
     click.echo(json.dumps(doc, indent=2, ensure_ascii=True))
