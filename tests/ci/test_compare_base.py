@@ -107,3 +107,26 @@ def test_ci_cache_is_reused_by_the_next_run(tmp_path: Path) -> None:
     assert runs[1]["cached"] == runs[0]["invocations"]
     # the cache directory is no skill and changes no fingerprint
     assert "skill-evals" not in _skills(tmp_path / "two")
+
+
+def test_comparison_gates_from_the_config_apply_where_a_base_version_exists(
+    tmp_path: Path,
+) -> None:
+    """`gates:` takes the four comparison gates; a skill new in the change skips them (said in
+    its reason), a compared one is gated — an impossible gain fails it (exit 1)."""
+    config = SIMULATED + "compare: base\ngates: {min-f1-gain: 0.9}\n"
+    config += "overrides:\n  refund-policy:\n    gates: {max-pass-drop: 1.0}\n"
+    repo, base = _repo(tmp_path, config)
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--base", base, "--out", str(out)], repo)
+    assert done.returncode == 1, done.stderr[-3000:]
+    skills = _skills(out)
+    gates = skills["refund-policy"]["report"]["gates"]
+    assert gates["minF1Gain"]["threshold"] == 0.9 and gates["minF1Gain"]["passed"] is False
+    assert gates["maxPassDrop"]["threshold"] == 1.0 and gates["maxPassDrop"]["passed"] is True
+    assert skills["refund-policy"]["exitCode"] == 1
+    assert skills["alpha"]["report"]["gates"]["minF1Gain"]["threshold"] == 0.9
+    assert skills["alpha"]["report"]["gates"].get("maxPassDrop") is None
+    delta = skills["delta"]
+    assert "comparison gates skipped: no base version" in delta["reason"]
+    assert delta["report"]["gates"].get("minF1Gain") is None and delta["exitCode"] == 0

@@ -70,6 +70,30 @@ evidence:
     assert skill_from_uri("docs://brand-deck", config.evidence) == "brand-deck"
 
 
+def test_comparison_gates_and_their_overrides(tmp_path: Path) -> None:
+    from skill_evals.compare import CompareGates
+
+    config = load_config(
+        write(
+            tmp_path,
+            "gates: {max-f1-drop: 0.05, min-pass-gain: -0.1}\n"
+            "overrides:\n  a: {gates: {max-f1-drop: null, max-pass-drop: 0.2}}\n",
+        )
+    )
+    other = config.for_skill("other")
+    assert other.gates.compare == CompareGates(max_f1_drop=0.05, min_pass_gain=-0.1)
+    assert config.for_skill("a").gates.compare == CompareGates(
+        max_pass_drop=0.2, min_pass_gain=-0.1
+    )
+    # A set comparison gate enters the fingerprint's settings; unset ones add nothing there.
+    assert other.result_settings()["gates"] == {
+        "minTriggerF1": None, "minUplift": None, "maxF1Drop": 0.05, "minPassGain": -0.1,
+    }  # fmt: skip
+    assert CiConfig().for_skill("x").result_settings()["gates"] == {
+        "minTriggerF1": None, "minUplift": None,
+    }  # fmt: skip
+
+
 def test_cli_flags_win_over_overrides(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "trials: 2\noverrides: {a: {trials: 9}}\n"))
     flagged = config.with_cli({"trials": 1, "runner": None, "gates": {"min-uplift": 0.1}})
@@ -86,6 +110,8 @@ def test_cli_flags_win_over_overrides(tmp_path: Path) -> None:
         ("trials: '3'\n", "$.trials"),
         ("gates: {min-trigger-f1: 1.5}\n", "$.gates['min-trigger-f1']"),
         ("gates: {min-uplift: -2}\n", "$.gates['min-uplift']"),
+        ("gates: {max-f1-drop: -0.1}\n", "$.gates['max-f1-drop']"),
+        ("gates: {min-pass-gain: 1.5}\n", "$.gates['min-pass-gain']"),
         ("unknown-key: 1\n", "$"),
         ("overrides: {x: {trials: 500}}\n", "$.overrides.x.trials"),
         ("overrides: {x: {bogus: 1}}\n", "$.overrides.x"),

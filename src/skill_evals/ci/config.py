@@ -19,6 +19,7 @@ import yaml
 
 from ..agents.evidence import EvidencePatterns
 from ..cases import DEFAULT_CASES_FILES
+from ..compare import CompareGates
 from ..errors import InvalidInput
 from ..jsonl import MAX_FILE_BYTES
 from ..run_control import Budget
@@ -30,16 +31,32 @@ DEFAULT_CASES = DEFAULT_CASES_FILES
 DEFAULT_CACHE_MAX_AGE = "7d"
 
 
+# The comparison gates' config keys and their CompareGates fields (docs/comparison.md).
+COMPARE_GATE_KEYS = {
+    "max-f1-drop": "max_f1_drop",
+    "max-pass-drop": "max_pass_drop",
+    "min-f1-gain": "min_f1_gain",
+    "min-pass-gain": "min_pass_gain",
+}
+
+
 @dataclass(frozen=True)
 class Gates:
-    """The two gates; ``None`` means the gate is off."""
+    """The gates; ``None`` means the gate is off. The comparison gates read the baseline arm,
+    so they apply only where a skill runs against its base version (``compare: base``)."""
 
     min_trigger_f1: float | None = None
     min_uplift: float | None = None
+    compare: CompareGates = field(default_factory=CompareGates)
 
     def to_json(self) -> dict[str, float | None]:
-        """The gates as they appear in fingerprints and reports."""
-        return {"minTriggerF1": self.min_trigger_f1, "minUplift": self.min_uplift}
+        """The gates as they appear in fingerprints and reports. A comparison gate appears only
+        when set, so configs without one keep the fingerprints they had."""
+        doc = {"minTriggerF1": self.min_trigger_f1, "minUplift": self.min_uplift}
+        for name, value in self.compare.as_dict().items():
+            if value is not None:
+                doc[name] = value
+        return doc
 
 
 @dataclass(frozen=True)
@@ -178,9 +195,14 @@ def _apply(base: SkillSettings, values: Mapping[str, Any]) -> SkillSettings:
     if "gates" in values:
         gates = values["gates"]
         # A gate given as null in an override switches that gate off for the skill.
+        compare = {
+            attr: gates.get(key, getattr(base.gates.compare, attr))
+            for key, attr in COMPARE_GATE_KEYS.items()
+        }
         changes["gates"] = Gates(
             min_trigger_f1=gates.get("min-trigger-f1", base.gates.min_trigger_f1),
             min_uplift=gates.get("min-uplift", base.gates.min_uplift),
+            compare=CompareGates(**compare),
         )
     return replace(base, **changes) if changes else base
 

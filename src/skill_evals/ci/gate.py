@@ -362,8 +362,15 @@ def _evaluate(
                 console.info(f"{state.name}: {note}")
                 reason = f"{reason}; {note}" if reason else note
             if baseline is not None:
-                scope = dataclasses.replace(test_options.scope, baseline=baseline)
+                scope = dataclasses.replace(
+                    test_options.scope, baseline=baseline, compare=settings.gates.compare
+                )
                 test_options = dataclasses.replace(test_options, scope=scope)
+            elif settings.gates.compare.any_set:
+                # Nothing to compare with (a new skill, or compare: none): said, not failed.
+                skipped = "comparison gates skipped: no base version to compare with"
+                console.info(f"note: {state.name}: {skipped}")
+                reason = f"{reason}; {skipped}" if reason else skipped
             try:
                 report = run_test(test_options, progress=printer, answers=collected)
             except KeyboardInterrupt:
