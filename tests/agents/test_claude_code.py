@@ -781,6 +781,20 @@ def test_mcp_delivery_loads_through_the_skill_server(
     # Delivered over MCP only: not also installed natively.
     assert not any("- refund-policy:" in text for text in fake.texts)
     assert workspaces_in(private_tmp) == []
+    # A resource read of the tested skill in `without` (the server offers only a neighbour):
+    # "not found" is a failed attempt, never a load, never a breach.
+    neighbour = write_skill(tmp_path / "n", "glob-skill", shape_description("glob-skill"))
+    uri = "skill://refund-policy/SKILL.md"
+    script: list[tuple[str, dict[str, Any]]] = [
+        ("ReadMcpResourceTool", {"server": "skills", "uri": uri})
+    ]
+    with FakeAnthropic(script=script) as scripted:
+        options = AgentOptions(bin=claude_bin, delivery="mcp", with_skills=(neighbour,))
+        missing = _run(scripted, tmp_path / "missing", "without", REFUND_PROMPT, options)
+    assert missing.invoked_skills == []
+    assert {"skill": "refund-policy", "state": "failed", "delivery": "mcp",
+            "source": f"mcp resource {uri}"} in missing.evidence  # fmt: skip
+    assert "Refunds within 30 days" not in "".join(scripted.tool_results)
 
 
 @pytest.mark.agents
