@@ -14,9 +14,12 @@ model would:
    line of the SKILL.md text it received); after an error result it says so; with no skill it
    answers generically.
 
-So if the runner leaks the skill into the ``without`` variant, the fake *will* load it and the
-test sees a genuine isolation failure. Tests may add behaviours (``attempt`` a skill that may
-not be offered, force the ``Read`` route) through the constructor.
+Among several matching skills it loads only the one whose description shares the most words
+with the prompt (the first listed on a tie), as a model picks among a catalog of installed
+skills, so two confusable descriptions really compete. So if the runner leaks the skill into the
+``without`` variant, the fake *will* load it and the test sees a genuine isolation failure.
+Tests may add behaviours (``attempt`` a skill that may not be offered, force the ``Read`` route,
+run commands first, write the answer into a file) through the constructor.
 """
 
 from __future__ import annotations
@@ -81,7 +84,8 @@ class Exchange:
 
     offered: list[str]
     prompt: str
-    action: str  # "load:<name>", "answer", "final"
+    action: str  # "load:<name>", "answer", "final", "first:<n>", "write"
+    turn: int = 0  # the model's earlier responses in this conversation (0: its first request)
 
 
 @dataclass
@@ -100,6 +104,11 @@ class FakeAnthropic:
       a retry gets past).
     - ``run``: first run this command with the ``Bash`` tool (e.g. ``env``), then answer.
     - ``script``: tool calls made one per turn before answering (see ``scripts.py``).
+    - ``first``: tool calls made one per turn before choosing a skill (e.g. ``Bash`` running
+      ``env > env.txt``; ``{cwd}`` is replaced), after which the model goes on as usual.
+    - ``write_answer``: after loading (or not), write the answer into this file with Claude
+      Code's own ``Write`` tool (the path as given, relative to the working directory), then
+      answer with the same text.
     """
 
     min_words: int = 2
@@ -111,6 +120,8 @@ class FakeAnthropic:
     fail_offered: str | None = None  # ... and that offer this skill (one variant of one case)
     run: str | None = None
     script: list[Step] = field(default_factory=list)
+    first: tuple[Step, ...] = ()
+    write_answer: str | None = None
     tool_results: list[str] = field(default_factory=list)  # every tool result text received
     failed: list[int] = field(
         default_factory=list
@@ -339,7 +350,9 @@ class FakeAnthropic:
         )
         with self._lock:
             self.tool_results += [_flatten(r.get("content")) for r in results]
-        if done < len(self.script):
+        if self.first or self.write_answer:
+            action, blocks, stop = self._plan_step(body, messages, offered, prompt)
+        elif done < len(self.script):
             cwd = _CWD.search("\n".join(_all_text(body)))
             base = cwd.group("cwd") if cwd else "."
             paths = {o.name: f"{base}/.claude/skills/{o.name}/SKILL.md" for o in offered}
@@ -365,8 +378,9 @@ class FakeAnthropic:
                 action, blocks, stop = "answer", [_text(generic_answer(prompt))], "end_turn"
             else:
                 action, blocks, stop = f"load:{call[0]}", [call[1]], "tool_use"
+        turn = sum(1 for m in messages if m.get("role") == "assistant")
         with self._lock:
-            self.exchanges.append(Exchange([o.name for o in offered], prompt, action))
+            self.exchanges.append(Exchange([o.name for o in offered], prompt, action, turn))
             self.texts.append("\n".join(_all_text(body)))
         return blocks, stop
 
@@ -395,6 +409,43 @@ class FakeAnthropic:
                 "Read", {"file_path": f"{base}/.claude/skills/{skill.name}/SKILL.md"}
             )
         return skill.name, _tool_use("Skill", {"skill": skill.name})
+
+    def _plan_step(
+        self,
+        body: Mapping[str, Any],
+        messages: list[dict[str, Any]],
+        offered: list[Offered],
+        prompt: str,
+    ) -> tuple[str, list[dict[str, Any]], str]:
+        """One step of: the ``first`` calls, loading the best-matching skill, writing the
+        answer file, answering — each decided from the calls the conversation already holds."""
+        calls = [
+            (index, b)
+            for index, m in enumerate(messages)
+            if m.get("role") == "assistant"
+            for b in _blocks(m.get("content"))
+            if b.get("type") == "tool_use"
+        ]
+        if len(calls) < len(self.first):
+            cwd = _CWD.search("\n".join(_all_text(body)))
+            tool, args = fill(self.first[len(calls)], cwd.group("cwd") if cwd else ".", {})
+            return f"first:{len(calls)}", [_tool_use(tool, args)], "tool_use"
+        later = calls[len(self.first) :]
+        if not later:
+            choice = self._choose(prompt, offered, body)
+            if choice is not None:
+                return f"load:{choice[0]}", [choice[1]], "tool_use"
+        loaded = later[0][0] if later and later[0][1].get("name") != "Write" else None
+        if loaded is None:
+            answer = generic_answer(prompt)
+        else:  # what came back after the load: its result and the body Claude Code injected
+            answer = answer_from_skill(
+                "\n".join(_flatten(m.get("content")) for m in messages[loaded + 1 :])
+            )
+        if self.write_answer and not any(b.get("name") == "Write" for _, b in later):
+            args = {"file_path": self.write_answer, "content": answer + "\n"}
+            return "write", [_tool_use("Write", args)], "tool_use"
+        return "final", [_text(answer)], "end_turn"
 
     def _final_text(self, messages: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
         if all(r.get("is_error") for r in results):

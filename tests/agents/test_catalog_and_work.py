@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents import fake_gemini, fake_openai_chat
+from tests.agents import fake_anthropic, fake_gemini, fake_openai_chat
 from tests.agents.conftest import agent_binary, workspaces_in
 from tests.conftest import write_jsonl, write_skill
 
@@ -93,7 +93,9 @@ class Scripted:
     path_arg: str
     shell_tool: str
     skill_tool: str
-    skills_folder: str  # where the runner installs skills natively
+    # Where the runner installs skills natively, as the agent tells the model (None: the agent
+    # lists names and descriptions only)
+    skills_folder: str | None
     # {skill name: listed location} of every conversation's first request to the model
     listings: Callable[[Any], list[dict[str, str]]]
 
@@ -149,11 +151,33 @@ def _opencode(
         yield runner, env, model
 
 
+def _claude_listings(model: fake_anthropic.FakeAnthropic) -> list[dict[str, str]]:
+    return [{name: "" for name in e.offered} for e in model.exchanges if e.turn == 0]
+
+
+@contextlib.contextmanager
+def _claude_code(
+    tmp_path: Path, best_only: bool, write: str | None, dump: bool
+) -> Iterator[tuple[str, dict[str, str], Any]]:
+    # The scripted model always loads only the best-matching skill, so best_only holds anyway.
+    first = (("Bash", {"command": "env > env.txt", "description": "Dump the environment"}),)
+    with fake_anthropic.FakeAnthropic(first=first if dump else (), write_answer=write) as model:
+        runner = (
+            f"{sys.executable} -m skill_evals runner claude-code --bin {agent_binary('claude')}"
+        )
+        base = {**model.env(), "ANTHROPIC_API_KEY": KEY}
+        env = {k: v for k, v in _env(tmp_path, base).items()
+               if k in base or not k.startswith(("ANTHROPIC_", "CLAUDE_"))}  # fmt: skip
+        yield runner, env, model
+
+
 AGENTS = [
     Scripted("gemini", _gemini, "write_file", "file_path", "run_shell_command", "activate_skill",
              ".gemini/skills/", _gemini_listings),
     Scripted("opencode", _opencode, "write", "filePath", "bash", "skill", ".opencode/skills/",
              _opencode_listings),
+    Scripted("claude-code", _claude_code, "Write", "file_path", "Bash", "Skill", None,
+             _claude_listings),
 ]  # fmt: skip
 
 
@@ -190,7 +214,9 @@ def test_routes_across_the_whole_catalog(agent: Scripted, tmp_path: Path) -> Non
     assert len(listings) == len(ROUTING)
     for listed in listings:
         for name in ("refund-policy", "gift-cards", "shipping-times"):
-            assert f"{agent.skills_folder}{name}/SKILL.md" in listed.get(name, ""), name
+            assert name in listed, name
+            if agent.skills_folder is not None:
+                assert f"{agent.skills_folder}{name}/SKILL.md" in listed[name], name
     assert workspaces_in(tmp_path / "tmpdir") == []
 
 

@@ -30,6 +30,7 @@ from skill_evals.agents.base import (
     skill_ref,
 )
 from skill_evals.agents.content import SkillText
+from skill_evals.agents.environment import secret_names
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
 from skill_evals.stats import bootstrap_interval
 from tests.agents.conftest import agent_binary, files_holding, workspaces_in
@@ -181,8 +182,13 @@ def test_outcome_and_meta_from_the_result_event() -> None:
     assert result is not None
     assert result.exit_code == 0
     assert result.output == "Following refund-policy: Refunds within 30 days with a receipt."
-    assert set(result.meta) == {"durationMs", "costUsd", "inputTokens", "outputTokens"}
+    assert set(result.meta) == {"durationMs", "costUsd", "inputTokens", "outputTokens", "turns"}
     assert result.meta["inputTokens"] > 0 and result.meta["outputTokens"] > 0
+    # Two model responses (load, answer); Claude Code's num_turns (3) counts the injected body.
+    assert result.meta["turns"] == 2
+    assert claude_code.outcome(fixture("shapes-read.jsonl")).meta["turns"] == 6  # type: ignore[union-attr]
+    # A synthetic API-error message is no response of the model.
+    assert claude_code.outcome(fixture("api-error-401.jsonl")).meta["turns"] == 0  # type: ignore[union-attr]
     assert claude_code.api_failure(fixture("with-skill-tool.jsonl")) is None
 
 
@@ -319,7 +325,7 @@ def test_outcome_maps_subtypes_to_task_exit_codes() -> None:
         return [{"type": "result", "result": "text", **fields}]
 
     ok = claude_code.outcome(result(subtype="success", is_error=False))
-    assert ok is not None and ok.exit_code == 0 and ok.meta == {}
+    assert ok is not None and ok.exit_code == 0 and ok.meta == {"turns": 0}
     for failed in (
         result(subtype="error_max_turns", is_error=True),
         result(subtype="error_during_execution"),
@@ -341,10 +347,12 @@ def test_outcome_maps_subtypes_to_task_exit_codes() -> None:
         )
     )
     assert meta is not None
-    assert meta.meta == {"durationMs": 1200, "costUsd": 0.5, "inputTokens": 115, "outputTokens": 7}
+    assert meta.meta == {
+        "durationMs": 1200, "costUsd": 0.5, "inputTokens": 115, "outputTokens": 7, "turns": 0
+    }  # fmt: skip
     assert claude_code.outcome([{"type": "assistant"}]) is None
     weird = claude_code.outcome(result(subtype="success", duration_ms=True, result=None))
-    assert weird is not None and weird.output == "" and weird.meta == {}
+    assert weird is not None and weird.output == "" and weird.meta == {"turns": 0}
 
 
 def test_parse_stream_keeps_line_indexes() -> None:
@@ -358,7 +366,9 @@ def test_command_is_headless_with_prompt_off_argv(tmp_path: Path) -> None:
     assert cmd[:5] == ["/bin/claude", "-p", "--verbose", "--output-format", "stream-json"]
     assert cmd[cmd.index("--input-format") + 1] == "stream-json"
     assert "--replay-user-messages" in cmd
-    assert cmd[cmd.index("--permission-mode") + 1] == "dontAsk"
+    # The agent works: edits inside the project accepted, Bash allowed; never a bypass.
+    assert cmd[cmd.index("--permission-mode") + 1] == "acceptEdits"
+    assert cmd[cmd.index("--allowedTools") + 1] == "Bash"
     assert cmd[cmd.index("--setting-sources") + 1] == "project,local"
     assert "--strict-mcp-config" in cmd and "--mcp-config" not in cmd
     assert "--dangerously-skip-permissions" not in cmd
@@ -368,7 +378,12 @@ def test_command_is_headless_with_prompt_off_argv(tmp_path: Path) -> None:
         "/bin/claude", AgentOptions(), tmp_path / "s.json", tmp_path / "m.json"
     )
     assert mcp[mcp.index("--mcp-config") + 1] == str(tmp_path / "m.json")
-    assert mcp[mcp.index("--allowedTools") + 1].split(",")[0] == "mcp__skills"
+    assert mcp[mcp.index("--allowedTools") + 1].split(",")[:2] == ["Bash", "mcp__skills"]
+    read_only = AgentOptions(read_only=True)
+    ro = claude_code.build_command("/bin/claude", read_only, tmp_path / "s.json", None)
+    assert ro[ro.index("--permission-mode") + 1] == "dontAsk" and "--allowedTools" not in ro
+    ro_mcp = claude_code.build_command("/bin/claude", read_only, tmp_path / "s.json", tmp_path)
+    assert ro_mcp[ro_mcp.index("--allowedTools") + 1].split(",")[0] == "mcp__skills"
 
 
 def test_neighbour_with_the_tested_name_is_refused(tmp_path: Path) -> None:
@@ -601,8 +616,9 @@ def test_a_copy_read_from_anywhere_in_without_is_a_reported_breach(
 ) -> None:
     """A copy of the tested skill where nobody expects it — inside the fixture under another
     folder, or in the user's home — read in `without`: by its content it is the tested skill,
-    and the engine sees the breach. (dontAsk denies the read outside the project; what was not
-    shown is not a load.)"""
+    and the engine sees the breach. (Run --read-only, where the Bash read outside the project
+    is denied: what was not shown is not a load. Without it Bash runs as the runner's user and
+    that read would show the copy, a load by the same rule.)"""
     fixture = tmp_path / "fixture"
     write_skill(fixture / "docs" / "old", "refund-policy")
     planted = write_skill(tmp_path / "user-home" / ".claude" / "skills", "refund-policy")
@@ -611,7 +627,7 @@ def test_a_copy_read_from_anywhere_in_without_is_a_reported_breach(
         ("Read", {"file_path": "{cwd}/docs/old/refund-policy/SKILL.md"}),
     ]
     with FakeAnthropic(script=script) as fake:
-        options = AgentOptions(bin=claude_bin, fixture=fixture)
+        options = AgentOptions(bin=claude_bin, fixture=fixture, read_only=True)
         result = _run(fake, tmp_path, "without", REFUND_PROMPT, options)
     assert result.invoked_skills == ["refund-policy"]
     denied, shown = fake.tool_results
@@ -665,23 +681,31 @@ def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
 
 @pytest.mark.agents
 def test_commands_the_model_runs_never_see_the_api_key(claude_bin: str, tmp_path: Path) -> None:
-    """Codex and pi hide keys from the commands the model runs; Claude Code runs none: Bash is
-    denied under dontAsk, and a fixture's own allow rule is ignored because the fresh workspace
-    was never trusted. The request itself was still authorised."""
-    fixture = tmp_path / "fixture"
-    (fixture / ".claude").mkdir(parents=True)
-    allow = {"permissions": {"allow": ["Bash(env)"]}}
-    (fixture / ".claude" / "settings.json").write_text(json.dumps(allow), encoding="utf-8")
+    """The model's Bash commands run (the agent works) in a shell started without the key and
+    every other credential-like variable, Claude Code's own session token included; the request
+    itself was still authorised. Under --read-only the command is denied."""
     secret = "sk-ant-not-a-secret-5d7f9b1c3e"
+    hidden = {"ANTHROPIC_API_KEY": secret, "AWS_SECRET_ACCESS_KEY": "aws-5d7f9b1c3e",
+              "ANTHROPIC_CUSTOM_HEADERS": "X-Auth: hdr-5d7f9b1c3e"}  # fmt: skip
     with FakeAnthropic(run="env") as fake:
-        env = {**_environ(fake, tmp_path / "transcripts"), "ANTHROPIC_API_KEY": secret}
+        env = {**_environ(fake, tmp_path / "transcripts"), **hidden}
         invocation = AgentInvocation("with", write_skill(tmp_path / "skills"), "c", 1, "hi")
-        result = claude_code.run(invocation, AgentOptions(bin=claude_bin, fixture=fixture), env)
-    assert [e.action for e in fake.exchanges] == ["run", "final"]
-    assert "denied" in fake.texts[-1] and "HOME=" not in fake.texts[-1]  # env never ran
-    assert not any(secret in text for text in fake.texts)
-    assert any(secret in credential for credential in fake.credentials)
-    assert result.exit_code == 0
+        result = claude_code.run(invocation, AgentOptions(bin=claude_bin), env)
+        assert [e.action for e in fake.exchanges] == ["run", "final"]
+        (shown,) = fake.tool_results
+        assert "HOME=" in shown and "PWD=" in shown  # env ran
+        names = [line.partition("=")[0] for line in shown.splitlines() if "=" in line]
+        assert "ANTHROPIC_BASE_URL" in names and secret_names(dict.fromkeys(names, "")) == []
+        assert not any(value in text for value in hidden.values() for text in fake.texts)
+        assert any(secret in credential for credential in fake.credentials)
+        assert result.exit_code == 0
+        assert [(c["name"], c["ok"]) for c in result.tool_calls] == [("Bash", True)]
+        fake.exchanges.clear()
+        fake.tool_results.clear()
+        read_only = AgentOptions(bin=claude_bin, read_only=True)
+        denied = claude_code.run(invocation, read_only, env)
+    assert [(c["name"], c["ok"]) for c in denied.tool_calls] == [("Bash", False)]
+    assert "HOME=" not in fake.tool_results[0]
 
 
 @pytest.mark.agents

@@ -5,6 +5,7 @@ file, line and field (never the prompt). Every report is validated against the s
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from tests.conftest import write_jsonl, write_skill
@@ -382,6 +383,24 @@ def test_retryable_runner_errors_are_retried(tmp_path: Path) -> None:
     assert code == 7 and report["runner"]["failures"][0]["reason"] == "runner: rate limited (429)"
 
 
+def _catalogless_runner(tmp_path: Path) -> str:
+    """A built-in agent runner that installs no catalog, else a runner reading its invocation
+    the way such a built-in does (read_invocation without ``catalog``)."""
+    from skill_evals.agents.registry import ENTRIES
+
+    name = next((e.name for e in ENTRIES if not e.catalog), None)
+    if name is not None:
+        return f"skill-evals runner {name}"
+    script = tmp_path / "catalogless.py"
+    script.write_text(
+        "import sys\nfrom skill_evals.agents.base import RunnerError, read_invocation\n"
+        "try:\n    read_invocation()\nexcept RunnerError as exc:\n"
+        "    sys.stdout.write(exc.to_line())\n",
+        encoding="utf-8",
+    )
+    return f"{sys.executable} {script}"
+
+
 def test_agent_runners_refuse_a_catalog_they_cannot_install(tmp_path: Path) -> None:
     dirs = make_catalog(tmp_path)
     cases = route_cases(tmp_path / "routing.jsonl", EXPECTS)
@@ -391,7 +410,7 @@ def test_agent_runners_refuse_a_catalog_they_cannot_install(tmp_path: Path) -> N
             "--cases",
             str(cases),
             "--runner",
-            "skill-evals runner claude-code",
+            _catalogless_runner(tmp_path),
             "--trials",
             "1",
             "--jobs",

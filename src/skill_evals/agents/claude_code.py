@@ -43,6 +43,7 @@ from .claude_code_events import (
     tool_calls,
 )
 from .content import SkillText
+from .environment import secretless_shell
 from .evidence import Event, EvidencePatterns, Load
 from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
@@ -54,6 +55,10 @@ __all__ = [  # the transcript readers, for callers that know only this module
 ]  # fmt: skip
 
 MCP_SERVER_NAME = "skills"
+# Hidden from the model's commands besides every credential-like name of the agent's
+# environment: custom API headers (they may carry auth) and the session token Claude Code sets
+# for the commands it starts.
+_HIDDEN_FROM_COMMANDS = ("ANTHROPIC_CUSTOM_HEADERS", "CLAUDE_CODE_MESSAGING_TOKEN")
 # Set by the runner: no update checks, telemetry or error reports (the only traffic is the model
 # API), and one API retry at most, so the engine's --retries retries with a visible reason.
 _RUNNER_VARIABLES = {
@@ -164,10 +169,11 @@ def build_command(
         "--input-format",
         "stream-json",
         "--replay-user-messages",
-        # Headless without prompts and without bypassing anything: tools that would ask
-        # (Bash, edits) are denied; reads inside the project and the Skill tool are allowed.
+        # Headless without prompts and without bypassing anything (what would ask is denied).
+        # The agent works: edits inside the project are accepted, Bash commands allowed.
+        # --read-only: edits and commands beyond Claude Code's read-only ones are denied.
         "--permission-mode",
-        "dontAsk",
+        "dontAsk" if options.read_only else "acceptEdits",
         "--setting-sources",
         "project,local",
         "--settings",
@@ -175,15 +181,14 @@ def build_command(
         "--no-session-persistence",
         "--strict-mcp-config",
     ]
+    allowed = [] if options.read_only else ["Bash"]
     if mcp_config is not None:
-        # dontAsk denies MCP tools unless allowed: allow this runner's own server (and the
-        # resource reader, which can only reach it because of --strict-mcp-config).
-        cmd += [
-            "--mcp-config",
-            str(mcp_config),
-            "--allowedTools",
-            f"mcp__{MCP_SERVER_NAME},ReadMcpResourceTool,ListMcpResourcesTool",
-        ]
+        # MCP tools ask unless allowed: allow this runner's own server (and the resource
+        # reader, which can only reach it because of --strict-mcp-config).
+        cmd += ["--mcp-config", str(mcp_config)]
+        allowed += [f"mcp__{MCP_SERVER_NAME}", "ReadMcpResourceTool", "ListMcpResourcesTool"]
+    if allowed:
+        cmd += ["--allowedTools", ",".join(allowed)]
     if options.model:
         cmd += ["--model", options.model]
     if options.max_turns is not None:
@@ -240,6 +245,10 @@ class ClaudeCode:
                 ws.install_skill(ref, ws.project / ".claude" / "skills")
         settings = ws.root / "settings.json"
         settings.write_text(json.dumps(_settings(ws.project)), encoding="utf-8")
+        # The model's Bash commands run in a shell started without the key (Claude Code itself
+        # needs it in its own environment, which its commands would otherwise inherit).
+        shell = secretless_shell(ws.root / "bin", env, _HIDDEN_FROM_COMMANDS, ("bash", "zsh"))
+        env["CLAUDE_CODE_SHELL"] = str(shell)
         argv = build_command(setup.binary, options, settings, mcp_path)
         return Launch(argv=argv, stdin=_stdin_message(setup.invocation.prompt))
 

@@ -221,12 +221,32 @@ def outcome(events: Sequence[Mapping[str, Any]]) -> Result | None:
         out = _number(usage.get("output_tokens"))
         if out is not None:
             meta["outputTokens"] = out
+    meta["turns"] = model_turns(events)
     return Result(
         output=text if isinstance(text, str) else "",
         exit_code=0 if ok else 1,
         meta=meta,
         max_turns=result.get("subtype") == "error_max_turns",
     )
+
+
+def model_turns(events: Sequence[Mapping[str, Any]]) -> int:
+    """How many responses the model gave (sub-agents' included): distinct ``message.id`` of the
+    ``assistant`` events, since Claude Code prints one event per content block. Claude Code's own
+    ``num_turns`` (what ``--max-turns`` limits) also counts the messages it injects itself, such
+    as a loaded skill's body, so it is not used. Synthetic API-error messages are no response."""
+    ids: set[str] = set()
+    unnamed = 0
+    for event in events:
+        if event.get("type") != "assistant" or event.get("is_api_error_message") is True:
+            continue
+        message = event.get("message")
+        message_id = message.get("id") if isinstance(message, dict) else None
+        if isinstance(message_id, str):
+            ids.add(message_id)
+        else:
+            unnamed += 1
+    return len(ids) + unnamed
 
 
 def api_failure(events: Sequence[Mapping[str, Any]]) -> RunnerSetupError | None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
+import shlex
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .base import RunnerSetupError
@@ -80,3 +82,29 @@ def secret_names(env: Mapping[str, str]) -> list[str]:
         for name in env
         if any(fnmatch.fnmatchcase(name.upper(), pattern) for pattern in SECRET_NAME_PATTERNS)
     )
+
+
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def secretless_shell(
+    folder: Path,
+    env: Mapping[str, str],
+    also: Iterable[str] = (),
+    shells: Sequence[str] = ("bash", "sh"),
+) -> Path:
+    """A wrapper for the shell an agent runs the model's commands with: it starts the real shell
+    (the first of ``shells`` on ``env``'s PATH) without the credential-like variables of ``env``
+    (:func:`secret_names`) and without the ``also`` names (variables the agent adds itself).
+    It is ``folder/<that shell's name>``, since agents pick the shell's arguments by its name,
+    and holds variable *names* only."""
+    names = [n for n in (*secret_names(env), *also) if _SHELL_NAME.fullmatch(n)]
+    real = next((found for s in shells if (found := shutil.which(s, path=env.get("PATH")))), None)
+    if real is None:
+        raise RunnerSetupError(f"no {' or '.join(shells)} found on PATH: the agent needs a shell")
+    wrapper = folder / Path(real).name
+    folder.mkdir(parents=True, exist_ok=True)
+    unset = "".join(f"-u {name} " for name in dict.fromkeys(names))
+    wrapper.write_text(f'#!/bin/sh\nexec env {unset}{shlex.quote(real)} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    return wrapper

@@ -49,6 +49,8 @@ ENTRIES: tuple[Entry, ...] = (
         "claude_code",
         "Claude Code (`claude -p --verbose --output-format stream-json`), isolated.",
         "claude-code.md",
+        catalog=True,
+        works=True,
     ),
     Entry("codex", "codex", "Codex (`codex exec --json`), isolated.", "codex.md"),
     Entry("pi", "pi", "pi (`pi --mode json --no-skills`), isolated.", "pi.md"),
