@@ -683,7 +683,8 @@ def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
 def test_commands_the_model_runs_never_see_the_api_key(claude_bin: str, tmp_path: Path) -> None:
     """The model's Bash commands run (the agent works) in a shell started without the key and
     every other credential-like variable, Claude Code's own session token included; the request
-    itself was still authorised. Under --read-only the command is denied."""
+    itself was still authorised. Under --read-only the command is denied, even when the
+    fixture's own settings allow it."""
     secret = "sk-ant-not-a-secret-5d7f9b1c3e"
     hidden = {"ANTHROPIC_API_KEY": secret, "AWS_SECRET_ACCESS_KEY": "aws-5d7f9b1c3e",
               "ANTHROPIC_CUSTOM_HEADERS": "X-Auth: hdr-5d7f9b1c3e"}  # fmt: skip
@@ -702,7 +703,12 @@ def test_commands_the_model_runs_never_see_the_api_key(claude_bin: str, tmp_path
         assert [(c["name"], c["ok"]) for c in result.tool_calls] == [("Bash", True)]
         fake.exchanges.clear()
         fake.tool_results.clear()
-        read_only = AgentOptions(bin=claude_bin, read_only=True)
+        # A fixture's own allow rule is ignored: the fresh workspace was never trusted.
+        fixture = tmp_path / "fixture"
+        (fixture / ".claude").mkdir(parents=True)
+        allow = {"permissions": {"allow": ["Bash(env)"]}}
+        (fixture / ".claude" / "settings.json").write_text(json.dumps(allow), encoding="utf-8")
+        read_only = AgentOptions(bin=claude_bin, read_only=True, fixture=fixture)
         denied = claude_code.run(invocation, read_only, env)
     assert [(c["name"], c["ok"]) for c in denied.tool_calls] == [("Bash", False)]
     assert "HOME=" not in fake.tool_results[0]
