@@ -22,7 +22,7 @@ from skill_evals.cases import load_cases, normalize_prompt
 from skill_evals.ci.config import parse_config
 from skill_evals.errors import InvalidInput
 from skill_evals.nfkc import nfkc
-from skill_evals.observations import load_observations, load_recorded
+from skill_evals.records import load_observations, load_recorded
 from skill_evals.runner import parse_runner_error, parse_stdout
 from skill_evals.skill import parse_frontmatter
 from skill_evals.terminal import terminal_safe

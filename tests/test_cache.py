@@ -21,7 +21,8 @@ from skill_evals.cache import (
 from skill_evals.cache_key import Uncacheable, observation_key, runner_identity
 from skill_evals.cases import Case, load_cases
 from skill_evals.errors import InvalidInput
-from skill_evals.observations import Observation, Variant, load_recorded
+from skill_evals.observations import Observation, Variant
+from skill_evals.records import load_recorded
 
 SKILL = "refund-policy"
 SHA_A = "a" * 64

@@ -16,7 +16,7 @@ import pytest
 
 from skill_evals.cases import Case, CaseSuite
 from skill_evals.execute import ExecutionPlan, ExecutionResult, Progress, execute
-from skill_evals.observations import load_recorded, plan_keys
+from skill_evals.records import load_recorded, plan_keys
 
 RUNNERS = Path(__file__).resolve().parent / "runners"
 GOOD = [sys.executable, str(RUNNERS / "good.py")]

@@ -15,13 +15,10 @@ from skill_evals.errors import InvalidInput
 from skill_evals.observations import (
     ContractError,
     Observation,
-    RecordWriter,
     RunnerFailure,
-    load_observations,
-    load_recorded,
     parse_runner_object,
-    plan_keys,
 )
+from skill_evals.records import RecordWriter, load_observations, load_recorded, plan_keys
 from tests.conftest import write_jsonl
 
 SKILL = "refund-policy"

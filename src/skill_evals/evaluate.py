@@ -29,7 +29,8 @@ from .compare import CompareGates, comparison_gates, comparison_section
 from .execute import ExecutionResult
 from .gates import ALL_GATES, GateOutcome, as_settled, trigger_f1_gate, uplift_gate
 from .messages import Messages
-from .observations import ARMS, META_KEYS, VARIANTS, Observation, RunnerFailure, gc_paused
+from .observations import ARMS, META_KEYS, VARIANTS, Observation, RunnerFailure
+from .records import gc_paused
 from .skill import Skill
 from .stats import bootstrap_interval, sign_test, trigger_metrics
 from .stop_notes import run_notes

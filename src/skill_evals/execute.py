@@ -33,14 +33,13 @@ from .observations import (
     VARIANTS,
     Key,
     Observation,
-    RecordWriter,
     RunnerFailure,
     Variant,
     isolation_breach,
-    plan_keys,
 )
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
+from .records import RecordWriter, plan_keys
 from .run_control import Budget, InvocationCache, Stopped, retry_delay, signals_cancel
 from .scheduler import Scheduler
 from .settle import SettleGates, Settler, Verdict

@@ -21,9 +21,10 @@ from .cases import Case
 from .checks import RegexPool, WorkspaceView, judge_task
 from .helper_commands import WORKSPACE_VAR
 from .ledger import Ledger
-from .observations import Key, Observation, RecordWriter, RunnerFailure, isolation_breach
+from .observations import Key, Observation, RunnerFailure, isolation_breach
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
+from .records import RecordWriter
 from .run_control import StopReason, retry_delay
 from .runner import InvocationSpec, invocation_env, run_invocation
 from .settle import Settler

@@ -23,7 +23,7 @@ from ..cache_key import canonical_json
 from ..cases import MIN_UNITS
 from ..errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from ..execute import ExecutionPlan, ExecutionResult, Progress, StartListener, execute
-from ..observations import Observation, load_recorded
+from ..observations import Observation
 from ..outputs import HeldOutputs
 from ..pipeline import (
     TestOptions,
@@ -32,6 +32,7 @@ from ..pipeline import (
     is_builtin_runner,
     path_inside,
 )
+from ..records import load_recorded
 from ..run_cache import cache_note, check_cache_dir, open_cache
 from ..runner import split_command
 from .cases import RouteSuite, load_route_cases
