@@ -26,9 +26,9 @@ from pathlib import Path
 from skill_evals.cases import Case, CaseSuite
 from skill_evals.checks import Task
 from skill_evals.checks.model import ExitCode, IncludesAll, JsonEquals
-from skill_evals.evaluate import Settings
 from skill_evals.execute import ExecutionResult
 from skill_evals.observations import Observation, RunnerFailure
+from skill_evals.report_blocks import Settings
 from skill_evals.skill import Skill
 
 SKILL = "refund-policy"

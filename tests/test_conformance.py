@@ -22,10 +22,10 @@ import pytest
 
 from skill_evals.cases import load_cases
 from skill_evals.errors import InvalidInput
-from skill_evals.evaluate import Settings, error_report
 from skill_evals.observations import ContractError
 from skill_evals.records import load_observations
 from skill_evals.render.markdown import escape_md, render_markdown
+from skill_evals.report_blocks import Settings, error_report
 from skill_evals.runner import parse_stdout
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 

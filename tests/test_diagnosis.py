@@ -8,13 +8,14 @@ from dataclasses import replace
 from typing import Any
 
 from skill_evals.ci.summary import failure_details, notes_lines, render_comment, render_summary
-from skill_evals.evaluate import Report, evaluate
+from skill_evals.evaluate import evaluate
 from skill_evals.messages import Messages, by_severity, severities_of
 from skill_evals.observations import RunnerFailure
 from skill_evals.render.diagnosis import advice_for, failure_groups, partial_note
 from skill_evals.render.html import render_html
 from skill_evals.render.markdown import render_markdown
 from skill_evals.render.text import render_text
+from skill_evals.report_blocks import Report
 from tests._scoring_data import make_result, make_settings, make_skill, make_suite
 from tests.conftest import assert_valid_report
 

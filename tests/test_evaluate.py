@@ -15,8 +15,9 @@ import jsonschema
 import pytest
 
 from skill_evals import __version__
-from skill_evals.evaluate import Report, error_report, evaluate
+from skill_evals.evaluate import evaluate
 from skill_evals.observations import RunnerFailure
+from skill_evals.report_blocks import Report, error_report
 from tests._scoring_data import (
     DIFFERENCES,
     OUTPUT_MARK,

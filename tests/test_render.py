@@ -14,12 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from skill_evals.evaluate import Report, error_report, evaluate
+from skill_evals.evaluate import evaluate
 from skill_evals.observations import RunnerFailure
 from skill_evals.render.json import render_json
 from skill_evals.render.junit import render_junit
 from skill_evals.render.markdown import escape_md, render_markdown
 from skill_evals.render.text import render_text
+from skill_evals.report_blocks import Report, error_report
 from tests._scoring_data import (
     OUTPUT_MARK,
     PROMPT_MARK,

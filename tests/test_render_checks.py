@@ -9,11 +9,12 @@ from typing import Any
 
 from skill_evals.ci.console import failing_cases
 from skill_evals.ci.summary import failure_details
-from skill_evals.evaluate import Report, evaluate
+from skill_evals.evaluate import evaluate
 from skill_evals.render.html import render_test_html
 from skill_evals.render.junit import render_junit
 from skill_evals.render.markdown import render_markdown
 from skill_evals.render.text import render_text
+from skill_evals.report_blocks import Report
 from tests._scoring_data import make_result, make_settings, make_skill, make_suite
 from tests.conftest import assert_valid_report
 

@@ -17,11 +17,12 @@ from .agents import simulated
 from .cache import CacheSettings
 from .cases import MIN_UNITS, CaseSuite, load_cases
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
-from .evaluate import Report, Settings, error_report, evaluate
+from .evaluate import evaluate
 from .execute import ExecutionPlan, ExecutionResult, Progress, SettleSpec, execute
 from .observations import Observation, Variant
 from .outputs import HeldOutputs, holds_records, output_problem
 from .records import load_observations, load_recorded
+from .report_blocks import Report, Settings, error_report
 from .run_cache import cache_note, check_cache_dir, open_cache, suite_paths
 from .runner import split_command
 from .scope import ArmOptions, load_baseline, plan_scope, settle_gates
