@@ -6,9 +6,17 @@ for real:
 * the skills it may load are the ones Codex itself listed in the request (the "### Available
   skills" block, aliases like ``r0/foo/SKILL.md`` expanded through the "### Skill roots" table)
   or offered as MCP tools ``load_<name>_skill``;
+* ``Behaviour.first`` shell commands run before anything else, one per turn (exploring the
+  workspace, dumping its environment);
 * it loads a skill when enough words of the user's prompt occur in that skill's description
-  (or when ``Behaviour.also_load`` names it), by answering with an ``exec_command`` function
-  call that reads the SKILL.md path it saw (``Behaviour.read_command``), or an MCP tool call;
+  (or when ``Behaviour.also_load`` names it; with ``Behaviour.best_only`` only the one sharing
+  the most words, as a model picks among a catalog), by answering with an ``exec_command``
+  function call that reads the SKILL.md path it saw (``Behaviour.read_command``), or an MCP
+  tool call;
+* with ``Behaviour.write_answer`` it then writes its answer into that workspace file the way
+  Codex tells a model to edit files: ``apply_patch`` (through ``exec_command``, as Codex's
+  instructions for models without their own patch tool say; Codex applies it itself and
+  records a ``file_change``);
 * after the tool output comes back it answers from what was read (the SKILL.md body), and
   without a load it answers generically.
 
@@ -50,6 +58,11 @@ class Behaviour:
     fail_first: list[int] = field(default_factory=list)  # the first requests get these, one each
     script: list[str] = field(default_factory=list)  # shell commands, one per turn (scripts.py)
     yield_ms: int | None = None  # exec_command's wait for output (Codex's default: 10 s)
+    first: tuple[str, ...] = ()  # shell commands run first, one per turn, before routing
+    # Load only the listed skill sharing the most words with the prompt (the first on a tie).
+    best_only: bool = False
+    # After loading, write the answer to this workspace file with apply_patch, then answer.
+    write_answer: str | None = None
 
 
 @dataclass
@@ -70,6 +83,8 @@ class Seen:
     prompt: str
     skills: list[OfferedSkill]
     tool_outputs: list[str]
+    outputs: dict[str, str] = field(default_factory=dict)  # by call id
+    call_ids: list[str] = field(default_factory=list)  # of the calls made so far, in order
 
 
 def words(text: str) -> set[str]:
@@ -164,6 +179,17 @@ def answer_from(outputs: list[str]) -> str:
     return "Following the skill: " + " ".join(bodies)
 
 
+def _loaded(seen: Seen) -> list[str]:
+    """The outputs of the skill-loading calls (and of polls of them)."""
+    return [o for c, o in seen.outputs.items() if c.startswith(("load_", "poll_load_"))]
+
+
+def _exec(call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    """An ``exec_command`` function call."""
+    return {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id,
+            "name": "exec_command", "arguments": json.dumps(args)}  # fmt: skip
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
@@ -180,14 +206,14 @@ class _Handler(BaseHTTPRequestHandler):
         request = json.loads(self.rfile.read(length) or b"{}")
         fake = self.server.fake
         behaviour = fake.behaviour
+        items = request.get("input", [])
+        results = [i for i in items if i.get("type") == "function_call_output"]
         seen = Seen(
             prompt=user_prompt(request),
             skills=offered_skills(request),
-            tool_outputs=[
-                _output_text(i)
-                for i in request.get("input", [])
-                if i.get("type") == "function_call_output"
-            ],
+            tool_outputs=[_output_text(i) for i in results],
+            outputs={str(i.get("call_id")): _output_text(i) for i in results},
+            call_ids=[str(i.get("call_id")) for i in items if i.get("type") == "function_call"],
         )
         with fake.lock:
             fake.requests.append(request)
@@ -213,7 +239,10 @@ class _Handler(BaseHTTPRequestHandler):
         if running:
             # The command outlived exec_command's wait (a slow, loaded machine): like a real
             # model, wait for the rest of its output instead of answering without it.
-            poll = {"type": "function_call", "id": f"fc_{number}", "call_id": f"call_{number}",
+            # The poll's id names the polled call's, so its output counts as that call's.
+            last = seen.call_ids[-1] if seen.call_ids else "call"
+            poll = {"type": "function_call", "id": f"fc_{number}",
+                    "call_id": f"poll_{last}_{number}",
                     "name": "write_stdin", "arguments": json.dumps(
                         {"session_id": int(running.group(1)), "chars": "",
                          "yield_time_ms": 30000})}  # fmt: skip
@@ -232,10 +261,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream([call], number, len(json.dumps(request)) // 4)
             return
         # After a script the model answers from what its calls showed it.
-        called = called or bool(behaviour.script)
-        items = self._decide(seen, behaviour, number) if not called else []
+        if behaviour.script:
+            items = []
+        elif behaviour.first or behaviour.write_answer or behaviour.best_only:
+            items = self._plan(seen, behaviour, number, _cwd(request))
+        else:
+            items = self._decide(seen, behaviour, number) if not called else []
         if not items:
-            text = answer_from(seen.tool_outputs) if called else GENERIC_ANSWER
+            loaded = _loaded(seen)
+            if behaviour.first or behaviour.write_answer:
+                called = bool(loaded)
+            text = answer_from(loaded or seen.tool_outputs) if called else GENERIC_ANSWER
             items = [
                 {
                     "type": "message",
@@ -246,15 +282,42 @@ class _Handler(BaseHTTPRequestHandler):
             ]
         self._stream(items, number, len(json.dumps(request)) // 4)
 
+    @classmethod
+    def _plan(cls, seen: Seen, behaviour: Behaviour, number: int, cwd: str) -> list[dict[str, Any]]:
+        """The next calls of a model that explores first, routes, then writes its answer; the
+        phase follows from the ids of the calls made so far (``first_``, ``load_``,
+        ``write_``)."""
+        made = seen.call_ids
+        done_first = sum(1 for c in made if c.startswith("first_"))
+        if done_first < len(behaviour.first):
+            cmd = behaviour.first[done_first]
+            return [_exec(f"first_{number}", {"cmd": cmd.replace("{cwd}", cwd)})]
+        if not any(c.startswith(("load_", "write_")) for c in made):
+            loads = cls._decide(seen, behaviour, number)
+            if loads:
+                return loads
+        if behaviour.write_answer and not any(c.startswith("write_") for c in made):
+            loaded = _loaded(seen)
+            text = answer_from(loaded) if loaded else GENERIC_ANSWER
+            patch = "\n".join(["*** Begin Patch", f"*** Add File: {behaviour.write_answer}",
+                               f"+{text}", "*** End Patch"])  # fmt: skip
+            return [_exec(f"write_{number}", {"cmd": f"apply_patch <<'EOF'\n{patch}\nEOF\n"})]
+        return []
+
     @staticmethod
     def _decide(seen: Seen, behaviour: Behaviour, number: int) -> list[dict[str, Any]]:
         prompt_words = words(seen.prompt)
+        chosen = [
+            (i, skill)
+            for i, skill in enumerate(seen.skills)
+            if len(prompt_words & words(skill.description)) >= behaviour.min_overlap
+            or skill.name in behaviour.also_load
+        ]
+        if behaviour.best_only and chosen:
+            chosen = [max(chosen, key=lambda c: len(prompt_words & words(c[1].description)))]
         calls: list[dict[str, Any]] = []
-        for i, skill in enumerate(seen.skills):
-            overlap = len(prompt_words & words(skill.description))
-            if overlap < behaviour.min_overlap and skill.name not in behaviour.also_load:
-                continue
-            call_id = f"call_{number}_{i}"
+        for i, skill in chosen:
+            call_id = f"load_{number}_{i}"
             if skill.mcp_tool is not None:
                 calls.append(
                     {

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents import fake_anthropic, fake_gemini, fake_openai_chat
+from tests.agents import fake_anthropic, fake_gemini, fake_openai_chat, fake_openai_responses
 from tests.agents.conftest import agent_binary, workspaces_in
 from tests.conftest import write_jsonl, write_skill
 
@@ -171,6 +171,27 @@ def _claude_code(
         yield runner, env, model
 
 
+def _codex_listings(model: fake_openai_responses.FakeResponses) -> list[dict[str, str]]:
+    return [{s.name: s.path or "" for s in seen.skills} for seen in model.seen
+            if not seen.tool_outputs]  # fmt: skip
+
+
+@contextlib.contextmanager
+def _codex(
+    tmp_path: Path, best_only: bool, write: str | None, dump: bool
+) -> Iterator[tuple[str, dict[str, str], Any]]:
+    behaviour = fake_openai_responses.Behaviour(
+        best_only=best_only, write_answer=write, first=("env > env.txt",) if dump else ()
+    )
+    with fake_openai_responses.FakeResponses(behaviour) as model:
+        runner = (
+            f"{sys.executable} -m skill_evals runner codex "
+            f"--bin {agent_binary('codex')} --model fake-model"
+        )
+        env = _env(tmp_path, {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url})
+        yield runner, {k: v for k, v in env.items() if not k.startswith("CODEX_")}, model
+
+
 AGENTS = [
     Scripted("gemini", _gemini, "write_file", "file_path", "run_shell_command", "activate_skill",
              ".gemini/skills/", _gemini_listings),
@@ -178,6 +199,10 @@ AGENTS = [
              _opencode_listings),
     Scripted("claude-code", _claude_code, "Write", "file_path", "Bash", "Skill", None,
              _claude_listings),
+    # Codex names its records by kind: apply_patch edits are `file_change`, commands (skill
+    # reads included: it has no skill tool) `command_execution`.
+    Scripted("codex", _codex, "file_change", "changes", "command_execution",
+             "command_execution", ".codex/skills/", _codex_listings),
 ]  # fmt: skip
 
 
@@ -288,11 +313,25 @@ def test_read_only_refuses_edits_and_commands(agent: Scripted, tmp_path: Path) -
     assert line["invokedSkills"] == ["refund-policy"]
     calls = [(c["name"], c["ok"]) for c in line["toolCalls"]]
     assert (agent.skill_tool, True) in calls
-    assert not any(ok for name, ok in calls if name in (agent.shell_tool, agent.write_tool))
+    # Neither the environment dump nor the answer file got written (a skill read may be a
+    # shell command too: Codex's).
+    edits = [
+        c
+        for c in line["toolCalls"]
+        if c["name"] in (agent.shell_tool, agent.write_tool)
+        and ("env.txt" in json.dumps(c["input"]) or ANSWER_FILE in json.dumps(c["input"]))
+    ]
+    assert not any(c["ok"] for c in edits)
     if isinstance(model, fake_openai_chat.FakeChat):
         # OpenCode does not even offer denied tools (a real model cannot call them)
         offered = {t["function"]["name"] for r in model.requests for t in r.get("tools") or []}
         assert "skill" in offered and not offered & {"bash", "write", "edit"}
+    elif isinstance(model, fake_openai_responses.FakeResponses):
+        # Codex's sandbox refuses both and the model is told so; Codex may record no event for
+        # a command or patch its sandbox refused
+        shown = [o for seen in model.seen for o in seen.tool_outputs]
+        assert any("Read-only file system" in o for o in shown)
+        assert any("patch rejected" in o for o in shown)
     else:  # Gemini CLI offers them and denies each call: the model is told so
         assert calls == [(agent.shell_tool, False), (agent.skill_tool, True),
                          (agent.write_tool, False)]  # fmt: skip

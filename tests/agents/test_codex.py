@@ -295,16 +295,21 @@ def test_toml_strings_escape_everything_toml_requires() -> None:
 
 def test_sandbox_choice_is_validated() -> None:
     assert codex.sandbox_from_env({}) == "workspace-write"
+    assert codex.sandbox_from_env({}, read_only=True) == "read-only"
     assert codex.sandbox_from_env({codex.ENV_SANDBOX: "read-only"}) == "read-only"
+    # The host's way out wins under --read-only too (the project is private then anyway).
+    full = {codex.ENV_SANDBOX: "danger-full-access"}
+    assert codex.sandbox_from_env(full, read_only=True) == "danger-full-access"
     with pytest.raises(RunnerSetupError, match="SKILL_EVALS_CODEX_SANDBOX=bogus"):
         codex.sandbox_from_env({codex.ENV_SANDBOX: "bogus"})
 
 
 def test_command_is_headless_json_with_prompt_on_stdin(tmp_path: Path) -> None:
-    cmd = codex.build_command("/bin/codex", tmp_path, "m1", "read-only", ephemeral=True)
+    cmd = codex.build_command("/bin/codex", tmp_path, "m1", "read-only")
     assert cmd[:3] == ["/bin/codex", "exec", "--json"] and cmd[-1] == "-"
-    for flag in ("--skip-git-repo-check", "--ignore-rules", "--ephemeral"):
+    for flag in ("--skip-git-repo-check", "--ignore-rules"):
         assert flag in cmd
+    assert "--ephemeral" not in cmd  # the session file holds the per-response records
     assert cmd[cmd.index("--sandbox") + 1] == "read-only"
     assert cmd[cmd.index("--cd") + 1] == str(tmp_path)
     assert cmd[cmd.index("--model") + 1] == "m1"
@@ -411,11 +416,13 @@ def test_with_loads_the_skill_and_without_does_not(
     assert with_["variant"] == "with" and with_["invokedSkills"] == ["refund-policy"]
     assert with_["exitCode"] == 0 and "30 days" in with_["output"]
     assert with_["meta"]["inputTokens"] > 0 and with_["meta"]["outputTokens"] == 14
-    assert with_["meta"]["durationMs"] > 0
-    # Offered natively, and none of Codex's bundled system skills competes with it.
+    assert with_["meta"]["durationMs"] > 0 and with_["meta"]["turns"] == 2  # read, answer
+    assert [(c["name"], c["ok"]) for c in with_["toolCalls"]] == [("command_execution", True)]
+    # Offered natively (Codex's user skills folder in the fresh CODEX_HOME, outside the
+    # project), and none of Codex's bundled system skills competes with it.
     assert fake.offered_names() == {"refund-policy"}
     assert (fake.seen[0].skills[0].path or "").endswith(
-        "/project/.agents/skills/refund-policy/SKILL.md"
+        "/home/.codex/skills/refund-policy/SKILL.md"
     )
     fake.seen.clear()
     without = run_codex(codex_binary, skills["refund-policy"], "without", REFUND_PROMPT, env)
@@ -479,12 +486,12 @@ def test_every_way_of_reading_a_skill_counts_by_content(
         a for path in shape_skills(tmp_path / "shapes") for a in ("--with-skill", str(path))
     ]
     fake.behaviour = Behaviour(script=[
-        "cat .agents/skills/glob*/SKILL.md",
-        'for d in .agents/skills/loop*; do cat "$d/SKILL.md"; done',
-        "cd .agents/skills/cd-skill && cat SKILL.md",
-        "cat .agents/../.agents/skills/dotdot-skill/../dotdot-skill/SKILL.md",
-        "python3 -c \"print(open('.agents/skills/python-skill/SKILL.md').read())\"",
-        "nl -ba .agents/skills/refund-policy/SKILL.md",
+        'cat "$CODEX_HOME"/skills/glob*/SKILL.md',
+        'for d in "$CODEX_HOME"/skills/loop*; do cat "$d/SKILL.md"; done',
+        'cd "$CODEX_HOME/skills/cd-skill" && cat SKILL.md',
+        "cat {skills}/../skills/dotdot-skill/../dotdot-skill/SKILL.md",
+        "python3 -c \"print(open('{skills}/python-skill/SKILL.md').read())\"",
+        "nl -ba {skill:refund-policy}",
     ])  # fmt: skip
     env = runner_env(fake, proxy, SKILL_EVALS_TRANSCRIPT_DIR=str(tmp_path / "saved"))
     result = run_codex(codex_binary, skills["refund-policy"], "with", "Do the steps.", env,
@@ -505,7 +512,7 @@ def test_commands_that_only_name_a_skill_are_never_loads(
     content: attempts, never loads, so no isolation breach."""
     (glob_skill,) = shape_skills(tmp_path / "shapes")[:1]
     fake.behaviour = Behaviour(script=[
-        "cat .agents/skills/refund-policy/SKILL.md 2>/dev/null || echo not here",
+        "cat {skill:refund-policy} 2>/dev/null || echo not here",
         "ls -l {skill:glob-skill}",
         "test -f {skill:glob-skill} && echo present",
         "echo {skill:glob-skill}",
@@ -550,7 +557,7 @@ def test_a_without_run_that_globs_a_concurrent_with_run_is_a_reported_breach(
     tmpdir = tmp_path / "shared-tmp"
     tmpdir.mkdir()
     with FakeResponses(Behaviour(script=["sleep 8"])) as slow, FakeResponses() as glob:
-        glob.behaviour = Behaviour(script=["cat $TMPDIR/../../*/project/.agents/skills/*/SKILL.md"])
+        glob.behaviour = Behaviour(script=["cat $TMPDIR/../../*/home/.codex/skills/*/SKILL.md"])
         busy = subprocess.Popen(
             [sys.executable, "-m", "skill_evals", "runner", "codex", "--bin", codex_binary,
              "--model", MODEL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -561,7 +568,7 @@ def test_a_without_run_that_globs_a_concurrent_with_run_is_a_reported_breach(
         busy.stdin.write(REFUND_PROMPT.encode())
         busy.stdin.close()
         for _ in range(600):  # until the `with` workspace holds its skill
-            if any((w / "project/.agents/skills/refund-policy").is_dir()
+            if any((w / "home/.codex/skills/refund-policy").is_dir()
                    for w in workspaces_in(tmpdir)):  # fmt: skip
                 break
             time.sleep(0.05)

@@ -1,5 +1,6 @@
-"""Codex runner: ``codex exec --json`` in a fresh project and a fresh ``CODEX_HOME``; see
-docs/agents/codex.md for the isolation it sets up.
+"""Codex runner: ``codex exec --json`` in the engine's workspace (or a fresh private project)
+with a fresh ``CODEX_HOME`` holding the offered skills; see docs/agents/codex.md for the
+isolation it sets up and what the agent may do.
 
 Evidence comes only from the JSONL events Codex prints, by the shared rules of :mod:`.proof`:
 ``command_execution`` items whose output shows a skill's content (however the command read it),
@@ -20,8 +21,10 @@ from .codex_events import (
     ENV_BASE_URL,
     TurnResult,
     explicit,
+    model_turns,
     outcome_of,
     parse_events,
+    session_records,
     tool_calls,
     turn_failure,
 )
@@ -35,6 +38,7 @@ __all__ = [  # the transcript readers, for callers that know only this module
     "tool_calls", "turn_failure",
 ]  # fmt: skip
 from .protocol import Finished, Launch, Outcome, RunSetup
+from .registry import entry
 from .scaffold import KEEP_HINT, run_agent
 
 # Environment variables this runner reads (documented in docs/agents/codex.md).
@@ -43,13 +47,18 @@ ENV_SANDBOX = "SKILL_EVALS_CODEX_SANDBOX"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Variables hidden from the commands the model runs (globs, as Codex matches them).
 SECRET_PATTERNS = SECRET_NAME_PATTERNS
-DEFAULT_SANDBOX = "workspace-write"
+DEFAULT_SANDBOX = "workspace-write"  # the model may edit and run commands in its project
+READ_ONLY_SANDBOX = "read-only"  # --read-only: commands may read, nothing is written
 SANDBOXES = ("read-only", "workspace-write", "danger-full-access")
 
 PROVIDER_ID = "skill_evals"
 MCP_SERVER_NAME = "skills"
-# Where Codex discovers a project's own skills (relative to the working directory).
+# Where Codex discovers a project's own skills (relative to the working directory): a
+# fixture's skills there are offered in both variants.
 PROJECT_SKILLS = ".agents/skills"
+# Where the runner installs the offered skills: Codex's user skills folder in the fresh
+# CODEX_HOME, outside the project, so nothing of the runner's lands in the engine's workspace.
+USER_SKILLS = "skills"
 
 
 def find_loads(
@@ -87,9 +96,13 @@ def provider_from_env(env: Mapping[str, str]) -> Provider:
     return Provider(base_url=base_url or DEFAULT_BASE_URL, env_key=key_var)
 
 
-def sandbox_from_env(env: Mapping[str, str]) -> str:
-    """``SKILL_EVALS_CODEX_SANDBOX`` (default ``workspace-write``)."""
-    value = env.get(ENV_SANDBOX, "").strip() or DEFAULT_SANDBOX
+def sandbox_from_env(env: Mapping[str, str], read_only: bool = False) -> str:
+    """``SKILL_EVALS_CODEX_SANDBOX``, else ``workspace-write`` (``read-only`` with
+    ``--read-only``). The variable wins in both cases: it is the way out on hosts where Codex's
+    sandbox cannot start."""
+    value = env.get(ENV_SANDBOX, "").strip() or (
+        READ_ONLY_SANDBOX if read_only else DEFAULT_SANDBOX
+    )
     if value not in SANDBOXES:
         raise RunnerSetupError(f"{ENV_SANDBOX}={value}: expected one of {', '.join(SANDBOXES)}")
     return value
@@ -179,10 +192,9 @@ def build_config(
     return "\n".join(lines) + "\n"
 
 
-def build_command(
-    binary: str, project: Path, model: str | None, sandbox: str, ephemeral: bool
-) -> list[str]:
-    """``codex exec --json ... -`` (the prompt goes on stdin)."""
+def build_command(binary: str, project: Path, model: str | None, sandbox: str) -> list[str]:
+    """``codex exec --json ... -`` (the prompt goes on stdin). Not ``--ephemeral``: the session
+    file in the private ``CODEX_HOME`` is where Codex records each model response (the turns)."""
     cmd = [
         binary,
         "exec",
@@ -196,8 +208,6 @@ def build_command(
         "--cd",
         str(project),
     ]
-    if ephemeral:
-        cmd.append("--ephemeral")
     if model:
         cmd += ["--model", model]
     cmd.append("-")
@@ -221,18 +231,18 @@ class Codex:
         if options.max_turns is not None:
             raise RunnerSetupError("--max-turns: codex exec has no turn limit; remove the option")
         provider_from_env(env)
-        sandbox_from_env(env)
+        sandbox_from_env(env, options.read_only)
 
     def prepare(self, setup: RunSetup) -> Launch:
-        """Fresh ``CODEX_HOME`` with a generated ``config.toml``; skills under
-        ``.agents/skills`` or served over MCP."""
+        """Fresh ``CODEX_HOME`` with a generated ``config.toml``; skills in its ``skills/``
+        folder or served over MCP; the session's usage records appended to the transcript."""
         ws, options, caller_env = setup.workspace, setup.options, setup.caller_env
         codex_home = ws.home / ".codex"
         codex_home.mkdir()
         mcp_command: list[str] | None = None
         if options.delivery == "native":
             for ref in setup.offered:
-                ws.install_skill(ref, ws.project / PROJECT_SKILLS)
+                ws.install_skill(ref, codex_home / USER_SKILLS)
         elif setup.offered:
             served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
             mcp_command = [sys.executable, "-m", "skill_evals", "mcp-serve"]
@@ -245,14 +255,13 @@ class Codex:
             build_config(provider, options.model, mcp_command, mcp_env), encoding="utf-8"
         )
         setup.env["CODEX_HOME"] = str(codex_home)
-        argv = build_command(
-            setup.binary,
-            ws.project,
-            options.model,
-            sandbox_from_env(caller_env),
-            ephemeral=not options.keep_workspace,
+        sandbox = sandbox_from_env(caller_env, options.read_only)
+        argv = build_command(setup.binary, ws.project, options.model, sandbox)
+        return Launch(
+            argv=argv,
+            stdin=setup.invocation.prompt.encode("utf-8"),
+            epilogue=lambda: session_records(codex_home),
         )
-        return Launch(argv=argv, stdin=setup.invocation.prompt.encode("utf-8"))
 
     def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
         """The last agent message, how the turn ended, usage; loads of known skills."""
@@ -266,15 +275,15 @@ class Codex:
             # The model request failed (auth, network, rate limit, a refused request): the run
             # says nothing about the skill, so it is void, not a failed task.
             raise turn_failure(result.failure)
-        return Outcome(
-            output=result.output,
-            exit_code=result.exit_code,
-            meta={
-                "durationMs": round(run.duration_ms, 3),
-                "inputTokens": float(result.input_tokens),
-                "outputTokens": float(result.output_tokens),
-            },
-        )
+        meta = {
+            "durationMs": round(run.duration_ms, 3),
+            "inputTokens": float(result.input_tokens),
+            "outputTokens": float(result.output_tokens),
+        }
+        turns = model_turns(events)
+        if turns is not None:
+            meta["turns"] = turns  # an integer (the engine checks)
+        return Outcome(output=result.output, exit_code=result.exit_code, meta=meta)
 
     tool_calls = staticmethod(tool_calls)
     explicit = staticmethod(explicit)
@@ -292,5 +301,7 @@ def run(
     options: AgentOptions,
     environ: Mapping[str, str] | None = None,
 ) -> AgentResult:
-    """Run Codex once for ``invocation`` in isolation and report the runner contract's result."""
-    return run_agent(PLUGIN, invocation, options, environ)
+    """Run Codex once for ``invocation`` in isolation (in the engine's workspace when the
+    invocation names one, unless ``options.read_only``) and report the runner contract's
+    result."""
+    return run_agent(PLUGIN, invocation, options, environ, works=entry(AGENT).works)

@@ -1,7 +1,8 @@
-"""Reading Codex's ``exec --json`` transcript: its tool calls (``command_execution`` and
-``mcp_tool_call`` items with what they showed the model), ``$skill`` mentions, and how the turn
-ended (the answer, usage, and the reason of a ``turn.failed``). The loading rules themselves are
-the shared ones of :mod:`.proof`.
+"""Reading Codex's ``exec --json`` transcript: its tool calls (``command_execution``,
+``file_change``, ``mcp_tool_call`` and ``web_search`` items, with what they showed the model),
+``$skill`` mentions, how the turn ended (the answer, usage, and the reason of a ``turn.failed``)
+and the model responses Codex recorded in its session file (appended by the runner after a
+marker line). The loading rules themselves are the shared ones of :mod:`.proof`.
 """
 
 from __future__ import annotations
@@ -10,14 +11,21 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from . import reasons
 from .base import RunnerError
-from .evidence import Event, Load, ToolCall, parse_lines
+from .evidence import MAX_TRANSCRIPT_BYTES, Event, Load, ToolCall, parse_lines
 
 AGENT = "codex"
 ENV_BASE_URL = "OPENAI_BASE_URL"
+# The item types that are tool calls (the others are messages, reasoning, plans, errors).
+TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
+# The session file's per-response usage records follow this line in a runner's transcript.
+SESSION_MARKER = "skill_evals_session"
+_USAGE_RECORD = b'"type":"token_usage_record"'
+MAX_CHANGES = 100  # paths reported per file_change item (one apply_patch may touch many)
 
 # ------------------------------------------------------------------------------------ evidence
 
@@ -50,6 +58,20 @@ def _call(item: Mapping[str, Any], order: tuple[int, int], index: int) -> ToolCa
             completed and item.get("exit_code") == 0,
             output if isinstance(output, str) else "",
         )
+    if kind == "file_change":
+        changes = item.get("changes")
+        listed = [
+            {"path": str(c.get("path", "")), "kind": str(c.get("kind", ""))}
+            for c in (changes if isinstance(changes, list) else [])[:MAX_CHANGES]
+            if isinstance(c, dict)
+        ]
+        return ToolCall("file_change", {"changes": listed}, order, index, completed, "")
+    if kind == "web_search":
+        query = item.get("query")
+        shown = {"query": query if isinstance(query, str) else ""}
+        return ToolCall(
+            "web_search", shown, order, index, item.get("status", "completed") != "failed", ""
+        )
     if kind == "mcp_tool_call":
         tool, args, result = item.get("tool"), item.get("arguments"), item.get("result")
         failed = bool(item.get("error")) or (
@@ -67,16 +89,14 @@ def _call(item: Mapping[str, Any], order: tuple[int, int], index: int) -> ToolCa
 
 
 def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
-    """Every ``command_execution`` (its output is what the model saw) and ``mcp_tool_call``
-    item, ordered by its ``item.started`` event; items that never completed have no result."""
+    """Every tool item (:data:`TOOL_ITEMS`; a command's output and an MCP result are what the
+    model saw), ordered by its ``item.started`` event; items that never completed have no
+    result."""
     started: dict[str, tuple[int, Mapping[str, Any]]] = {}
     calls: dict[str, ToolCall] = {}
     for index, event in enumerate(events):
         item = event.get("item")
-        if not isinstance(item, dict) or item.get("type") not in (
-            "command_execution",
-            "mcp_tool_call",
-        ):
+        if not isinstance(item, dict) or item.get("type") not in TOOL_ITEMS:
             continue
         item_id = str(item.get("id", index))
         if event.get("type") == "item.started":
@@ -104,6 +124,58 @@ def explicit(events: Sequence[Event], prompt: str | None, available: frozenset[s
         for name in names
         if name in available
     ]
+
+
+# ------------------------------------------------------------------------------ session file
+
+_MAX_LINE = 64 * 1024  # a usage record is about 1 KB; longer lines are something else
+
+
+def _is_usage_record(line: bytes) -> bool:
+    """A session-file line whose *top-level* ``type`` is ``token_usage_record`` (before the
+    first nested object, so no text inside a payload can pass for one)."""
+    return line.startswith(b"{") and _USAGE_RECORD in line[1:].split(b"{", 1)[0]
+
+
+def session_records(codex_home: Path, limit: int = MAX_TRANSCRIPT_BYTES) -> bytes:
+    """The marker line and the per-response usage records of the session files Codex wrote
+    under ``codex_home/sessions`` (``codex exec --json`` prints no event per model response).
+    At most ``limit`` bytes are read in all, and at most 64 KiB of any line."""
+    out = [b"\n" + json.dumps({"type": SESSION_MARKER}).encode() + b"\n"]
+    budget = limit
+    for path in sorted((codex_home / "sessions").glob("*/*/*/rollout-*.jsonl")):
+        try:
+            with path.open("rb") as fh:
+                whole = True  # the previous read ended its line
+                while budget > 0:
+                    line = fh.readline(min(_MAX_LINE, budget))
+                    if not line:
+                        break
+                    budget -= len(line)
+                    if whole and line.endswith(b"\n") and _is_usage_record(line):
+                        out.append(line)
+                    whole = line.endswith(b"\n")
+        except OSError:
+            continue  # unreadable: the turns are then not reported
+    return b"".join(out)
+
+
+def model_turns(events: Sequence[Event]) -> int | None:
+    """The number of model responses of the run's own thread, from the usage records after the
+    session marker; None when the transcript has none (then no turns are reported)."""
+    thread = next((e.get("thread_id") for e in events if e.get("type") == "thread.started"), None)
+    responses: set[str] = set()
+    marked = False
+    for at, event in enumerate(events):
+        kind = event.get("type")
+        if kind == SESSION_MARKER:
+            marked = True
+        elif marked and kind == "token_usage_record":
+            payload = event.get("payload")
+            if isinstance(payload, dict) and (thread is None or payload.get("thread_id") == thread):
+                response = payload.get("response_id")
+                responses.add(response if isinstance(response, str) else f"#{at}")
+    return len(responses) or None
 
 
 # ------------------------------------------------------------------------------------- results

@@ -63,6 +63,9 @@ class Launch:
     # Called with each JSON event as it arrives; True ends the agent there (pi's emulated
     # --max-turns). The scaffold then reports ``Finished.stopped``.
     stop_after: Callable[[Event], bool] | None = None
+    # Called once the agent has exited, before the workspace goes: JSON lines appended to the
+    # transcript (records the agent keeps only in its own files, e.g. Codex's session file).
+    epilogue: Callable[[], bytes] | None = None
 
 
 @dataclass(frozen=True)

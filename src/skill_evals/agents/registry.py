@@ -52,7 +52,14 @@ ENTRIES: tuple[Entry, ...] = (
         catalog=True,
         works=True,
     ),
-    Entry("codex", "codex", "Codex (`codex exec --json`), isolated.", "codex.md"),
+    Entry(
+        "codex",
+        "codex",
+        "Codex (`codex exec --json`), isolated.",
+        "codex.md",
+        catalog=True,
+        works=True,
+    ),
     Entry("pi", "pi", "pi (`pi --mode json --no-skills`), isolated.", "pi.md"),
     Entry(
         "opencode",

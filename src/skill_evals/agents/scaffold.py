@@ -182,6 +182,8 @@ def run_agent(
             started = time.monotonic()
             data, status, stopped = execute(launch, setup)
             finished = Finished(status, (time.monotonic() - started) * 1000.0, stopped)
+            if launch.epilogue is not None:
+                data += launch.epilogue()
             save_transcript(data, invocation, caller_env)
         finally:
             if project is not None:
