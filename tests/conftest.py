@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from skill_evals.schemas import load_schema
+from tests._parallel import costliest_files_first, make_scheduler
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SKILL = REPO / "examples" / "skills" / "refund-policy"
@@ -63,3 +64,17 @@ def validate_report() -> Callable[[Mapping[str, Any]], None]:
 @pytest.fixture
 def python_exe() -> str:
     return sys.executable
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The costliest test files first, so that `-n 2` ends with both workers busy."""
+    costliest_files_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``--dist loadfile``: files sharing a session-scoped run on one worker, in the
+    order the collection put them (see tests/_parallel.py)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    return make_scheduler(config, log)

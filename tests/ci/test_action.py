@@ -103,6 +103,9 @@ runs:
         echo "saved: $KEY" >> "$CACHE_STORE.log"
 """
 
+# One job on a pull_request event carries the pass/fail and the cache tests (one act run, one
+# private venv): the gate passes; two cached gates, the local cache directory removed between
+# them; then the gate fails (exit 1), which fails the job; the outputs of every step are kept.
 WORKFLOW = """\
 name: gate
 on: pull_request
@@ -119,6 +122,27 @@ jobs:
           min-trigger-f1: "0.5"
           comment: "false"
           artifact-name: gate-pass
+      - id: first
+        uses: ./
+        with:
+          runner: skill-evals runner simulated
+          trials: "1"
+          cache: "true"
+          comment: "false"
+          report-dir: first-report
+          artifact-name: first
+      - shell: bash
+        # The next run of the workflow starts on a fresh machine: only the saved cache is left.
+        run: rm -rf "$RUNNER_TEMP/skill-evals-cache"
+      - id: second
+        uses: ./
+        with:
+          runner: skill-evals runner simulated
+          trials: "1"
+          cache: "true"
+          comment: "false"
+          report-dir: second-report
+          artifact-name: second
       - id: fail
         uses: ./
         with:
@@ -232,12 +256,24 @@ needs_act = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(scope="module")
+def gate_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str], dict[str, Any]]:
+    """The one act run of WORKFLOW: (its temporary directory, the run, the steps' results)."""
+    tmp = tmp_path_factory.mktemp("act-gate")
+    done, steps = run_act(tmp)
+    return tmp, done, steps
+
+
 @pytest.mark.act
 @needs_act
-def test_action_pass_then_fail_under_act(tmp_path: Path) -> None:
-    """One job on a pull_request event: the gate passes (exit 0), then fails (exit 1); the
-    job fails, both report dirs are uploaded, the outputs of both steps are right."""
-    done, steps = run_act(tmp_path)
+def test_action_pass_then_fail_under_act(
+    gate_run: tuple[Path, subprocess.CompletedProcess[str], dict[str, Any]],
+) -> None:
+    """The gate passes (exit 0), then fails (exit 1); the job fails, both report dirs are
+    uploaded, the outputs of both steps are right."""
+    _, done, steps = gate_run
     log = done.stdout + done.stderr
     assert done.returncode != 0, log[-6000:]  # the failing gate fails the job
     passed, failed = steps["pass"], steps["fail"]
@@ -285,64 +321,24 @@ def test_self_test_workflow_under_act(tmp_path: Path) -> None:
     assert failing["exitCode"] == 1
 
 
-CACHE_WORKFLOW = """\
-name: cached gate
-on: pull_request
-jobs:
-  gate:
-    runs-on: ubuntu-latest
-    steps:
-      - uses: actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2
-      - id: first
-        uses: ./
-        with:
-          runner: skill-evals runner simulated
-          trials: "1"
-          cache: "true"
-          comment: "false"
-          artifact-name: first
-      - shell: bash
-        # The next run of the workflow starts on a fresh machine: only the saved cache is left.
-        run: rm -rf "$RUNNER_TEMP/skill-evals-cache"
-      - id: second
-        uses: ./
-        with:
-          runner: skill-evals runner simulated
-          trials: "1"
-          cache: "true"
-          comment: "false"
-          report-dir: second-report
-          artifact-name: second
-      - if: always()
-        shell: bash
-        env:
-          OUTPUTS: ${{ toJSON(steps) }}
-        run: printf '%s' "$OUTPUTS" > "$RESULT_FILE"
-"""
-
-
 @pytest.mark.act
 @needs_act
-def test_action_cache_is_restored_and_reused_under_act(tmp_path: Path) -> None:
+def test_action_cache_is_restored_and_reused_under_act(
+    gate_run: tuple[Path, subprocess.CompletedProcess[str], dict[str, Any]],
+) -> None:
     """cache: true — the first gate runs every invocation and its cache directory is saved;
     after the local directory is gone, the second gate restores it and runs nothing."""
-    repo, base = make_action_repo(tmp_path / "repo")
-    workflows = repo / ".github" / "workflows"
-    workflows.mkdir(parents=True)
-    (workflows / "gate.yml").write_text(CACHE_WORKFLOW, encoding="utf-8")
-    commit_all(repo, "head")
-    event = {"pull_request": {"number": 1, "base": {"sha": base}, "head": {"sha": "x"}}}
-    done, steps = act(tmp_path, repo, workflows / "gate.yml", "pull_request", event)
+    tmp, done, steps = gate_run
     log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-6000:]
-    assert steps["first"]["outputs"]["status"] == "pass"
-    assert steps["second"]["outputs"]["status"] == "pass"
-    store_log = (tmp_path / "cache-store.log").read_text(encoding="utf-8").splitlines()
+    for step in ("first", "second"):
+        assert steps[step]["outcome"] == "success", log[-6000:]
+        assert steps[step]["outputs"]["status"] == "pass"
+    store_log = (tmp / "cache-store.log").read_text(encoding="utf-8").splitlines()
     saved = [line.split(": ", 1)[1] for line in store_log if line.startswith("saved: ")]
     restored = [line.split(": ", 1)[1] for line in store_log if line.startswith("restored: ")]
     assert len(saved) == 2 and saved[0] != saved[1]  # a key of its own for every save
     assert restored == ["", saved[0]]  # nothing the first time, the first save the second
-    entries = list((tmp_path / "cache-store" / saved[0] / "refund-policy").glob("*.jsonl"))
+    entries = list((tmp / "cache-store" / saved[0] / "refund-policy").glob("*.jsonl"))
     assert entries and all(p.stat().st_size > 0 for p in entries)
     reports = [
         json.loads((steps["_artifacts"] / name / "report.json").read_text(encoding="utf-8"))
