@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
 from .content import SkillText
-from .environment import agent_env, find_binary, secret_names
+from .environment import agent_env, find_binary, secretless_shell
 from .evidence import Event, EvidencePatterns, Load, ToolCall
 from .opencode_config import auth_variables, build_config, load_provider_config
 from .opencode_events import (
@@ -49,7 +48,6 @@ SKILL_FOLDERS = (PROJECT_SKILLS, ".opencode/skill", ".claude/skills", ".agents/s
 BUNDLED_SKILLS = entry(AGENT).bundled_skills
 TITLE = "skill-evals"  # a fixed session title: no title request to the model
 _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/\S+")
-_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # OpenCode installs its plugin package into every config dir at start (from the npm registry);
 # a lock file that already lists it makes that a no-op.
 _PLUGIN_LOCK = {
@@ -102,24 +100,6 @@ def _skip_plugin_install(config_dir: Path) -> None:
     lock = config_dir / "package-lock.json"
     if not lock.exists():
         lock.write_text(json.dumps(_PLUGIN_LOCK) + "\n", encoding="utf-8")
-
-
-def _secretless_shell(root: Path, env: Mapping[str, str]) -> Path:
-    """A wrapper shell for the model's commands (OpenCode's ``shell`` setting) that starts the
-    real shell without credential-like variables and without the runner's own OpenCode settings.
-    It holds variable *names* only. Named ``bash`` (or ``sh``): OpenCode picks the arguments by
-    the shell's name."""
-    names = [n for n in secret_names(env) if _SHELL_NAME.fullmatch(n)]
-    names += ["OPENCODE_CONFIG_CONTENT", *_OPENCODE_VARS]
-    shell = shutil.which("bash", path=env.get("PATH")) or shutil.which("sh", path=env.get("PATH"))
-    if shell is None:
-        raise RunnerSetupError("neither bash nor sh found on PATH: OpenCode needs a shell")
-    wrapper = root / "bin" / Path(shell).name
-    wrapper.parent.mkdir(exist_ok=True)
-    unset = " ".join(f"-u {name}" for name in dict.fromkeys(names))
-    wrapper.write_text(f'#!/bin/sh\nexec env {unset} {shlex.quote(shell)} "$@"\n', encoding="utf-8")
-    wrapper.chmod(0o755)
-    return wrapper
 
 
 class OpenCode:
@@ -180,7 +160,9 @@ class OpenCode:
             _skip_plugin_install(ws.project / ".opencode")
         pythonpath = setup.caller_env.get("PYTHONPATH")
         mcp_env = {"PYTHONPATH": pythonpath} if pythonpath else {}
-        shell = _secretless_shell(ws.root, env)
+        # The model's commands run in a wrapper shell without the key (and without the runner's
+        # own OpenCode settings); OpenCode picks the arguments by the shell's name.
+        shell = secretless_shell(ws.root / "bin", env, ["OPENCODE_CONFIG_CONTENT", *_OPENCODE_VARS])
         assert options.model is not None  # check() refused a run without it
         config = build_config(
             options.model,
