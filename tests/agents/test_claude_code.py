@@ -186,9 +186,9 @@ def test_outcome_and_meta_from_the_result_event() -> None:
     assert result.meta["inputTokens"] > 0 and result.meta["outputTokens"] > 0
     # Two model responses (load, answer); Claude Code's num_turns (3) counts the injected body.
     assert result.meta["turns"] == 2
-    assert claude_code.outcome(fixture("shapes-read.jsonl")).meta["turns"] == 6  # type: ignore[union-attr]
+    assert claude_code.model_turns(fixture("shapes-read.jsonl")) == 6
     # A synthetic API-error message is no response of the model.
-    assert claude_code.outcome(fixture("api-error-401.jsonl")).meta["turns"] == 0  # type: ignore[union-attr]
+    assert claude_code.model_turns(fixture("api-error-401.jsonl")) == 0
     assert claude_code.api_failure(fixture("with-skill-tool.jsonl")) is None
 
 

@@ -11,7 +11,13 @@ Isolation, per invocation:
 - the project is made a git root (``git init``) because Claude Code walks up from the working
   directory to the git root looking for ``.claude/skills``; CLAUDE.md files above the project are
   excluded with the ``claudeMdExcludes`` setting;
-- ``--strict-mcp-config`` always, so only the MCP servers this runner configures exist.
+- ``--strict-mcp-config`` always, so only the MCP servers this runner configures exist;
+- the model's Bash commands run in a wrapper shell (``CLAUDE_CODE_SHELL``) started without
+  credential-like variables.
+
+The agent works in the project (the engine's workspace when given): ``acceptEdits`` with Bash
+allowed; ``--read-only`` runs ``dontAsk`` in a private project instead. A routing run's whole
+catalog is installed under ``.claude/skills`` like any offered skill.
 
 Evidence comes only from the ``stream-json`` events, by the shared rules of :mod:`.proof`: a
 ``Skill`` call that completed, MCP calls whose result holds the skill, any tool result that shows
@@ -37,6 +43,7 @@ from .claude_code_events import (
     api_failure,
     available_skills,
     explicit,
+    model_turns,
     outcome,
     parse_stream,
     skill_tool,
@@ -50,8 +57,8 @@ from .protocol import Finished, Launch, Outcome, RunSetup
 from .scaffold import KEEP_HINT, run_agent
 
 __all__ = [  # the transcript readers, for callers that know only this module
-    "AGENT", "Result", "api_failure", "available_skills", "explicit", "find_loads", "outcome",
-    "parse_stream", "run", "skill_tool", "tool_calls",
+    "AGENT", "Result", "api_failure", "available_skills", "explicit", "find_loads", "model_turns",
+    "outcome", "parse_stream", "run", "skill_tool", "tool_calls",
 ]  # fmt: skip
 
 MCP_SERVER_NAME = "skills"
