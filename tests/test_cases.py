@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from skill_evals import case_objects, jsonl
 from skill_evals import cases as cases_mod
-from skill_evals import jsonl
 from skill_evals.cases import Case, load_cases, normalize_prompt
 from skill_evals.checks import Task
 from skill_evals.checks.model import ExitCode, IncludesAll, JsonEquals
@@ -200,7 +200,7 @@ def test_cases_size_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_population_bound_jsonl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cases_mod, "MAX_CASES", 3)
+    monkeypatch.setattr(case_objects, "MAX_CASES", 3)
     assert len(load_cases(_jsonl(tmp_path, [_case(i) for i in range(3)]), SKILL).cases) == 3
     path = _jsonl(tmp_path, [_case(i) for i in range(5)])
     message = _error(path)
@@ -208,7 +208,7 @@ def test_population_bound_jsonl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_population_bound_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cases_mod, "MAX_CASES", 2)
+    monkeypatch.setattr(case_objects, "MAX_CASES", 2)
     items = "".join(f"  - id: c{i}\n    prompt: p{i}\n    expectTrigger: true\n" for i in range(3))
     path = _yaml(tmp_path, "cases:\n" + items)
     message = _error(path)
@@ -216,7 +216,7 @@ def test_population_bound_yaml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_real_population_bound_constant() -> None:
-    assert cases_mod.MAX_CASES == 10_000 and cases_mod.MIN_UNITS == 10
+    assert case_objects.MAX_CASES == 10_000 and cases_mod.MIN_UNITS == 10
 
 
 # ----------------------------------------------------------------------------------- units

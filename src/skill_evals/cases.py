@@ -1,29 +1,28 @@
-"""Case model, JSONL/YAML loading (incl. the Agent Skill Evals shape) and units (docs/cases.md).
-
-Owner: inputs.
-"""
+"""The case model and a case file's loading (docs/cases.md): each raw case object (read by
+case_objects.py, JSONL or YAML) validated field by field — including the Agent Skill Evals
+``should`` shape —, duplicate ids refused, and prompts grouped into independent units."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any
 
-import yaml
-
+from .case_objects import (
+    CaseChecker,
+    Path_,
+    jsonl_case_objects,
+    safe_key,
+    yaml_case_objects,
+)
 from .checks import Task, parse_task
 from .errors import InvalidInput
-from .jsonl import MAX_SAFE_INTEGER, iter_jsonl, read_regular_file
+from .jsonl import read_regular_file
 from .nfkc import nfkc
-from .workspace import fixture_problem
-from .yamldoc import YamlValueError, load_yaml, yaml_error_message
 
-MAX_CASES = 10_000
 MIN_UNITS = 10
 # Where a skill's cases file is looked for when none is named: the first that exists.
 DEFAULT_CASES_FILES = ("evals/cases.jsonl", "evals/cases.yaml", "cases.jsonl")
@@ -31,7 +30,6 @@ MAX_ID_CHARS = 200
 
 CASE_FIELDS = ("id", "prompt", "expectTrigger", "task", "loaded", "tags", "fixture", "setup")
 YAML_ONLY_FIELDS = ("should",)
-MAX_SETUP_COMMANDS = 100
 
 
 @dataclass(frozen=True)
@@ -85,124 +83,6 @@ def normalize_prompt(prompt: str) -> str:
     return "\n".join(line.rstrip(" \t") for line in text.split("\n")).strip()
 
 
-# ------------------------------------------------------------------------------- validation
-
-Path_ = tuple[object, ...]  # a location inside one case: ("task", "expected", 2)
-Locate = Callable[[Path_], int]
-
-
-def _type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _field_name(where: Path_) -> str:
-    out = ""
-    for part in where:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            name = str(part) if len(str(part)) <= 60 else _safe_key(str(part))
-            out += f".{name}" if out else name
-    return out
-
-
-def _safe_key(key: str) -> str:
-    """A key for an error message: JSON-quoted and cut short (keys are not prompts)."""
-    return json.dumps(key if len(key) <= 60 else key[:57] + "...", ensure_ascii=True)
-
-
-class _CaseChecker:
-    """Validates one raw case object and reports errors as FILE:LINE: field: reason."""
-
-    def __init__(self, path: Path, locate: Locate, fmt: Literal["jsonl", "yaml"]) -> None:
-        self.path = path
-        self.locate = locate
-        self.fmt = fmt
-
-    def fail(self, where: Path_, reason: str) -> InvalidInput:
-        line = self.locate(where)
-        if where:
-            return InvalidInput(f"{self.path}:{line}: field {_field_name(where)}: {reason}")
-        return InvalidInput(f"{self.path}:{line}: {reason}")
-
-    def wrong_type(self, where: Path_, expected: str, value: object) -> InvalidInput:
-        return self.fail(where, f"must be {expected}, got {_type_name(value)}")
-
-    def keys(self, obj: dict[str, Any], where: Path_, allowed: Sequence[str]) -> None:
-        for key in obj:
-            if key not in allowed:
-                raise self.fail(
-                    (*where, key) if where else (key,),
-                    f"unknown field {_safe_key(key)}; allowed: {', '.join(allowed)}",
-                )
-
-    def string_list(self, value: object, where: Path_, *, non_empty_items: bool) -> list[str]:
-        if not isinstance(value, list):
-            raise self.wrong_type(where, "an array of strings", value)
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise self.wrong_type((*where, i), "a string", item)
-            if non_empty_items and not item:
-                raise self.fail((*where, i), "must not be an empty string")
-        return cast("list[str]", value)
-
-    def fixture(self, value: object) -> Path | None:
-        if value is None:
-            return None
-        where: Path_ = ("fixture",)
-        if not isinstance(value, str):
-            raise self.wrong_type(where, "a directory relative to the cases file", value)
-        base = self.path.parent.resolve()
-        problem = fixture_problem(base, value)
-        if problem is not None:
-            raise self.fail(where, problem)
-        return base / value.rstrip("/")
-
-    def setup(self, value: object) -> tuple[tuple[str, ...], ...]:
-        where: Path_ = ("setup",)
-        if value is None:
-            return ()
-        if not isinstance(value, list):
-            raise self.wrong_type(
-                where, 'an array of commands, each an argv array such as ["git", "init"]', value
-            )
-        if len(value) > MAX_SETUP_COMMANDS:
-            raise self.fail(where, f"at most {MAX_SETUP_COMMANDS} commands")
-        commands = []
-        for index, argv in enumerate(value):
-            at: Path_ = (*where, index)
-            if not isinstance(argv, list):
-                raise self.wrong_type(at, 'an argv array such as ["git", "init"]', argv)
-            if not argv:
-                raise self.fail(at, "must name a program")
-            for part, item in enumerate(argv):
-                if not isinstance(item, str):
-                    raise self.wrong_type((*at, part), "a string", item)
-                if "\0" in item:
-                    raise self.fail((*at, part), "must not contain a NUL character")
-            if not argv[0]:
-                raise self.fail((*at, 0), "the program must not be empty")
-            commands.append(tuple(argv))
-        return tuple(commands)
-
-    def names(self, obj: dict[str, Any], key: str, where: Path_) -> list[str]:
-        if key not in obj or obj[key] is None:
-            return []
-        return self.string_list(obj[key], (*where, key), non_empty_items=True)
-
-
 @dataclass
 class _Draft:
     id: str
@@ -222,7 +102,7 @@ def _dedupe(names: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _should_lists(value: object, checker: _CaseChecker) -> tuple[list[str], list[str], bool]:
+def _should_lists(value: object, checker: CaseChecker) -> tuple[list[str], list[str], bool]:
     """(should_include, should_exclude, whether any should_include list was non-empty)."""
     where: Path_ = ("should",)
     if not isinstance(value, list):
@@ -237,7 +117,7 @@ def _should_lists(value: object, checker: _CaseChecker) -> tuple[list[str], list
         if key != "skill.loaded":
             raise checker.fail(
                 (*at, key),
-                f"unsupported assertion {_safe_key(key)}; only skill.loaded is understood",
+                f"unsupported assertion {safe_key(key)}; only skill.loaded is understood",
             )
         at = (*at, key)
         if not isinstance(body, dict):
@@ -248,7 +128,7 @@ def _should_lists(value: object, checker: _CaseChecker) -> tuple[list[str], list
     return include, exclude, bool(include)
 
 
-def _parse_case(raw: dict[str, Any], line: int, checker: _CaseChecker, skill_name: str) -> _Draft:
+def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name: str) -> _Draft:
     allowed = CASE_FIELDS + (YAML_ONLY_FIELDS if checker.fmt == "yaml" else ())
     checker.keys(raw, (), allowed)
 
@@ -319,14 +199,14 @@ def _parse_case(raw: dict[str, Any], line: int, checker: _CaseChecker, skill_nam
             raise checker.fail(
                 ("should",),
                 f"neither should_include nor should_exclude names the skill under test "
-                f"{_safe_key(skill_name)} and expectTrigger is not set; name it in one of "
+                f"{safe_key(skill_name)} and expectTrigger is not set; name it in one of "
                 "the lists or set expectTrigger",
             )
         if derived is not None and expect is not None and derived != expect:
             raise checker.fail(
                 ("expectTrigger",),
                 f"contradicts should (which means expectTrigger: {str(derived).lower()} for "
-                f"{_safe_key(skill_name)})",
+                f"{safe_key(skill_name)})",
             )
         if expect is None:
             expect = derived
@@ -341,7 +221,7 @@ def _parse_case(raw: dict[str, Any], line: int, checker: _CaseChecker, skill_nam
     both = set(include) & set(exclude)
     if both:
         raise checker.fail(
-            ("loaded",), f"{_safe_key(sorted(both)[0])} is both required and forbidden"
+            ("loaded",), f"{safe_key(sorted(both)[0])} is both required and forbidden"
         )
 
     tags: list[str] = []
@@ -363,149 +243,14 @@ def _parse_case(raw: dict[str, Any], line: int, checker: _CaseChecker, skill_nam
     )
 
 
-# ---------------------------------------------------------------------------------- readers
-
-
-# The checker the routing cases (route/cases.py) validate their own fields with.
-CaseChecker = _CaseChecker
-
-
-def jsonl_case_objects(
-    data: bytes, path: Path
-) -> Iterator[tuple[dict[str, Any], int, _CaseChecker]]:
-    """Each raw case object of a JSONL case file with its line and a checker that reports
-    ``FILE:LINE: field …`` errors (shared with the routing cases, route/cases.py)."""
-    for record in iter_jsonl([data], path, max_records=MAX_CASES):
-        line = record.line
-
-        def locate(_where: Path_, line: int = line) -> int:
-            return line  # a JSONL case is one line: every field is on it
-
-        yield record.value, line, _CaseChecker(path, locate, "jsonl")
-
-
 def _jsonl_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
     for raw, line, checker in jsonl_case_objects(data, path):
         yield _parse_case(raw, line, checker, skill_name)
 
 
-_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
-_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
-_FLOAT = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-)
-_TAG = "tag:yaml.org,2002:"
-
-_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _CoreSchemaLoader(_BaseLoader):  # type: ignore[misc,valid-type]
-    """YAML 1.2 core schema: only true/false are booleans, so `yes`/`on` stay strings."""
-
-    yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}  # noqa: RUF012
-
-
-_CoreSchemaLoader.add_implicit_resolver(_TAG + "bool", _BOOL, list("tTfF"))
-_CoreSchemaLoader.add_implicit_resolver(_TAG + "null", _NULL, [*"~nN", ""])
-_CoreSchemaLoader.add_implicit_resolver(_TAG + "int", _INT, list("-+0123456789"))
-_CoreSchemaLoader.add_implicit_resolver(_TAG + "float", _FLOAT, list("-+0123456789."))
-
-
-def _node_line(node: yaml.Node) -> int:
-    return int(node.start_mark.line) + 1
-
-
-def _core_scalar(node: yaml.ScalarNode) -> object:
-    """Convert a scalar per the YAML 1.2 core schema, with JSON's limits."""
-    tag, text = node.tag, str(node.value)
-    if tag == _TAG + "str":
-        return text
-    if tag == _TAG + "bool" and _BOOL.match(text):
-        return text.lower() == "true"
-    if tag == _TAG + "null" and _NULL.match(text):
-        return None
-    if tag == _TAG + "int" and _INT.match(text):
-        digits = text.lstrip("+-")
-        if len(digits) > 20:
-            raise YamlValueError("integer outside ±9007199254740991", _node_line(node))
-        value = int(text, 0) if text[:2] in ("0o", "0x") else int(text, 10)
-        if abs(value) > MAX_SAFE_INTEGER:
-            raise YamlValueError("integer outside ±9007199254740991", _node_line(node))
-        return value
-    if tag == _TAG + "float" and _FLOAT.match(text):
-        if "inf" in text.lower() or "nan" in text.lower():
-            raise YamlValueError("NaN and infinity are not allowed", _node_line(node))
-        number = float(text)
-        if number in (float("inf"), float("-inf")):
-            raise YamlValueError("number too large for a double", _node_line(node))
-        return number
-    if tag.startswith(_TAG) and tag[len(_TAG) :] in ("bool", "null", "int", "float"):
-        raise YamlValueError(f"value does not match its tag !!{tag[len(_TAG) :]}", _node_line(node))
-    raise YamlValueError(f"unsupported YAML tag {tag}", _node_line(node))
-
-
 def _yaml_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
     for raw, line, checker in yaml_case_objects(data, path):
         yield _parse_case(raw, line, checker, skill_name)
-
-
-def yaml_case_objects(
-    data: bytes, path: Path
-) -> Iterator[tuple[dict[str, Any], int, _CaseChecker]]:
-    """Each raw case object of a YAML ``{cases: [...]}`` file with its line and checker (YAML
-    1.2 core schema, JSON's limits, errors naming the YAML line)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        bad_line = data.count(b"\n", 0, exc.start) + 1
-        raise InvalidInput(f"{path}:{bad_line}: invalid UTF-8") from None
-    text = text.removeprefix("\ufeff")
-    lines: dict[Path_, int] = {}
-    try:
-        doc = load_yaml(text, _CoreSchemaLoader, _core_scalar, lines)
-    except yaml.YAMLError as exc:
-        problem, at = yaml_error_message(exc, text=text)
-        raise InvalidInput(f"{path}:{at or 1}: invalid YAML: {problem}") from None
-    except YamlValueError as exc:
-        raise InvalidInput(f"{path}:{exc.line}: {exc}") from None
-    if doc is None:
-        raise InvalidInput(f"{path}:1: empty YAML file; expected a mapping with a 'cases' list")
-    if not isinstance(doc, dict):
-        raise InvalidInput(f"{path}:1: the top level must be a mapping with a 'cases' list")
-    for key in doc:
-        if key != "cases":
-            raise InvalidInput(
-                f"{path}:{lines.get((key,), 1)}: unknown top-level field {_safe_key(key)}; "
-                "the file must be {cases: [...]}"
-            )
-    if "cases" not in doc:
-        raise InvalidInput(f"{path}:1: missing 'cases' (a list of cases)")
-    items = doc["cases"]
-    if not isinstance(items, list):
-        raise InvalidInput(f"{path}:{lines[('cases',)]}: 'cases' must be a list of cases")
-
-    for index, raw in enumerate(items):
-        base: Path_ = ("cases", index)
-        item_line = lines.get(base, lines[("cases",)])
-        if index >= MAX_CASES:
-            raise InvalidInput(
-                f"{path}:{item_line}: more than {MAX_CASES} cases; reading stopped here "
-                "(population bound)"
-            )
-        if not isinstance(raw, dict):
-            raise InvalidInput(f"{path}:{item_line}: each case must be a mapping")
-
-        def locate(where: Path_, base: Path_ = base, line: int = item_line) -> int:
-            full = base + where
-            while len(full) > len(base):
-                if full in lines:
-                    return lines[full]
-                full = full[:-1]
-            return line
-
-        yield cast("dict[str, Any]", raw), item_line, _CaseChecker(path, locate, "yaml")
 
 
 def load_cases(path: Path, skill_name: str) -> CaseSuite:
@@ -530,7 +275,7 @@ def load_cases(path: Path, skill_name: str) -> CaseSuite:
     for draft in drafts:
         if draft.id in first_line:
             raise InvalidInput(
-                f"{path}:{draft.line}: field id: duplicate id {_safe_key(draft.id)} "
+                f"{path}:{draft.line}: field id: duplicate id {safe_key(draft.id)} "
                 f"(first used on line {first_line[draft.id]}); ids must be unique"
             )
         first_line[draft.id] = draft.line

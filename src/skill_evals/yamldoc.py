@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import yaml
 
-from .jsonl import MAX_FILE_BYTES
+from .jsonl import MAX_FILE_BYTES, MAX_SAFE_INTEGER
 
 # Nodes reached through aliases, summed over a document: an alias bomb ("billion laughs")
 # stops here. The document's own nodes are bounded by the file size.
@@ -254,3 +254,63 @@ def yaml_error_message(
         started = counter.line(exc.context_mark) + line_offset
         reason += f" ({exc.context} started on line {started})"
     return reason, (counter.line(mark) + line_offset if mark is not None else None)
+
+
+# ------------------------------------------------------------ YAML 1.2 core schema (case files)
+
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_TAG = "tag:yaml.org,2002:"
+
+_SafeBase: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class CoreSchemaLoader(_SafeBase):  # type: ignore[misc,valid-type]
+    """YAML 1.2 core schema: only true/false are booleans, so `yes`/`on` stay strings."""
+
+    yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}  # noqa: RUF012
+
+
+CoreSchemaLoader.add_implicit_resolver(_TAG + "bool", _BOOL, list("tTfF"))
+CoreSchemaLoader.add_implicit_resolver(_TAG + "null", _NULL, [*"~nN", ""])
+CoreSchemaLoader.add_implicit_resolver(_TAG + "int", _INT, list("-+0123456789"))
+CoreSchemaLoader.add_implicit_resolver(_TAG + "float", _FLOAT, list("-+0123456789."))
+
+
+def node_line(node: yaml.Node) -> int:
+    """The 1-based line a node starts on."""
+    return int(node.start_mark.line) + 1
+
+
+def core_scalar(node: yaml.ScalarNode) -> object:
+    """Convert a scalar per the YAML 1.2 core schema, with JSON's limits."""
+    tag, text = node.tag, str(node.value)
+    if tag == _TAG + "str":
+        return text
+    if tag == _TAG + "bool" and _BOOL.match(text):
+        return text.lower() == "true"
+    if tag == _TAG + "null" and _NULL.match(text):
+        return None
+    if tag == _TAG + "int" and _INT.match(text):
+        digits = text.lstrip("+-")
+        if len(digits) > 20:
+            raise YamlValueError("integer outside ±9007199254740991", node_line(node))
+        value = int(text, 0) if text[:2] in ("0o", "0x") else int(text, 10)
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise YamlValueError("integer outside ±9007199254740991", node_line(node))
+        return value
+    if tag == _TAG + "float" and _FLOAT.match(text):
+        if "inf" in text.lower() or "nan" in text.lower():
+            raise YamlValueError("NaN and infinity are not allowed", node_line(node))
+        number = float(text)
+        if number in (float("inf"), float("-inf")):
+            raise YamlValueError("number too large for a double", node_line(node))
+        return number
+    if tag.startswith(_TAG) and tag[len(_TAG) :] in ("bool", "null", "int", "float"):
+        raise YamlValueError(f"value does not match its tag !!{tag[len(_TAG) :]}", node_line(node))
+    raise YamlValueError(f"unsupported YAML tag {tag}", node_line(node))

@@ -15,15 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cases import (
-    MAX_ID_CHARS,
-    Case,
-    CaseChecker,
-    CaseSuite,
-    jsonl_case_objects,
-    normalize_prompt,
-    yaml_case_objects,
-)
+from ..case_objects import CaseChecker, jsonl_case_objects, yaml_case_objects
+from ..cases import MAX_ID_CHARS, Case, CaseSuite, normalize_prompt
 from ..errors import InvalidInput
 from ..jsonl import read_regular_file
 
