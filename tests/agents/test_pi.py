@@ -217,6 +217,14 @@ def test_output_and_usage_come_from_the_transcript() -> None:
     assert pi.usage_meta(assistants) == {"inputTokens": 200, "outputTokens": 20}
     priced = [{"usage": {"input": 5, "output": 1, "cost": {"total": 0.25}}}]
     assert pi.usage_meta(priced) == {"inputTokens": 5, "outputTokens": 1, "costUsd": 0.25}
+    # meta.turns: the model's replies (one that asked for the read, one that answered)
+    transcript = pi.Transcript()
+    for event in evs:
+        transcript.add(event)
+    assert pi.outcome(transcript, 0, 7, None).meta["turns"] == 2
+    # every tool call for the runner line, the read with its input
+    (read,) = pi.tool_calls(evs)
+    assert (read.name, read.ok, sorted(read.input)) == ("read", True, ["path"])
 
 
 # ------------------------------------------------------------------------ command line, setup
@@ -229,10 +237,27 @@ def test_command_offers_only_the_given_skills_and_disables_discovery() -> None:
         assert flag in argv
     assert argv[argv.index("--skill") + 1] == "/w/skills/a"
     assert argv[-2:] == ["--model", "m"]
+    # pi's default tools (it works in the project), or only the reading ones with --read-only
+    assert argv[argv.index("--tools") + 1] == "read,bash,edit,write"
+    read_only = pi.build_command("pi", [], [], None, pi.READ_ONLY_TOOLS)
+    assert read_only[read_only.index("--tools") + 1] == "read,grep,find,ls"
+    assert "--extension" not in read_only
     # A project's own AGENTS.md reaches the model without pi's discovery, which walks up to /.
     with_context = pi.build_command("pi", [], [], Path("/w/project/AGENTS.md"))
     assert "--no-context-files" in with_context
     assert with_context[with_context.index("--append-system-prompt") + 1] == "/w/project/AGENTS.md"
+
+
+def test_the_bash_extension_hides_credential_names_and_holds_no_value(tmp_path: Path) -> None:
+    env = {"PATH": "/bin", "SKILL_EVALS_PI_API_KEY": "sk-1", "GITHUB_TOKEN": "gh-2",
+           "weird\"name_secret": "v-3"}  # fmt: skip
+    ext = pi.secretless_bash(tmp_path, env)
+    assert ext is not None and ext.parent.parent == tmp_path
+    text = ext.read_text(encoding="utf-8")
+    hidden = json.loads(text.split("const HIDDEN = ", 1)[1].split(";\n", 1)[0])
+    assert hidden == ["GITHUB_TOKEN", "SKILL_EVALS_PI_API_KEY", 'weird"name_secret']
+    assert not any(value in text for value in ("sk-1", "gh-2", "v-3", "/bin"))
+    assert pi.secretless_bash(tmp_path / "none", {"PATH": "/bin"}) is None
 
 
 def test_custom_base_url_writes_models_json_without_the_secret(tmp_path: Path) -> None:
@@ -259,7 +284,8 @@ def _finished(stop_reason: str) -> pi.Transcript:
     transcript = pi.Transcript()
     message = {"role": "assistant", "content": [{"type": "text", "text": "partial"}],
                "stopReason": stop_reason}  # fmt: skip
-    for event in ({"type": "message_end", "message": message}, {"type": "agent_end"}):
+    for event in ({"type": "message_end", "message": message}, {"type": "turn_end"},
+                  {"type": "agent_end"}):  # fmt: skip
         transcript.add(event)
     return transcript
 
@@ -276,7 +302,7 @@ def test_a_failed_model_request_voids_the_run_and_a_cut_answer_fails_the_task(
     with pytest.raises(RunnerSetupError, match=f"see {tmp_path}/agent.stderr"):
         pi.outcome(pi.Transcript(), 1, 5, tmp_path)
     cut = pi.outcome(_finished("length"), 0, *args)
-    assert (cut.exit_code, cut.output, cut.meta) == (1, "partial", {"durationMs": 5})
+    assert (cut.exit_code, cut.output, cut.meta) == (1, "partial", {"durationMs": 5, "turns": 1})
     assert pi.outcome(_finished("stop"), 0, *args).exit_code == 0
 
 

@@ -3,10 +3,13 @@
 pi (``@mariozechner/pi-coding-agent``) is run headless as ``pi --mode json --no-skills`` with a
 fresh agent dir (``PI_CODING_AGENT_DIR``), a moved HOME, no session file and every discovery
 (skills, extensions, prompt templates, themes) off; the skills of the run are offered only through
-``--skill PATH`` (copies inside the workspace). pi lists offered skills in its system prompt and a
-model loads one by calling the ``read`` tool on its ``SKILL.md``. Evidence follows the shared rules
-of :mod:`.proof`: any tool result (``read``, ``bash``, …) that shows a skill's content, and a
-``/skill:<name>`` prompt that pi expanded.
+``--skill PATH`` (copies in the runner's private directory, never in the project; a routing run's
+whole catalog too). pi lists offered skills in its system prompt and a model loads one by calling
+the ``read`` tool on its ``SKILL.md``. pi works in the engine's workspace with its default tools
+(``read``, ``bash``, ``edit``, ``write``; ``bash`` through :func:`secretless_bash`), or, with
+``--read-only``, in a private project with the tools that only read. Evidence follows the shared
+rules of :mod:`.proof`: any tool result (``read``, ``bash``, …) that shows a skill's content, and
+a ``/skill:<name>`` prompt that pi expanded.
 
 Model selection: ``--model`` is passed through (``provider/id`` or a pattern). When
 ``SKILL_EVALS_PI_BASE_URL`` is set, a custom provider ``skill-evals`` is written to the fresh
@@ -18,9 +21,6 @@ from the environment at request time, so no secret is ever written to disk.
 from __future__ import annotations
 
 import json
-import re
-import shlex
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -67,7 +67,10 @@ _CONTEXT_FILES = ("AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
 # Where pi would discover a project's own skills; --no-skills turns that off, so the runner
 # passes a fixture's skills from there with --skill (they are part of the project under test).
 PROJECT_SKILLS = (".pi/skills", ".agents/skills")
-_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What the model may use: pi's default tools in the project, or only the ones that read
+# (--read-only; a skill is still loaded with `read`).
+WORK_TOOLS = ("read", "bash", "edit", "write")
+READ_ONLY_TOOLS = ("read", "grep", "find", "ls")
 
 
 def find_loads(
@@ -117,13 +120,16 @@ def build_command(
     skill_paths: Sequence[Path],
     model_args: Sequence[str],
     context: Path | None = None,
+    tools: Sequence[str] = WORK_TOOLS,
+    extension: Path | None = None,
 ) -> list[str]:
     """The pi command line (the prompt goes to stdin, never to argv, so a prompt starting with
     ``@`` or ``-`` is not taken for a file argument or an option).
 
     pi reads AGENTS.md / CLAUDE.md from the working directory *and every ancestor* up to ``/``,
     so its discovery is always off; the project's own file (``context``) is appended to the
-    system prompt instead, and nothing above the workspace is read."""
+    system prompt instead, and nothing above the workspace is read. ``tools``: pi's allowlist
+    (``--tools``), ``extension``: the runner's own one (``-e``; no other is discovered)."""
     argv = [
         binary,
         "--mode",
@@ -134,7 +140,9 @@ def build_command(
         "--no-prompt-templates",
         "--no-themes",
     ]
-    argv.append("--no-context-files")
+    argv += ["--no-context-files", "--tools", ",".join(tools)]
+    if extension is not None:
+        argv += ["--extension", str(extension)]
     if context is not None:
         argv += ["--append-system-prompt", str(context)]
     for path in skill_paths:
@@ -142,22 +150,38 @@ def build_command(
     return argv + list(model_args)
 
 
-def _secretless_shell(root: Path, env: Mapping[str, str]) -> Path | None:
-    """A wrapper around bash that starts it without the credential-like variables (pi runs every
-    ``bash`` tool call as ``<shellPath> -c CMD`` with its own environment), so commands the model
-    runs cannot print a key — as Codex's ``shell_environment_policy`` does. The wrapper holds
-    variable *names* only. None when there is nothing to hide or no bash (pi then uses its
-    default shell)."""
-    names = [n for n in secret_names(env) if _SHELL_NAME.fullmatch(n)]
-    bash = shutil.which("bash", path=env.get("PATH"))
-    if not names or bash is None:
+# pi's own hook for the model's commands (its examples/extensions/bash-spawn-hook.ts): this
+# extension replaces the bash tool by pi's own, built by createBashTool, with a spawn hook that
+# drops the named variables from each command's environment. It holds variable *names* only.
+_BASH_EXTENSION = """\
+// skill-evals: the model's bash commands start without credential-like variables.
+import { createBashTool } from "@mariozechner/pi-coding-agent";
+const HIDDEN = %s;
+export default function (pi) {
+  pi.registerTool(createBashTool(process.cwd(), {
+    spawnHook: ({ command, cwd, env }) => {
+      const clean = { ...env };
+      for (const name of HIDDEN) delete clean[name];
+      return { command, cwd, env: clean };
+    },
+  }));
+}
+"""
+
+
+def secretless_bash(root: Path, env: Mapping[str, str]) -> Path | None:
+    """The extension that runs pi's ``bash`` tool without the credential-like variables of pi's
+    environment ``env``, written under ``root`` (never the project); None when there are none.
+
+    A spawn hook, not a ``shellPath`` wrapper: a project's ``.pi/settings.json`` overrides the
+    agent dir's settings, so a wrapper set there could be replaced by the project."""
+    names = secret_names(env)
+    if not names:
         return None
-    wrapper = root / "bin" / "bash"
-    wrapper.parent.mkdir()
-    unset = " ".join(f"-u {name}" for name in names)
-    wrapper.write_text(f'#!/bin/sh\nexec env {unset} {shlex.quote(bash)} "$@"\n', encoding="utf-8")
-    wrapper.chmod(0o755)
-    return wrapper
+    path = root / "pi-extensions" / "secretless-bash.js"
+    path.parent.mkdir()
+    path.write_text(_BASH_EXTENSION % json.dumps(names), encoding="utf-8")
+    return path
 
 
 class Pi:
@@ -177,8 +201,8 @@ class Pi:
             )
 
     def prepare(self, setup: RunSetup) -> Launch:
-        """Fresh agent dir, every discovery off, skills passed with ``--skill``; ``--max-turns``
-        emulated by stopping pi after that many turns."""
+        """Fresh agent dir, every discovery off, skills passed with ``--skill``, the tools of
+        the mode; ``--max-turns`` emulated by stopping pi after that many turns."""
         ws, options, env = setup.workspace, setup.options, setup.env
         agent_dir = ws.home / ".pi" / "agent"
         agent_dir.mkdir(parents=True)
@@ -190,16 +214,18 @@ class Pi:
             "retry": {"enabled": True, "maxRetries": 1, "baseDelayMs": 1000,
                       "provider": {"maxRetries": 0}},
         }  # fmt: skip
-        shell = _secretless_shell(ws.root, setup.caller_env)
-        if shell is not None:
-            settings["shellPath"] = str(shell)
         (agent_dir / "settings.json").write_text(json.dumps(settings) + "\n", encoding="utf-8")
         env["PI_CODING_AGENT_DIR"] = str(agent_dir)
         env["PI_OFFLINE"] = "1"  # no version check, telemetry or package updates at startup
         model_args = _model_args(options, setup.caller_env, agent_dir)
         skill_paths = [ws.install_skill(ref, ws.root / "skills") for ref in setup.offered]
         skill_paths += [ref.path for ref in setup.fixture_skills]
-        argv = build_command(setup.binary, skill_paths, model_args, context_file(ws.project))
+        tools = READ_ONLY_TOOLS if options.read_only else WORK_TOOLS
+        # pi's bash tool runs commands with pi's own environment: hide the keys in it.
+        extension = None if options.read_only else secretless_bash(ws.root, env)
+        argv = build_command(
+            setup.binary, skill_paths, model_args, context_file(ws.project), tools, extension
+        )
         return Launch(
             argv=argv,
             stdin=setup.invocation.prompt.encode("utf-8"),

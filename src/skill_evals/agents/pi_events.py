@@ -238,6 +238,7 @@ def outcome(
     failed_code = status if status > 0 else 1
     meta = usage_meta(transcript.assistants)
     meta["durationMs"] = duration_ms
+    meta["turns"] = transcript.turns  # model replies (pi's turn_end events), an integer
     return Outcome(
         output=final_text(transcript.last_assistant),
         exit_code=0 if succeeded else failed_code,

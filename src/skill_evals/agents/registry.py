@@ -60,7 +60,14 @@ ENTRIES: tuple[Entry, ...] = (
         catalog=True,
         works=True,
     ),
-    Entry("pi", "pi", "pi (`pi --mode json --no-skills`), isolated.", "pi.md"),
+    Entry(
+        "pi",
+        "pi",
+        "pi (`pi --mode json --no-skills`), isolated.",
+        "pi.md",
+        catalog=True,
+        works=True,
+    ),
     Entry(
         "opencode",
         "opencode",
