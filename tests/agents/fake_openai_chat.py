@@ -1,5 +1,6 @@
 """A scripted OpenAI Chat Completions server on 127.0.0.1 for driving the real OpenCode CLI in tests
-(streamed as server-sent events, the way ``@ai-sdk/openai-compatible`` reads them).
+(streamed as server-sent events, the way ``@ai-sdk/openai-compatible`` reads them), and pi where
+it speaks the same API (tests/agents/test_catalog_and_work.py: ``path_arg="path"``).
 
 It is not a canned transcript: every reply is *decided from what the agent sends*, as a model
 would decide:
@@ -45,7 +46,8 @@ _SKILL_BLOCK = re.compile(
     r"\s*(?:<location>(?P<location>.*?)</location>\s*)?</skill>",
     re.S,
 )
-_WORKING_DIR = re.compile(r"^\s*Working directory: (?P<cwd>.+)$", re.M)
+# OpenCode's "Working directory: …", pi's "Current working directory: …"
+_WORKING_DIR = re.compile(r"^\s*(?:Current working|Working) directory: (?P<cwd>.+)$", re.M)
 _MCP_TOOL = re.compile(r"(?:.*_)?load_(?P<name>[A-Za-z0-9_-]+)_skill")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset(
@@ -86,6 +88,7 @@ class Behaviour:
     best_only: bool = False
     # After loading, write the answer to this workspace file with the write tool, then answer.
     write_answer: str | None = None
+    path_arg: str = "filePath"  # the read and write tools' path argument (pi: "path")
 
 
 @dataclass(frozen=True)
@@ -249,7 +252,7 @@ def _load_calls(skills: list[OfferedSkill], behaviour: Behaviour) -> list[Call]:
             name = f"{skill.name}-missing" if behaviour.wrong_name else skill.name
             calls.append(Call("skill", {"name": name}))
         elif behaviour.load_with == "read":
-            calls.append(Call("read", {"filePath": skill.location}))
+            calls.append(Call("read", {behaviour.path_arg: skill.location}))
         elif behaviour.load_with == "bash":
             calls.append(
                 Call("bash", {"command": f"cat '{skill.location}'", "description": "Read skill"})
@@ -294,7 +297,7 @@ def decide(conv: Conversation, behaviour: Behaviour) -> list[Call] | str:
         return plan[len(conv.steps)]
     if behaviour.write_answer and len(conv.steps) == len(plan):
         path = f"{conv.cwd}/{behaviour.write_answer}"
-        return [Call("write", {"filePath": path, "content": _answer(conv)})]
+        return [Call("write", {behaviour.path_arg: path, "content": _answer(conv)})]
     return _answer(conv)
 
 

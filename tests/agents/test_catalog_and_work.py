@@ -192,6 +192,25 @@ def _codex(
         yield runner, {k: v for k, v in env.items() if not k.startswith("CODEX_")}, model
 
 
+@contextlib.contextmanager
+def _pi(
+    tmp_path: Path, best_only: bool, write: str | None, dump: bool
+) -> Iterator[tuple[str, dict[str, str], Any]]:
+    """pi speaks the chat-completions API of OpenCode's scripted model; its tools name the file
+    ``path`` and it has no skill tool: the model loads a skill by reading the listed SKILL.md."""
+    call = fake_openai_chat.Call("bash", {"command": "env > env.txt"})
+    behaviour = fake_openai_chat.Behaviour(
+        best_only=best_only, write_answer=write, first=(call,) if dump else (),
+        load_with="read", path_arg="path",
+    )  # fmt: skip
+    with fake_openai_chat.FakeChat(behaviour) as model:
+        runner = f"{sys.executable} -m skill_evals runner pi --bin {agent_binary('pi')} --model m1"
+        env = _env(tmp_path, {"SKILL_EVALS_PI_BASE_URL": model.base_url,
+                              "SKILL_EVALS_PI_API_KEY": KEY})  # fmt: skip
+        env = {k: v for k, v in env.items() if not k.startswith("PI_")}
+        yield runner, env, model
+
+
 AGENTS = [
     Scripted("gemini", _gemini, "write_file", "file_path", "run_shell_command", "activate_skill",
              ".gemini/skills/", _gemini_listings),
@@ -203,6 +222,9 @@ AGENTS = [
     # reads included: it has no skill tool) `command_execution`.
     Scripted("codex", _codex, "file_change", "changes", "command_execution",
              "command_execution", ".codex/skills/", _codex_listings),
+    # pi: no skill tool (a load is a `read` of the SKILL.md), skills passed with --skill from the
+    # runner's private skills/ folder, never the project; listings read as OpenCode's.
+    Scripted("pi", _pi, "write", "path", "bash", "read", "/skills/", _opencode_listings),
 ]  # fmt: skip
 
 
@@ -323,9 +345,10 @@ def test_read_only_refuses_edits_and_commands(agent: Scripted, tmp_path: Path) -
     ]
     assert not any(c["ok"] for c in edits)
     if isinstance(model, fake_openai_chat.FakeChat):
-        # OpenCode does not even offer denied tools (a real model cannot call them)
+        # OpenCode and pi do not even offer denied tools (a real model cannot call them)
         offered = {t["function"]["name"] for r in model.requests for t in r.get("tools") or []}
-        assert "skill" in offered and not offered & {"bash", "write", "edit"}
+        assert agent.skill_tool in offered
+        assert not offered & {agent.shell_tool, agent.write_tool, "edit"}
     elif isinstance(model, fake_openai_responses.FakeResponses):
         # Codex's sandbox refuses both and the model is told so; Codex may record no event for
         # a command or patch its sandbox refused
