@@ -13,6 +13,9 @@ never be loaded.
 Behaviours (``Behaviour``) script the awkward cases: also load a named neighbour, or read a
 non-existent SKILL.md path (a failed load).
 
+The scripted pi runs of tests/agents/test_catalog_and_work.py use fake_openai_chat.py (pi speaks
+the same API); this one keeps the behaviours of test_pi.py and shares that module's helpers.
+
 Run standalone for manual experiments: ``python tests/agents/fake_pi_model.py [--port N]``.
 """
 
@@ -30,22 +33,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from tests.agents.fake_openai_chat import GENERIC_ANSWER, _chunk, _text_of, _words
 from tests.agents.scripts import Step, fill
+
+__all__ = ["GENERIC_ANSWER", "Behaviour", "FakePiModel", "Reply", "decide", "parse_request"]
 
 _SKILL_BLOCK = re.compile(
     r"<skill>\s*<name>(?P<name>.*?)</name>\s*<description>(?P<description>.*?)</description>\s*"
     r"<location>(?P<location>.*?)</location>\s*</skill>",
     re.S,
 )
-_WORD = re.compile(r"[a-z0-9]+")
-# Words too common to say anything about a prompt's topic.
-_STOPWORDS = frozenset(
-    "a an and any are about can do does for from have how i in is it me my of on or our the this "
-    "to use used what when where which who why with you your questions answer help please tell "
-    "skill skills task tasks".split()
-)
-
-GENERIC_ANSWER = "I have no specific instructions for this, so here is a general answer."
 
 
 @dataclass
@@ -73,23 +70,6 @@ class OfferedSkill:
     name: str
     description: str
     location: str
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS}
-
-
-def _text_of(content: Any) -> str:
-    """The text of an OpenAI message ``content`` (a string or a list of parts)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "")
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
 
 
 def offered_skills(system_prompt: str) -> list[OfferedSkill]:
@@ -205,16 +185,6 @@ def decide(conv: Conversation, behaviour: Behaviour) -> Reply:
         if read is not None and instruction is not None:
             answers.append(f"Following the {read.name} skill: {instruction}")
     return Reply(text=" ".join(answers) if answers else GENERIC_ANSWER)
-
-
-def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
 
 
 def stream_chunks(reply: Reply, model: str, call_ids: itertools.count[int]) -> list[dict[str, Any]]:
