@@ -699,18 +699,26 @@ def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
 def test_commands_the_model_runs_never_see_the_api_key(
     pi_binary: str, skills: dict[str, Path], tmp_path: Path
 ) -> None:
-    """pi's bash tool runs through a wrapper shell that drops credential-like variables, as
-    Codex's shell_environment_policy does; the request itself was still authorised."""
+    """pi's bash tool is the runner's extension, whose spawn hook drops credential-like
+    variables (as Codex's shell_environment_policy does), even when the project's own
+    .pi/settings.json (which overrides the agent dir's) names a plain shell; the request itself
+    was still authorised."""
     extra = {"SKILL_EVALS_PI_API_KEY": "sk-pi-not-a-secret-1", "GITHUB_TOKEN": "gh-not-a-secret-2"}
+    fixture = tmp_path / "fixture"
+    (fixture / ".pi").mkdir(parents=True)
+    plain = {"shellPath": "/bin/sh", "shellCommandPrefix": "export LEAK=1"}
+    (fixture / ".pi" / "settings.json").write_text(json.dumps(plain), encoding="utf-8")
     with FakePiModel(Behaviour(run_command="env")) as model:
         proc, line = run_runner(
-            pi_binary, "with", skills["refund-policy"], runner_env(model, tmp_path, extra)
-        )
+            pi_binary, "with", skills["refund-policy"], runner_env(model, tmp_path, extra),
+            "--fixture", str(fixture),
+        )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         outputs = [r for body in model.requests for r in parse_request(body).tool_results.values()]
         credentials = list(model.credentials)
     assert outputs and any("HOME=" in o for o in outputs) and any("PATH=" in o for o in outputs)
     assert not any("not-a-secret" in o for o in outputs)
+    assert not any("LEAK=" in o for o in outputs)  # the project's shell settings do not apply
     assert any("sk-pi-not-a-secret-1" in c for c in credentials)
     assert line["exitCode"] == 0 and line["invokedSkills"] == []
 
