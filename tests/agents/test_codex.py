@@ -278,6 +278,9 @@ def test_provider_comes_from_the_environment_and_the_key_never_reaches_the_confi
     policy = config["shell_environment_policy"]
     assert {"CODEX_API_KEY", "OPENAI_API_KEY", "*KEY*"} <= set(policy["exclude"])
     assert config["features"]["plugins"] is False and config["analytics"]["enabled"] is False
+    assert config["features"]["multi_agent"] is False
+    assert config["sandbox_workspace_write"] == {"exclude_slash_tmp": True,
+                                                 "network_access": False}  # fmt: skip
     server = config["mcp_servers"]["skills"]
     assert server["command"] == "/py" and server["args"] == ["-m", "skill_evals", "mcp-serve"]
     assert server["required"] is True and server["default_tools_approval_mode"] == "approve"

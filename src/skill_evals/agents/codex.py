@@ -147,9 +147,17 @@ def build_config(
         "",
         "[features]",
         "plugins = false  # no curated-plugin sync from github.com / chatgpt.com",
+        # No sub-agents: evidence and tool calls are read from the main thread's events only.
+        "multi_agent = false",
         "",
         "[history]",
         'persistence = "none"',
+        "",
+        # workspace-write: the project and the private TMPDIR, not all of /tmp (where other
+        # invocations' workspaces and the caller's files may lie).
+        "[sandbox_workspace_write]",
+        "exclude_slash_tmp = true",
+        "network_access = false",
         "",
         # Commands the model runs must not see the API key (Codex 0.169 passes it through by
         # default); the caller's other variables stay available to the task.
