@@ -21,7 +21,8 @@ from skill_evals.compare import (
     resample_f1_difference,
 )
 from skill_evals.observations import Observation
-from skill_evals.settle import SettleGates, Settler
+from skill_evals.settle import Settler
+from skill_evals.settle_state import SettleGates
 from skill_evals.stats import Mulberry32, bootstrap_interval, resample_sums_many
 from tests.conftest import write_jsonl
 

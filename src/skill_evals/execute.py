@@ -42,7 +42,8 @@ from .progress_types import Progress, StartListener
 from .records import RecordWriter, plan_keys
 from .run_control import Budget, InvocationCache, Stopped, retry_delay, signals_cancel
 from .scheduler import Scheduler
-from .settle import SettleGates, Settler, Verdict
+from .settle import Settler, Verdict
+from .settle_state import SettleGates
 from .task_results import task_passed
 from .workspace import WorkspaceRoot
 

@@ -14,7 +14,7 @@ from .compare import CompareGates
 from .errors import EvidenceUnavailable, InsufficientUnits, InvalidInput
 from .observations import Key, Variant
 from .run_control import Budget
-from .settle import SettleGates
+from .settle_state import SettleGates
 from .skill import Skill, load_skill
 
 

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .cases import Case, CaseSuite
-from .compare import CompareGates, f1_fraction
+from .compare import f1_fraction
 from .gates import (
     LOADING,
     MAX_F1_DROP,
@@ -45,77 +44,12 @@ from .gates import (
     UPLIFT,
 )
 from .observations import Key, Observation, RunnerFailure
+from .settle_state import ArmCounts, SettleGates, SettleState, gate_outcome
 from .stats import Interval, bootstrap_interval, percentiles_of, resample_sums_many
 
 Verdict = dict[str, bool | None]  # gate key → passed (None: undefined, exit 7)
 Bounds = tuple[float | None, float | None]  # (lower, upper) of an interval
 DRAWS_PER_CHECK = 2_000_000
-
-
-@dataclass(frozen=True)
-class SettleGates:
-    """The gates a settle check judges (None: not configured)."""
-
-    min_trigger_f1: float | None = None
-    min_uplift: float | None = None
-    loading: bool = False  # some case has loading rules: a violation fails the run
-    compare: CompareGates = field(default_factory=CompareGates)
-
-    @property
-    def any(self) -> bool:
-        """Whether there is any gate: without one nothing is ever settled early."""
-        return (
-            self.min_trigger_f1 is not None
-            or self.min_uplift is not None
-            or self.loading
-            or self.compare.any_set
-        )
-
-
-def _outcome(bound: float | None, threshold: float, drop: bool) -> bool | None:
-    """A gate's verdict on a bound: lower ≥ threshold, or (a drop gate) upper ≥ −threshold."""
-    if bound is None:
-        return None
-    return bound >= (-threshold if drop else threshold)
-
-
-@dataclass
-class _Counts:
-    """Per-unit counters of one arm, for the task and the trigger figures."""
-
-    passed: list[int]
-    observed: list[int]
-    planned: list[int]
-    tp: list[int]
-    fp: list[int]
-    fn: list[int]
-    rem_pos: list[int]  # planned, not yet observed, of cases expecting a trigger
-    rem_neg: list[int]
-    pos: list[int]  # planned observations of cases expecting a trigger
-
-    @classmethod
-    def zeros(cls, n: int) -> _Counts:
-        return cls(*([0] * n for _ in range(9)))
-
-    def copy(self) -> _Counts:
-        return _Counts(*(list(v) for v in vars(self).values()))
-
-
-@dataclass
-class SettleState:
-    """What a check reads: a copy taken under the scheduler's lock."""
-
-    failed: bool
-    tp: int
-    fp: int
-    fn: int
-    rem_pos: int
-    rem_neg: int
-    violation: bool
-    rem_rules: int
-    task_units: list[int]  # positions (into the per-unit lists) of units with a task
-    arms: dict[str, _Counts]
-    versions: dict[str, int]
 
 
 class Settler:
@@ -143,7 +77,7 @@ class Settler:
         self._units = sorted({c.unit for c in suite.cases})
         self._pos = {unit: i for i, unit in enumerate(self._units)}
         n = len(self._units)
-        self.arms = {arm: _Counts.zeros(n) for arm in ("with", "without", "baseline")}
+        self.arms = {arm: ArmCounts.zeros(n) for arm in ("with", "without", "baseline")}
         self.task_units = sorted({self._pos[c.unit] for c in suite.cases if c.task is not None})
         self.failed = False
         self.tp = self.fp = self.fn = self.rem_pos = self.rem_neg = 0
@@ -360,7 +294,7 @@ class Settler:
         found = self._memo[name][1]
         interval = found if isinstance(found, Interval) else None
         results = {
-            key: _outcome(
+            key: gate_outcome(
                 None if interval is None else interval.upper if drop else interval.lower,
                 threshold,
                 drop,
@@ -406,9 +340,9 @@ class Settler:
         for key, (threshold, drop) in gates.items():
             index = 1 if drop else 0
             b, w = best[index], worst[index]
-            if _outcome(b, threshold, drop) != _outcome(w, threshold, drop):
+            if gate_outcome(b, threshold, drop) != gate_outcome(w, threshold, drop):
                 return None
-            verdict[key] = _outcome(w, threshold, drop)
+            verdict[key] = gate_outcome(w, threshold, drop)
         return verdict
 
     def _f1_bounds(self, s: SettleState) -> tuple[Bounds, Bounds] | None:
