@@ -638,6 +638,9 @@ def test_fixture_skill_is_offered_and_reported_and_no_secret_reaches_disk(
     (kept,) = workspaces_in(private_tmp)
     assert (kept / "transcript.jsonl").is_file() and (kept / "home" / ".codex").is_dir()
     assert (transcripts / "fixture.1.without.jsonl").is_file()
+    # Both copies of the transcript end with the session file's usage records (the turns).
+    for saved in (kept / "transcript.jsonl", transcripts / "fixture.1.without.jsonl"):
+        assert codex.model_turns(read_events(saved)) == result.meta["turns"] == 2
     assert files_holding([kept, transcripts], secret) == []
     assert secret not in result.to_line()
 

@@ -34,8 +34,8 @@ from .evidence import Event, EvidencePatterns, Load, ToolCall
 from .proof import prove
 
 __all__ = [  # the transcript readers, for callers that know only this module
-    "AGENT", "TurnResult", "explicit", "find_loads", "outcome_of", "parse_events", "run",
-    "tool_calls", "turn_failure",
+    "AGENT", "TurnResult", "explicit", "find_loads", "model_turns", "outcome_of", "parse_events",
+    "run", "tool_calls", "turn_failure",
 ]  # fmt: skip
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .registry import entry

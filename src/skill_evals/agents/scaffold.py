@@ -183,7 +183,10 @@ def run_agent(
             data, status, stopped = execute(launch, setup)
             finished = Finished(status, (time.monotonic() - started) * 1000.0, stopped)
             if launch.epilogue is not None:
-                data += launch.epilogue()
+                extra = launch.epilogue()
+                data += extra
+                with (ws.root / TRANSCRIPT_FILE).open("ab") as kept:
+                    kept.write(extra)
             save_transcript(data, invocation, caller_env)
         finally:
             if project is not None:
