@@ -436,7 +436,12 @@ class FakeAnthropic:
             if choice is not None:
                 return f"load:{choice[0]}", [choice[1]], "tool_use"
         loaded = later[0][0] if later and later[0][1].get("name") != "Write" else None
-        if loaded is None:
+        failed = loaded is not None and any(
+            b.get("tool_use_id") == later[0][1].get("id") and b.get("is_error")
+            for m in messages[loaded + 1 : loaded + 2]
+            for b in _blocks(m.get("content"))
+        )
+        if loaded is None or failed:
             answer = generic_answer(prompt)
         else:  # what came back after the load: its result and the body Claude Code injected
             answer = answer_from_skill(
