@@ -89,6 +89,12 @@ def test_session_records_keep_only_top_level_usage_records(tmp_path: Path) -> No
     # Reading is bounded in all: past the limit nothing more is read.
     assert session_records(tmp_path, limit=len(nested) + 10).splitlines()[2:] == []
     assert session_records(tmp_path / "missing").splitlines()[2:] == []
+    # Only regular files are read: a symlink (to a device that never ends) or a FIFO (that
+    # would block) planted as a session file is skipped.
+    day = tmp_path / "sessions" / "2026" / "12" / "01"
+    (day / "rollout-link.jsonl").symlink_to("/dev/zero")
+    os.mkfifo(day / "rollout-pipe.jsonl")
+    assert session_records(tmp_path).splitlines()[2:] == [record[:-1]]
 
 
 @pytest.mark.agents

@@ -8,11 +8,13 @@ marker line). The loading rules themselves are the shared ones of :mod:`.proof`.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import reasons
 from .base import RunnerError
@@ -129,6 +131,7 @@ def explicit(events: Sequence[Event], prompt: str | None, available: frozenset[s
 # ------------------------------------------------------------------------------ session file
 
 _MAX_LINE = 64 * 1024  # a usage record is about 1 KB; longer lines are something else
+MAX_SESSION_FILES = 100  # one per thread; sub-agents are off, so normally exactly one
 
 
 def _is_usage_record(line: bytes) -> bool:
@@ -137,26 +140,44 @@ def _is_usage_record(line: bytes) -> bool:
     return line.startswith(b"{") and _USAGE_RECORD in line[1:].split(b"{", 1)[0]
 
 
+def _open_regular(path: Path) -> BinaryIO | None:
+    """``path`` opened for reading when it is a regular file (never through a symlink, never a
+    FIFO or device that could block or never end), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
 def session_records(codex_home: Path, limit: int = MAX_TRANSCRIPT_BYTES) -> bytes:
     """The marker line and the per-response usage records of the session files Codex wrote
     under ``codex_home/sessions`` (``codex exec --json`` prints no event per model response).
-    At most ``limit`` bytes are read in all, and at most 64 KiB of any line."""
+    Regular files only, at most :data:`MAX_SESSION_FILES` of them, at most ``limit`` bytes read
+    in all and at most 64 KiB of any line."""
     out = [b"\n" + json.dumps({"type": SESSION_MARKER}).encode() + b"\n"]
     budget = limit
-    for path in sorted((codex_home / "sessions").glob("*/*/*/rollout-*.jsonl")):
-        try:
-            with path.open("rb") as fh:
-                whole = True  # the previous read ended its line
-                while budget > 0:
+    paths = sorted((codex_home / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    for path in paths[:MAX_SESSION_FILES]:
+        fh = _open_regular(path)
+        if fh is None:
+            continue
+        with fh:
+            whole = True  # the previous read ended its line
+            while budget > 0:
+                try:
                     line = fh.readline(min(_MAX_LINE, budget))
-                    if not line:
-                        break
-                    budget -= len(line)
-                    if whole and line.endswith(b"\n") and _is_usage_record(line):
-                        out.append(line)
-                    whole = line.endswith(b"\n")
-        except OSError:
-            continue  # unreadable: the turns are then not reported
+                except OSError:
+                    break  # unreadable: its turns are then not counted
+                if not line:
+                    break
+                budget -= len(line)
+                if whole and line.endswith(b"\n") and _is_usage_record(line):
+                    out.append(line)
+                whole = line.endswith(b"\n")
     return b"".join(out)
 
 
