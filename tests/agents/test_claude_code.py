@@ -828,6 +828,39 @@ def test_mcp_delivery_loads_through_the_skill_server(
 
 
 @pytest.mark.agents
+@pytest.mark.parametrize("delivery", ["native", "mcp"])
+def test_a_routing_catalog_is_offered_whole_in_either_delivery(
+    claude_bin: str, fake: FakeAnthropic, tmp_path: Path, delivery: str
+) -> None:
+    """SKILL_EVALS_SKILL_DIRS: every catalog skill is offered (listed to the model, or as an MCP
+    load tool), the best-matching one is loaded and reported, none is copied into the engine's
+    workspace."""
+    catalog = [
+        write_skill(tmp_path / "catalog", "refund-policy"),
+        write_skill(tmp_path / "catalog", "bugfix-workflow", NEIGHBOUR_DESC),
+        write_skill(tmp_path / "catalog", "glob-skill", shape_description("glob-skill")),
+    ]
+    work = tmp_path / "W"
+    work.mkdir()
+    env = _environ(fake, tmp_path / "transcripts")
+    env.update(EVALGATE_SKILL_VARIANT="with", SKILL_EVALS_SKILL_DIRS="\n".join(map(str, catalog)),
+               SKILL_EVALS_WORKSPACE=str(work))  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "runner", "claude-code", "--bin", claude_bin,
+         "--delivery", delivery],
+        input=b"Fix the failing tests in my Python code", env=env, capture_output=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    line = json.loads(done.stdout)
+    assert line["invokedSkills"] == ["bugfix-workflow"]
+    offered = {e["skill"] for e in line["evidence"] if e["state"] == "offered"}
+    assert offered == {"refund-policy", "bugfix-workflow", "glob-skill"}
+    assert {"refund-policy", "bugfix-workflow", "glob-skill"} <= set(fake.exchanges[0].offered)
+    assert list(work.iterdir()) == []  # the agent wrote nothing; the runner's copies are gone
+
+
+@pytest.mark.agents
 def test_the_turn_limit_is_the_runners_reason(
     claude_bin: str, fake: FakeAnthropic, tmp_path: Path
 ) -> None:
