@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .agents import simulated
+from .agents.workspace import JUDGING_FILES
 from .cache import CacheSettings
 from .cases import MIN_UNITS, CaseSuite, load_cases
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
@@ -135,6 +136,22 @@ def default_timeout_ms(command: str | None) -> int:
 def path_inside(path: Path, directory: Path) -> bool:
     """Whether ``path`` (resolved, symlinks followed) lies inside ``directory``."""
     return path.resolve().is_relative_to(directory.resolve())
+
+
+def exposed_cases_note(cases: Path, skill_dir: Path) -> str | None:
+    """A note when the built-in agent runners would install the case file with the skill (it
+    lies inside the skill folder, not in the evals/ they leave out), so the agent could read
+    the cases it is graded on."""
+    if not path_inside(cases, skill_dir):
+        return None
+    top = cases.resolve().relative_to(skill_dir.resolve()).parts[0]
+    if top in JUDGING_FILES:
+        return None
+    return (
+        f"the case file {cases} is inside the skill folder but not in its evals/, so the agent "
+        "runners install it with the skill and the agent can read its own cases; move it to "
+        "evals/ in the skill folder"
+    )
 
 
 def check_outputs(options: TestOptions, held: HeldOutputs | None = None) -> None:
@@ -313,6 +330,9 @@ def run_test(
             _collect_answers(result, answers)
             return evaluate(skill, suite, settings, result, arm_plan=scope.plan, baseline=baseline)
         notes = (simulated.NOTICE,) if simulated.is_simulated_command(options.runner) else ()
+        exposed = exposed_cases_note(suite.path, skill.path)
+        if exposed is not None and builtin_agent(options.runner) is not None:
+            notes = (*notes, exposed)
         if options.min_trigger_f1 is not None and not any(c.expect_trigger for c in suite.cases):
             # Recall's denominator TP+FN would be 0, so F1 is null and the gate can only end
             # in exit 7: say so now instead of paying for every invocation first.

@@ -11,7 +11,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -172,11 +172,31 @@ class Workspace:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def install_skill(self, ref: SkillRef, skills_root: Path) -> Path:
-        """Copy a skill folder to ``skills_root/<name>/`` and return that path."""
+        """Copy a skill folder to ``skills_root/<name>/`` and return that path, leaving out
+        what the run is judged by (:data:`JUDGING_FILES`): the agent must not read its own
+        cases, expected answers or fixtures."""
         dest = skills_root / ref.name
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(ref.path, dest, symlinks=True)
+        shutil.copytree(ref.path, dest, symlinks=True, ignore=_judging_files(ref.path))
         return dest
+
+
+# Top-level entries of a skill folder that hold its evaluation, not its instructions: the
+# default case-file locations (evals/cases.jsonl, evals/cases.yaml, cases.jsonl) and the
+# fixtures beside them. They are never installed where the agent can read them.
+JUDGING_FILES = frozenset({"evals", "cases.jsonl"})
+
+
+def _judging_files(top: Path) -> Callable[[str, list[str]], set[str]]:
+    """A copytree ``ignore`` leaving out :data:`JUDGING_FILES` at the skill's top level only."""
+    resolved = os.path.normpath(top)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        if os.path.normpath(folder) != resolved:
+            return set()
+        return {name for name in names if name in JUDGING_FILES}
+
+    return ignore
 
 
 def tree(project: Path) -> set[str]:
