@@ -111,48 +111,47 @@ def test_example_passes_with_expected_figures(tmp_path: Path) -> None:
     assert "refund-policy" in (tmp_path / "out" / "report.md").read_text()
 
 
-def test_yaml_suite_gives_the_same_figures(tmp_path: Path) -> None:
-    common = ("--runner", SIMULATED, "--trials", "1")
-    _, from_jsonl = run_test_cmd(tmp_path / "a", *common)
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One live run of the example (trials 1, JSON on stdout, quiet) whose observations are
+    recorded: the tests below read it, or score its record again without a runner."""
+    tmp = tmp_path_factory.mktemp("example-run")
+    record = tmp / "obs.jsonl"
+    proc, report = run_test_cmd(
+        tmp, "--runner", SIMULATED, "--trials", "1", "--record", str(record),
+        "--format", "json", "--quiet",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert report is not None
+    return {"proc": proc, "report": report, "record": record}
+
+
+def test_yaml_suite_gives_the_same_figures(tmp_path: Path, example_run: dict[str, Any]) -> None:
+    from_jsonl = example_run["report"]
     _, from_yaml = run_test_cmd(
-        tmp_path / "b", *common, cases=EXAMPLE_SKILL / "evals" / "cases.yaml"
-    )
-    assert from_jsonl is not None and from_yaml is not None
+        tmp_path, "--runner", SIMULATED, "--trials", "1",
+        cases=EXAMPLE_SKILL / "evals" / "cases.yaml",
+    )  # fmt: skip
+    assert from_yaml is not None
     assert from_jsonl["trigger"] == from_yaml["trigger"]
     assert from_jsonl["task"] == from_yaml["task"]
 
 
-def test_json_format_is_the_report(tmp_path: Path) -> None:
-    proc = run_cli(
-        [
-            "test",
-            "--skill",
-            str(EXAMPLE_SKILL),
-            "--cases",
-            str(EXAMPLE_CASES),
-            "--runner",
-            SIMULATED,
-            "--trials",
-            "1",
-            "--format",
-            "json",
-            "--quiet",
-        ]
-    )
-    assert proc.returncode == 0, proc.stderr
+def test_json_format_is_the_report(example_run: dict[str, Any]) -> None:
+    proc = example_run["proc"]
     report = json.loads(proc.stdout)
     assert_valid_report(report)
+    assert report == example_run["report"]  # stdout is the report --report wrote
     assert proc.stderr.count("[") == 0  # --quiet: no progress lines
 
 
-def test_recorded_observations_score_the_same(tmp_path: Path) -> None:
-    record = tmp_path / "obs.jsonl"
-    _, live = run_test_cmd(
-        tmp_path / "a", "--runner", SIMULATED, "--trials", "1", "--record", str(record)
+def test_recorded_observations_score_the_same(tmp_path: Path, example_run: dict[str, Any]) -> None:
+    live = example_run["report"]
+    proc, replay = run_test_cmd(
+        tmp_path, "--observations", str(example_run["record"]), "--trials", "1"
     )
-    proc, replay = run_test_cmd(tmp_path / "b", "--observations", str(record), "--trials", "1")
     assert proc.returncode == 0, proc.stderr
-    assert live is not None and replay is not None
+    assert replay is not None
     assert replay["settings"]["mode"] == "observations"
     assert live["trigger"] == replay["trigger"]
     assert live["task"] == replay["task"]
@@ -161,10 +160,12 @@ def test_recorded_observations_score_the_same(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------- exit 1
 
 
-def test_trigger_gate_fails_with_exit_1(tmp_path: Path) -> None:
+def test_trigger_gate_fails_with_exit_1(tmp_path: Path, example_run: dict[str, Any]) -> None:
+    # the example's own observations, gated above the F1 they reach
     proc, report = run_test_cmd(
-        tmp_path, "--runner", SIMULATED, "--trials", "1", "--min-trigger-f1", "0.99"
-    )
+        tmp_path, "--observations", str(example_run["record"]), "--trials", "1",
+        "--min-trigger-f1", "0.99",
+    )  # fmt: skip
     assert proc.returncode == 1
     assert report is not None and report["status"] == "fail"
     assert report["gates"]["minTriggerF1"]["passed"] is False
