@@ -10,6 +10,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import EXAMPLE_SKILL
 
 from .conftest import SIMULATED, commit_all, git, make_repo, run_cli
@@ -36,12 +38,31 @@ def _skills(out: Path) -> dict[str, dict[str, Any]]:
     return {s["name"]: s for s in report["skills"]}
 
 
-def test_compare_base_runs_each_changed_skill_against_its_base_version(tmp_path: Path) -> None:
-    repo, base = _repo(tmp_path, SIMULATED + "compare: base\n")
-    tmp = tmp_path / "tmp"
+# `compare: base` with comparison gates: an impossible gain for every compared skill, an
+# override for refund-policy. One run, read by the tests of comparisons and of their gates.
+GATED = (
+    SIMULATED
+    + "compare: base\ngates: {min-f1-gain: 0.9}\n"
+    + "overrides:\n  refund-policy:\n    gates: {max-pass-drop: 1.0}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """`ci --base` on _repo under GATED, with a TMPDIR of its own."""
+    root = tmp_path_factory.mktemp("compare-base")
+    repo, base = _repo(root, GATED)
+    tmp = root / "tmp"
     tmp.mkdir()
-    out = tmp_path / "out"
+    out = root / "out"
     done = run_cli(["ci", "--base", base, "--out", str(out)], repo, {"TMPDIR": str(tmp)})
+    return {"repo": repo, "out": out, "done": done, "tmp": tmp}
+
+
+def test_compare_base_runs_each_changed_skill_against_its_base_version(
+    compared: dict[str, Any],
+) -> None:
+    repo, out, done, tmp = compared["repo"], compared["out"], compared["done"], compared["tmp"]
     assert done.returncode in (0, 1), done.stderr[-3000:]
     skills = _skills(out)
     refund = skills["refund-policy"]
@@ -110,15 +131,11 @@ def test_ci_cache_is_reused_by_the_next_run(tmp_path: Path) -> None:
 
 
 def test_comparison_gates_from_the_config_apply_where_a_base_version_exists(
-    tmp_path: Path,
+    compared: dict[str, Any],
 ) -> None:
     """`gates:` takes the four comparison gates; a skill new in the change skips them (said in
     its reason), a compared one is gated — an impossible gain fails it (exit 1)."""
-    config = SIMULATED + "compare: base\ngates: {min-f1-gain: 0.9}\n"
-    config += "overrides:\n  refund-policy:\n    gates: {max-pass-drop: 1.0}\n"
-    repo, base = _repo(tmp_path, config)
-    out = tmp_path / "out"
-    done = run_cli(["ci", "--base", base, "--out", str(out)], repo)
+    done, out = compared["done"], compared["out"]
     assert done.returncode == 1, done.stderr[-3000:]
     skills = _skills(out)
     gates = skills["refund-policy"]["report"]["gates"]
