@@ -544,3 +544,17 @@ def test_folder_aliases_rename_path_evidence_to_skill_names(tmp_path: Path) -> N
         ("shipping-times", 3),
         ("x", 4),
     ]
+
+
+def test_a_custom_pattern_is_time_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backtracking custom pattern on an agent's tool name cannot hang the run: past its
+    time bound it is an error naming the pattern (the evidence is undecidable, not absent)."""
+    from skill_evals.agents import evidence
+
+    monkeypatch.setattr(evidence, "PATTERN_SECONDS", 0.5)
+    patterns = EvidencePatterns(tool_patterns=(r"ok_(?P<name>[a-z]+)", r"(a+)+(?P<name>b)"))
+    assert skill_from_tool("ok_pdf", patterns) == "pdf"  # matched in the helper, reused
+    assert skill_from_tool("aab", patterns) == "b"
+    with pytest.raises(evidence.InvalidPattern, match=r"toolPatterns\[1\]: took longer"):
+        skill_from_tool("a" * 40 + "c", patterns)
+    assert skill_from_tool("ok_docs", patterns) == "docs"  # a fresh helper after the kill

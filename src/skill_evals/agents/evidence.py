@@ -26,9 +26,12 @@ import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidInput
+
+if TYPE_CHECKING:
+    from ..checks.regex import RegexPool
 
 # One transcript line, decoded (a line that is not a JSON object is an empty mapping).
 Event = Mapping[str, Any]
@@ -84,6 +87,9 @@ class InvalidPattern(InvalidInput, ValueError):
     """A custom evidence pattern that is not a usable regular expression (exit 5)."""
 
 
+# The time bound of one custom pattern on one tool name or URI (a sane pattern takes microseconds).
+PATTERN_SECONDS = 2.0
+
 _DEFAULT_TOOL = re.compile(r"load_(?P<name>[A-Za-z0-9_-]+)_skill")
 _DEFAULT_URI = re.compile(r"skill://(?P<name>[^/]+)/SKILL\.md")
 _SKILL_MD_PATH = re.compile(r"(?:^|/)skills/(?P<name>[^/]+)/SKILL\.md$")
@@ -114,6 +120,7 @@ class EvidencePatterns:
     uri_patterns: tuple[str, ...] = ()
     _tools: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _uris: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _pool: RegexPool | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         # Compiled once here so a bad pattern fails before any run, not mid-transcript.
@@ -125,6 +132,12 @@ class EvidencePatterns:
         )
         object.__setattr__(self, "_tools", (_DEFAULT_TOOL, *tools))
         object.__setattr__(self, "_uris", (_DEFAULT_URI, *uris))
+        if tools or uris:
+            from ..checks.regex import RegexPool
+
+            # Its helper processes start on the first custom match and end with this process
+            # (they read their questions from a pipe that closes with it).
+            object.__setattr__(self, "_pool", RegexPool(PATTERN_SECONDS))
 
     def compiled_tools(self) -> list[re.Pattern[str]]:
         """The built-in tool pattern, then the custom ones."""
@@ -133,6 +146,34 @@ class EvidencePatterns:
     def compiled_uris(self) -> list[re.Pattern[str]]:
         """The built-in URI pattern, then the custom ones."""
         return list(self._uris)
+
+    def first_name(self, kind: Literal["tool", "uri"], text: str) -> str | None:
+        """The skill name the first matching pattern of ``kind`` captures from ``text``.
+
+        The built-in pattern runs here; a custom one (any regular expression a config brings)
+        runs in a helper process within the check time bound, since Python's ``re`` cannot be
+        interrupted and the text comes from the agent. A custom pattern past the bound raises
+        InvalidPattern naming it: the evidence is then undecidable, never silently absent."""
+        compiled = self._tools if kind == "tool" else self._uris
+        found = _first_name(compiled[:1], text)
+        if found is not None or len(compiled) == 1:
+            return found
+        from ..checks.regex import RegexTimeout
+
+        sources = self.tool_patterns if kind == "tool" else self.uri_patterns
+        key = "toolPatterns" if kind == "tool" else "uriPatterns"
+        assert self._pool is not None  # made in __post_init__ with the first custom pattern
+        for index, pattern in enumerate(sources):
+            try:
+                name = self._pool.fullmatch_name(pattern, text)
+            except RegexTimeout as exc:
+                raise InvalidPattern(
+                    f"evidence.{key}[{index}]: {exc} on a {kind} name; simplify the pattern "
+                    "(nested repetition such as (a+)+ backtracks badly)"
+                ) from None
+            if name:
+                return name
+        return None
 
 
 _NO_PATTERNS = EvidencePatterns()
@@ -164,17 +205,17 @@ def skill_from_tool(name: str, patterns: EvidencePatterns | None = None) -> str 
 
     Claude's ``mcp__<server>__<tool>`` is split first; the bare name is tried too, so a tool whose
     own name starts with ``mcp__`` still matches."""
-    compiled = (patterns or _NO_PATTERNS).compiled_tools()
+    patterns = patterns or _NO_PATTERNS
     _, tool = split_mcp_tool_name(name)
-    found = _first_name(compiled, tool)
+    found = patterns.first_name("tool", tool)
     if found is None and tool != name:
-        found = _first_name(compiled, name)
+        found = patterns.first_name("tool", name)
     return found.replace("_", "-") if found is not None else None
 
 
 def skill_from_uri(uri: str, patterns: EvidencePatterns | None = None) -> str | None:
     """The skill a resource read loads (``skill://<name>/SKILL.md``), else None."""
-    return _first_name((patterns or _NO_PATTERNS).compiled_uris(), uri)
+    return (patterns or _NO_PATTERNS).first_name("uri", uri)
 
 
 def skill_from_path(path: str, known: frozenset[str] | None = None) -> str | None:
