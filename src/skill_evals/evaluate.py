@@ -23,7 +23,7 @@ from .codes import (
 from .compare import comparison_gates, comparison_section
 from .execute import ExecutionResult
 from .gates import ALL_GATES, GateOutcome, as_settled, trigger_f1_gate, uplift_gate
-from .messages import Messages
+from .messages import Messages, failures_message
 from .observations import VARIANTS
 from .records import gc_paused
 from .report_blocks import (
@@ -41,7 +41,6 @@ from .scoring import (
     build_grid,
     case_result,
     failure_order,
-    failures_message,
     judge_tasks,
     load_states,
     loading_violations,

@@ -8,9 +8,12 @@ that list a sensible default.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .observations import RunnerFailure
 
 Severity = Literal["error", "warning", "note"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "note")
@@ -70,3 +73,25 @@ def severities_of(report: Mapping[str, Any]) -> list[tuple[Severity, str]]:
 def by_severity(report: Mapping[str, Any], severity: Severity) -> list[str]:
     """The texts of the report's messages of one severity, in order."""
     return [text for level, text in severities_of(report) if level == severity]
+
+
+def failures_message(failures: Sequence[RunnerFailure], variants: bool = True) -> str:
+    """One line a person can act on: how many failed, and the most frequent reason (the
+    runner's own words when it gave one) with the first invocation it hit (its variant too
+    unless ``variants`` is off: a routing run has only one)."""
+    counts: dict[str, int] = {}
+    firsts: dict[str, RunnerFailure] = {}
+    for failure in failures:
+        counts[failure.reason] = counts.get(failure.reason, 0) + 1
+        firsts.setdefault(failure.reason, failure)
+    reason = max(counts, key=lambda r: counts[r])  # ties: the earliest (dicts keep order)
+    first = firsts[reason]
+    where = f"{first.case_id} trial {first.trial}" + (f" {first.variant}" if variants else "")
+    if len(counts) == 1:
+        head = f"{len(failures)} runner failure(s), all: {reason} (first: {where})"
+    else:
+        head = (
+            f"{len(failures)} runner failure(s) with {len(counts)} different reasons, most "
+            f"often ({counts[reason]}×): {reason} (first: {where})"
+        )
+    return head + "; the evidence is void (every failure is in runner.failures)"

@@ -51,8 +51,8 @@ from .observations import (
 _ARM_INDEX = {"with": 0, "without": 1, "baseline": 2}
 
 
-def _record_key(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int, Variant]:
-    """The (caseId, trial, variant) of a recorded observation; InvalidInput naming the line."""
+def record_case_trial(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int]:
+    """The (caseId, trial) of a recorded observation; InvalidInput naming the line."""
     case_id = value.get("caseId")
     if not isinstance(case_id, str):
         what = "missing" if case_id is None else "must be a string"
@@ -61,6 +61,12 @@ def _record_key(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int,
     if not isinstance(trial, int) or isinstance(trial, bool):
         what = "missing" if trial is None else "must be an integer"
         raise InvalidInput(f"{path}:{line}: key 'trial' {what}")
+    return case_id, trial
+
+
+def _record_key(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int, Variant]:
+    """The (caseId, trial, variant) of a recorded observation; InvalidInput naming the line."""
+    case_id, trial = record_case_trial(path, line, value)
     variant = value.get("variant")
     if variant not in ARMS:
         what = "missing" if variant is None else 'must be "with", "without" or "baseline"'

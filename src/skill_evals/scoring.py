@@ -305,27 +305,6 @@ def baseline_passes(
     return out
 
 
-def failures_message(failures: Sequence[RunnerFailure]) -> str:
-    """One line a person can act on: how many failed, and the most frequent reason (the
-    runner's own words when it gave one) with the first invocation it hit."""
-    counts: dict[str, int] = {}
-    firsts: dict[str, RunnerFailure] = {}
-    for failure in failures:
-        counts[failure.reason] = counts.get(failure.reason, 0) + 1
-        firsts.setdefault(failure.reason, failure)
-    reason = max(counts, key=lambda r: counts[r])  # ties: the earliest (dicts keep order)
-    first = firsts[reason]
-    where = f"{first.case_id} trial {first.trial} {first.variant}"
-    if len(counts) == 1:
-        head = f"{len(failures)} runner failure(s), all: {reason} (first: {where})"
-    else:
-        head = (
-            f"{len(failures)} runner failure(s) with {len(counts)} different reasons, most "
-            f"often ({counts[reason]}×): {reason} (first: {where})"
-        )
-    return head + "; the evidence is void (every failure is in runner.failures)"
-
-
 def why_f1_undefined(trigger: Mapping[str, Any]) -> str:
     if trigger["tp"] + trigger["fn"] == 0:
         return "no observed case expects the skill to trigger (add cases with expectTrigger: true)"

@@ -14,6 +14,7 @@ from ..cases import CaseSuite
 from ..errors import InvalidInput
 from ..jsonl import check_regular_file, describe_key, read_jsonl_values
 from ..observations import ContractError, Observation, parse_runner_object
+from ..records import record_case_trial
 
 _RECORD_KEYS = ("caseId", "trial")
 
@@ -32,14 +33,7 @@ def load_route_observations(path: Path, suite: CaseSuite, trials: int) -> list[O
     # One record past the bound is still read: it is then a duplicate, an extra trial or an
     # unknown case, and the error names it.
     for line, value in read_jsonl_values(path, max_records=bound + 1):
-        case_id = value.get("caseId")
-        if not isinstance(case_id, str):
-            what = "missing" if case_id is None else "must be a string"
-            raise InvalidInput(f"{path}:{line}: key 'caseId' {what}")
-        trial = value.get("trial")
-        if not isinstance(trial, int) or isinstance(trial, bool):
-            what = "missing" if trial is None else "must be an integer"
-            raise InvalidInput(f"{path}:{line}: key 'trial' {what}")
+        case_id, trial = record_case_trial(path, line, value)
         if case_id not in known:
             raise InvalidInput(
                 f"{path}:{line}: unknown caseId {_show(case_id)} (not in {suite.path})"

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from .. import __version__
 from ..codes import GATE_FAILED, INTERRUPTED, STATUS_BY_CODE, UNAVAILABLE, combine
 from ..execute import ExecutionResult
-from ..messages import Messages
-from ..observations import META_KEYS, Observation, RunnerFailure
+from ..messages import Messages, failures_message
+from ..observations import META_KEYS, Observation
 from .cases import RouteSuite
 from .catalog import Catalog
 from .metrics import RouteMetrics, route_metrics
@@ -126,25 +126,6 @@ def _ledger(observations: Iterable[Observation], result: ExecutionResult, resume
     return meta, ledger
 
 
-def _failures_message(failures: Sequence[RunnerFailure]) -> str:
-    counts: dict[str, int] = {}
-    firsts: dict[str, RunnerFailure] = {}
-    for failure in failures:
-        counts[failure.reason] = counts.get(failure.reason, 0) + 1
-        firsts.setdefault(failure.reason, failure)
-    reason = max(counts, key=lambda r: counts[r])
-    first = firsts[reason]
-    where = f"{first.case_id} trial {first.trial}"
-    if len(counts) == 1:
-        head = f"{len(failures)} runner failure(s), all: {reason} (first: {where})"
-    else:
-        head = (
-            f"{len(failures)} runner failure(s) with {len(counts)} different reasons, most "
-            f"often ({counts[reason]}×): {reason} (first: {where})"
-        )
-    return head + "; the evidence is void (every failure is in runner.failures)"
-
-
 def _gates(
     settings: RouteSettings, metrics: RouteMetrics, codes: list[int], notes: Messages
 ) -> dict[str, Any]:
@@ -241,7 +222,7 @@ def build_route_report(
         notes.note(text)
     if failures:
         codes.append(UNAVAILABLE)
-        notes.error(_failures_message(failures))
+        notes.error(failures_message(failures, variants=False))
     if changed:
         codes.append(UNAVAILABLE)
         notes.error(
