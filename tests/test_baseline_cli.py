@@ -29,6 +29,12 @@ def setup(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, bool]]:
     return skill, baseline, cases, labels
 
 
+def paired(baseline: Path) -> tuple[str, ...]:
+    """The arguments of a one-trial paired run against ``baseline``."""
+    return ("--baseline", str(baseline), "--arms", "with,baseline", "--trials", "1",
+            "--bootstrap-samples", "1000")  # fmt: skip
+
+
 def test_baseline_arm_env_records_and_report(
     tmp_path: Path, setup: tuple[Path, Path, Path, dict[str, bool]]
 ) -> None:
@@ -195,14 +201,7 @@ def test_worse_version_fails_the_drop_gates_and_every_output_shows_it(
         skill,
         cases,
         script,
-        "--baseline",
-        str(baseline),
-        "--arms",
-        "with,baseline",
-        "--trials",
-        "1",
-        "--bootstrap-samples",
-        "1000",
+        *paired(baseline),
         "--max-pass-drop",
         "0.2",
         "--min-pass-gain",
@@ -239,14 +238,7 @@ def test_f1_interval_undefined_while_gated_is_unavailable(
         skill,
         cases,
         script,
-        "--baseline",
-        str(baseline),
-        "--arms",
-        "with,baseline",
-        "--trials",
-        "1",
-        "--bootstrap-samples",
-        "1000",
+        *paired(baseline),
         "--max-f1-drop",
         "0.1",
     )
@@ -267,14 +259,7 @@ def test_better_version_clears_the_gain_gate(
         skill,
         cases,
         script,
-        "--baseline",
-        str(baseline),
-        "--arms",
-        "with,baseline",
-        "--trials",
-        "1",
-        "--bootstrap-samples",
-        "1000",
+        *paired(baseline),
         "--min-pass-gain",
         "0.5",
         "--min-f1-gain",
@@ -358,14 +343,7 @@ def test_baseline_changed_during_the_run_voids_the_evidence(
         skill,
         cases,
         script,
-        "--baseline",
-        str(baseline),
-        "--arms",
-        "with,baseline",
-        "--trials",
-        "1",
-        "--bootstrap-samples",
-        "1000",
+        *paired(baseline),
     )
     assert run.code == 7
     assert any("the baseline directory" in m and "changed" in m for m in run.report["messages"])
