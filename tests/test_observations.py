@@ -18,7 +18,8 @@ from skill_evals.observations import (
     RunnerFailure,
     parse_runner_object,
 )
-from skill_evals.records import RecordWriter, load_observations, load_recorded, plan_keys
+from skill_evals.record_writer import RecordWriter
+from skill_evals.records import load_observations, load_recorded, plan_keys
 from tests.conftest import write_jsonl
 
 SKILL = "refund-policy"

@@ -39,7 +39,8 @@ from .observations import (
 )
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
-from .records import RecordWriter, plan_keys
+from .record_writer import RecordWriter
+from .records import plan_keys
 from .run_control import Budget, InvocationCache, Stopped, retry_delay, signals_cancel
 from .scheduler import Scheduler
 from .settle import Settler, Verdict

@@ -1,6 +1,7 @@
 """Recorded observation files (docs/runner-contract.md): reading an --observations file
-(exactly one observation per planned case, trial and arm), resuming from a --record file, and
-appending to one. The runner-contract object each line holds is parsed in observations.py.
+(exactly one observation per planned case, trial and arm) and resuming from a --record file
+(written by record_writer.py). The runner-contract object each line holds is parsed in
+observations.py.
 
 Decisions (documented in docs/runner-contract.md):
 
@@ -13,10 +14,6 @@ Decisions (documented in docs/runner-contract.md):
 from __future__ import annotations
 
 import gc
-import json
-import os
-import stat
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -377,65 +374,3 @@ def plan_keys(
         for trial in range(1, trials + 1)
         for variant in variants
     ]
-
-
-class RecordWriter:
-    """Appends observations to a --record file, flushing and fsyncing each line. Thread-safe."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._lock = threading.Lock()
-        try:
-            # Never open a FIFO or device (opening a FIFO for writing can block forever).
-            if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-                raise InvalidInput(f"--record {path}: must be a regular file")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise InvalidInput(
-                f"--record {path}: cannot open for appending ({exc.strerror})"
-            ) from None
-        try:
-            # A previous run killed mid-line leaves no final newline: start on a fresh line so the
-            # damage stays on that one line (which --resume then reports).
-            size = os.fstat(self._fd).st_size
-            if size > 0 and os.pread(self._fd, 1, size - 1) != b"\n":
-                os.write(self._fd, b"\n")
-        except OSError as exc:
-            os.close(self._fd)
-            raise InvalidInput(f"--record {path}: cannot write ({exc.strerror})") from None
-        self._closed = False
-
-    @property
-    def path(self) -> Path:
-        """The file being appended to."""
-        return self._path
-
-    def write(self, observation: Observation) -> None:
-        """Append one recorded observation, flushed to disk (raises InvalidInput if that fails)."""
-        line = (
-            json.dumps(
-                observation.to_record(), ensure_ascii=False, allow_nan=False, separators=(",", ":")
-            )
-            + "\n"
-        ).encode("utf-8")
-        with self._lock:
-            if self._closed:
-                raise ValueError("RecordWriter is closed")
-            try:
-                view = memoryview(line)
-                while view:
-                    written = os.write(self._fd, view)
-                    view = view[written:]
-                os.fsync(self._fd)
-            except OSError as exc:
-                raise InvalidInput(
-                    f"--record {self._path}: cannot write ({exc.strerror})"
-                ) from None
-
-    def close(self) -> None:
-        """Close the file (idempotent)."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                os.close(self._fd)

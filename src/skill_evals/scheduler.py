@@ -24,7 +24,7 @@ from .ledger import Ledger
 from .observations import Key, Observation, RunnerFailure, isolation_breach
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
-from .records import RecordWriter
+from .record_writer import RecordWriter
 from .run_control import StopReason, retry_delay
 from .runner import InvocationSpec, invocation_env, run_invocation
 from .settle import Settler
