@@ -92,14 +92,13 @@ case "${INPUT_CACHE:-false}" in
   *) fail "cache: expected true or false" ;;
 esac
 
-# `only`: names or paths separated by commas, spaces or newlines (no globbing: set -f).
+# `only`: names or paths separated by commas, spaces or newlines, passed as one value:
+# skill-evals splits it unless it is exactly one skill's name or path (a matrix job's name
+# may hold a space or a comma).
 only="${INPUT_ONLY:-}"
-set -f
-# shellcheck disable=SC2086 # word splitting on purpose; globbing is off
-for name in ${only//,/ }; do
-  args+=(--only "$name")
-done
-set +f
+if [ -n "$only" ]; then
+  args+=(--only "$only")
+fi
 
 case "${INPUT_COMMENT:-auto}" in
   true) args+=(--comment) ;;

@@ -106,6 +106,22 @@ def test_lock_file_records_the_routing_fingerprint(tmp_path: Path) -> None:
     assert _plan(repo, "--lock", ".skill-evals.lock.json") == ["gamma", "routing"]
 
 
+def test_only_splits_a_list_unless_it_names_one_skill(tmp_path: Path) -> None:
+    """`--only` as the action passes it: one value, a list unless it is exactly a skill's name
+    or path, so a name with a space and a comma is one shard."""
+    repo = _repo(tmp_path)
+    odd = repo / "skills" / "odd"
+    shutil.copytree(repo / "skills" / "gamma", odd)
+    md = odd / "SKILL.md"
+    md.write_text(md.read_text().replace("name: gamma", "name: gamma, two words"))
+    commit_all(repo)
+    assert _plan(repo, "--only", "alpha, beta\nrouting") == ["alpha", "beta", "routing"]
+    assert _plan(repo, "--only", "gamma, two words") == ["gamma, two words"]
+    assert _plan(repo, "--only", "skills/alpha gamma") == ["alpha", "gamma"]
+    unknown = run_cli(["ci", "plan", "--only", "alpha, nope"], repo)
+    assert unknown.returncode == 5 and "--only nope: no such skill" in unknown.stderr
+
+
 def test_changed_lists_routing_on_the_same_rule_as_ci(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     base = git(repo, "rev-parse", "HEAD")

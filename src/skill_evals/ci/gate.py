@@ -9,7 +9,7 @@ import dataclasses
 import hashlib
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -87,7 +87,7 @@ def select(
     """The change set and the skills to evaluate. ``--only`` names skills (by name or path) to
     evaluate whatever their change status: the plan job already decided they changed."""
     if options.only:
-        wanted = set(options.only)
+        wanted = expand_only(options.only, workspace)
         chosen = [s for s in workspace.states if s.name in wanted or s.path in wanted]
         unknown = wanted - {s.name for s in chosen} - {s.path for s in chosen}
         if workspace.routing is not None:
@@ -110,6 +110,22 @@ def select(
     return changes, [s for s in workspace.states if changes.is_changed(s.path)]
 
 
+def expand_only(values: Iterable[str], workspace: Workspace) -> set[str]:
+    """The skills ``--only`` names: a value that is exactly a skill's name or path (or the
+    routing entry's name) is that skill, whatever it holds; any other value is a list
+    separated by commas, spaces or line breaks — the action's ``only`` input passes its text
+    as one value, so a matrix job's name with a space or comma still names one skill."""
+    known = {s.name for s in workspace.states} | {s.path for s in workspace.states}
+    if workspace.routing is not None:
+        known.add(ROUTING_NAME)
+    wanted: set[str] = set()
+    for value in values:
+        pieces = [value] if value in known else [p for p in _ONLY_SEPARATORS.split(value) if p]
+        wanted.update(pieces or [value])
+    return wanted
+
+
+_ONLY_SEPARATORS = re.compile(r"[,\s]+")
 _FILE_SAFE = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
 
 
@@ -191,7 +207,7 @@ def run_ci(
         changes, chosen = select(workspace, options, env)
         _preflight(chosen, env)
         routing = routing_decision(
-            options.root, workspace.config, workspace.routing, changes, options.only
+            options.root, workspace.config, workspace.routing, changes, changes.base.get("only")
         )
         if routing is not None and routing[0]:
             routing_preflight(workspace.routing, env)

@@ -18,7 +18,7 @@ def plan(options: CiOptions, env: Mapping[str, str]) -> dict[str, Any]:
     changes, chosen = select(workspace, options, env)
     include = [{"skill": s.name, "path": s.path} for s in chosen]
     routing = routing_decision(
-        options.root, workspace.config, workspace.routing, changes, options.only
+        options.root, workspace.config, workspace.routing, changes, changes.base.get("only")
     )
     if routing is not None and routing[0] and workspace.routing is not None:
         # One more shard: `ci --only routing` runs the routing entry.
