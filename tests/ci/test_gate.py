@@ -281,7 +281,7 @@ def test_summary_and_comment_limits(passing_run: dict[str, Any]) -> None:
     report = json.loads((passing_run["out"] / "report.json").read_text("utf-8"))
     evaluated = next(s for s in report["skills"] if s["status"] == "evaluated")
     many = []
-    for i in range(3000):
+    for i in range(1500):  # ~1.8 MB of summary uncut: over both limits
         skill = copy.deepcopy(evaluated)
         skill["name"] = f"skill-{i:04d}-" + "x" * 200
         skill["path"] = f"skills/{i}"

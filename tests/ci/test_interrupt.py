@@ -99,7 +99,13 @@ def test_sigterm_while_invocations_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
 def test_signal_while_a_skill_is_scored(tmp_path: Path, signame: str) -> None:
-    repo = make_repo(tmp_path / "repo", skills=("alpha", "beta"))
+    # Both arms for every case and no early stop (ci's defaults would run fewer): 12 × 2
+    # invocations, all of them before scoring, the moment signalled.
+    config = (
+        "runner: skill-evals runner simulated\ntrials: 1\narms: with,without\n"
+        "stop-when-settled: false\n"
+    )
+    repo = make_repo(tmp_path / "repo", skills=("alpha", "beta"), config=config)
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
