@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from skill_evals.ci import github
-from skill_evals.ci.changes import event_base
+from skill_evals.ci.base_commit import event_base
 from skill_evals.ci.http import Limits
 from skill_evals.ci.summary import MARKER
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from skill_evals.ci import changes
+from skill_evals.ci import git as ci_git
 from skill_evals.ci.gate import safe_file_name
 from skill_evals.ci.summary import MARKER, render_comment, render_summary
 from skill_evals.ci.workflow import annotation, workflow_escape
@@ -314,25 +314,25 @@ def test_git_that_hangs_with_a_child_holding_the_pipe_is_killed(
     # waiting for them.
     path = _fake_git(tmp_path, "sleep 60 &\nsleep 60\n")
     monkeypatch.setenv("PATH", path)
-    monkeypatch.setattr(changes, "GIT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(ci_git, "GIT_TIMEOUT_S", 0.5)
     started = time.monotonic()
-    with pytest.raises(changes.GitError, match="no answer within"):
-        changes._git(tmp_path, "fetch", "origin", "x")
+    with pytest.raises(ci_git.GitError, match="no answer within"):
+        ci_git.run_git(tmp_path, "fetch", "origin", "x")
     assert time.monotonic() - started < 5
 
 
 def test_git_output_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _fake_git(tmp_path, "exec yes\n")
     monkeypatch.setenv("PATH", path)
-    monkeypatch.setattr(changes, "MAX_GIT_OUTPUT", 1 << 20)
-    with pytest.raises(changes.GitError, match="output larger than"):
-        changes._git(tmp_path, "ls-tree", "-r", "HEAD")
+    monkeypatch.setattr(ci_git, "MAX_GIT_OUTPUT", 1 << 20)
+    with pytest.raises(ci_git.GitError, match="output larger than"):
+        ci_git.run_git(tmp_path, "ls-tree", "-r", "HEAD")
 
 
 def test_git_never_prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = _fake_git(tmp_path, 'printf "%s" "$GIT_TERMINAL_PROMPT"\n')
     monkeypatch.setenv("PATH", path)
-    assert changes._git(tmp_path, "fetch") == b"0"
+    assert ci_git.run_git(tmp_path, "fetch") == b"0"
 
 
 # ----------------------------------------------------------------------------- outputs

@@ -22,9 +22,11 @@ from typing import IO, Any
 from ..errors import InvalidInput
 from ..skill import directory_sha256
 from ..workspace import safe_name
-from .changes import GitError, GitTree, base_config, in_git_repo, resolve_commit
+from .base_commit import base_config, git_states
 from .config import CiConfig
 from .fingerprint import SkillState
+from .git import GitError, in_git_repo, resolve_commit
+from .git_tree import GitTree
 
 MAX_BASE_FILES = 10_000  # a skill version with more files is not materialised
 MAX_BASE_BYTES = 1_000_000_000
@@ -139,8 +141,6 @@ def load_base_skills(
     root: Path, config: CiConfig, ref: str | None
 ) -> tuple[BaseSkills | None, list[str]]:
     """The base commit's skills for ``compare: base`` (None, with why, when there is none)."""
-    from .changes import git_states
-
     if ref is None:
         return None, [
             "compare: base needs a base commit (--base REF, or a pull request event): "

@@ -47,8 +47,9 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     Check: exit 0 when the lock matches the tree, 1 when it is stale or missing (the
     differences are printed), 5 on invalid input."""
     from ..errors import EvalError, InvalidInput
-    from .changes import compare, read_lock, read_lock_routing, render_lock
+    from .changes import compare
     from .gate import load_workspace
+    from .lock_file import read_lock, read_lock_routing, render_lock
     from .outputs import replace_file
 
     root = Path.cwd()

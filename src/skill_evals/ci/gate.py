@@ -21,9 +21,10 @@ from ..messages import severities_of
 from ..render.answers import Answers
 from ..scope import ArmOptions
 from . import workflow
+from .base_commit import event_base_sha
 from .base_skills import CompareBase, compare_ref
 from .budget import TotalBudget
-from .changes import BaseChoice, ChangeSet, detect_changes, event_base_sha
+from .changes import BaseChoice, ChangeSet, detect_changes
 from .config import CiConfig, SkillSettings, find_config, load_config
 from .console import Console, annotate
 from .discovery import WorkTree, discover

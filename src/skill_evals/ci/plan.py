@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .base_commit import event_base_sha
 from .base_skills import compare_ref
-from .changes import event_base_sha
 from .gate import CiOptions, load_workspace, select
 from .routing import ROUTING_NAME, routing_decision
 

@@ -21,10 +21,14 @@ from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
 from ..messages import severities_of
-from .changes import ChangeSet, GitError, GitTree, base_config, read_lock_routing
+from .base_commit import base_config
+from .changes import ChangeSet
 from .config import CiConfig, RoutingConfig, SkillSettings
 from .console import Console
 from .discovery import Tree, skill_dirs, skill_name
+from .git import GitError
+from .git_tree import GitTree
+from .lock_file import read_lock_routing
 
 ROUTING_NAME = "routing"  # the entry's name in outputs, and what `--only` selects it by
 # observations/<skill>.jsonl names never contain "@" (gate.safe_file_name): no skill's file
