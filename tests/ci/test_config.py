@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from skill_evals.agents.evidence import EvidencePatterns, skill_from_tool, skill_from_uri
-from skill_evals.ci.config import CiConfig, Gates, load_config, parse_config
+from skill_evals.ci.config import load_config, parse_config
+from skill_evals.ci.settings import CiConfig, Gates
 from skill_evals.errors import InvalidInput
 
 from .conftest import run_cli

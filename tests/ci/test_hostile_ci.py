@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from skill_evals.ci import git as ci_git
-from skill_evals.ci.gate import safe_file_name
+from skill_evals.ci.skill_runs import safe_file_name
 from skill_evals.ci.summary import MARKER, render_comment, render_summary
 from skill_evals.ci.workflow import annotation, workflow_escape
 from skill_evals.render.html import render_html

@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import InvalidInput
-from .config import CONFIG_NAMES, CiConfig, parse_config
+from .config import CONFIG_NAMES, parse_config
 from .discovery import discover
 from .fingerprint import SkillState, dirhash_lines, fingerprint
 from .git import HEX_SHA
 from .git_tree import MODE_SYMLINK, GitTree
 from .github import read_event
+from .settings import CiConfig
 
 
 def event_base(env: Mapping[str, str]) -> tuple[str | None, str | None]:

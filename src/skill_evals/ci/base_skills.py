@@ -23,10 +23,10 @@ from ..errors import InvalidInput
 from ..skill import directory_sha256
 from ..workspace import safe_name
 from .base_commit import base_config, git_states
-from .config import CiConfig
 from .fingerprint import SkillState
 from .git import GitError, in_git_repo, resolve_commit
 from .git_tree import GitTree
+from .settings import CiConfig
 
 MAX_BASE_FILES = 10_000  # a skill version with more files is not materialised
 MAX_BASE_BYTES = 1_000_000_000

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from .base_commit import base_config, event_base, git_states
-from .config import CiConfig
 from .fingerprint import SkillState
 from .git import GitError, in_git_repo, resolve_commit
 from .git_tree import GitTree
 from .lock_file import read_lock
+from .settings import CiConfig
 
 
 @dataclass

@@ -170,7 +170,7 @@ def _options(
     fail_on_missing_secrets: bool = False,
     quiet: bool = False,
 ) -> Any:
-    from .gate import CiOptions
+    from .selection import CiOptions
 
     if kwargs.get("runner") is not None and not kwargs["runner"].strip():
         _fail("--runner: give a command, e.g. 'skill-evals runner simulated'")

@@ -48,9 +48,9 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     differences are printed), 5 on invalid input."""
     from ..errors import EvalError, InvalidInput
     from .changes import compare
-    from .gate import load_workspace
     from .lock_file import read_lock, read_lock_routing, render_lock
     from .outputs import replace_file
+    from .selection import load_workspace
 
     root = Path.cwd()
     try:
@@ -141,8 +141,8 @@ def changed(
     found and how many skills changed (also when none did)."""
     from ..errors import EvalError
     from .changes import describe_base, detect_changes
-    from .gate import load_workspace
     from .routing import ROUTING_NAME, routing_change
+    from .selection import load_workspace
 
     root = Path.cwd()
     choice = _choice(base, lock_file, all_)

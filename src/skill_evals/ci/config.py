@@ -1,5 +1,5 @@
-"""`.skill-evals.yml`: loading, JSON Schema validation, defaults and per-skill overrides
-(docs/config.md).
+"""`.skill-evals.yml`: finding, reading (bounded, duplicate keys refused), JSON Schema
+validation and building the settings (ci/settings.py) from it (docs/config.md).
 
 Errors name the file and the JSON path of the offending value and exit 5 (InvalidInput).
 """
@@ -11,200 +11,26 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..agents.evidence import EvidencePatterns
-from ..cases import DEFAULT_CASES_FILES
-from ..compare import CompareGates
 from ..errors import InvalidInput
 from ..jsonl import MAX_FILE_BYTES
-from ..run_control import Budget
 from ..yamldoc import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
+from .settings import (
+    DEFAULT_CACHE_MAX_AGE,
+    DEFAULT_LOCK,
+    CiConfig,
+    RoutingConfig,
+    SkillSettings,
+    apply_settings,
+    budget_of,
+)
 
 CONFIG_NAMES = (".skill-evals.yml", ".skill-evals.yaml")
-DEFAULT_LOCK = ".skill-evals.lock.json"
-DEFAULT_CASES = DEFAULT_CASES_FILES
-DEFAULT_CACHE_MAX_AGE = "7d"
-
-
-# The comparison gates' config keys and their CompareGates fields (docs/comparison.md).
-COMPARE_GATE_KEYS = {
-    "max-f1-drop": "max_f1_drop",
-    "max-pass-drop": "max_pass_drop",
-    "min-f1-gain": "min_f1_gain",
-    "min-pass-gain": "min_pass_gain",
-}
-
-
-@dataclass(frozen=True)
-class Gates:
-    """The gates; ``None`` means the gate is off. The comparison gates read the baseline arm,
-    so they apply only where a skill runs against its base version (``compare: base``)."""
-
-    min_trigger_f1: float | None = None
-    min_uplift: float | None = None
-    compare: CompareGates = field(default_factory=CompareGates)
-
-    def to_json(self) -> dict[str, float | None]:
-        """The gates as they appear in fingerprints and reports. A comparison gate appears only
-        when set, so configs without one keep the fingerprints they had."""
-        doc = {"minTriggerF1": self.min_trigger_f1, "minUplift": self.min_uplift}
-        for name, value in self.compare.as_dict().items():
-            if value is not None:
-                doc[name] = value
-        return doc
-
-
-@dataclass(frozen=True)
-class SkillSettings:
-    """The effective settings of one skill: top-level config, then its override, then CLI flags."""
-
-    cases: str | None = None  # relative to the skill dir; None → the DEFAULT_CASES lookup
-    runner: str | None = None
-    trials: int = 3
-    jobs: int = 4
-    timeout_ms: int | None = None  # None: the runner's default (300000 for a built-in agent)
-    retries: int = 2
-    max_bytes: int = 1_000_000
-    seed: int = 42
-    bootstrap_samples: int = 10_000
-    keep_going: bool = False
-    gates: Gates = field(default_factory=Gates)
-    require_env: tuple[str, ...] = ()
-    allow_missing_cases: bool = False
-    include_outputs: bool = False  # answers in report.html's per-case detail (opt-in)
-    arms: str = "auto"  # --arms: only the arms a gate needs (docs/comparison.md)
-    stop_when_settled: bool = True
-    budget: Budget = field(default_factory=Budget)  # per skill (budget: {invocations, cost-usd})
-    compare_base: bool = False  # compare: base — the base commit's version as the baseline arm
-
-    def result_settings(self) -> dict[str, Any]:
-        """The settings that change results, hashed into the fingerprint (docs/ci.md): runner,
-        trials, gates, seed — plus bootstrap-samples, which moves the interval the uplift gate
-        reads. Timeouts, jobs and byte caps do not change what a healthy run measures."""
-        return {
-            "runner": self.runner,
-            "trials": self.trials,
-            "gates": self.gates.to_json(),
-            "seed": self.seed,
-            "bootstrapSamples": self.bootstrap_samples,
-        }
-
-
-@dataclass(frozen=True)
-class RoutingConfig:
-    """The ``routing:`` entry (docs/routing.md): a case file over the catalog, the catalog's
-    globs (None: the gate's skills) and the two routing gates (None: off)."""
-
-    cases: str
-    skills: tuple[str, ...] | None = None
-    min_accuracy: float | None = None
-    min_skill_f1: float | None = None
-
-
-@dataclass(frozen=True)
-class CiConfig:
-    """A loaded, validated configuration. ``path`` is None when no file was found (defaults)."""
-
-    path: Path | None = None
-    skills: tuple[str, ...] | None = None  # globs; None → every dir holding SKILL.md
-    defaults: SkillSettings = field(default_factory=SkillSettings)
-    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    evidence: EvidencePatterns = field(default_factory=EvidencePatterns)
-    lock: str = DEFAULT_LOCK
-    cache: str | None = None  # the observation cache directory (relative to the root)
-    cache_max_age: str = DEFAULT_CACHE_MAX_AGE
-    cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
-    routing: RoutingConfig | None = None
-    budget_total: Budget = field(default_factory=Budget)  # for the whole run (budget-total)
-
-    def routing_settings(self) -> SkillSettings:
-        """The runner settings of the routing run: the top level, then CLI flags (no override:
-        routing is not one skill)."""
-        return _apply(self.defaults, self.cli)
-
-    @property
-    def cache_dir(self) -> str | None:
-        """The cache directory: ``--cache``, else the file's ``cache:``; None: no cache."""
-        value = self.cli.get("cache")
-        return str(value) if value is not None else self.cache
-
-    @property
-    def max_age(self) -> str:
-        """``--cache-max-age``, else the file's ``cache-max-age``, else 7d."""
-        value = self.cli.get("cache-max-age")
-        return str(value) if value is not None else self.cache_max_age
-
-    def cache_settings(self, root: Path) -> Any:
-        """The CacheSettings of every skill's run (a relative directory is relative to the
-        repository root), or None without a cache."""
-        from ..cache import CacheSettings, parse_max_age
-
-        directory = self.cache_dir
-        if directory is None:
-            return None
-        return CacheSettings(root / directory, parse_max_age(self.max_age, "cache-max-age"))
-
-    def for_skill(self, name: str) -> SkillSettings:
-        """Effective settings for the skill called ``name``: CLI flags > override > top level."""
-        settings = _apply(self.defaults, self.overrides.get(name, {}))
-        return _apply(settings, self.cli)
-
-    def with_cli(self, values: Mapping[str, Any]) -> CiConfig:
-        """A copy where the given config-style keys (``runner``, ``trials``, ``gates`` …, value
-        None = not given) replace the file's values for every skill."""
-        given = {k: v for k, v in values.items() if v is not None}
-        if "gates" in given:
-            given["gates"] = {k: v for k, v in given["gates"].items() if v is not None}
-        return replace(self, cli={**self.cli, **given})
-
-
-_KEYS = {
-    "cases": "cases",
-    "runner": "runner",
-    "trials": "trials",
-    "jobs": "jobs",
-    "timeout-ms": "timeout_ms",
-    "retries": "retries",
-    "max-bytes": "max_bytes",
-    "seed": "seed",
-    "bootstrap-samples": "bootstrap_samples",
-    "keep-going": "keep_going",
-    "allow-missing-cases": "allow_missing_cases",
-    "include-outputs": "include_outputs",
-    "arms": "arms",
-    "stop-when-settled": "stop_when_settled",
-}
-
-
-def _apply(base: SkillSettings, values: Mapping[str, Any]) -> SkillSettings:
-    changes: dict[str, Any] = {}
-    for key, attr in _KEYS.items():
-        if key in values:
-            changes[attr] = values[key]
-    if "budget" in values:
-        changes["budget"] = budget_of(values["budget"])
-    if "require-env" in values:
-        changes["require_env"] = tuple(values["require-env"])
-    if "compare" in values:
-        changes["compare_base"] = values["compare"] == "base"
-    if "gates" in values:
-        gates = values["gates"]
-        # A gate given as null in an override switches that gate off for the skill.
-        compare = {
-            attr: gates.get(key, getattr(base.gates.compare, attr))
-            for key, attr in COMPARE_GATE_KEYS.items()
-        }
-        changes["gates"] = Gates(
-            min_trigger_f1=gates.get("min-trigger-f1", base.gates.min_trigger_f1),
-            min_uplift=gates.get("min-uplift", base.gates.min_uplift),
-            compare=CompareGates(**compare),
-        )
-    return replace(base, **changes) if changes else base
 
 
 class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -398,7 +224,7 @@ def _short(message: str, limit: int = 200) -> str:
 
 
 def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
-    defaults = _apply(SkillSettings(), raw)
+    defaults = apply_settings(SkillSettings(), raw)
     evidence = raw.get("evidence", {})
     return CiConfig(
         path=path,
@@ -427,8 +253,3 @@ def _routing(raw: Mapping[str, Any] | None) -> RoutingConfig | None:
         min_accuracy=gates.get("min-accuracy"),
         min_skill_f1=gates.get("min-skill-f1"),
     )
-
-
-def budget_of(raw: Mapping[str, Any]) -> Budget:
-    """A ``budget`` / ``budget-total`` mapping (``invocations``, ``cost-usd``) as a Budget."""
-    return Budget(invocations=raw.get("invocations"), cost_usd=raw.get("cost-usd"))

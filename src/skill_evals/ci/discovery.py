@@ -18,7 +18,7 @@ from typing import Protocol
 from ..errors import InvalidInput
 from ..jsonl import MAX_FILE_BYTES
 from ..terminal import terminal_safe
-from .config import DEFAULT_CASES, CiConfig, SkillSettings
+from .settings import DEFAULT_CASES, CiConfig, SkillSettings
 from .untrusted import read_bounded
 
 SKIPPED_DIRS = frozenset({".git", "node_modules"})

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidInput
-from .config import SkillSettings
 from .discovery import SkillLocation
+from .settings import SkillSettings
 
 FINGERPRINT_VERSION = 1
 

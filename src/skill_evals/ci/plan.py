@@ -8,8 +8,8 @@ from typing import Any
 
 from .base_commit import event_base_sha
 from .base_skills import compare_ref
-from .gate import CiOptions, load_workspace, select
 from .routing import ROUTING_NAME, routing_decision
+from .selection import CiOptions, load_workspace, select
 
 
 def plan(options: CiOptions, env: Mapping[str, str]) -> dict[str, Any]:

@@ -23,12 +23,12 @@ from ..errors import InvalidInput
 from ..messages import severities_of
 from .base_commit import base_config
 from .changes import ChangeSet
-from .config import CiConfig, RoutingConfig, SkillSettings
 from .console import Console
 from .discovery import Tree, skill_dirs, skill_name
 from .git import GitError
 from .git_tree import GitTree
 from .lock_file import read_lock_routing
+from .settings import CiConfig, RoutingConfig, SkillSettings
 
 ROUTING_NAME = "routing"  # the entry's name in outputs, and what `--only` selects it by
 # observations/<skill>.jsonl names never contain "@" (gate.safe_file_name): no skill's file

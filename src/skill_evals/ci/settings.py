@@ -1,0 +1,202 @@
+"""The CI gate's settings as plain dataclasses (docs/config.md): the gates, one skill's
+effective settings, the routing entry and the whole configuration, with the rule that layers
+the top level, a skill's override and the CLI flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..agents.evidence import EvidencePatterns
+from ..cases import DEFAULT_CASES_FILES
+from ..compare import CompareGates
+from ..run_control import Budget
+
+DEFAULT_LOCK = ".skill-evals.lock.json"
+DEFAULT_CASES = DEFAULT_CASES_FILES
+DEFAULT_CACHE_MAX_AGE = "7d"
+
+
+# The comparison gates' config keys and their CompareGates fields (docs/comparison.md).
+COMPARE_GATE_KEYS = {
+    "max-f1-drop": "max_f1_drop",
+    "max-pass-drop": "max_pass_drop",
+    "min-f1-gain": "min_f1_gain",
+    "min-pass-gain": "min_pass_gain",
+}
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The gates; ``None`` means the gate is off. The comparison gates read the baseline arm,
+    so they apply only where a skill runs against its base version (``compare: base``)."""
+
+    min_trigger_f1: float | None = None
+    min_uplift: float | None = None
+    compare: CompareGates = field(default_factory=CompareGates)
+
+    def to_json(self) -> dict[str, float | None]:
+        """The gates as they appear in fingerprints and reports. A comparison gate appears only
+        when set, so configs without one keep the fingerprints they had."""
+        doc = {"minTriggerF1": self.min_trigger_f1, "minUplift": self.min_uplift}
+        for name, value in self.compare.as_dict().items():
+            if value is not None:
+                doc[name] = value
+        return doc
+
+
+@dataclass(frozen=True)
+class SkillSettings:
+    """The effective settings of one skill: top-level config, then its override, then CLI flags."""
+
+    cases: str | None = None  # relative to the skill dir; None → the DEFAULT_CASES lookup
+    runner: str | None = None
+    trials: int = 3
+    jobs: int = 4
+    timeout_ms: int | None = None  # None: the runner's default (300000 for a built-in agent)
+    retries: int = 2
+    max_bytes: int = 1_000_000
+    seed: int = 42
+    bootstrap_samples: int = 10_000
+    keep_going: bool = False
+    gates: Gates = field(default_factory=Gates)
+    require_env: tuple[str, ...] = ()
+    allow_missing_cases: bool = False
+    include_outputs: bool = False  # answers in report.html's per-case detail (opt-in)
+    arms: str = "auto"  # --arms: only the arms a gate needs (docs/comparison.md)
+    stop_when_settled: bool = True
+    budget: Budget = field(default_factory=Budget)  # per skill (budget: {invocations, cost-usd})
+    compare_base: bool = False  # compare: base — the base commit's version as the baseline arm
+
+    def result_settings(self) -> dict[str, Any]:
+        """The settings that change results, hashed into the fingerprint (docs/ci.md): runner,
+        trials, gates, seed — plus bootstrap-samples, which moves the interval the uplift gate
+        reads. Timeouts, jobs and byte caps do not change what a healthy run measures."""
+        return {
+            "runner": self.runner,
+            "trials": self.trials,
+            "gates": self.gates.to_json(),
+            "seed": self.seed,
+            "bootstrapSamples": self.bootstrap_samples,
+        }
+
+
+@dataclass(frozen=True)
+class RoutingConfig:
+    """The ``routing:`` entry (docs/routing.md): a case file over the catalog, the catalog's
+    globs (None: the gate's skills) and the two routing gates (None: off)."""
+
+    cases: str
+    skills: tuple[str, ...] | None = None
+    min_accuracy: float | None = None
+    min_skill_f1: float | None = None
+
+
+@dataclass(frozen=True)
+class CiConfig:
+    """A loaded, validated configuration. ``path`` is None when no file was found (defaults)."""
+
+    path: Path | None = None
+    skills: tuple[str, ...] | None = None  # globs; None → every dir holding SKILL.md
+    defaults: SkillSettings = field(default_factory=SkillSettings)
+    overrides: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    evidence: EvidencePatterns = field(default_factory=EvidencePatterns)
+    lock: str = DEFAULT_LOCK
+    cache: str | None = None  # the observation cache directory (relative to the root)
+    cache_max_age: str = DEFAULT_CACHE_MAX_AGE
+    cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
+    routing: RoutingConfig | None = None
+    budget_total: Budget = field(default_factory=Budget)  # for the whole run (budget-total)
+
+    def routing_settings(self) -> SkillSettings:
+        """The runner settings of the routing run: the top level, then CLI flags (no override:
+        routing is not one skill)."""
+        return apply_settings(self.defaults, self.cli)
+
+    @property
+    def cache_dir(self) -> str | None:
+        """The cache directory: ``--cache``, else the file's ``cache:``; None: no cache."""
+        value = self.cli.get("cache")
+        return str(value) if value is not None else self.cache
+
+    @property
+    def max_age(self) -> str:
+        """``--cache-max-age``, else the file's ``cache-max-age``, else 7d."""
+        value = self.cli.get("cache-max-age")
+        return str(value) if value is not None else self.cache_max_age
+
+    def cache_settings(self, root: Path) -> Any:
+        """The CacheSettings of every skill's run (a relative directory is relative to the
+        repository root), or None without a cache."""
+        from ..cache import CacheSettings, parse_max_age
+
+        directory = self.cache_dir
+        if directory is None:
+            return None
+        return CacheSettings(root / directory, parse_max_age(self.max_age, "cache-max-age"))
+
+    def for_skill(self, name: str) -> SkillSettings:
+        """Effective settings for the skill called ``name``: CLI flags > override > top level."""
+        settings = apply_settings(self.defaults, self.overrides.get(name, {}))
+        return apply_settings(settings, self.cli)
+
+    def with_cli(self, values: Mapping[str, Any]) -> CiConfig:
+        """A copy where the given config-style keys (``runner``, ``trials``, ``gates`` …, value
+        None = not given) replace the file's values for every skill."""
+        given = {k: v for k, v in values.items() if v is not None}
+        if "gates" in given:
+            given["gates"] = {k: v for k, v in given["gates"].items() if v is not None}
+        return replace(self, cli={**self.cli, **given})
+
+
+SETTING_KEYS = {
+    "cases": "cases",
+    "runner": "runner",
+    "trials": "trials",
+    "jobs": "jobs",
+    "timeout-ms": "timeout_ms",
+    "retries": "retries",
+    "max-bytes": "max_bytes",
+    "seed": "seed",
+    "bootstrap-samples": "bootstrap_samples",
+    "keep-going": "keep_going",
+    "allow-missing-cases": "allow_missing_cases",
+    "include-outputs": "include_outputs",
+    "arms": "arms",
+    "stop-when-settled": "stop_when_settled",
+}
+
+
+def apply_settings(base: SkillSettings, values: Mapping[str, Any]) -> SkillSettings:
+    """``base`` with the config-style keys of ``values`` (top level, override or CLI) applied."""
+    changes: dict[str, Any] = {}
+    for key, attr in SETTING_KEYS.items():
+        if key in values:
+            changes[attr] = values[key]
+    if "budget" in values:
+        changes["budget"] = budget_of(values["budget"])
+    if "require-env" in values:
+        changes["require_env"] = tuple(values["require-env"])
+    if "compare" in values:
+        changes["compare_base"] = values["compare"] == "base"
+    if "gates" in values:
+        gates = values["gates"]
+        # A gate given as null in an override switches that gate off for the skill.
+        compare = {
+            attr: gates.get(key, getattr(base.gates.compare, attr))
+            for key, attr in COMPARE_GATE_KEYS.items()
+        }
+        changes["gates"] = Gates(
+            min_trigger_f1=gates.get("min-trigger-f1", base.gates.min_trigger_f1),
+            min_uplift=gates.get("min-uplift", base.gates.min_uplift),
+            compare=CompareGates(**compare),
+        )
+    return replace(base, **changes) if changes else base
+
+
+def budget_of(raw: Mapping[str, Any]) -> Budget:
+    """A ``budget`` / ``budget-total`` mapping (``invocations``, ``cost-usd``) as a Budget."""
+    return Budget(invocations=raw.get("invocations"), cost_usd=raw.get("cost-usd"))
