@@ -9,11 +9,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from ..messages import by_severity
+from ..messages import by_severity, severities_of
 from ..terminal import terminal_safe
 from . import workflow
 
 MAX_ANNOTATIONS = 50
+MAX_REPORT_MESSAGES = 10  # per skill (and for the routing entry), on stderr
 
 
 class Console:
@@ -49,6 +50,18 @@ class Console:
         """Close the log group."""
         if self.actions:
             self._write(self.err, "::endgroup::")
+
+    def report_messages(self, label: str, report: Mapping[str, Any], said: str) -> None:
+        """The first MAX_REPORT_MESSAGES messages of a run's report, each with its own
+        severity and prefixed with ``label``; a note equal to ``said`` (printed before the run)
+        is not repeated."""
+        for severity, message in severities_of(report)[:MAX_REPORT_MESSAGES]:
+            if severity == "error":
+                self.error(f"{label}: {message}")
+            elif severity == "warning":
+                self.warning(f"{label}: {message}")
+            elif message != said:
+                self.info(f"note: {label}: {message}")
 
     def command(self, line: str) -> None:
         """A workflow command on stdout."""

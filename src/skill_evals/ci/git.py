@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import InvalidInput
@@ -52,10 +53,12 @@ class GitDeadline:
         self._timer.cancel()
 
 
-def start_git(
+@contextlib.contextmanager
+def git_process(
     root: Path, args: list[str], stdin: int
-) -> tuple[subprocess.Popen[bytes], GitDeadline]:
-    """``git ARGS`` in its own process group (stdout piped, stderr dropped) and its deadline."""
+) -> Iterator[tuple[subprocess.Popen[bytes], GitDeadline]]:
+    """``git ARGS`` in its own process group (stdout piped, stderr dropped) with its deadline;
+    on leaving, stdout is closed and a process still running is killed, then reaped."""
     try:
         proc = subprocess.Popen(
             ["git", *args],
@@ -68,16 +71,24 @@ def start_git(
         )
     except OSError as exc:
         raise GitError(f"git {args[0]}: {type(exc).__name__}") from None
-    return proc, GitDeadline(proc, GIT_TIMEOUT_S)
+    deadline = GitDeadline(proc, GIT_TIMEOUT_S)
+    try:
+        yield proc, deadline
+    finally:
+        deadline.cancel()
+        assert proc.stdout is not None
+        proc.stdout.close()
+        if proc.poll() is None:
+            deadline.kill()
+        proc.wait()
 
 
 def run_git(root: Path, *args: str) -> bytes:
     """git's stdout; bounded in time (GIT_TIMEOUT_S) and size (MAX_GIT_OUTPUT)."""
-    proc, deadline = start_git(root, list(args), subprocess.DEVNULL)
-    assert proc.stdout is not None
     parts: list[bytes] = []
     total = 0
-    try:
+    with git_process(root, list(args), subprocess.DEVNULL) as (proc, deadline):
+        assert proc.stdout is not None
         while True:
             chunk = proc.stdout.read1(1 << 20)  # type: ignore[attr-defined]
             if not chunk:
@@ -88,12 +99,6 @@ def run_git(root: Path, *args: str) -> bytes:
                 raise GitError(f"git {args[0]}: output larger than {MAX_GIT_OUTPUT} bytes")
             parts.append(chunk)
         code = proc.wait()
-    finally:
-        deadline.cancel()
-        proc.stdout.close()
-        if proc.poll() is None:
-            deadline.kill()
-            proc.wait()
     if deadline.fired:
         raise GitError(f"git {args[0]}: no answer within {deadline.seconds} s")
     if code != 0:

@@ -11,9 +11,10 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from .discovery import SKIPPED_DIRS
-from .git import GitError, run_git, start_git
+from .git import GitDeadline, GitError, git_process, run_git
 
 MAX_BLOB_BYTES = 50_000_000
 
@@ -120,42 +121,50 @@ class GitTree:
         an empty one)."""
         if not oids:
             return
-        proc, deadline = start_git(self.root, ["cat-file", "--batch"], subprocess.PIPE)
-        assert proc.stdin is not None and proc.stdout is not None
-
-        def feed() -> None:
-            assert proc.stdin is not None
-            try:
-                proc.stdin.write("".join(f"{oid}\n" for oid in oids).encode("ascii"))
-                proc.stdin.close()
-            except OSError:
-                pass
-
-        # A writer thread: git answers while we are still writing, and both pipes can fill up.
-        writer = threading.Thread(target=feed, daemon=True)
-        writer.start()
+        writer: threading.Thread | None = None
         try:
-            for oid in oids:
-                header = proc.stdout.readline(200).decode("ascii", "replace").split()
-                if len(header) != 3 or not header[2].isdigit():
-                    raise GitError(
-                        f"git cat-file: no answer within {deadline.seconds} s"
-                        if deadline.fired
-                        else f"git cat-file: object {oid} is missing"
-                    )
-                remaining = int(header[2])
-                on_chunk(oid, b"")
-                while remaining:
-                    chunk = proc.stdout.read(min(remaining, 1 << 20))
-                    if not chunk:
-                        raise GitError("git cat-file: output ended early")
-                    on_chunk(oid, chunk)
-                    remaining -= len(chunk)
-                proc.stdout.read(1)  # the newline after the contents
+            args = ["cat-file", "--batch"]
+            with git_process(self.root, args, subprocess.PIPE) as (proc, deadline):
+                assert proc.stdin is not None and proc.stdout is not None
+                # A writer thread: git answers while we are still writing, and both pipes can
+                # fill up.
+                writer = threading.Thread(target=_feed, args=(proc.stdin, oids), daemon=True)
+                writer.start()
+                _read_batch(proc.stdout, oids, on_chunk, deadline)
         finally:
-            deadline.cancel()
-            proc.stdout.close()
-            if proc.poll() is None:
-                deadline.kill()
-            proc.wait()
-            writer.join(timeout=5)
+            if writer is not None:  # after git has ended: a blocked write has failed by then
+                writer.join(timeout=5)
+
+
+def _feed(stdin: IO[bytes], oids: list[str]) -> None:
+    try:
+        stdin.write("".join(f"{oid}\n" for oid in oids).encode("ascii"))
+        stdin.close()
+    except OSError:
+        pass
+
+
+def _read_batch(
+    stdout: IO[bytes],
+    oids: list[str],
+    on_chunk: Callable[[str, bytes], None],
+    deadline: GitDeadline,
+) -> None:
+    """``git cat-file --batch``'s answers for ``oids``, in order, through ``on_chunk``."""
+    for oid in oids:
+        header = stdout.readline(200).decode("ascii", "replace").split()
+        if len(header) != 3 or not header[2].isdigit():
+            raise GitError(
+                f"git cat-file: no answer within {deadline.seconds} s"
+                if deadline.fired
+                else f"git cat-file: object {oid} is missing"
+            )
+        remaining = int(header[2])
+        on_chunk(oid, b"")
+        while remaining:
+            chunk = stdout.read(min(remaining, 1 << 20))
+            if not chunk:
+                raise GitError("git cat-file: output ended early")
+            on_chunk(oid, chunk)
+            remaining -= len(chunk)
+        stdout.read(1)  # the newline after the contents

@@ -20,7 +20,6 @@ from typing import Any
 from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
-from ..messages import severities_of
 from .base_commit import base_config
 from .changes import ChangeSet
 from .console import Console
@@ -31,11 +30,10 @@ from .lock_file import read_lock_routing
 from .settings import CiConfig, RoutingConfig, SkillSettings
 
 ROUTING_NAME = "routing"  # the entry's name in outputs, and what `--only` selects it by
-# observations/<skill>.jsonl names never contain "@" (gate.safe_file_name): no skill's file
+# observations/<skill>.jsonl names never contain "@" (skill_runs.safe_file_name): no skill's file
 # can be this one.
 OBSERVATIONS_FILE = "@routing.jsonl"
 FINGERPRINT_VERSION = 1
-MAX_SKILL_MESSAGES = 10
 
 
 @dataclass(frozen=True)
@@ -268,13 +266,7 @@ def evaluate_routing(state: RoutingState, reason: str, run: RoutingRun) -> dict[
         console.endgroup()
     code = int(report.get("exitCode", 70))
     console.info(f"routing: {report.get('status')} (exit {code})")
-    for severity, message in severities_of(report)[:MAX_SKILL_MESSAGES]:
-        if severity == "error":
-            console.error(f"routing: {message}")
-        elif severity == "warning":
-            console.warning(f"routing: {message}")
-        elif message != simulated.NOTICE:
-            console.info(f"note: routing: {message}")
+    console.report_messages("routing", report, said=simulated.NOTICE)
     return routing_entry(state, "evaluated", reason, code, report)
 
 

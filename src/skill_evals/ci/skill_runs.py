@@ -14,7 +14,6 @@ from typing import Any
 from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
-from ..messages import severities_of
 from ..render.answers import Answers
 from ..scope import ArmOptions
 from .base_commit import event_base_sha
@@ -26,7 +25,6 @@ from .fingerprint import SkillState
 from .selection import CiOptions, Workspace
 from .settings import SkillSettings
 
-MAX_SKILL_MESSAGES = 10  # per skill, on stderr
 NO_CASES_GATE = 1  # a skill without cases fails the gate unless allow-missing-cases
 
 _FILE_SAFE = re.compile(r"[a-z0-9_-][a-z0-9._-]{0,99}")
@@ -222,13 +220,7 @@ def evaluate_skills(
         # Why it did not pass belongs in the log too (an invalid cases line, too few cases,
         # runner failures), not only inside the artifact, each message with its own severity.
         # Messages never hold prompts, outputs or runner stderr (docs/report.md).
-        for severity, message in severities_of(report)[:MAX_SKILL_MESSAGES]:
-            if severity == "error":
-                console.error(f"{state.name}: {message}")
-            elif severity == "warning":
-                console.warning(f"{state.name}: {message}")
-            elif message != simulated.NOTICE:  # said once above
-                console.info(f"note: {state.name}: {message}")
+        console.report_messages(state.name, report, said=simulated.NOTICE)
         entries[state.path] = _entry(state, "evaluated", reason, code, report)
         if collected is not None and answers is not None:
             answers[state.path] = collected
