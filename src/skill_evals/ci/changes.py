@@ -14,7 +14,7 @@ from .base_commit import base_config, event_base, git_states
 from .fingerprint import SkillState
 from .git import GitError, in_git_repo, resolve_commit
 from .git_tree import GitTree
-from .lock_file import read_lock
+from .lock_file import lock_fingerprints, read_lock
 from .settings import CiConfig
 
 
@@ -123,8 +123,7 @@ def detect_changes(
 
 
 def _against_lock(states: list[SkillState], lock: Path, root: Path) -> ChangeSet:
-    skills = read_lock(lock)
-    base = {path: (str(e.get("name", path)), e["fingerprint"]) for path, e in skills.items()}
+    base = lock_fingerprints(read_lock(lock))
     # Named relative to the repository when it lies inside (outputs never show the runner's
     # absolute checkout path).
     try:

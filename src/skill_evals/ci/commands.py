@@ -1,4 +1,5 @@
-"""Click commands of the CI gate: `ci` (with `plan`, `merge`, `comment`), `lock`, `changed`.
+"""Click commands of the CI gate: `ci` (with `plan`, `merge`, `comment`). `lock` and
+`changed` are in ci/commands_lock.py, the shared options in ci/command_options.py.
 
 Heavy modules are imported inside the commands so that `skill-evals --help` stays fast.
 """
@@ -8,191 +9,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any
 
 import click
 
 from ..helptext import CONTEXT, epilog
 from ..interrupts import sigterm_interrupts
-from ..terminal import terminal_safe
-
-DEFAULT_OUT = "skill-evals-report"
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _fail(message: str, code: int = 5) -> NoReturn:
-    click.echo(f"skill-evals: error: {terminal_safe(message)}", err=True)
-    sys.exit(code)
-
-
-def _say(text: str, err: bool = False) -> None:
-    """One line for a person: paths and names in it come from the repository."""
-    click.echo(terminal_safe(text), err=err)
-
-
-class _FiniteRange(click.FloatRange):
-    """click.FloatRange that also rejects NaN (every comparison with NaN is false, so click's
-    range check lets ``nan`` through and a NaN gate would never fail)."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        result = super().convert(value, param, ctx)
-        if result != result:  # NaN
-            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
-        return result
-
-
-def _selection_options(func: F) -> F:
-    """Options shared by `ci` and `ci plan`: where the config is and how changes are found."""
-    options = [
-        click.option(
-            "--config",
-            "config",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            metavar="FILE",
-            help="The config file (docs/config.md). Default: .skill-evals.yml at the root, "
-            "when present.",
-        ),
-        click.option(
-            "--base",
-            default=None,
-            metavar="REF",
-            help="Compare fingerprints with this git commit. Default: the PR's base on pull "
-            "requests, else the lock file when present, else every skill.",
-        ),
-        click.option(
-            "--lock",
-            "lock_file",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            metavar="FILE",
-            help="Compare with the fingerprints in this lock file. Default: "
-            ".skill-evals.lock.json when present (after a PR's base).",
-        ),
-        click.option("--all", "all_", is_flag=True, help="Evaluate every skill, changed or not."),
-        click.option(
-            "--only",
-            multiple=True,
-            metavar="NAME",
-            help="Evaluate only this skill (name or path; repeatable), changed or not.",
-        ),
-        click.option(
-            "--runner",
-            default=None,
-            metavar="CMD",
-            help="The runner command for every skill. Default: the config's runner.",
-        ),
-        click.option(
-            "--trials",
-            type=click.IntRange(1, 100),
-            default=None,
-            help="Runs per case and variant, for every skill. Default: the config's (3).",
-        ),
-        click.option(
-            "--jobs",
-            type=click.IntRange(1, 64),
-            default=None,
-            help="Runner processes at once. Default: the config's (4).",
-        ),
-        click.option(
-            "--min-trigger-f1",
-            type=_FiniteRange(0, 1),
-            default=None,
-            metavar="X",
-            help="Gate on trigger F1 for every skill. Default: the config's gates.",
-        ),
-        click.option(
-            "--min-uplift",
-            type=_FiniteRange(-1, 1),
-            default=None,
-            metavar="X",
-            help="Gate on the uplift interval's lower bound for every skill. Default: the "
-            "config's gates.",
-        ),
-        click.option(
-            "--compare",
-            type=click.Choice(["base", "none"]),
-            default=None,
-            help="base: run each changed skill against its version at the base commit as a "
-            "baseline arm (docs/ci.md). Default: the config's compare (none).",
-        ),
-        click.option(
-            "--cache",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            metavar="DIR",
-            help="Reuse valid observations stored in DIR and store new ones (docs/cost.md). "
-            "Default: the config's cache (none).",
-        ),
-        click.option(
-            "--cache-max-age",
-            default=None,
-            metavar="AGE",
-            help="Do not reuse cache entries older than AGE: 30m, 12h, 7d; 0 = never reuse. "
-            "Default: the config's, else 7d.",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "runner": kwargs.get("runner"),
-        "trials": kwargs.get("trials"),
-        "jobs": kwargs.get("jobs"),
-        "gates": {
-            "min-trigger-f1": kwargs.get("min_trigger_f1"),
-            "min-uplift": kwargs.get("min_uplift"),
-        },
-        "compare": kwargs.get("compare"),
-        "cache": str(kwargs["cache"]) if kwargs.get("cache") is not None else None,
-        "cache-max-age": kwargs.get("cache_max_age"),
-    }
-
-
-def _choice(base: str | None, lock_file: Path | None, all_: bool) -> Any:
-    from .changes import BaseChoice
-
-    if sum((base is not None, lock_file is not None, all_)) > 1:
-        _fail("give at most one of --base, --lock and --all")
-    return BaseChoice(base=base, lock=lock_file, all=all_)
-
-
-def _options(
-    kwargs: dict[str, Any],
-    out: Path,
-    comment: bool = False,
-    fail_on_missing_secrets: bool = False,
-    quiet: bool = False,
-) -> Any:
-    from .selection import CiOptions
-
-    if kwargs.get("runner") is not None and not kwargs["runner"].strip():
-        _fail("--runner: give a command, e.g. 'skill-evals runner simulated'")
-    if kwargs.get("cache_max_age") is not None:
-        from ..cache import parse_max_age
-        from ..errors import InvalidInput
-
-        try:
-            parse_max_age(kwargs["cache_max_age"])
-        except InvalidInput as exc:
-            _fail(str(exc))
-    return CiOptions(
-        root=Path.cwd(),
-        out=out,
-        config=kwargs.get("config"),
-        choice=_choice(kwargs.get("base"), kwargs.get("lock_file"), bool(kwargs.get("all_"))),
-        only=tuple(kwargs.get("only") or ()),
-        comment=comment,
-        fail_on_missing_secrets=fail_on_missing_secrets,
-        cli=_cli_values(kwargs),
-        quiet=quiet,
-    )
+from .command_options import DEFAULT_OUT, ci_options, fail, say, selection_options
 
 
 @click.group(
@@ -207,7 +31,7 @@ def _options(
         "docs/github-actions.md",
     ),
 )
-@_selection_options
+@selection_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
@@ -248,12 +72,12 @@ def ci(
     from ..errors import EvalError
     from .gate import run_ci
 
-    options = _options(kwargs, out, comment, fail_on_missing_secrets, quiet)
+    options = ci_options(kwargs, out, comment, fail_on_missing_secrets, quiet)
     try:
         with sigterm_interrupts():
             code = run_ci(options, dict(os.environ))
     except EvalError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
     sys.exit(code)
 
 
@@ -265,7 +89,7 @@ def ci(
         "skill-evals ci plan --base origin/main", "docs/ci.md#scale-out-ci-plan-and-ci-merge"
     ),
 )
-@_selection_options
+@selection_options
 @click.option(
     "--estimate",
     is_flag=True,
@@ -282,7 +106,7 @@ def ci_plan(estimate: bool, **kwargs: Any) -> None:
     from . import workflow
     from .plan import plan
 
-    options = _options(kwargs, Path(DEFAULT_OUT))
+    options = ci_options(kwargs, Path(DEFAULT_OUT))
     if estimate:
         from .estimate import render_estimate
         from .plan import estimate as estimate_run
@@ -290,13 +114,13 @@ def ci_plan(estimate: bool, **kwargs: Any) -> None:
         try:
             estimates = estimate_run(options, dict(os.environ))
         except EvalError as exc:
-            _fail(str(exc), exc.exit_code)
+            fail(str(exc), exc.exit_code)
         click.echo(render_estimate(estimates), nl=False)
         return
     try:
         matrix = plan(options, dict(os.environ))
     except EvalError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
     # ASCII JSON: every non-ASCII character of a name is a \u escape, so the line can neither
     # break nor carry terminal controls, and fromJSON() reads it back unchanged.
     text = json.dumps(matrix, separators=(",", ":"), ensure_ascii=True)
@@ -334,12 +158,12 @@ def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> N
     console = Console(env, quiet, sys.stderr, sys.stdout)
     resolved_out = out.resolve()
     if any(d.resolve() == resolved_out for d in dirs):
-        _fail(f"--out {out}: must differ from the shard directories")
+        fail(f"--out {out}: must differ from the shard directories")
     try:
         with sigterm_interrupts():
             code = merge(list(dirs), out, env, comment, console)
     except EvalError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
     sys.exit(code)
 
 
@@ -387,17 +211,17 @@ def ci_comment(report: Path, pr: int | None, head_sha: str | None, run_id: str |
     if head_sha is not None and not (
         7 <= len(head_sha) <= 64 and all(c in "0123456789abcdefABCDEF" for c in head_sha)
     ):
-        _fail("--head-sha: expected a hex commit SHA")
+        fail("--head-sha: expected a hex commit SHA")
     if run_id is not None and not (run_id.isascii() and run_id.isdigit()):
-        _fail("--run-id: expected the digits of a workflow run id")
+        fail("--run-id: expected the digits of a workflow run id")
     path = report / "report.json" if report.is_dir() else report
     try:
         ci_report = load_ci_report(path)
     except EvalError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
     env = dict(os.environ)
     url = workflow.run_url(env, run_id) if run_id is not None else None
     body = render_comment(ci_report, url)
     result = github.post_comment(body, env, number=pr, head_sha=head_sha)
     prefix = "" if result.action in ("created", "updated") else "warning: "
-    _say(f"skill-evals: {prefix}{result.message}", err=True)
+    say(f"skill-evals: {prefix}{result.message}", err=True)

@@ -12,7 +12,9 @@ from typing import Any
 import click
 
 from ..helptext import CONTEXT, epilog
-from .commands import _choice, _fail, _say
+from .command_options import base_choice, base_option, config_option, fail, lock_option, say
+
+CONFIG_HELP = "The config file. Default: .skill-evals.yml at the root, when present."
 
 
 @click.command(
@@ -25,22 +27,8 @@ from .commands import _choice, _fail, _say
     is_flag=True,
     help="Write the lock file from the current tree (default: only check it).",
 )
-@click.option(
-    "--config",
-    "config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    metavar="FILE",
-    help="The config file. Default: .skill-evals.yml at the root, when present.",
-)
-@click.option(
-    "--lock",
-    "lock_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    metavar="FILE",
-    help="The lock file. Default: the config's `lock`, else .skill-evals.lock.json.",
-)
+@config_option(CONFIG_HELP)
+@lock_option("The lock file. Default: the config's `lock`, else .skill-evals.lock.json.")
 def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     """Write (--update) or check the lock file of skill fingerprints.
 
@@ -48,7 +36,7 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     differences are printed), 5 on invalid input."""
     from ..errors import EvalError, InvalidInput
     from .changes import compare
-    from .lock_file import read_lock, read_lock_routing, render_lock
+    from .lock_file import lock_fingerprints, read_lock, read_lock_routing, render_lock
     from .outputs import replace_file
     from .selection import load_workspace
 
@@ -66,18 +54,18 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 replace_file(path, text)  # a FIFO or symlink there is replaced, not opened
             except OSError as exc:
-                _fail(f"{path}: cannot write the lock file ({exc.strerror})")
-            _say(f"wrote {path} ({len(workspace.states)} skill(s))")
+                fail(f"{path}: cannot write the lock file ({exc.strerror})")
+            say(f"wrote {path} ({len(workspace.states)} skill(s))")
             return
         if not path.is_file():
-            _say(f"{path}: no lock file; run `skill-evals lock --update`", err=True)
+            say(f"{path}: no lock file; run `skill-evals lock --update`", err=True)
             sys.exit(1)
         recorded = read_lock(path)
         recorded_routing = read_lock_routing(path)
         render_lock(workspace.states)  # every skill must be hashable (else exit 5)
     except EvalError as exc:
-        _fail(str(exc), exc.exit_code)
-    base = {p: (str(e.get("name", p)), e["fingerprint"]) for p, e in recorded.items()}
+        fail(str(exc), exc.exit_code)
+    base = lock_fingerprints(recorded)
     changes = compare(workspace.states, base, {"mode": "lock"}, path.name)
     stale = [(p, r) for p, r in changes.changed.items()]
     stale += [(p, r) for p, r in changes.unchanged.items() if r.startswith("moved")]
@@ -87,11 +75,11 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     elif routing is None and recorded_routing is not None:
         stale.append(("routing", "no longer configured"))
     if not stale:
-        _say(f"{path}: up to date ({len(workspace.states)} skill(s))")
+        say(f"{path}: up to date ({len(workspace.states)} skill(s))")
         return
     for skill_path, reason in sorted(stale):
-        _say(f"{skill_path}: {reason}")
-    _say(f"{path}: stale; run `skill-evals lock --update`", err=True)
+        say(f"{skill_path}: {reason}")
+    say(f"{path}: stale; run `skill-evals lock --update`", err=True)
     sys.exit(1)
 
 
@@ -103,29 +91,12 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
         "docs/ci.md#skill-evals-changed",
     ),
 )
-@click.option(
-    "--config",
-    "config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    metavar="FILE",
-    help="The config file. Default: .skill-evals.yml at the root, when present.",
+@config_option(CONFIG_HELP)
+@base_option(
+    "Compare with this git commit. Default: the PR's base on pull requests, else the "
+    "lock file when present, else every skill."
 )
-@click.option(
-    "--base",
-    default=None,
-    metavar="REF",
-    help="Compare with this git commit. Default: the PR's base on pull requests, else the "
-    "lock file when present, else every skill.",
-)
-@click.option(
-    "--lock",
-    "lock_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    metavar="FILE",
-    help="Compare with the fingerprints in this lock file. Default: as for --base.",
-)
+@lock_option("Compare with the fingerprints in this lock file. Default: as for --base.")
 @click.option("--all", "all_", is_flag=True, help="Report every skill as changed.")
 @click.option(
     "--format",
@@ -145,7 +116,7 @@ def changed(
     from .selection import load_workspace
 
     root = Path.cwd()
-    choice = _choice(base, lock_file, all_)
+    choice = base_choice(base, lock_file, all_)
     try:
         workspace = load_workspace(root, config, {})
         changes = detect_changes(root, workspace.config, workspace.states, choice, dict(os.environ))
@@ -153,9 +124,9 @@ def changed(
         # The routing entry re-runs on the same rule as `ci` (docs/routing.md#in-ci).
         routed = routing_change(root, workspace.config, routing, changes) if routing else None
     except EvalError as exc:
-        _fail(str(exc), exc.exit_code)
+        fail(str(exc), exc.exit_code)
     for message in changes.base.get("messages", []):
-        _say(f"skill-evals: {message}", err=True)
+        say(f"skill-evals: {message}", err=True)
     counted = f"{len(changes.changed)} changed, {len(changes.unchanged)} unchanged" + (
         f", {len(changes.removed)} removed" if changes.removed else ""
     )
@@ -164,13 +135,13 @@ def changed(
     if routed is not None:
         counted += f"; {ROUTING_NAME}: " + ("re-runs" if routed[0] else "unchanged")
         counted += f" ({routed[1]})"
-    _say(f"skill-evals: {describe_base(changes.base)}: {counted}", err=True)
+    say(f"skill-evals: {describe_base(changes.base)}: {counted}", err=True)
     by_path = {s.path: s for s in workspace.states}
     if fmt == "lines":
         for path in changes.changed:
-            _say(path)
+            say(path)
         if routed is not None and routed[0]:
-            _say(ROUTING_NAME)  # the name `ci --only` takes for the routing entry
+            say(ROUTING_NAME)  # the name `ci --only` takes for the routing entry
         return
 
     def item(path: str, reason: str) -> dict[str, Any]:

@@ -55,6 +55,12 @@ def read_lock_routing(path: Path) -> str | None:
     return str(routing["fingerprint"])
 
 
+def lock_fingerprints(skills: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[str, str]]:
+    """A lock file's skills (:func:`read_lock`) as change detection compares them: path →
+    (name, fingerprint)."""
+    return {path: (str(e.get("name", path)), e["fingerprint"]) for path, e in skills.items()}
+
+
 def read_lock(path: Path) -> dict[str, dict[str, Any]]:
     """The ``skills`` mapping of a lock file (path → entry); InvalidInput naming the file."""
     doc = load_json_file(path, "the lock file", MAX_LOCK_BYTES)

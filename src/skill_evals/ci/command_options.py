@@ -1,0 +1,213 @@
+"""The options the CI gate's click commands share, and their conversion: the selection
+options of `ci` and `ci plan`, the finite-range type of the gate thresholds, ``--base`` /
+``--lock`` / ``--all`` into a BaseChoice, the whole into CiOptions; and the error and output
+lines of every command (through the terminal escaper).
+
+Heavy modules are imported inside the functions so that `skill-evals --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from ..terminal import terminal_safe
+
+DEFAULT_OUT = "skill-evals-report"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int = 5) -> NoReturn:
+    """Print ``skill-evals: error: MESSAGE`` (terminal-safe) on stderr and exit ``code``."""
+    click.echo(f"skill-evals: error: {terminal_safe(message)}", err=True)
+    sys.exit(code)
+
+
+def say(text: str, err: bool = False) -> None:
+    """One line for a person: paths and names in it come from the repository."""
+    click.echo(terminal_safe(text), err=err)
+
+
+class FiniteRange(click.FloatRange):
+    """click.FloatRange that also rejects NaN (every comparison with NaN is false, so click's
+    range check lets ``nan`` through and a NaN gate would never fail)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        result = super().convert(value, param, ctx)
+        if result != result:  # NaN
+            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
+        return result
+
+
+def config_option(help_text: str) -> Callable[[F], F]:
+    """``--config FILE`` (keyword argument ``config``)."""
+    return click.option(
+        "--config",
+        "config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help=help_text,
+    )
+
+
+def base_option(help_text: str) -> Callable[[F], F]:
+    """``--base REF`` (keyword argument ``base``)."""
+    return click.option("--base", default=None, metavar="REF", help=help_text)
+
+
+def lock_option(help_text: str) -> Callable[[F], F]:
+    """``--lock FILE`` (keyword argument ``lock_file``)."""
+    return click.option(
+        "--lock",
+        "lock_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help=help_text,
+    )
+
+
+def selection_options(func: F) -> F:
+    """Options shared by `ci` and `ci plan`: where the config is and how changes are found."""
+    options = [
+        config_option(
+            "The config file (docs/config.md). Default: .skill-evals.yml at the root, when present."
+        ),
+        base_option(
+            "Compare fingerprints with this git commit. Default: the PR's base on pull "
+            "requests, else the lock file when present, else every skill."
+        ),
+        lock_option(
+            "Compare with the fingerprints in this lock file. Default: "
+            ".skill-evals.lock.json when present (after a PR's base)."
+        ),
+        click.option("--all", "all_", is_flag=True, help="Evaluate every skill, changed or not."),
+        click.option(
+            "--only",
+            multiple=True,
+            metavar="NAME",
+            help="Evaluate only this skill (name or path; repeatable), changed or not.",
+        ),
+        click.option(
+            "--runner",
+            default=None,
+            metavar="CMD",
+            help="The runner command for every skill. Default: the config's runner.",
+        ),
+        click.option(
+            "--trials",
+            type=click.IntRange(1, 100),
+            default=None,
+            help="Runs per case and variant, for every skill. Default: the config's (3).",
+        ),
+        click.option(
+            "--jobs",
+            type=click.IntRange(1, 64),
+            default=None,
+            help="Runner processes at once. Default: the config's (4).",
+        ),
+        click.option(
+            "--min-trigger-f1",
+            type=FiniteRange(0, 1),
+            default=None,
+            metavar="X",
+            help="Gate on trigger F1 for every skill. Default: the config's gates.",
+        ),
+        click.option(
+            "--min-uplift",
+            type=FiniteRange(-1, 1),
+            default=None,
+            metavar="X",
+            help="Gate on the uplift interval's lower bound for every skill. Default: the "
+            "config's gates.",
+        ),
+        click.option(
+            "--compare",
+            type=click.Choice(["base", "none"]),
+            default=None,
+            help="base: run each changed skill against its version at the base commit as a "
+            "baseline arm (docs/ci.md). Default: the config's compare (none).",
+        ),
+        click.option(
+            "--cache",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            metavar="DIR",
+            help="Reuse valid observations stored in DIR and store new ones (docs/cost.md). "
+            "Default: the config's cache (none).",
+        ),
+        click.option(
+            "--cache-max-age",
+            default=None,
+            metavar="AGE",
+            help="Do not reuse cache entries older than AGE: 30m, 12h, 7d; 0 = never reuse. "
+            "Default: the config's, else 7d.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The selection options as config-style keys (None: not given), for CiConfig.with_cli."""
+    return {
+        "runner": kwargs.get("runner"),
+        "trials": kwargs.get("trials"),
+        "jobs": kwargs.get("jobs"),
+        "gates": {
+            "min-trigger-f1": kwargs.get("min_trigger_f1"),
+            "min-uplift": kwargs.get("min_uplift"),
+        },
+        "compare": kwargs.get("compare"),
+        "cache": str(kwargs["cache"]) if kwargs.get("cache") is not None else None,
+        "cache-max-age": kwargs.get("cache_max_age"),
+    }
+
+
+def base_choice(base: str | None, lock_file: Path | None, all_: bool) -> Any:
+    """The BaseChoice of ``--base``, ``--lock`` and ``--all`` (at most one of them)."""
+    from .changes import BaseChoice
+
+    if sum((base is not None, lock_file is not None, all_)) > 1:
+        fail("give at most one of --base, --lock and --all")
+    return BaseChoice(base=base, lock=lock_file, all=all_)
+
+
+def ci_options(
+    kwargs: dict[str, Any],
+    out: Path,
+    comment: bool = False,
+    fail_on_missing_secrets: bool = False,
+    quiet: bool = False,
+) -> Any:
+    """The CiOptions of a `ci` or `ci plan` invocation (exit 5 on a malformed option)."""
+    from .selection import CiOptions
+
+    if kwargs.get("runner") is not None and not kwargs["runner"].strip():
+        fail("--runner: give a command, e.g. 'skill-evals runner simulated'")
+    if kwargs.get("cache_max_age") is not None:
+        from ..cache import parse_max_age
+        from ..errors import InvalidInput
+
+        try:
+            parse_max_age(kwargs["cache_max_age"])
+        except InvalidInput as exc:
+            fail(str(exc))
+    return CiOptions(
+        root=Path.cwd(),
+        out=out,
+        config=kwargs.get("config"),
+        choice=base_choice(kwargs.get("base"), kwargs.get("lock_file"), bool(kwargs.get("all_"))),
+        only=tuple(kwargs.get("only") or ()),
+        comment=comment,
+        fail_on_missing_secrets=fail_on_missing_secrets,
+        cli=cli_values(kwargs),
+        quiet=quiet,
+    )
