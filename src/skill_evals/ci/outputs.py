@@ -168,7 +168,7 @@ def render_ci_junit(ci_report: dict[str, Any]) -> str:
 
 def _routing_suites(routing: object) -> list[tuple[Any, Mapping[str, Any] | None]]:
     """The routing entry's testsuite: the route report's own, or one skipped testcase."""
-    from ..render.junit import Suite
+    from ..render.junit_xml import Suite
     from ..route.render_junit import SUITE_NAME, routing_suite
 
     if not isinstance(routing, Mapping) or routing.get("status") == "unchanged":

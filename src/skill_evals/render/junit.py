@@ -16,17 +16,12 @@ Mapping (decided so that a JUnit report action goes red exactly when the exit co
 - A skill that was not evaluated is a suite with one ``skill`` testcase holding ``<skipped>``;
   one that fails without a report (no cases file) holds ``<failure>``.
 
-The shape is the one Jenkins xunit's ``junit-10.xsd`` accepts: no ``skipped`` attribute on
-``<testsuites>`` (the per-suite counts carry it), ``time`` on every suite and testcase as plain
-decimals. Every attribute and text passes through one sanitiser when the tree is serialised,
-so no path can write a character XML 1.0 cannot carry.
+The XML itself (the element builder, times, the sanitiser) is render/junit_xml.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -34,42 +29,8 @@ from typing import Any
 
 from ..messages import severities_of
 from .junit_comparison import comparison_case, scope_properties
+from .junit_xml import Suite, junit_time, serialise
 from .text import LIST_LIMIT, fmt, fmt_p, fmt_signed, fmt_threshold, task_failures
-
-# Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
-# (\t, \n, \r stay): removed, never written.
-_XML_UNSAFE = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-# An attribute longer than this is cut (with a hash of the whole, so distinct names stay
-# distinct): some readers refuse attributes of megabytes (libxml2 without its huge option).
-MAX_ATTRIBUTE_CHARS = 65_536
-# Text content (messages, system-out) is cut at this size.
-MAX_TEXT_CHARS = 1_000_000
-
-
-def xml_text(value: object) -> str:
-    """The one XML sanitiser: ``value`` as text with every character XML cannot carry removed."""
-    return _XML_UNSAFE.sub("", str(value))
-
-
-def _attribute(value: object) -> str:
-    text = xml_text(value)
-    if len(text) <= MAX_ATTRIBUTE_CHARS:
-        return text
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-    return text[: MAX_ATTRIBUTE_CHARS - 20] + "…" + digest
-
-
-def _content(value: object) -> str:
-    text = xml_text(value)
-    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + "…"
-
-
-def _time(seconds: object) -> str:
-    """A time as junit-10.xsd's SUREFIRE_TIME accepts it: digits, a dot, three decimals."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        return "0.000"
-    value = float(seconds)
-    return f"{value:.3f}" if math.isfinite(value) and value >= 0 else "0.000"
 
 
 @dataclass(frozen=True)
@@ -83,57 +44,7 @@ class SuiteInput:
     failure_type: str = "no-cases"
 
 
-class _Suite:
-    """A <testsuite> being built: its testcases and the counts JUnit readers want."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.properties: list[tuple[str, str]] = []
-        self.cases: list[ET.Element] = []
-        self.counts = {"failures": 0, "errors": 0, "skipped": 0}
-
-    def case(self, name: str, *, system_out: str | None = None) -> ET.Element:
-        element = ET.Element("testcase", name=name, classname=self.name, time=_time(0))
-        if system_out:
-            ET.SubElement(element, "system-out").text = system_out
-        self.cases.append(element)
-        return element
-
-    def result(
-        self, case: ET.Element, kind: str, message: str, text: str | None = None
-    ) -> ET.Element:
-        """Add <failure>, <error> or <skipped> to ``case`` (before any system-out)."""
-        attrs = {"message": message} if kind == "skipped" else {"message": message, "type": kind}
-        element = ET.Element(kind, attrs)
-        if text:
-            element.text = text
-        case.insert(0, element)
-        self.counts["skipped" if kind == "skipped" else kind + "s"] += 1
-        return element
-
-    def element(self, wall_s: float) -> ET.Element:
-        suite = ET.Element(
-            "testsuite",
-            name=self.name,
-            tests=str(len(self.cases)),
-            failures=str(self.counts["failures"]),
-            errors=str(self.counts["errors"]),
-            skipped=str(self.counts["skipped"]),
-            time=_time(wall_s),
-        )
-        if self.properties:
-            props = ET.SubElement(suite, "properties")
-            for key, value in self.properties:
-                ET.SubElement(props, "property", name=key, value=value)
-        suite.extend(self.cases)
-        return suite
-
-
-# Suites built outside this module (the routing suite) use the same builder and serialiser.
-Suite = _Suite
-
-
-def _properties(suite: _Suite, report: Mapping[str, Any]) -> None:
+def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
     skill = _mapping(report.get("skill"))
     cases = _mapping(report.get("cases"))
     settings = _mapping(report.get("settings"))
@@ -188,7 +99,7 @@ def not_run_reason(report: Mapping[str, Any]) -> str:
     return "not run: the run stopped before this case"
 
 
-def _case_suite(suite: _Suite, report: Mapping[str, Any], case_results: list[Any]) -> bool:
+def _case_suite(suite: Suite, report: Mapping[str, Any], case_results: list[Any]) -> bool:
     """The ``trigger[<id>]`` testcases; returns True when one holds an error."""
     gates = _mapping(report.get("gates"))
     trigger_gate_failed = _mapping(gates.get("minTriggerF1")).get("passed") is False
@@ -229,7 +140,7 @@ def _case_suite(suite: _Suite, report: Mapping[str, Any], case_results: list[Any
     return has_error
 
 
-def _trigger_case(suite: _Suite, report: Mapping[str, Any], trigger: Mapping[str, Any]) -> bool:
+def _trigger_case(suite: Suite, report: Mapping[str, Any], trigger: Mapping[str, Any]) -> bool:
     f1_gate = _mapping(_mapping(report.get("gates")).get("minTriggerF1")) or None
     figures = (
         f"precision {fmt(trigger.get('precision'))}, recall {fmt(trigger.get('recall'))}, "
@@ -260,7 +171,7 @@ def _any_ran(report: Mapping[str, Any]) -> bool:
     return isinstance(results, list) and any(isinstance(r, Mapping) and _ran(r) for r in results)
 
 
-def _uplift_case(suite: _Suite, report: Mapping[str, Any]) -> bool:
+def _uplift_case(suite: Suite, report: Mapping[str, Any]) -> bool:
     task = report.get("task")
     up_gate = _mapping(_mapping(report.get("gates")).get("minUplift")) or None
     if isinstance(task, Mapping):
@@ -306,7 +217,7 @@ def _uplift_case(suite: _Suite, report: Mapping[str, Any]) -> bool:
     return False
 
 
-def _loading_cases(suite: _Suite, report: Mapping[str, Any]) -> None:
+def _loading_cases(suite: Suite, report: Mapping[str, Any]) -> None:
     by_case: dict[str, list[Mapping[str, Any]]] = {}
     for v in _mapping(report.get("loading")).get("violations") or []:
         if isinstance(v, Mapping):
@@ -324,8 +235,8 @@ def _loading_cases(suite: _Suite, report: Mapping[str, Any]) -> None:
         suite.result(tc, "failure", "loading violation: " + " | ".join(parts))
 
 
-def _skill_suite(name: str, report: Mapping[str, Any]) -> _Suite:
-    suite = _Suite(name)
+def _skill_suite(name: str, report: Mapping[str, Any]) -> Suite:
+    suite = Suite(name)
     _properties(suite, report)
     has_error = False
     case_results = report.get("caseResults")
@@ -386,7 +297,7 @@ def render_junit(
         if item.report is not None:
             suite = _skill_suite(item.name, item.report)
         else:
-            suite = _Suite(item.name)
+            suite = Suite(item.name)
             tc = suite.case("cases" if item.failed is not None else "skill")
             if item.failed is not None:
                 suite.result(tc, "failure", item.failed).set("type", item.failure_type)
@@ -405,16 +316,5 @@ def render_junit(
     root.set("tests", str(totals["tests"]))
     root.set("failures", str(totals["failures"]))
     root.set("errors", str(totals["errors"]))
-    root.set("time", _time(total_time))
-    return _serialise(root)
-
-
-def _serialise(root: ET.Element) -> str:
-    """Every attribute and text through the sanitiser, then the document with its declaration."""
-    for element in root.iter():
-        for key, value in element.attrib.items():
-            element.set(key, _attribute(value))
-        if element.text is not None:
-            element.text = _content(element.text)
-    body = ET.tostring(root, encoding="unicode")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+    root.set("time", junit_time(total_time))
+    return serialise(root)

@@ -5,13 +5,11 @@ error when one cannot be decided)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .comparison import COMPARISON_KEYS, GATE_LABELS, comparison_lines, scope_notes
+from .junit_xml import Suite
 from .text import fmt_signed, fmt_threshold
-
-if TYPE_CHECKING:
-    from .junit import Suite
 
 
 def scope_properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:

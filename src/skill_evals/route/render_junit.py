@@ -1,5 +1,5 @@
 """JUnit XML for a route report: one ``<testsuite name="routing">`` built and serialised by the
-project's JUnit writer (render/junit.py: one sanitiser, junit-10.xsd shape).
+project's JUnit writer (render/junit_xml.py: one sanitiser, junit-10.xsd shape).
 
 - ``route[<case id>]`` per case: ``<failure>`` when a routing gate failed and the case loaded
   other skills than expected in at least one trial; ``<error>`` when a runner failed on it;
@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..render.junit import Suite, not_run_reason, render_junit
+from ..render.junit import not_run_reason, render_junit
+from ..render.junit_xml import Suite
 from ..render.text import fmt, fmt_threshold
 
 SUITE_NAME = "routing"
