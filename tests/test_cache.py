@@ -12,13 +12,10 @@ from typing import Any
 
 import pytest
 
-from skill_evals.cache import (
-    FORMAT,
-    ObservationCache,
-    canonical_line,
-    parse_max_age,
-)
+from skill_evals.cache import ObservationCache
+from skill_evals.cache_entry import FORMAT, canonical_line
 from skill_evals.cache_key import Uncacheable, observation_key, runner_identity
+from skill_evals.cache_settings import parse_max_age
 from skill_evals.cases import Case, load_cases
 from skill_evals.errors import InvalidInput
 from skill_evals.observations import Observation, Variant
@@ -449,13 +446,13 @@ def test_a_cache_that_is_not_a_directory_is_a_warning(tmp_path: Path) -> None:
 def test_newest_files_are_read_first_within_the_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import skill_evals.cache as cache_module
+    import skill_evals.cache_files as cache_files
 
     case = _case(tmp_path)
     old = _good_file(tmp_path, case, "20240101T000000Z-1-0000000a.jsonl")
     new = _good_file(tmp_path, case, "20250101T000000Z-1-0000000a.jsonl")
     old.write_bytes(old.read_bytes().replace(b"receipt", b"RECEIPT"))
-    monkeypatch.setattr(cache_module, "MAX_FILES", 1)
+    monkeypatch.setattr(cache_files, "MAX_FILES", 1)
     cache = _cache(tmp_path)
     hit = cache.lookup(case, 1, WITH)
     assert hit is not None and "receipt" in hit.output

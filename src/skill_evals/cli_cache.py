@@ -44,7 +44,7 @@ def cache_options(func: F) -> F:
 def cache_settings(values: dict[str, Any]) -> Any:
     """Take the two options out of ``values`` and return CacheSettings, or None without
     --cache; a malformed --cache-max-age exits 5."""
-    from .cache import CacheSettings, parse_max_age
+    from .cache_settings import CacheSettings, parse_max_age
     from .errors import InvalidInput
 
     directory = values.pop("cache_dir", None)

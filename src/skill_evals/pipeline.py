@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .agents import simulated
 from .agents.workspace import JUDGING_FILES
-from .cache import CacheSettings
+from .cache_settings import CacheSettings
 from .cases import MIN_UNITS, CaseSuite, load_cases
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from .evaluate import evaluate

@@ -10,8 +10,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from .cache import CacheSettings, ObservationCache
+from .cache import ObservationCache
 from .cache_key import Uncacheable, runner_identity
+from .cache_settings import CacheSettings
 from .cases import CaseSuite
 from .errors import InvalidInput
 

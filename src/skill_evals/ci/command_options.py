@@ -193,7 +193,7 @@ def ci_options(
     if kwargs.get("runner") is not None and not kwargs["runner"].strip():
         fail("--runner: give a command, e.g. 'skill-evals runner simulated'")
     if kwargs.get("cache_max_age") is not None:
-        from ..cache import parse_max_age
+        from ..cache_settings import parse_max_age
         from ..errors import InvalidInput
 
         try:

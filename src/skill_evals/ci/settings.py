@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.evidence import EvidencePatterns
+from ..cache_settings import CacheSettings, parse_max_age
 from ..cases import DEFAULT_CASES_FILES
 from ..compare import CompareGates
 from ..run_control import Budget
@@ -128,11 +129,9 @@ class CiConfig:
         value = self.cli.get("cache-max-age")
         return str(value) if value is not None else self.cache_max_age
 
-    def cache_settings(self, root: Path) -> Any:
+    def cache_settings(self, root: Path) -> CacheSettings | None:
         """The CacheSettings of every skill's run (a relative directory is relative to the
         repository root), or None without a cache."""
-        from ..cache import CacheSettings, parse_max_age
-
         directory = self.cache_dir
         if directory is None:
             return None

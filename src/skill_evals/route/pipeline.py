@@ -18,8 +18,8 @@ from pathlib import Path
 
 from ..agents import simulated
 from ..arms import Arm
-from ..cache import CacheSettings
 from ..cache_key import canonical_json
+from ..cache_settings import CacheSettings
 from ..cases import MIN_UNITS
 from ..errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from ..execute import ExecutionPlan, ExecutionResult, Progress, StartListener, execute
