@@ -75,6 +75,18 @@ def prepare_out(out: Path) -> None:
             raise InvalidInput(f"--out {out}: {name} is a directory; remove it")
 
 
+def fresh_record(record: Path) -> str | None:
+    """Ready ``record`` (an observations/*.jsonl file) for a run: its directory made and a
+    stale file removed (--record appends; a stale file would mix runs). The system's reason
+    when that fails, else None."""
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.unlink(missing_ok=True)
+    except OSError as exc:
+        return str(exc.strerror)
+    return None
+
+
 def replace_file(path: Path, text: str) -> None:
     """Write ``text`` to a new file beside ``path`` and rename it over ``path``: whatever was at
     ``path`` (a FIFO without a reader, a device, a symlink pointing elsewhere) is replaced,

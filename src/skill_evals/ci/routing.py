@@ -27,6 +27,7 @@ from .discovery import Tree, skill_dirs, skill_name
 from .git import GitError
 from .git_tree import GitTree
 from .lock_file import read_lock_routing
+from .outputs import fresh_record
 from .settings import CiConfig, RoutingConfig, SkillSettings
 
 ROUTING_NAME = "routing"  # the entry's name in outputs, and what `--only` selects it by
@@ -226,11 +227,9 @@ def evaluate_routing(state: RoutingState, reason: str, run: RoutingRun) -> dict[
     settings = state.settings
     console = run.console
     record = run.out / "observations" / OBSERVATIONS_FILE
-    try:
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.unlink(missing_ok=True)  # --record appends; a stale file would mix runs
-    except OSError as exc:
-        text = f"routing: cannot prepare observations/{record.name} ({exc.strerror})"
+    problem = fresh_record(record)
+    if problem is not None:
+        text = f"routing: cannot prepare observations/{record.name} ({problem})"
         console.error(text)
         return routing_entry(state, "skipped", text, INVALID)
     options = RouteOptions(

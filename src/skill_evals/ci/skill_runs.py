@@ -22,6 +22,7 @@ from .budget import TotalBudget
 from .changes import ChangeSet
 from .console import Console
 from .fingerprint import SkillState
+from .outputs import fresh_record
 from .selection import CiOptions, Workspace
 from .settings import SkillSettings
 
@@ -148,11 +149,9 @@ def evaluate_skills(
             entries[state.path] = _entry(state, "no-cases", text, 0 if allowed else NO_CASES_GATE)
             continue
         record = observations_dir / f"{safe_file_name(state.name)}.jsonl"
-        try:
-            observations_dir.mkdir(parents=True, exist_ok=True)
-            record.unlink(missing_ok=True)  # --record appends; a stale file would mix runs
-        except OSError as exc:
-            text = f"{state.name}: cannot prepare observations/{record.name} ({exc.strerror})"
+        problem = fresh_record(record)
+        if problem is not None:
+            text = f"{state.name}: cannot prepare observations/{record.name} ({problem})"
             console.error(text)
             entries[state.path] = _entry(state, "skipped", text, INVALID)
             continue
