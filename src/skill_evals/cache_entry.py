@@ -6,7 +6,6 @@ checks a line read back must pass to count as an entry of this format.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,18 +23,6 @@ class Entry:
 
     stored_at_ms: int
     value: dict[str, Any]
-
-
-def complete_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """The chunks up to the last newline: a line still being written (or torn by a kill) is
-    not an entry yet."""
-    held = b""
-    for chunk in chunks:
-        data = held + chunk if held else chunk
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            yield data[:cut]
-        held = data[cut:]
 
 
 def entry_problem(value: dict[str, Any]) -> str | None:

@@ -5,8 +5,9 @@ pass the input-file limit, with files past any reusable age pruned.
 
 Layout and concurrency: ``DIR/<skill>/<time>-<pid>-<random>.jsonl``. Each process appends only
 to files it created itself (``O_EXCL``), one ``write`` per line, so any number of skills, jobs
-and matrix shards can share a directory without ever interleaving lines. Nothing here is ever
-an error: what cannot be read or written is a warning through ``warn``.
+and matrix shards can share a directory without ever interleaving lines. A line is visible to
+readers only once it ends in a newline (a half-written last line of a killed run is not read).
+Nothing here is ever an error: what cannot be read or written is a warning through ``warn``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .cache_entry import Entry, complete_lines, entry_problem
+from .cache_entry import Entry, entry_problem
 from .errors import InvalidInput
 from .jsonl import MAX_FILE_BYTES, MAX_RECORD_BYTES, iter_jsonl_values, open_regular_file
 
@@ -101,7 +102,7 @@ class CacheDirectory:
         with handle:
             chunks = iter(lambda: handle.read(1 << 20), b"")
             try:
-                for line, value in iter_jsonl_values(complete_lines(chunks), path):
+                for line, value in iter_jsonl_values(_complete_lines(chunks), path):
                     problem = entry_problem(value)
                     if problem is not None:
                         self._warn(f"cache file {path}:{line}: {problem}; the rest is skipped")
@@ -162,6 +163,18 @@ class CacheDirectory:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _complete_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The chunks up to the last newline: a line still being written (or torn by a kill) is
+    not an entry yet."""
+    held = b""
+    for chunk in chunks:
+        data = held + chunk if held else chunk
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        held = data[cut:]
 
 
 def _shown(name: str) -> str:

@@ -1,6 +1,7 @@
-"""The CI gate's skill runs: each chosen skill evaluated with ``skill-evals test`` in turn
-(its baseline, its share of the budget, the cache, the runner's environment without the CI's
-own tokens), skipped with a reason when it cannot run, and turned into its report entry.
+"""The CI gate's skill runs: the preflight that refuses a chosen skill without a runner before
+anything starts, then each chosen skill evaluated with ``skill-evals test`` in turn (its
+baseline, its share of the budget, the cache, the runner's environment without the CI's own
+tokens) or skipped with a reason, and turned into its report entry.
 """
 
 from __future__ import annotations
