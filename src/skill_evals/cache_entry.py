@@ -1,6 +1,8 @@
 """One line of the observation cache (docs/cost.md): the canonical line an observation is
 stored as (the runner's fields, the engine's check verdicts and their short reasons), and the
 checks a line read back must pass to count as an entry of this format.
+
+Owner: execution.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ to files it created itself (``O_EXCL``), one ``write`` per line, so any number o
 and matrix shards can share a directory without ever interleaving lines. A line is visible to
 readers only once it ends in a newline (a half-written last line of a killed run is not read).
 Nothing here is ever an error: what cannot be read or written is a warning through ``warn``.
+
+Owner: execution.
 """
 
 from __future__ import annotations

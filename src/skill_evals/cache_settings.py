@@ -1,5 +1,7 @@
 """The observation cache's settings: ``--cache DIR`` and ``--cache-max-age`` (docs/cost.md),
 the age given as ``30m``, ``12h``, ``7d``, ``90s`` or ``0``.
+
+Owner: execution.
 """
 
 from __future__ import annotations
