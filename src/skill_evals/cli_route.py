@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-# The same option helpers as `ci` (one definition of the NaN-safe range and the error line).
-from .ci.command_options import FiniteRange, fail
 from .cli_cache import cache_options, cache_settings
+
+# The same option helpers as `ci` (one definition of the NaN-safe range and the error line).
+from .cli_common import FloatRange, fail
 from .helptext import CONTEXT, epilog
 from .terminal import terminal_safe
 
@@ -96,13 +97,13 @@ skill-evals route --catalog 'examples/skills/*' --cases examples/evals/routing.j
 )
 @click.option(
     "--min-accuracy",
-    type=FiniteRange(0, 1),
+    type=FloatRange(0, 1),
     default=None,
     help="Gate: fail (exit 1) when accuracy is below X. Default: no gate.",
 )
 @click.option(
     "--min-skill-f1",
-    type=FiniteRange(0, 1),
+    type=FloatRange(0, 1),
     default=None,
     help="Gate: fail (exit 1) when the F1 of any skill that some case expects is below X. "
     "Default: no gate.",

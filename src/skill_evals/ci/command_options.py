@@ -1,20 +1,19 @@
 """The options the CI gate's click commands share, and their conversion: the selection
-options of `ci` and `ci plan`, the finite-range type of the gate thresholds, ``--base`` /
-``--lock`` / ``--all`` into a BaseChoice, the whole into CiOptions; and the error and output
-lines of every command (through the terminal escaper).
+options of `ci` and `ci plan`, ``--base`` / ``--lock`` / ``--all`` into a BaseChoice, the
+whole into CiOptions; and the output lines of every command (through the terminal escaper).
 
 Heavy modules are imported inside the functions so that `skill-evals --help` stays fast.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
+from ..cli_common import FloatRange, fail
 from ..terminal import terminal_safe
 
 DEFAULT_OUT = "skill-evals-report"
@@ -22,26 +21,9 @@ DEFAULT_OUT = "skill-evals-report"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def fail(message: str, code: int = 5) -> NoReturn:
-    """Print ``skill-evals: error: MESSAGE`` (terminal-safe) on stderr and exit ``code``."""
-    click.echo(f"skill-evals: error: {terminal_safe(message)}", err=True)
-    sys.exit(code)
-
-
 def say(text: str, err: bool = False) -> None:
     """One line for a person: paths and names in it come from the repository."""
     click.echo(terminal_safe(text), err=err)
-
-
-class FiniteRange(click.FloatRange):
-    """click.FloatRange that also rejects NaN (every comparison with NaN is false, so click's
-    range check lets ``nan`` through and a NaN gate would never fail)."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        result = super().convert(value, param, ctx)
-        if result != result:  # NaN
-            self.fail(f"{value} is not in the range {self._describe_range()}.", param, ctx)
-        return result
 
 
 def config_option(help_text: str) -> Callable[[F], F]:
@@ -114,14 +96,14 @@ def selection_options(func: F) -> F:
         ),
         click.option(
             "--min-trigger-f1",
-            type=FiniteRange(0, 1),
+            type=FloatRange(0, 1),
             default=None,
             metavar="X",
             help="Gate on trigger F1 for every skill. Default: the config's gates.",
         ),
         click.option(
             "--min-uplift",
-            type=FiniteRange(-1, 1),
+            type=FloatRange(-1, 1),
             default=None,
             metavar="X",
             help="Gate on the uplift interval's lower bound for every skill. Default: the "
