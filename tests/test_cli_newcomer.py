@@ -99,9 +99,11 @@ def test_answers_reach_the_html_only_when_asked(tmp_path: Path) -> None:
     refused = run_cli([*base, "--include-outputs"], tmp_path)
     assert refused.returncode == 5 and "--include-outputs" in refused.stderr
     assert "0/" not in refused.stderr  # refused before anything ran
+    record = tmp_path / "obs.jsonl"
     done = run_cli(
         [*base, "--include-outputs", "--html", str(out / "r.html"), "--report",
-         str(out / "r.json"), "--markdown", str(out / "r.md"), "--junit", str(out / "r.xml")],
+         str(out / "r.json"), "--markdown", str(out / "r.md"), "--junit", str(out / "r.xml"),
+         "--record", str(record)],
         tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -109,8 +111,14 @@ def test_answers_reach_the_html_only_when_asked(tmp_path: Path) -> None:
     assert "answers (--include-outputs)" in html and "<pre>[simulated]" in html
     for other in ("r.json", "r.md", "r.xml"):
         assert "[simulated]" not in (out / other).read_text(), other
-    plain = run_cli([*base, "--html", str(out / "plain.html")], tmp_path)
-    assert plain.returncode == 0
+    # the same answers (scored again from the record), not asked for: not in the HTML
+    plain = run_cli(
+        ["test", "--skill", str(skill), "--cases", str(cases), "--observations", str(record),
+         "--trials", "1", "-q", "--html", str(out / "plain.html")],
+        tmp_path,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    assert "[simulated]" in record.read_text()  # the answers were there to leak
     assert "[simulated]" not in (out / "plain.html").read_text()
 
 
