@@ -1,6 +1,6 @@
 """`python -m skill_evals` = the `skill-evals` command."""
 
-from .cli import main
+from .entry import main
 
 if __name__ == "__main__":
     main()

@@ -199,17 +199,9 @@ def runner_simulated() -> None:
     """SIMULATION, not a model: loads the skill when enough prompt words occur in its
     description (never in `without`) and answers from the skill's body; says so on stderr every
     time. For demos, tutorials and self-tests: its figures say nothing about a real agent."""
-    from .agents.base import RunnerSetupError, read_invocation
-    from .agents.simulated import run as run_simulated
+    from .agents.simulated import main as simulated_main
 
-    try:
-        result = run_simulated(read_invocation(catalog=True))
-    except RunnerSetupError as exc:
-        click.echo(f"skill-evals runner simulated: {terminal_safe(exc)}", err=True)
-        sys.stdout.write(exc.to_line())  # the reason the engine reports: {"runnerError": …}
-        sys.exit(2)
-    sys.stdout.write(result.to_line())
-    sys.stdout.flush()
+    simulated_main()
 
 
 # ------------------------------------------------------------------------------------ evidence

@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..skill import parse_frontmatter
+from ..frontmatter import parse_frontmatter
 from .base import AgentInvocation, AgentResult, RunnerSetupError
 
 MIN_SHARED_WORDS = 2
@@ -244,3 +244,19 @@ def run(invocation: AgentInvocation) -> AgentResult:
         meta={"turns": 1 + len(tool_calls)},
         tool_calls=tool_calls,
     )
+
+
+def main() -> None:
+    """`skill-evals runner simulated`: one invocation from the environment and stdin, the
+    contract line on stdout; exit 2 with a runnerError line when the invocation is unusable."""
+    from ..terminal import terminal_safe
+    from .base import read_invocation
+
+    try:
+        result = run(read_invocation(catalog=True))
+    except RunnerSetupError as exc:
+        print(f"skill-evals runner simulated: {terminal_safe(exc)}", file=sys.stderr)
+        sys.stdout.write(exc.to_line())  # the reason the engine reports: {"runnerError": …}
+        sys.exit(2)
+    sys.stdout.write(result.to_line())
+    sys.stdout.flush()
