@@ -47,6 +47,10 @@ if os.environ.get("SKILL_EVALS_TEST_SIGNAL"):
 """
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_"))}
     base.pop("CI", None)
@@ -118,6 +122,9 @@ def test_signal_while_a_skill_is_scored(tmp_path: Path, signame: str) -> None:
         text=True,
         timeout=300,
         check=False,
+        # Outside execute() SIGINT keeps the disposition the process started with, and a
+        # suite started in the background (`… &`) hands its children SIGINT ignored.
+        preexec_fn=_default_sigint,
     )
     # before the fix SIGTERM here killed the process: exit -15/143 and no report at all
     assert done.returncode == 130, done.stderr
