@@ -267,12 +267,14 @@ def test_routes_across_the_whole_catalog(agent: Scripted, tmp_path: Path) -> Non
     assert workspaces_in(tmp_path / "tmpdir") == []
 
 
+TASK_CASES = 3  # with a fixture and checks; the rest of WORK_ITEMS are trigger-only
 WORK_ITEMS = ("shoes", "jacket", "lamp", "kettle", "scarf", "chair", "mug", "desk", "tent", "bag")
 
 
 def _work_suite(tmp_path: Path, agent: Scripted) -> Path:
-    """Ten cases (the engine's minimum) asking about refunds, each in a fixture project, judged
-    by the verifier and a tool_called check on the agent's write tool."""
+    """Ten cases (the engine's minimum) asking about refunds; the first TASK_CASES in a fixture
+    project, judged by the verifier and a tool_called check on the agent's write tool, the
+    others trigger-only (so `--arms auto` runs `without` for the task cases and a spot-check)."""
     fixture = tmp_path / "evals" / "project"
     fixture.mkdir(parents=True)
     (fixture / "README.md").write_text("a project\n", encoding="utf-8")
@@ -283,8 +285,9 @@ def _work_suite(tmp_path: Path, agent: Scripted) -> Path:
     return write_jsonl(
         tmp_path / "evals" / "cases.jsonl",
         [{"id": f"write-{item}", "prompt": f"Can I get refunds on store purchases of a {item} "
-          "without receipts?", "expectTrigger": True, "fixture": "project", "task": task}
-         for item in WORK_ITEMS],
+          "without receipts?", "expectTrigger": True}
+         | ({"fixture": "project", "task": task} if index < TASK_CASES else {})
+         for index, item in enumerate(WORK_ITEMS)],
     )  # fmt: skip
 
 
@@ -298,12 +301,14 @@ def test_the_agent_works_in_the_engine_workspace(agent: Scripted, tmp_path: Path
     kept = tmp_path / "kept"
     with agent.serve(tmp_path, False, ANSWER_FILE, True) as (runner, env, _):
         proc = _run(["test", "--skill", str(skill), "--cases", str(cases), "--runner", runner,
-                     "--trials", "1", "--jobs", "4", "--format", "json",
+                     "--trials", "1", "--jobs", "4", "--format", "json", "--arms", "auto",
                      "--keep-workspaces", str(kept)], env)  # fmt: skip
     report = json.loads(proc.stdout)
     assert report["runner"]["failures"] == [], proc.stderr
     assert len(report["caseResults"]) == len(WORK_ITEMS)
-    for case in report["caseResults"]:
+    # `without` only where a task needs it, plus the isolation spot-check of 3 trigger-only cases
+    assert report["runner"]["invocations"] == len(WORK_ITEMS) + TASK_CASES + 3
+    for case in report["caseResults"][:TASK_CASES]:
         checks = {c["check"]: (c["with"], c["without"]) for c in case["checks"]}
         assert checks["command"] == ([True], [False]), case["id"]
         assert checks["tool_called"] == ([True], [True]), case["id"]
