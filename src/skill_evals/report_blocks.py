@@ -46,18 +46,15 @@ def envelope(status_code: int) -> Report:
 
 
 def skill_block(skill: Skill | None) -> dict[str, Any] | None:
-    if skill is None:
-        return None
-    return {
-        "name": skill.name,
-        "path": str(skill.path),
-        "skillMdSha256": skill.skill_md_sha256,
-        "directorySha256": skill.directory_sha256,
-        "warnings": list(skill.warnings),
-    }
+    """The report's ``skill``: its identity and the warnings its SKILL.md raised."""
+    block = baseline_block(skill)
+    if block is not None and skill is not None:
+        block["warnings"] = list(skill.warnings)
+    return block
 
 
 def baseline_block(baseline: Skill | None) -> dict[str, Any] | None:
+    """The report's ``baseline`` (and the identity part of ``skill``): name, path, hashes."""
     if baseline is None:
         return None
     return {
