@@ -95,3 +95,21 @@ def failures_message(failures: Sequence[RunnerFailure], variants: bool = True) -
             f"often ({counts[reason]}×): {reason} (first: {where})"
         )
     return head + "; the evidence is void (every failure is in runner.failures)"
+
+
+def join_clauses(*parts: str | None) -> str:
+    """One reason from several, each clause once: ``parts`` are split at ``"; "``, and a
+    clause equal to another, or the start of a longer one (``new since base X`` beside ``new
+    since base X: no baseline``), is dropped, so no builder can say the same thing twice."""
+    clauses: list[str] = []
+    for part in parts:
+        for clause in (part or "").split("; "):
+            clause = clause.strip()
+            if clause and clause not in clauses:
+                clauses.append(clause)
+    kept = [
+        c
+        for c in clauses
+        if not any(o != c and (o.startswith(c + ":") or o.startswith(c + " (")) for o in clauses)
+    ]
+    return "; ".join(kept)

@@ -208,7 +208,7 @@ def routing_result(
         return routing_entry(state, "unchanged", reason, 0)
     if interrupted:
         return routing_entry(state, "skipped", "not run: interrupted", INTERRUPTED)
-    missing = [n for n in state.settings.require_env if not run.env.get(n)]
+    missing = state.settings.missing_env(run.env)
     if missing:
         code = UNAVAILABLE if fail_on_missing_secrets else 0
         text = "routing: skipped, required environment variable(s) empty or unset: " + (
@@ -275,9 +275,7 @@ def preflight(state: RoutingState | None, env: Mapping[str, str]) -> None:
         return
     if state.error is not None:
         raise InvalidInput(f"{state.error}; fix `routing:` in .skill-evals.yml")
-    if state.settings.runner is None and not [
-        n for n in state.settings.require_env if not env.get(n)
-    ]:
+    if state.settings.runner is None and not state.settings.missing_env(env):
         raise InvalidInput("routing: no runner configured; set `runner:` or pass --runner")
 
 

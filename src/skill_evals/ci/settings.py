@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.evidence import EvidencePatterns
+from ..agents.simulated import is_simulated_command
 from ..cache_settings import CacheSettings, parse_max_age
 from ..cases import DEFAULT_CASES_FILES
 from ..compare import CompareGates
@@ -71,6 +72,13 @@ class SkillSettings:
     stop_when_settled: bool = True
     budget: Budget = field(default_factory=Budget)  # per skill (budget: {invocations, cost-usd})
     compare_base: bool = False  # compare: base — the base commit's version as the baseline arm
+
+    def missing_env(self, env: Mapping[str, str]) -> list[str]:
+        """The ``require-env`` variables empty or unset in ``env``. None are required when the
+        runner in effect is the simulation: it calls no model, so it needs no key."""
+        if is_simulated_command(self.runner):
+            return []
+        return [name for name in self.require_env if not env.get(name)]
 
     def result_settings(self) -> dict[str, Any]:
         """The settings that change results, hashed into the fingerprint (docs/ci.md): runner,

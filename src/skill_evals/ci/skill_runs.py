@@ -15,6 +15,7 @@ from typing import Any
 from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
+from ..messages import join_clauses
 from ..render.answers import Answers
 from ..scope import ArmOptions
 from .base_commit import event_base_sha
@@ -75,15 +76,11 @@ def runner_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in CI_SECRETS}
 
 
-def _missing_env(names: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    return [n for n in names if not env.get(n)]
-
-
 def preflight_skills(chosen: Sequence[SkillState], env: Mapping[str, str]) -> None:
     """Decide configuration errors before any runner starts (exit 5)."""
     for state in chosen:
         settings = state.location.settings
-        if state.location.cases is None or _missing_env(settings.require_env, env):
+        if state.location.cases is None or settings.missing_env(env):
             continue
         if settings.runner is None:
             raise InvalidInput(
@@ -123,7 +120,7 @@ def evaluate_skills(
     for state in chosen:
         settings = state.location.settings
         reason = changes.changed.get(state.path)
-        missing = _missing_env(settings.require_env, env)
+        missing = settings.missing_env(env)
         if interrupted:
             entries[state.path] = _entry(state, "skipped", "not run: interrupted", INTERRUPTED)
             continue
@@ -187,7 +184,7 @@ def evaluate_skills(
         with bases.baseline(state) as (baseline, note):
             if note is not None:
                 console.info(f"{state.name}: {note}")
-                reason = f"{reason}; {note}" if reason else note
+                reason = join_clauses(reason, note)
             if baseline is not None:
                 scope = dataclasses.replace(
                     test_options.scope, baseline=baseline, compare=settings.gates.compare
@@ -197,7 +194,7 @@ def evaluate_skills(
                 # Nothing to compare with (a new skill, or compare: none): said, not failed.
                 skipped = "comparison gates skipped: no base version to compare with"
                 console.info(f"note: {state.name}: {skipped}")
-                reason = f"{reason}; {skipped}" if reason else skipped
+                reason = join_clauses(reason, skipped)
             try:
                 report = run_test(test_options, progress=printer, answers=collected)
             except KeyboardInterrupt:
