@@ -61,19 +61,17 @@ def write_skill(root: Path, name: str = "bench-skill") -> Path:
     return skill
 
 
-def write_cases(path: Path, count: int) -> Path:
-    """``count`` distinct cases, every one with an exit_code task check."""
+def write_cases(path: Path, count: int, task: bool = True) -> Path:
+    """``count`` distinct cases, every one with an exit_code task check unless ``task`` is off
+    (trigger-only cases)."""
     with path.open("w", encoding="utf-8") as fh:
         for i in range(count):
-            fh.write(
-                json.dumps(
-                    {
-                        "id": f"case-{i}",
-                        "prompt": f"Can I return item {i} for a refund?",
-                        "expectTrigger": i % 2 == 0,
-                        "task": {"check": "exit_code", "expected": 0},
-                    }
-                )
-                + "\n"
-            )
+            case: dict[str, object] = {
+                "id": f"case-{i}",
+                "prompt": f"Can I return item {i} for a refund?",
+                "expectTrigger": i % 2 == 0,
+            }
+            if task:
+                case["task"] = {"check": "exit_code", "expected": 0}
+            fh.write(json.dumps(case) + "\n")
     return path

@@ -1,14 +1,17 @@
 """Scoring --observations is linear — a 50 MB observations file is validated and scored
 in at most 3× the time a bare ``json.loads`` loop over its lines takes.
 
-The file: 2,000 cases (every one with an exit_code task check) × 100 trials × 2 variants =
-400,000 observation lines padded to just under the 50 MB input limit. Scoring is the whole
-`test --observations` pipeline (strict reading, completeness checks, trigger metrics, uplift
-with the minimum 1,000 bootstrap samples over 2,000 units — the bootstrap's own O(B·n) cost is
-measured by bench_bootstrap.py). Both sides are the median of REPEAT runs, taken alternately
-after one warm-up scoring (lazy imports, page cache). Also prints the same for a quarter of the
-file (linear growth) and, when NumPy is installed, one scoring with NumPy hidden (the
-pure-Python bootstrap).
+Two files, both just under the 50 MB input limit:
+- short outputs, many trials: 2,000 cases (every one with an exit_code task check) × 100
+  trials × 2 variants = 400,000 observation lines;
+- long outputs, many cases: 10,000 trigger-only cases × 3 trials × 2 variants = 60,000 lines
+  with ~800-byte outputs (a large report: one result per case).
+Scoring is the whole `test --observations --format json` pipeline (strict reading,
+completeness checks, trigger metrics, uplift with the minimum 1,000 bootstrap samples — the
+bootstrap's own O(B·n) cost is measured by bench_bootstrap.py — and the JSON report). Both
+sides are the median of REPEAT runs, taken alternately after one warm-up scoring (lazy imports,
+page cache). For the first file it also prints the same for a quarter of the file (linear
+growth) and, when NumPy is installed, one scoring with NumPy hidden (the pure-Python bootstrap).
 """
 
 from __future__ import annotations
@@ -24,20 +27,26 @@ from statistics import median
 from _common import verdict, write_cases, write_skill
 
 from skill_evals.pipeline import TestOptions, run_test
+from skill_evals.render.json import render_json
 
 CASES = 2000
 TRIALS = 100
 TARGET_BYTES = 49_500_000  # just under the 50,000,000-byte input limit
 REPEAT = 5
+LONG_CASES = 10_000
+LONG_TRIALS = 3
 
 
-def write_observations(path: Path, cases: int, trials: int, pad: int) -> int:
-    filler = "x" * pad
+def write_observations(path: Path, cases: int, trials: int, pad: int, task: bool = True) -> int:
+    """The observations of ``cases`` × ``trials`` × with/without; outputs padded by ``pad``
+    characters of prose; with ``task`` an exit code that the task check reads."""
+    filler = ("lorem ipsum dolor sit amet " * (pad // 27 + 1))[:pad]
     with path.open("w", encoding="utf-8") as fh:
         for i in range(cases):
             for trial in range(1, trials + 1):
                 for variant in ("with", "without"):
                     triggered = variant == "with" and (i + trial) % 3 != 0
+                    passed = variant == "with" or trial % 2 or not task
                     fh.write(
                         json.dumps(
                             {
@@ -46,7 +55,7 @@ def write_observations(path: Path, cases: int, trials: int, pad: int) -> int:
                                 "variant": variant,
                                 "invokedSkills": ["bench-skill"] if triggered else [],
                                 "output": f"answer {i} {filler}",
-                                "exitCode": 0 if (variant == "with" or trial % 2) else 1,
+                                "exitCode": 0 if passed else 1,
                             },
                             separators=(",", ":"),
                         )
@@ -73,6 +82,7 @@ def score(skill: Path, cases: Path, observations: Path, trials: int) -> float:
     )
     start = time.perf_counter()
     report = run_test(options)
+    render_json(report)
     elapsed = time.perf_counter() - start
     assert report["exitCode"] == 0, report["messages"]
     return elapsed
@@ -102,6 +112,9 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument(
         "--pad", type=int, default=None, help="filler characters per output (default: fill 50 MB)"
+    )
+    parser.add_argument(
+        "--skip-long", action="store_true", help="skip the long-outputs file (10,000 cases)"
     )
     args = parser.parse_args(argv)
     n_cases, trials = args.cases, max(4, args.trials)
@@ -158,7 +171,40 @@ def main(argv: list[str]) -> int:
     name = "observations 50 MB vs bare json.loads loop"
     if (n_cases, trials, args.pad) != (CASES, TRIALS, None):
         name = f"observations {size / 1e6:.1f} MB ({n_cases} × {trials}) vs bare json.loads loop"
-    return 0 if verdict(name, full_time, bare, 3.0) else 1
+    ok = verdict(name, full_time, bare, 3.0)
+    if not args.skip_long:
+        ok = long_outputs() and ok
+    return 0 if ok else 1
+
+
+def long_outputs() -> bool:
+    """The second file: many trigger-only cases with long outputs, so the per-case work (the
+    cases file, one result per case in the JSON report) weighs as much as the lines."""
+    n_cases, trials = LONG_CASES, LONG_TRIALS
+    lines = n_cases * trials * 2
+    pad = max(0, TARGET_BYTES // lines - 113)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        skill = write_skill(root)
+        cases = write_cases(root / "cases.jsonl", n_cases, task=False)
+        path = root / "observations.jsonl"
+        size = write_observations(path, n_cases, trials, pad, task=False)
+        print(
+            f"file: {size / 1e6:.1f} MB, {lines} lines ({n_cases} trigger-only cases × {trials} "
+            f"trials × 2, {pad}-character outputs); median of {REPEAT} runs"
+        )
+        score(skill, cases, path, trials)  # warm-up
+        bare_times, score_times = [], []
+        for _ in range(REPEAT):
+            bare_times.append(bare_loop(path))
+            score_times.append(score(skill, cases, path, trials))
+        bare, scored = median(bare_times), median(score_times)
+    return verdict(
+        f"observations {size / 1e6:.0f} MB, long outputs ({n_cases} cases) vs bare json.loads loop",
+        scored,
+        bare,
+        3.0,
+    )
 
 
 if __name__ == "__main__":
