@@ -264,7 +264,7 @@ def _gate_outcomes(
     outcomes: list[GateOutcome] = []
     if settings.min_trigger_f1 is not None:
         outcomes.append(
-            trigger_f1_gate(trigger, settings.min_trigger_f1, why_f1_undefined(trigger))
+            trigger_f1_gate(trigger, settings.min_trigger_f1, why_f1_undefined(trigger, suite))
         )
     if settings.min_uplift is not None:
         outcomes.append(uplift_gate(task, settings.min_uplift, suite, task_unit_count(suite)))

@@ -305,7 +305,14 @@ def baseline_passes(
     return out
 
 
-def why_f1_undefined(trigger: Mapping[str, Any]) -> str:
+def why_f1_undefined(trigger: Mapping[str, Any], suite: CaseSuite | None = None) -> str:
+    """Why F1 is undefined. Cases are asked for only when the suite lacks them: a suite that has
+    them but none observed (runner failures, an early stop) needs a complete run instead."""
     if trigger["tp"] + trigger["fn"] == 0:
+        if suite is not None and any(case.expect_trigger for case in suite.cases):
+            return (
+                "no with-run of a case that expects the skill to trigger was observed "
+                "(runner failures or an early stop); fix the failures and run again"
+            )
         return "no observed case expects the skill to trigger (add cases with expectTrigger: true)"
     return "the skill never triggered in an observed with-run, so precision is undefined"

@@ -174,7 +174,9 @@ def test_max_turns_transcript_is_marked_for_the_turn_limit_reason() -> None:
     result = claude_code.outcome(fixture("max-turns.jsonl"))
     assert result is not None and result.exit_code == 1 and result.output == ""
     assert result.max_turns is True
-    assert claude_code.api_failure(fixture("max-turns.jsonl")) is None
+    # An error result is never a task outcome: the turn limit is the runner's reason.
+    limit = claude_code.api_failure(fixture("max-turns.jsonl"), 4)
+    assert limit is not None and "turn limit reached (--max-turns 4)" in str(limit)
 
 
 def test_outcome_and_meta_from_the_result_event() -> None:

@@ -56,8 +56,8 @@ def test_claude_code_reasons_come_from_the_result_event() -> None:
 
     rate = claude_code.api_failure(result(api_error_status=429, api_error_type="rate_limit_error"))
     assert rate is not None and rate.retryable and "HTTP 429 rate_limit_error" in str(rate)
-    down = claude_code.api_failure(result(terminal_reason="api_error"))
-    assert down is not None and down.retryable and "no answer" in str(down)
+    down = claude_code.api_failure(result(terminal_reason="api_error", duration_api_ms=40))
+    assert down is not None and not down.retryable and "no answer" in str(down)
     assert claude_code.api_failure(result(is_error=False, api_error_status=500)) is None
     limit = claude_code.outcome([{"type": "result", "subtype": "error_max_turns"}])
     assert limit is not None and limit.max_turns

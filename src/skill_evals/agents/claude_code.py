@@ -267,7 +267,7 @@ class ClaudeCode:
             raise RunnerSetupError(
                 f"{binary} exited with code {run.status} without a result event; {KEEP_HINT}"
             )
-        failure = api_failure(events)
+        failure = api_failure(events, setup.options.max_turns)
         if failure is not None:
             raise failure
         if result.max_turns:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import reasons
-from .base import RunnerSetupError
+from .base import RunnerError, RunnerSetupError
 from .evidence import Load, ToolCall, parse_lines, skill_from_tool
 from .proof import INJECTED
 
@@ -21,6 +21,8 @@ _SLASH_EXPANSION = re.compile(
     r"\s*<command-message>[^<]*</command-message>\s*<command-name>/(?P<name>[^<\s]+)</command-name>"
 )
 _HINT = "check ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL"
+_KEY_VARIABLE = "ANTHROPIC_API_KEY"
+_SUBTYPE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 # Result events that mean "the model could not be reached", not "the task failed".
 _API_FAILURE_REASONS = frozenset({"api_error", "auth_error", "authentication_failed"})
 
@@ -249,24 +251,47 @@ def model_turns(events: Sequence[Mapping[str, Any]]) -> int:
     return len(ids) + unnamed
 
 
-def api_failure(events: Sequence[Mapping[str, Any]]) -> RunnerSetupError | None:
-    """Why the run ended without the model (auth refused, rate limit, overload, a server error,
-    no answer), or None when it did not: that is missing evidence, not a task result. The reason
-    holds only the API's status and error type."""
+def api_failure(
+    events: Sequence[Mapping[str, Any]], max_turns: int | None = None
+) -> RunnerSetupError | None:
+    """The runner's reason for a ``result`` with ``is_error: true`` (never a task outcome), or
+    None for any other result.
+
+    No credentials first: the text names a login, an API key or credentials, or no request was
+    answered (``duration_api_ms`` 0 or absent and no ``api_error_status``), whatever
+    ``terminal_reason`` says — the agent's own words are quoted (bounded, escaped). Then the
+    API's status (retryable only for 429, 5xx and 529), the turn limit, an API failure without
+    a status, and any other error result. Nothing else of the transcript is quoted."""
     result = next((e for e in reversed(events) if e.get("type") == "result"), None)
     if result is None or result.get("is_error") is not True:
         return None
+    text = result.get("result")
+    text = text if isinstance(text, str) else ""
     status = result.get("api_error_status")
-    kind = result.get("api_error_type")
     status = status if isinstance(status, int) and not isinstance(status, bool) else None
+    kind = result.get("api_error_type")
     kind = kind if isinstance(kind, str) else None
-    api_error = result.get("terminal_reason") in _API_FAILURE_REASONS or status is not None
+    answered = _number(result.get("duration_api_ms"))
+    if reasons.names_credentials(text) or (not answered and status is None):
+        return reasons.no_credentials(text, _KEY_VARIABLE)
+    if status is not None:
+        failure = reasons.api_failure(status, kind, _HINT)
+        failure.retryable = status == 429 or 500 <= status <= 599
+        return failure
+    if result.get("subtype") == "error_max_turns":
+        return reasons.turn_limit(max_turns)
     # Older CLIs: the run's only assistant output is a synthetic API-error message.
     assistants = [e for e in events if e.get("type") == "assistant"]
     synthetic = bool(assistants) and all(e.get("is_api_error_message") is True for e in assistants)
-    if not (api_error or synthetic):
-        return None
-    return reasons.api_failure(status, kind, _HINT)
+    if result.get("terminal_reason") in _API_FAILURE_REASONS or synthetic:
+        failure = reasons.api_failure(None, kind, _HINT)
+        failure.retryable = False  # no status: nothing says a rerun would be answered
+        return failure
+    subtype = result.get("subtype")
+    label = subtype if isinstance(subtype, str) and _SUBTYPE.fullmatch(subtype) else "unnamed"
+    return RunnerError(
+        f"Claude Code ended with an error result ({label}); the run says nothing about the skill"
+    )
 
 
 parse_stream = parse_lines  # stream-json stdout: one event per line

@@ -258,6 +258,8 @@ def turn_failure(message: str) -> RunnerError:
     Unauthorized", "exceeded retry limit, last status: 429"; a 500 only as "We're currently
     experiencing high demand"), or quotes the API's error body (a refused request; its ``type``
     only is kept), or neither (no answer at all)."""
+    if reasons.names_credentials(message):
+        return reasons.no_credentials(message, "OPENAI_API_KEY (or CODEX_API_KEY)")
     status = reasons.status_in(message)
     if status is None and "experiencing high demand" in message[:500]:
         status = 500  # Codex words an HTTP 500 this way and names no status

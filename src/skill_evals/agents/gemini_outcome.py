@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import reasons
 from .base import AgentOptions, RunnerSetupError
 from .gemini_events import final_text, read_transcript, usage_meta
 from .protocol import Outcome
@@ -91,6 +92,9 @@ def outcome(
 
 def api_error(message: str, status: int) -> RunnerError:
     """The reason of a failed model request, without the server's own text."""
+    if reasons.names_credentials(message):
+        failure = reasons.no_credentials(message, "GEMINI_API_KEY (or GOOGLE_API_KEY)")
+        return RunnerError(str(failure), retryable=False)
     http = api_status(message, status)
     if http in (401, 403):
         return RunnerError(f"model API refused the key (HTTP {http})", retryable=False)

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import reasons
 from .evidence import Event, Load, ToolCall
 
 AGENT = "opencode"
@@ -210,8 +211,10 @@ def failure(error: Mapping[str, Any], logged: Sequence[str] = ()) -> tuple[str, 
         return f"model request refused (HTTP {status}); check --model and the provider", False
     name = error.get("name")
     label = name if isinstance(name, str) and _ERROR_NAME.fullmatch(name) else "an unnamed error"
-    if label == "ProviderAuthError":
-        return "no usable credentials for the provider (ProviderAuthError)", False
+    said = data.get("message")
+    said = said if isinstance(said, str) else ""
+    if label == "ProviderAuthError" or reasons.names_credentials(said):
+        return str(reasons.no_credentials(said or label, "the provider's key variable")), False
     if "ProviderModelNotFoundError" in logged:
         return (
             "model not found (ProviderModelNotFoundError): check --model provider/model, the "

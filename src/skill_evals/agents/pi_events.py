@@ -226,7 +226,10 @@ def outcome(
         # The model call failed: the run says nothing about the skill, so it is void, not a
         # task failure. pi's errorMessage starts with the HTTP status ("429 …").
         message = transcript.last_assistant.get("errorMessage") if transcript.last_assistant else ""
-        found = reasons.status_in(message, anchored=True) if isinstance(message, str) else None
+        message = message if isinstance(message, str) else ""
+        if reasons.names_credentials(message):
+            raise reasons.no_credentials(message, "the provider's API key variable")
+        found = reasons.status_in(message, anchored=True)
         raise reasons.api_failure(found, None, _HINT)
     succeeded = (
         status == 0

@@ -3,17 +3,52 @@ same invocation again may help (the engine's ``--retries`` reruns only retryable
 
 Every reason holds only what the runner itself knows — an HTTP status, an error *type* the API
 names, an option — never the prompt, the answer, the agent's stderr or the API's error message.
+One documented exception: an agent that says it has no credentials ("Not logged in") is quoted,
+cut to ``AGENT_TEXT`` characters with control and invisible characters escaped, because its own
+words are what tells the user which login it wants.
 """
 
 from __future__ import annotations
 
 import re
 
+from ..terminal import terminal_safe
 from .base import RunnerError
 
 _STATUS = re.compile(r"(?<![\d.])([1-5]\d\d)(?![\d.])")
 _TYPE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _SCAN = 500  # characters of an agent's error text looked at for a status
+
+
+AGENT_TEXT = 120  # characters of an agent's own "no credentials" text quoted in a reason
+# What an agent says when it has no usable credentials (Claude Code: "Not logged in · Please run
+# /login", "Invalid API key · Fix external API key"; Codex, Gemini CLI, OpenCode: "API key",
+# "credentials", "OAuth token" in their errors).
+_NO_CREDENTIALS = re.compile(
+    r"not logged in|/login\b|please log ?in|invalid api[ _-]?key|api[ _-]?key"
+    r"|oauth token|credentials?\b",
+    re.IGNORECASE,
+)
+
+
+def names_credentials(text: str) -> bool:
+    """Does an agent's error text say it has no usable login, API key or credentials?"""
+    return bool(_NO_CREDENTIALS.search(text[:_SCAN]))
+
+
+def quoted(text: str, limit: int = AGENT_TEXT) -> str:
+    """An agent's own text for a reason: whitespace collapsed, control and invisible characters
+    escaped (``\\uXXXX``), at most ``limit`` characters (cut with ``…``)."""
+    safe = terminal_safe(" ".join(text[: limit * 4].split()))
+    return safe if len(safe) <= limit else safe[: limit - 1] + "…"
+
+
+def no_credentials(text: str, key_variable: str) -> RunnerError:
+    """The reason of an agent that could not log in: final (a rerun fails the same way)."""
+    said = quoted(text) or "no text"
+    return RunnerError(
+        f"not logged in / no credentials: {said}; set {key_variable} (or log in)", False
+    )
 
 
 def status_in(text: str, *, anchored: bool = False) -> int | None:

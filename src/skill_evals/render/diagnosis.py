@@ -33,8 +33,40 @@ class FailureGroup:
         return f"{self.case_id} trial {self.trial} {self.variant}"
 
 
-# (pattern on the reason, advice). First match wins; reasons are the engine's own wording
-# (docs/runner-contract.md), or "runner: …" when the runner reported its own reason.
+# A runner's own reason ("runner: …") is classed by its first clause only (up to "; "): the
+# clauses after it are hints that name variables ("check ANTHROPIC_API_KEY / …_AUTH_TOKEN"), and
+# matching those gave "refused the credentials" for a server that never answered.
+_RUNNER_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in (
+        (
+            "auth",
+            r"not logged in|no credentials|no usable credentials|auth(entication)? refused"
+            r"|refused the key|no api key|invalid api key|\b40[13]\b|unauthori[sz]ed|forbidden",
+        ),
+        ("rate limit", r"rate.?limit|\b429\b|overload|\b529\b"),
+        ("server", r"server error|\b5\d\d\b|no answer|cannot reach|connection failed"),
+        ("binary missing", r"cannot start|(?<!model )not found|no such file|not installed"),
+        ("turn limit", r"turn limit|max.?turns"),
+    )
+)
+
+RUNNER_ADVICE = {
+    "auth": "the agent has no usable credentials (not logged in, no key, or a key the API "
+    "refused): set its API key variable where skill-evals runs (docs/agents/) and let it "
+    "reach the runner (require-env in .skill-evals.yml)",
+    "rate limit": "the model API is rate-limited or overloaded: lower --jobs, raise --retries, "
+    "or rerun later",
+    "server": "the model API failed or did not answer: check its base URL variable and the "
+    "network, raise --retries, or rerun later",
+    "binary missing": "the agent's program is missing: install its CLI (docs/agents/) or pass "
+    "--bin PATH to the runner",
+    "turn limit": "the agent hit its turn limit: raise the runner's --max-turns",
+    "other": "the runner reported this reason itself: see its page in docs/agents/ or its own "
+    "documentation",
+}
+
+# (pattern on the engine's own reason, advice). First match wins (docs/runner-contract.md).
 _ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), advice)
     for pattern, advice in (
@@ -43,30 +75,6 @@ _ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             "the runner program could not be started: check the command, that the program is "
             "installed and executable, and relative paths (they are resolved from the directory "
             "skill-evals runs in)",
-        ),
-        (
-            r"^runner: .*(api key|auth|unauthori[sz]ed|forbidden|\b401\b|\b403\b|credential)",
-            "the agent refused the credentials: check its API key variable (docs/agents/) and "
-            "that it reaches the runner (require-env in .skill-evals.yml)",
-        ),
-        (
-            r"^runner: .*(rate.?limit|\b429\b|overload|\b529\b)",
-            "the model API is rate-limited or overloaded: lower --jobs, raise --retries, or "
-            "rerun later",
-        ),
-        (
-            r"^runner: .*(not found|no such file|not installed|missing binary)",
-            "the agent's program is missing: install its CLI (docs/agents/) or pass --bin PATH "
-            "to the runner",
-        ),
-        (
-            r"^runner: .*(turn limit|max.?turns)",
-            "the agent hit its turn limit: raise the runner's --max-turns",
-        ),
-        (
-            r"^runner: ",
-            "the runner reported this reason itself: see its page in docs/agents/ or its own "
-            "documentation",
         ),
         (
             r"^timed out",
@@ -101,8 +109,21 @@ _ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )
 
 
+def runner_class(reason: str) -> str:
+    """The class of a runner's own reason (``runner: …``): auth, rate limit, server, binary
+    missing, turn limit or other, from its first clause."""
+    head = reason.removeprefix("runner:").strip().split("; ", 1)[0]
+    for name, pattern in _RUNNER_CLASSES:
+        if pattern.search(head):
+            return name
+    return "other"
+
+
 def advice_for(reason: str) -> str:
-    """What to do about a runner failure with this reason."""
+    """What to do about a runner failure with this reason: for a runner's own reason, the
+    advice of its class (never one that contradicts it)."""
+    if reason.startswith("runner:"):
+        return RUNNER_ADVICE[runner_class(reason)]
     for pattern, advice in _ADVICE:
         if pattern.search(reason):
             return advice
