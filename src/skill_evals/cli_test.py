@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from .agents import registry as agent_registry
 from .cli_cache import cache_options, cache_settings
 from .cli_common import FloatRange, fail
 from .cli_scope import arm_options, scope_options
@@ -19,6 +20,9 @@ from .codes import INVALID
 from .helptext import CONTEXT, epilog
 from .interrupts import sigterm_interrupts
 from .terminal import terminal_safe
+
+# Every shipped runner, named in --help: the agents of the registry and the simulation.
+BUILT_IN_RUNNERS = "|".join([*agent_registry.names(), "simulated"])
 
 _OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)
 
@@ -55,7 +59,7 @@ skill-evals test --skill skills/refund-policy \\
     default=None,
     metavar="CMD",
     help="The runner command, run once per case, trial and variant; split like a shell, run "
-    "without one. Built in: 'skill-evals runner claude-code|codex|pi|simulated'. No default: "
+    f"without one. Built in: 'skill-evals runner {BUILT_IN_RUNNERS}'. No default: "
     "give this or --observations.",
 )
 @click.option(
