@@ -329,7 +329,7 @@ def run_test(
             )
             _collect_answers(result, answers)
             return evaluate(skill, suite, settings, result, arm_plan=scope.plan, baseline=baseline)
-        notes = (simulated.NOTICE,) if simulated.is_simulated_command(options.runner) else ()
+        notes = simulated.NOTES if simulated.is_simulated_command(options.runner) else ()
         exposed = exposed_cases_note(suite.path, skill.path)
         if exposed is not None and builtin_agent(options.runner) is not None:
             notes = (*notes, exposed)

@@ -56,6 +56,15 @@ NOTICE = (
 )
 
 
+# Every output of a run with this runner carries this note too: its figures measure the overlap
+# of words, which a reader could otherwise take for a model's routing.
+ARTEFACTS = (
+    "simulated runner: figures are artefacts of word matching between the prompts and the "
+    "description, not a model's behaviour"
+)
+NOTES = (NOTICE, ARTEFACTS)
+
+
 def is_simulated_command(command: str | None) -> bool:
     """Whether a ``--runner`` command runs this simulation (labelled wherever it is used)."""
     return command is not None and _SIMULATED_COMMAND.search(command) is not None
@@ -79,9 +88,27 @@ def content_words(text: str) -> set[str]:
     return words
 
 
+_SENTENCE_END = re.compile(r"[.!?;\r\n]")
+_EXCLUSION_STARTS = ("do not", "don't", "not for", "not when", "never", "avoid")
+_EXCLUSION_PARTS = ("do not trigger", "do not use", "don't use", " not for ")
+
+
+def is_exclusion(sentence: str) -> bool:
+    """A sentence that says when the skill is *not* for ("Do NOT trigger when …")."""
+    text = sentence.strip().lower().replace("\u2019", "'")
+    return text.startswith(_EXCLUSION_STARTS) or any(p in text for p in _EXCLUSION_PARTS)
+
+
+def matchable(description: str) -> str:
+    """The description without its exclusion sentences (split at ``.``, ``!``, ``?``, ``;`` and
+    line breaks): words that say when not to load the skill never count as a match."""
+    return " ".join(s for s in _SENTENCE_END.split(description) if not is_exclusion(s))
+
+
 def should_load(prompt: str, description: str) -> bool:
     """The simulated routing decision."""
-    return len(content_words(prompt) & content_words(description)) >= MIN_SHARED_WORDS
+    wanted = content_words(prompt)
+    return len(wanted & content_words(matchable(description))) >= MIN_SHARED_WORDS
 
 
 @dataclass(frozen=True)
@@ -201,7 +228,7 @@ def pick_skill(prompt: str, descriptions: list[str]) -> int | None:
     wanted = content_words(prompt)
     best: tuple[int, float, int] | None = None
     for index, description in enumerate(descriptions):
-        words = content_words(description)
+        words = content_words(matchable(description))
         shared = len(wanted & words)
         if shared < MIN_SHARED_WORDS:
             continue

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..agents.simulated import ARTEFACTS
 from ..render.diagnosis import sections
 from ..render.text import task_failures
 from ..route.render_markdown import ci_routing_markdown
@@ -180,11 +181,11 @@ def notes_lines(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]:
     report = skill.get("report") if isinstance(skill.get("report"), dict) else None
     if report is None:
         return []
-    from ..agents.simulated import NOTICE
+    from ..agents.simulated import NOTES
 
     found = sections(report)
     # The simulated runner has its own banner at the top; do not repeat it per skill.
-    notes = [m for m in found.notes if m != NOTICE]
+    notes = [m for m in found.notes if m not in NOTES]
     items = [f"warning: {m}" for m in found.warnings] + [f"note: {m}" for m in notes]
     return [f"- {_esc(item)}" for item in _limited(items, limit)]
 
@@ -285,7 +286,7 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
     if ci_report.get("simulated"):
         lines += [
             "> **Simulated runner**: these figures come from `skill-evals runner "
-            "simulated`, not from a model.",
+            f"simulated`, not from a model. {ARTEFACTS}.",
             "",
         ]
     for message in ci_report.get("messages") or []:
@@ -367,7 +368,7 @@ def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
     unchanged = len(skills) - len(shown)
     lines = [MARKER, "## skill-evals", "", _headline(ci_report), ""]
     if ci_report.get("simulated"):
-        lines += ["> **Simulated runner** — not a model.", ""]
+        lines += [f"> **Simulated runner** — not a model. {ARTEFACTS}.", ""]
     if shown:
         lines += verdict_table(shown)
         lines.append("")

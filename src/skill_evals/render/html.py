@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..agents.simulated import ARTEFACTS
 from ..ci.summary import fmt_num, fmt_signed, partial_mark, skill_status
 from .answers import AnswerBudget, Answers
 from .html_base import anchor, badge, escape_html
@@ -154,7 +155,7 @@ def render_html(
     messages = "".join(f"<p class='note'>{_e(m)}</p>" for m in ci_report.get("messages") or [])
     simulated = (
         "<p class='note'><strong>Simulated runner</strong>: these figures come from "
-        "<code>skill-evals runner simulated</code>, not from a model.</p>"
+        f"<code>skill-evals runner simulated</code>, not from a model. {_e(ARTEFACTS)}.</p>"
         if ci_report.get("simulated")
         else ""
     )

@@ -209,7 +209,7 @@ def run_route(
         if options.observations is not None:
             result = ExecutionResult(observations=observations)
             return build_route_report(catalog, suite, settings, result, warnings_in=warnings)
-        notes = [simulated.NOTICE] if simulated.is_simulated_command(options.runner) else []
+        notes = list(simulated.NOTES) if simulated.is_simulated_command(options.runner) else []
         check_cache_dir(options.cache, *(s.path for s in catalog.skills))
         cache = open_cache(options.cache, is_builtin_runner(options.runner), command, CACHE_SCOPE)
         plan = ExecutionPlan(
