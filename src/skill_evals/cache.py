@@ -188,6 +188,7 @@ class ObservationCache:
             meta=fields["meta"],
             evidence=fields.get("evidence", ()),
             tool_calls=fields["tool_calls"],
+            warnings=fields.get("warnings", ()),
             cached=True,
         )
         count = len(case.task.checks) if case.task is not None else 0

@@ -251,7 +251,7 @@ def _write(
     held: dict[Path, int],
 ) -> None:
     from .codes import INVALID
-    from .messages import by_severity
+    from .messages import by_severity, stderr_warnings
     from .outputs import write_output
     from .route.render import render_route
 
@@ -261,6 +261,8 @@ def _write(
         except OSError as exc:
             if report["exitCode"] != INVALID:  # already invalid (maybe this very path): say why
                 fail(f"{report_path}: cannot write ({exc.strerror})")
+    for message in stderr_warnings(report):
+        click.echo(f"skill-evals: warning: {terminal_safe(message)}", err=True)
     to_person = fmt == "text" and sys.stdout.isatty()
     if report["exitCode"] in (5, 6, 7) and not to_person:
         for message in by_severity(report, "error")[:1]:

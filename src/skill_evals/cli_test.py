@@ -288,7 +288,7 @@ def _write_outputs(
     answers: dict[tuple[str, int, str], str] | None = None,
 ) -> None:
     """Write the report in every format a path was given for, then ``fmt`` to stdout."""
-    from .messages import by_severity
+    from .messages import by_severity, stderr_warnings
     from .outputs import write_output
     from .pipeline import path_inside
     from .render.html import render_test_html
@@ -324,6 +324,8 @@ def _write_outputs(
             if report["exitCode"] == INVALID:
                 continue  # already invalid (e.g. this very path failed the checks): say why
             fail(f"{path}: cannot write ({exc.strerror})")
+    for message in stderr_warnings(report):
+        click.echo(f"skill-evals: warning: {terminal_safe(message)}", err=True)
     to_person = fmt == "text" and sys.stdout.isatty()
     if report["exitCode"] in (5, 6, 7) and not to_person:
         # One clear line on stderr (stdout may be JSON/XML for a machine, or a file); the text

@@ -23,7 +23,7 @@ from .codes import (
 from .compare import comparison_gates, comparison_section
 from .execute import ExecutionResult
 from .gates import ALL_GATES, GateOutcome, as_settled, trigger_f1_gate, uplift_gate
-from .messages import Messages, failures_message
+from .messages import Messages, failures_message, runner_warnings
 from .observations import VARIANTS
 from .records import gc_paused
 from .report_blocks import (
@@ -198,6 +198,8 @@ def _evaluate(
         )
 
     for message in result.messages:  # e.g. a workspace that could not be kept
+        notes.warning(message)
+    for message in runner_warnings([*observed, *others]):
         notes.warning(message)
     for message in messages:
         notes.note(message)

@@ -8,12 +8,12 @@ that list a sensible default.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .observations import RunnerFailure
+    from .observations import Observation, RunnerFailure
 
 Severity = Literal["error", "warning", "note"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "note")
@@ -54,6 +54,24 @@ class Messages:
 
     def __iter__(self) -> Iterator[tuple[Severity, str]]:
         return iter(self.items)
+
+
+def runner_warnings(observations: Iterable[Observation]) -> list[str]:
+    """The distinct ``warnings`` of the runner lines, in first-seen order, each as one safe line
+    ``runner: <text>`` (control and invisible characters removed, cut at 300 characters)."""
+    from .runner import runner_reason
+
+    seen: dict[str, None] = {}
+    for observation in observations:
+        for text in observation.warnings:
+            seen.setdefault(runner_reason(text), None)
+    return list(seen)
+
+
+def stderr_warnings(report: Mapping[str, Any]) -> list[str]:
+    """The report's warnings that are also printed on stderr (``skill-evals: warning: …``):
+    what a runner warned about."""
+    return [m for m in by_severity(report, "warning") if m.startswith("runner: ")]
 
 
 def severities_of(report: Mapping[str, Any]) -> list[tuple[Severity, str]]:

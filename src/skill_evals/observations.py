@@ -26,8 +26,12 @@ Echo = Literal["with", "without"]  # what EVALGATE_SKILL_VARIANT says and the ru
 VARIANTS: tuple[Echo, Echo] = ("with", "without")
 ARMS: tuple[Variant, Variant, Variant] = ("with", "without", "baseline")
 META_KEYS = ("durationMs", "costUsd", "inputTokens", "outputTokens", "turns")
-RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode", "meta", "evidence", "toolCalls")
-EVIDENCE_STATES = ("offered", "attempted", "loaded", "failed")
+RUNNER_KEYS = (
+    "variant", "invokedSkills", "output", "exitCode", "meta", "evidence", "toolCalls", "warnings",
+)  # fmt: skip
+EVIDENCE_STATES = ("offered", "attempted", "loaded", "failed", "unverified")
+MAX_WARNINGS = 10  # items of a runner line's ``warnings``
+MAX_WARNING_CHARS = 300  # characters of one
 EVIDENCE_DELIVERIES = ("native", "mcp", "read", "explicit")
 MAX_EVIDENCE_ITEMS = 1000
 _MAX_EVIDENCE_TEXT = 300  # characters of an evidence item's skill or source
@@ -72,6 +76,8 @@ class Observation:
     # The runner's optional loading evidence: {"skill", "state", "delivery", "source"} items.
     evidence: tuple[Mapping[str, str], ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
+    # What the runner warned about (its line's ``warnings``), printed once per distinct text.
+    warnings: tuple[str, ...] = ()
     # One verdict per check of the case's task, computed by the engine after the run (or read
     # from a record); None when not known.
     checks: tuple[bool, ...] | None = None
@@ -101,6 +107,8 @@ class Observation:
             record["evidence"] = [dict(item) for item in self.evidence]
         if self.tool_calls:
             record["toolCalls"] = [call.to_json() for call in self.tool_calls]
+        if self.warnings:
+            record["warnings"] = list(self.warnings)
         if self.checks is not None:
             record["checks"] = list(self.checks)
         if self.cached:
@@ -197,7 +205,25 @@ def parse_runner_object(value: object, expected_variant: Echo) -> dict[str, Any]
     }
     if "evidence" in value:
         fields["evidence"] = parse_evidence(value["evidence"])
+    if "warnings" in value:
+        fields["warnings"] = parse_warnings(value["warnings"])
     return fields
+
+
+def parse_warnings(raw: object) -> tuple[str, ...]:
+    """``warnings``: at most MAX_WARNINGS strings of at most MAX_WARNING_CHARS characters each
+    (ContractError naming the bad one, never its text)."""
+    if not isinstance(raw, list):
+        raise ContractError(f"wrong-typed key 'warnings': must be an array, got {_type_name(raw)}")
+    if len(raw) > MAX_WARNINGS:
+        raise ContractError(f"key 'warnings': more than {MAX_WARNINGS} items")
+    for index, item in enumerate(raw):
+        if not isinstance(item, str) or len(item) > MAX_WARNING_CHARS:
+            raise ContractError(
+                f"wrong-typed key 'warnings[{index}]': must be a string of at most "
+                f"{MAX_WARNING_CHARS} characters"
+            )
+    return tuple(raw)
 
 
 def parse_evidence(raw: object) -> tuple[dict[str, str], ...]:

@@ -43,6 +43,7 @@ from .observations import (
     parse_meta,
     parse_runner_object,
     parse_tool_calls,
+    parse_warnings,
 )
 
 _ARM_INDEX = {"with": 0, "without": 1, "baseline": 2}
@@ -99,6 +100,7 @@ def _record_observation(
         meta=fields["meta"],
         evidence=fields.get("evidence", ()),
         tool_calls=fields["tool_calls"],
+        warnings=fields.get("warnings", ()),
         checks=checks,
         cached=cached,
     )
@@ -137,6 +139,7 @@ def _valid_observation(value: dict[str, Any]) -> Observation | None:
     checks: tuple[bool, ...] | None = None
     cached = False
     evidence: tuple[dict[str, str], ...] = ()
+    warnings: tuple[str, ...] = ()
     if len(value) > keys:
         try:
             if "meta" in value:
@@ -148,6 +151,9 @@ def _valid_observation(value: dict[str, Any]) -> Observation | None:
             if "toolCalls" in value:
                 keys += 1
                 tool_calls = parse_tool_calls(value["toolCalls"])
+            if "warnings" in value:
+                keys += 1
+                warnings = parse_warnings(value["warnings"])
             if "checks" in value:
                 keys += 1
                 checks = parse_checks(value["checks"])
@@ -169,6 +175,7 @@ def _valid_observation(value: dict[str, Any]) -> Observation | None:
         meta,
         evidence,
         tool_calls,
+        warnings,
         checks,
         None,
         cached,

@@ -306,6 +306,7 @@ def run_invocation(
         meta=fields["meta"],
         evidence=fields.get("evidence", ()),
         tool_calls=fields["tool_calls"],
+        warnings=fields.get("warnings", ()),
     )
     return InvocationResult(observation, (time.monotonic() - started) * 1000.0)
 

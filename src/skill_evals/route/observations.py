@@ -69,6 +69,7 @@ def load_route_observations(path: Path, suite: CaseSuite, trials: int) -> list[O
             output=fields["output"],
             exit_code=fields["exit_code"],
             meta=fields["meta"],
+            warnings=fields.get("warnings", ()),
         )
         lines[key] = line
     missing = [

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from .. import __version__
 from ..codes import GATE_FAILED, INTERRUPTED, STATUS_BY_CODE, UNAVAILABLE, combine
 from ..execute import ExecutionResult
-from ..messages import Messages, failures_message
+from ..messages import Messages, failures_message, runner_warnings
 from ..observations import META_KEYS, Observation
 from .cases import RouteSuite
 from .catalog import Catalog
@@ -217,6 +217,8 @@ def build_route_report(
     codes: list[int] = []
     notes = Messages()
     for text in warnings_in:
+        notes.warning(text)
+    for text in runner_warnings(observed):
         notes.warning(text)
     for text in notes_in:
         notes.note(text)
