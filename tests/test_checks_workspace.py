@@ -159,7 +159,7 @@ def test_mode_changes_and_symlinks_count_as_changes(work: Path, tmp_path: Path) 
 
 
 def test_snapshots_are_bounded(work: Path) -> None:
-    with pytest.raises(SnapshotProblem, match="more than 2 files"):
+    with pytest.raises(SnapshotProblem, match="more than 2 entries"):
         take_snapshot(work, time.monotonic() + 10, max_files=2)
     with pytest.raises(SnapshotProblem, match="more than 5 bytes"):
         take_snapshot(work, time.monotonic() + 10, max_bytes=5)

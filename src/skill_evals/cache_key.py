@@ -34,6 +34,7 @@ from typing import Any
 from .cases import Case
 from .errors import InvalidInput
 from .skill import directory_sha256
+from .walks import TreeTooLarge, walk
 
 KEY_VERSION = 1
 MAX_ARG_FILE_BYTES = 2_000_000_000  # a runner argument naming a bigger file is not hashed
@@ -99,6 +100,8 @@ def _argument(arg: str, index: int, cwd: Path) -> str | dict[str, str]:
             if problem is not None:
                 raise Uncacheable(f"{where} names a directory too large to hash: {problem}")
             return {"directory": directory_sha256(path)}
+    except TreeTooLarge as exc:
+        raise Uncacheable(f"{where} names a directory too large to hash: {exc}") from None
     except InvalidInput:
         raise Uncacheable(
             f"{where} names a directory that cannot be hashed (it holds a symlink, a special "
@@ -115,16 +118,13 @@ def package_sha256() -> str:
     runner runs. Computed once per process."""
     root = Path(__file__).resolve().parent
     pairs: list[tuple[bytes, str]] = []
-    for directory, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in filenames:
-            if name.endswith((".pyc", ".pyo")):
-                continue
-            full = Path(directory) / name
-            if not full.is_file() or full.is_symlink():
-                continue
-            rel = full.relative_to(root).as_posix().encode("utf-8", "surrogateescape")
-            pairs.append((rel, _file_sha256(full)))
+    for entry in walk(root, on_error=lambda *_: None):
+        parts = entry.rel.split(b"/")
+        if b"__pycache__" in parts[:-1] or not stat.S_ISREG(entry.info.st_mode):
+            continue
+        if entry.rel.endswith((b".pyc", b".pyo")):
+            continue
+        pairs.append((entry.rel, _file_sha256(Path(entry.path))))
     digest = hashlib.sha256()
     for rel, sha in sorted(pairs):
         digest.update(sha.encode("ascii") + b"  " + rel + b"\n")

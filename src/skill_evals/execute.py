@@ -16,6 +16,7 @@ full, and the order does not depend on the options.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -46,6 +47,7 @@ from .scheduler import Scheduler
 from .settle import Settler, Verdict
 from .settle_state import SettleGates
 from .task_results import task_passed
+from .terminal import terminal_safe
 from .workspace import WorkspaceRoot
 
 __all__ = [
@@ -190,6 +192,9 @@ def execute(
             plan, arms, todo, len(known), len(keys), writer, progress, workspaces, regex
         )
         sched.sweeper = sweeper
+        for warning in workspaces.warnings:  # a stale root that could not be removed
+            print(f"skill-evals: warning: {terminal_safe(warning)}", file=sys.stderr)
+            sched.messages.append(warning)
         sched.ledger = ledger
         sched.settler = settler
         for key, obs in cached.items():

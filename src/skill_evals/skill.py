@@ -19,6 +19,7 @@ from .frontmatter import parse_frontmatter as parse_frontmatter
 from .jsonl import MAX_FILE_BYTES
 from .skill_rules import frontmatter_problems
 from .skill_rules import validate_skill as validate_skill
+from .walks import walk
 from .yamldoc import MAX_YAML_ALIAS_NODES as MAX_YAML_ALIAS_NODES
 from .yamldoc import MAX_YAML_DEPTH as MAX_YAML_DEPTH
 from .yamldoc import YamlValueError as YamlValueError
@@ -77,59 +78,63 @@ def _hash_file(path: Path, keep: bool) -> tuple[str, bytes | None]:
     return digest.hexdigest(), (b"".join(parts) if parts is not None else None)
 
 
-def _walk(root: Path) -> list[tuple[bytes, Path]]:
-    """(relative path as UTF-8/fs bytes with '/', absolute path) of every regular file."""
-    found: list[tuple[bytes, Path]] = []
-    stack: list[tuple[Path, bytes]] = [(root, b"")]
-    while stack:
-        directory, prefix = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError as exc:
-            raise InvalidInput(f"{directory}: cannot list directory ({exc.strerror})") from None
-        for entry in entries:
-            full = Path(entry.path)
-            name = os.fsencode(entry.name)
-            if b"\n" in name:
-                raise InvalidInput(
-                    f"{directory}: a file name contains a newline; rename it "
-                    "(it would break the directory hash)"
-                )
-            rel = prefix + name
-            if entry.is_symlink():
-                raise InvalidInput(
-                    f"{full}: symlinks are not allowed in a skill directory; "
-                    "replace it with a copy of the file"
-                )
-            if entry.is_dir(follow_symlinks=False):
-                stack.append((full, rel + b"/"))
-            elif entry.is_file(follow_symlinks=False):
-                found.append((rel, full))
-            else:
-                raise InvalidInput(
-                    f"{full}: not a regular file (FIFO, socket or device); "
-                    "a skill directory holds only files and directories"
-                )
+def _walk(root: Path) -> list[tuple[bytes, Path, bool]]:
+    """(relative path as UTF-8/fs bytes with '/', absolute path, owner-executable) of every
+    regular file, sorted by the relative path's bytes. Bounded (walks.py): TreeTooLarge past
+    256 directory levels or 100,000 entries."""
+    found: list[tuple[bytes, Path, bool]] = []
+
+    def unlistable(directory: str, exc: OSError) -> None:
+        raise InvalidInput(f"{directory}: cannot list directory ({exc.strerror})")
+
+    for entry in walk(root, on_error=unlistable):
+        full = Path(entry.path)
+        if b"\n" in entry.rel:
+            raise InvalidInput(
+                f"{full.parent}: a file name contains a newline; rename it "
+                "(it would break the directory hash)"
+            )
+        mode = entry.info.st_mode
+        if stat.S_ISLNK(mode):
+            raise InvalidInput(
+                f"{full}: symlinks are not allowed in a skill directory; "
+                "replace it with a copy of the file"
+            )
+        if stat.S_ISREG(mode):
+            found.append((entry.rel, full, bool(mode & stat.S_IXUSR)))
+        elif not stat.S_ISDIR(mode):
+            raise InvalidInput(
+                f"{full}: not a regular file (FIFO, socket or device); "
+                "a skill directory holds only files and directories"
+            )
     found.sort(key=lambda item: item[0])
     return found
+
+
+def hash_line(hexdigest: str, executable: bool, rel: bytes) -> bytes:
+    """One line of the directory hash: the file's SHA-256, two spaces (or `` x `` for a file
+    with the owner-executable bit), its relative path, a newline."""
+    return hexdigest.encode("ascii") + (b" x " if executable else b"  ") + rel + b"\n"
 
 
 def _directory_hash(path: Path, keep: bytes | None = None) -> tuple[str, bytes | None]:
     """Directory hash, plus the bytes of the file whose relative path is ``keep``."""
     lines = hashlib.sha256()
     kept: bytes | None = None
-    for rel, full in _walk(path):
+    for rel, full, executable in _walk(path):
         hexdigest, content = _hash_file(full, rel == keep)
         if rel == keep:
             kept = content
-        lines.update(hexdigest.encode("ascii") + b"  " + rel + b"\n")
+        lines.update(hash_line(hexdigest, executable, rel))
     return lines.hexdigest(), kept
 
 
 def directory_sha256(path: Path) -> str:
-    """Go dirhash.Hash1 construction with hex: sha256 over sorted "<sha>  <relpath>\\n" lines.
+    """SHA-256 over sorted ``"<sha>  <relpath>\\n"`` lines (``"<sha> x <relpath>\\n"`` for an
+    owner-executable file): Go's dirhash.Hash1 construction in hex, plus the executable bit.
 
-    Raises InvalidInput for a symlink anywhere inside or a path containing a newline."""
+    Raises InvalidInput for a symlink anywhere inside, a path containing a newline, a special
+    file, or a tree past the walk bounds (TreeTooLarge)."""
     return _directory_hash(path)[0]
 
 
@@ -141,11 +146,11 @@ def directory_sha256_without(path: Path, excluded: Sequence[str]) -> str:
     prefixes = [p.strip("/").encode("utf-8", "surrogateescape") for p in excluded]
     prefixes = [p for p in prefixes if p]
     lines = hashlib.sha256()
-    for rel, full in _walk(path):
+    for rel, full, executable in _walk(path):
         if any(rel == p or rel.startswith(p + b"/") for p in prefixes):
             continue
         hexdigest, _ = _hash_file(full, False)
-        lines.update(hexdigest.encode("ascii") + b"  " + rel + b"\n")
+        lines.update(hash_line(hexdigest, executable, rel))
     return lines.hexdigest()
 
 

@@ -29,6 +29,7 @@ from .checks.model import CHECK_SECONDS
 from .checks.parse import path_problem
 from .checks.snapshot import Snapshot, SnapshotProblem, take_snapshot
 from .helper_commands import describe_exit, run_quiet, scrubbed_env, substitute
+from .walks import TreeTooLarge, copy_tree, remove_tree, walk
 
 ROOT_PREFIX = "skill-evals-ws-"
 SETUP_SECONDS = 60.0
@@ -60,28 +61,26 @@ def fixture_problem(base: Path, rel: str) -> str | None:
     if not stat.S_ISDIR(info.st_mode):
         return f"{current} is not a directory"
     files = size = 0
-    stack = [current]
-    while stack:
-        directory = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError as exc:
-            return f"cannot read {directory} ({exc.strerror})"
-        for entry in entries:
-            if entry.is_symlink():
-                return f"{entry.path} is a symlink; fixtures may not contain symlinks"
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
+    try:
+        for entry in walk(current):
+            mode = entry.info.st_mode
+            if stat.S_ISDIR(mode):
                 continue
-            if not entry.is_file(follow_symlinks=False):
+            if stat.S_ISLNK(mode):
+                return f"{entry.path} is a symlink; fixtures may not contain symlinks"
+            if not stat.S_ISREG(mode):
                 return f"{entry.path} is not a regular file or directory"
             files += 1
-            size += entry.stat(follow_symlinks=False).st_size
+            size += entry.info.st_size
             if files > MAX_FIXTURE_FILES or size > MAX_FIXTURE_BYTES:
                 return (
                     f"larger than {MAX_FIXTURE_FILES} files or {MAX_FIXTURE_BYTES} bytes; "
                     "keep fixtures small"
                 )
+    except TreeTooLarge as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"cannot read {current} ({exc.strerror})"
     return None
 
 
@@ -91,52 +90,24 @@ class _FixtureChanged(Exception):
 
 def copy_fixture(source: Path, target: Path) -> None:
     """Copy the fixture's files and directories into the existing ``target`` (modes kept),
-    never following a symlink; _FixtureChanged when one (or a special file) appeared."""
-    stack = [(source, target)]
-    while stack:
-        src_dir, dst_dir = stack.pop()
-        for entry in os.scandir(src_dir):
-            dst = dst_dir / entry.name
-            info = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(info.st_mode):
+    never following a symlink; _FixtureChanged when one (or a special file) appeared, or the
+    fixture grew past the walk bounds since it was checked."""
+    try:
+        for entry in walk(source):
+            dst = target / os.fsdecode(entry.rel)
+            mode = entry.info.st_mode
+            if stat.S_ISDIR(mode):
                 dst.mkdir(mode=0o700)
-                stack.append((Path(entry.path), dst))
-            elif stat.S_ISREG(info.st_mode):
+            elif stat.S_ISREG(mode):
                 shutil.copyfile(entry.path, dst, follow_symlinks=False)
-                os.chmod(dst, stat.S_IMODE(info.st_mode) | stat.S_IRUSR | stat.S_IWUSR)
+                os.chmod(dst, stat.S_IMODE(mode) | stat.S_IRUSR | stat.S_IWUSR)
             else:
                 raise _FixtureChanged(f"{entry.path} is no longer a regular file or directory")
+    except TreeTooLarge as exc:
+        raise _FixtureChanged(str(exc)) from None
 
 
 # ------------------------------------------------------------------------------ removal
-
-
-def remove_tree(path: Path) -> None:
-    """Remove ``path`` entirely, even directories the agent made unreadable or read-only."""
-    with contextlib.suppress(FileNotFoundError):
-        info = path.lstat()
-        if not stat.S_ISDIR(info.st_mode):
-            path.unlink()
-            return
-    stack = [path]
-    while stack:  # give every directory back its owner's permissions first
-        directory = stack.pop()
-        with contextlib.suppress(OSError):
-            os.chmod(directory, 0o700)
-        try:
-            with os.scandir(directory) as listing:
-                stack.extend(Path(e.path) for e in listing if e.is_dir(follow_symlinks=False))
-        except OSError:
-            continue
-    for _ in range(3):  # a straggler may still be writing: try again briefly
-        try:
-            shutil.rmtree(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.05)
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -149,24 +120,37 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def sweep_stale_roots(tmp: Path) -> None:
-    """Remove workspace roots whose engine process is gone (it was killed outright)."""
+def sweep_stale_roots(tmp: Path) -> list[str]:
+    """Remove workspace roots whose engine process is gone (it was killed outright). A root
+    that cannot be removed is skipped: the warnings returned name it (it never blocks a run)."""
     pattern = re.compile(re.escape(ROOT_PREFIX) + r"(\d+)-")
     try:
-        candidates = list(tmp.glob(ROOT_PREFIX + "*"))
+        with os.scandir(tmp) as listing:
+            candidates = [e.path for e in listing if e.name.startswith(ROOT_PREFIX)]
     except OSError:
-        return
-    for candidate in candidates:
-        match = pattern.match(candidate.name)
+        return []
+    warnings: list[str] = []
+    for candidate in sorted(candidates):
+        match = pattern.match(os.path.basename(candidate))
         if match is None:
             continue
         try:
-            owner = candidate.lstat().st_uid
+            owner = os.lstat(candidate).st_uid
         except OSError:
             continue
         pid = int(match.group(1))
-        if owner == os.getuid() and pid != os.getpid() and not _pid_alive(pid):
-            remove_tree(candidate)
+        stale = owner == os.getuid() and pid != os.getpid() and not _pid_alive(pid)
+        if stale and not remove_tree(candidate):
+            warnings.append(stale_root_warning(candidate))
+    return warnings
+
+
+def stale_root_warning(path: str | Path) -> str:
+    """The warning for a stale workspace root that could not be removed."""
+    return (
+        f"{path}: a workspace root left by an ended run could not be removed; skipped "
+        "(remove it by hand)"
+    )
 
 
 # ----------------------------------------------------------------------------- names
@@ -203,7 +187,7 @@ class Prepared:
     slot: Path  # the invocation's private directory: workspace/ and tmp/
     workspace: Path  # W, handed to the runner as SKILL_EVALS_WORKSPACE
     tmp: Path  # the runner's TMPDIR, removed with the slot
-    before: Snapshot | None = None  # after setup, when a check compares against it
+    before: Snapshot | str | None = None  # after setup, when a check compares with it
     failure: str | None = None  # a runner failure reason ("setup: command 1 ...")
     interrupted: bool = False
 
@@ -214,7 +198,8 @@ class WorkspaceRoot:
 
     def __init__(self, keep_dir: Path | None = None, tmp: Path | None = None) -> None:
         base = Path(tempfile.gettempdir()) if tmp is None else tmp
-        sweep_stale_roots(base)
+        # Shown once each (stderr and the report's messages); never a reason to stop.
+        self.warnings = sweep_stale_roots(base)
         self.path = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-", dir=base))
         os.chmod(self.path, 0o300)  # enter by name, never list
         self.keep_dir = keep_dir
@@ -265,8 +250,10 @@ class WorkspaceRoot:
                 prepared.before = take_snapshot(
                     prepared.workspace, time.monotonic() + CHECK_SECONDS
                 )
-            except (SnapshotProblem, OSError) as exc:
-                prepared.failure = f"setup: cannot snapshot the workspace ({exc})"
+            except SnapshotProblem as exc:
+                prepared.before = str(exc)  # the checks comparing with it fail with this
+            except OSError as exc:
+                prepared.before = f"cannot read the workspace ({exc.strerror})"
         return prepared
 
     def dispose(self, prepared: Prepared, case_id: str, trial: int, variant: str) -> str | None:
@@ -284,6 +271,8 @@ class WorkspaceRoot:
                 _move_tree(prepared.workspace, target)
             except OSError as exc:
                 problem = f"cannot keep the workspace in {target} ({exc.strerror})"
+            except TreeTooLarge as exc:
+                problem = f"cannot keep the workspace in {target}: {exc}"
         remove_tree(prepared.slot)
         return problem
 
@@ -300,19 +289,13 @@ class WorkspaceRoot:
         self.close()
 
 
-def _copy_regular(src: str, dst: str) -> None:
-    """copytree's copy function: regular files only (a FIFO would block, a device leak)."""
-    if stat.S_ISREG(os.lstat(src).st_mode):
-        shutil.copy2(src, dst, follow_symlinks=False)
-
-
 def _move_tree(source: Path, target: Path) -> None:
     try:
         os.rename(source, target)
     except OSError as exc:
         if exc.errno != errno.EXDEV:
             raise
-        shutil.copytree(source, target, symlinks=True, copy_function=_copy_regular)
+        copy_tree(source, target)  # another filesystem; TreeTooLarge past the walk bounds
 
 
 def check_keep_dir(keep_dir: Path) -> str | None:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+from ..walks import copy_tree, remove_tree, walk
 from .base import RunnerSetupError, SkillRef
 
 PARENT_PREFIX = "skill-evals-runs-"
@@ -91,17 +91,9 @@ def sweep_stale_workspaces(tmp: Path | None = None) -> list[Path]:
             pid = int((candidate / OWNER_FILE).read_text(encoding="ascii"))
         except (OSError, ValueError):
             continue
-        if pid != os.getpid() and not _alive(pid):
-            shutil.rmtree(candidate, ignore_errors=True)
-            removed.append(candidate)
+        if pid != os.getpid() and not _alive(pid) and remove_tree(candidate):
+            removed.append(candidate)  # one that cannot be removed is skipped, never fatal
     return removed
-
-
-def _copy_new(source: str, dest: str) -> object:
-    """shutil.copy2 unless ``dest`` exists already."""
-    if os.path.lexists(dest):
-        return dest
-    return shutil.copy2(source, dest)
 
 
 class Workspace:
@@ -139,13 +131,7 @@ class Workspace:
                 if not self._fixture.is_dir():
                     raise RunnerSetupError(f"--fixture {self._fixture}: not a directory")
                 # Into the engine's workspace, files the case's own fixture put there win.
-                shutil.copytree(
-                    self._fixture,
-                    self.project,
-                    symlinks=True,
-                    dirs_exist_ok=self._external,
-                    copy_function=_copy_new,
-                )
+                copy_tree(self._fixture, self.project, keep_existing=self._external)
             elif not self._external:
                 self.project.mkdir()
             self.home.mkdir()
@@ -169,7 +155,7 @@ class Workspace:
 
     def cleanup(self) -> None:
         """Remove the whole workspace."""
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)
 
     def install_skill(self, ref: SkillRef, skills_root: Path) -> Path:
         """Copy a skill folder to ``skills_root/<name>/`` and return that path, leaving out
@@ -177,7 +163,7 @@ class Workspace:
         cases, expected answers or fixtures."""
         dest = skills_root / ref.name
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(ref.path, dest, symlinks=True, ignore=_judging_files(ref.path))
+        copy_tree(ref.path, dest, skip_top=JUDGING_FILES)
         return dest
 
 
@@ -187,25 +173,18 @@ class Workspace:
 JUDGING_FILES = frozenset({"evals", "cases.jsonl"})
 
 
-def _judging_files(top: Path) -> Callable[[str, list[str]], set[str]]:
-    """A copytree ``ignore`` leaving out :data:`JUDGING_FILES` at the skill's top level only."""
-    resolved = os.path.normpath(top)
-
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        if os.path.normpath(folder) != resolved:
-            return set()
-        return {name for name in names if name in JUDGING_FILES}
-
-    return ignore
+# What a runner adds to the engine's workspace (skill folders, agent config) lies near its top;
+# the listing that finds it does not enter deeper, so no depth of the agent's or a setup
+# command's directories can stop a runner.
+TREE_DEPTH = 16
+TREE_ENTRIES = 1_000_000
 
 
 def tree(project: Path) -> set[str]:
-    """Every path under ``project``, relative (symlinks listed, never followed)."""
-    found: set[str] = set()
-    for folder, dirs, files in os.walk(project):
-        base = Path(folder).relative_to(project)
-        found.update((base / name).as_posix() for name in (*dirs, *files))
-    return found
+    """Every path under ``project`` down to TREE_DEPTH levels, relative (symlinks listed,
+    never followed; unreadable directories skipped). TreeTooLarge past TREE_ENTRIES."""
+    listing = walk(project, TREE_DEPTH, TREE_ENTRIES, on_error=lambda *_: None, prune=True)
+    return {os.fsdecode(entry.rel) for entry in listing}
 
 
 def remove_added(project: Path, added: set[str]) -> None:
@@ -216,11 +195,4 @@ def remove_added(project: Path, added: set[str]) -> None:
     for relative in sorted(added):
         if any(parent.as_posix() in added for parent in Path(relative).parents):
             continue  # inside a directory the runner added: removed with it
-        path = project / relative
-        try:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        except OSError:
-            continue  # gone already
+        remove_tree(project / relative)

@@ -35,12 +35,13 @@ from .snapshot import Snapshot, SnapshotProblem, changed_paths, covers, take_sna
 class WorkspaceView:
     """A finished invocation's workspace as the checks see it.
 
-    ``before`` is the snapshot taken after setup (None when no check needs one);
+    ``before`` is the snapshot taken after setup (None when no check needs one, a string
+    saying why when it could not be taken: the checks comparing with it fail with that);
     ``env`` the caller's environment (credentials are removed before a command sees it)."""
 
     root: Path
     env: Mapping[str, str]
-    before: Snapshot | None = None
+    before: Snapshot | str | None = None  # a str: why the snapshot after setup failed
     cancel: threading.Event | None = None
     _after: Snapshot | str | None = field(default=None, repr=False)
 
@@ -124,6 +125,8 @@ def _file(
 def _changes(check: ChangesWithin | Unchanged, view: WorkspaceView) -> Outcome:
     if view.before is None:
         return _fail(check, "no snapshot of the workspace after setup")
+    if isinstance(view.before, str):
+        return _fail(check, f"after setup: {view.before}")
     after = view.after()
     if isinstance(after, str):
         return _fail(check, after)

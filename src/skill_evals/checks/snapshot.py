@@ -13,7 +13,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_FILES = 100_000
+from ..walks import MAX_DEPTH, MAX_ENTRIES, depth_problem
+
+MAX_FILES = MAX_ENTRIES  # files and directories
 MAX_BYTES = 1_000_000_000
 _CHUNK = 1 << 20
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -36,39 +38,72 @@ def take_snapshot(
 ) -> Snapshot:
     """Walk ``root`` (never following a symlink) and fingerprint every file.
 
-    SnapshotProblem when it holds more than ``max_files`` entries or ``max_bytes`` of file
-    data, or when ``deadline`` (``time.monotonic()``) passes."""
+    SnapshotProblem when it nests deeper than MAX_DEPTH directory levels, holds more than
+    ``max_files`` entries (files and directories) or ``max_bytes`` of file data, or when
+    ``deadline`` (``time.monotonic()``) passes. Only the directories on the current path are
+    open (at most MAX_DEPTH + 1 descriptors, whatever the width)."""
     entries: dict[str, str] = {}
     budget = [max_bytes, max_bytes]
-    stack: list[tuple[int, str]] = [
-        (os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), "")
-    ]
+    seen = 0
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    # One frame per open directory: its descriptor, its relative prefix, names not yet seen.
+    frames: list[tuple[int, str, list[str]]] = []
     try:
-        while stack:
-            dir_fd, prefix = stack.pop()
+        frames.append((top, "", _names(top)))
+        while frames:
+            dir_fd, prefix, pending = frames[-1]
+            if not pending:
+                os.close(frames.pop()[0])
+                continue
+            name = pending.pop()
+            if time.monotonic() > deadline:
+                raise SnapshotProblem("check took too long")
+            seen += 1
+            if seen > max_files:
+                raise SnapshotProblem(f"the workspace holds more than {max_files:,} entries")
             try:
-                with os.scandir(dir_fd) as listing:
-                    names = [(entry.name, entry.stat(follow_symlinks=False)) for entry in listing]
-                for name, info in names:
-                    if time.monotonic() > deadline:
-                        raise SnapshotProblem("check took too long")
-                    rel = prefix + name
-                    if stat.S_ISDIR(info.st_mode):
-                        try:
-                            stack.append((os.open(name, _DIR_FLAGS, dir_fd=dir_fd), rel + "/"))
-                        except OSError:
-                            entries[rel + "/"] = "unreadable directory"
-                        continue
-                    if len(entries) >= max_files:
-                        raise SnapshotProblem(f"the workspace holds more than {max_files} files")
-                    entries[rel] = _fingerprint(dir_fd, name, info, budget, deadline)
-            finally:
-                os.close(dir_fd)
+                info = os.lstat(name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                continue  # vanished since it was listed
+            rel = prefix + name
+            if stat.S_ISDIR(info.st_mode):
+                if len(frames) > MAX_DEPTH:
+                    raise SnapshotProblem(depth_problem("the workspace"))
+                _enter(frames, dir_fd, name, rel, entries)
+                continue
+            entries[rel] = _fingerprint(dir_fd, name, info, budget, deadline)
     finally:
-        for dir_fd, _ in stack:
+        for dir_fd, _, _ in frames:
             with contextlib.suppress(OSError):
                 os.close(dir_fd)
     return Snapshot(entries)
+
+
+def _names(dir_fd: int) -> list[str]:
+    with os.scandir(dir_fd) as listing:
+        return sorted((entry.name for entry in listing), reverse=True)
+
+
+def _enter(
+    frames: list[tuple[int, str, list[str]]],
+    dir_fd: int,
+    name: str,
+    rel: str,
+    entries: dict[str, str],
+) -> None:
+    """Open the subdirectory ``name`` and push its frame; an unreadable one is recorded."""
+    try:
+        child = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        entries[rel + "/"] = "unreadable directory"
+        return
+    try:
+        names = _names(child)
+    except OSError:
+        os.close(child)
+        entries[rel + "/"] = "unreadable directory"
+        return
+    frames.append((child, rel + "/", names))
 
 
 def _fingerprint(

@@ -9,11 +9,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import InvalidInput
+from ..walks import MAX_DEPTH, MAX_ENTRIES, depth_problem, entries_problem
 from .config import CONFIG_NAMES, parse_config
 from .discovery import discover
 from .fingerprint import SkillState, dirhash_lines, fingerprint
 from .git import HEX_SHA
-from .git_tree import MODE_SYMLINK, GitTree
+from .git_tree import MODE_EXECUTABLE, MODE_SYMLINK, GitTree, TreeEntry
 from .github import read_event
 from .settings import CiConfig
 
@@ -64,6 +65,21 @@ def base_config(tree: GitTree, config: CiConfig, root: Path) -> CiConfig:
     return CiConfig().with_cli(config.cli)
 
 
+def _bound_problem(path: str, entries: list[tuple[str, TreeEntry]]) -> str | None:
+    """The walk bounds of a working-tree skill, applied to a commit's: nesting past
+    MAX_DEPTH directory levels, more than MAX_ENTRIES files and directories."""
+    directories = {rel.rsplit("/", 1)[0] for rel, _ in entries if "/" in rel}
+    for directory in list(directories):
+        while "/" in directory:
+            directory = directory.rsplit("/", 1)[0]
+            directories.add(directory)
+    if len(entries) + len(directories) > MAX_ENTRIES:
+        return entries_problem(path)
+    if any(rel.count("/") > MAX_DEPTH for rel, _ in entries):
+        return depth_problem(path)
+    return None
+
+
 def git_states(tree: GitTree, config: CiConfig, root_name: str) -> list[SkillState]:
     """Discover and fingerprint the skills of a commit. A skill holding a symlink or a submodule
     gets no fingerprint (the working-tree rule: such a skill is invalid), so it never matches."""
@@ -76,16 +92,16 @@ def git_states(tree: GitTree, config: CiConfig, root_name: str) -> list[SkillSta
     sha256 = tree.blob_sha256(needed)
     states: list[SkillState] = []
     for location in locations:
-        pairs: list[tuple[str, str]] = []
-        error = None
-        for rel, entry in tree.entries_under(location.path):
+        pairs: list[tuple[str, str, bool]] = []
+        error = _bound_problem(location.path, tree.entries_under(location.path))
+        for rel, entry in [] if error else tree.entries_under(location.path):
             if entry.mode == MODE_SYMLINK:
                 error = f"{location.path}/{rel}: symlink in the skill directory"
                 break
             if entry.kind != "blob":
                 error = f"{location.path}/{rel}: submodule in the skill directory"
                 break
-            pairs.append((rel, sha256[entry.oid]))
+            pairs.append((rel, sha256[entry.oid], entry.mode == MODE_EXECUTABLE))
         if error is None:
             try:
                 dir_sha = dirhash_lines(pairs)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -21,16 +20,16 @@ from typing import IO, Any
 
 from ..errors import InvalidInput
 from ..skill import directory_sha256
+from ..walks import remove_tree
 from ..workspace import safe_name
 from .base_commit import base_config, git_states
 from .fingerprint import SkillState
 from .git import GitError, in_git_repo, resolve_commit
-from .git_tree import GitTree
+from .git_tree import MODE_EXECUTABLE, GitTree
 from .settings import CiConfig
 
 MAX_BASE_FILES = 10_000  # a skill version with more files is not materialised
 MAX_BASE_BYTES = 1_000_000_000
-_MODE_EXECUTABLE = "100755"
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ class BaseSkills:
                 )
             yield target
         finally:
-            shutil.rmtree(parent, ignore_errors=True)
+            remove_tree(parent)
 
     def _write(self, path: str, target: Path) -> None:
         entries = self.tree.under(path)
@@ -99,7 +98,7 @@ class BaseSkills:
             parts = rel.split("/")
             if kind != "blob" or any(p in ("", ".", "..") for p in parts):
                 raise InvalidInput(f"{path} at base: an entry that is not a plain file")
-            files.setdefault(oid, []).append((target.joinpath(*parts), mode == _MODE_EXECUTABLE))
+            files.setdefault(oid, []).append((target.joinpath(*parts), mode == MODE_EXECUTABLE))
         target.mkdir(mode=0o700)
         handles: dict[str, list[IO[bytes]]] = {}
         total = 0
@@ -129,7 +128,8 @@ class BaseSkills:
 def _create(dest: Path, executable: bool) -> IO[bytes]:
     dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(dest, flags, 0o755 if executable else 0o644)
+    fd = os.open(dest, flags, 0o600)
+    os.fchmod(fd, 0o755 if executable else 0o644)  # whatever the umask: the hash reads it
     handle = os.fdopen(fd, "wb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):  # pragma: no cover - O_EXCL made it
         handle.close()

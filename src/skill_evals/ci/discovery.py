@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,6 +20,7 @@ from typing import Protocol
 from ..errors import InvalidInput
 from ..jsonl import MAX_FILE_BYTES
 from ..terminal import terminal_safe
+from ..walks import MAX_DEPTH, walk
 from .settings import DEFAULT_CASES, CiConfig, SkillSettings
 from .untrusted import read_bounded
 
@@ -51,6 +54,10 @@ class SkillLocation:
     settings: SkillSettings
 
 
+def _ignore(directory: str, exc: OSError) -> None:
+    """An unreadable directory holds no skill discovery can use (as os.walk skipped it)."""
+
+
 class WorkTree:
     """The working directory as a Tree."""
 
@@ -59,12 +66,17 @@ class WorkTree:
 
     def files(self) -> Iterable[str]:
         """Walk the directory, never descending into .git or node_modules."""
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-            rel = os.path.relpath(dirpath, self.root)
-            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            for name in filenames:
-                yield prefix + name
+        found: list[str] = []
+        # No recursion, no bound on the repository's size; deeper than the skill walk bound
+        # nothing is entered (a skill there could not be hashed anyway).
+        listing = walk(
+            self.root, MAX_DEPTH, sys.maxsize, _ignore, prune=True, skip_dirs=SKIPPED_DIRS
+        )
+        for entry in listing:
+            if not stat.S_ISDIR(entry.info.st_mode):
+                found.append(os.fsdecode(entry.rel))
+        found.sort()
+        return found
 
     def read(self, path: str) -> bytes | None:
         """A regular file's bytes (None for symlinks, missing, unreadable or oversized files:

@@ -43,14 +43,19 @@ class SkillState:
         return self.location.path
 
 
-def dirhash_lines(entries: Iterable[tuple[str, str]]) -> str:
-    """The directorySha256 from (relative path, hex sha256 of the bytes) pairs: sha256 of
-    ``"<sha>  <path>\\n"`` lines sorted by the path's UTF-8 bytes (Go's dirhash.Hash1, hex)."""
+def dirhash_lines(entries: Iterable[tuple[str, str, bool]]) -> str:
+    """The directorySha256 from (relative path, hex sha256 of the bytes, owner-executable)
+    triples: sha256 of ``"<sha>  <path>\\n"`` lines (``"<sha> x <path>\\n"`` for an executable
+    file) sorted by the path's UTF-8 bytes (Go's dirhash.Hash1 in hex, plus the executable bit),
+    exactly as :func:`skill_evals.skill.directory_sha256` computes it from a working tree."""
+    from ..skill import hash_line
+
     digest = hashlib.sha256()
-    for path, sha in sorted(entries, key=lambda e: e[0].encode("utf-8")):
-        if "\n" in path:
+    encoded = [(path.encode("utf-8", "surrogateescape"), sha, x) for path, sha, x in entries]
+    for path, sha, executable in sorted(encoded, key=lambda e: e[0]):
+        if b"\n" in path:
             raise InvalidInput(f"{path!r}: a path inside a skill contains a newline")
-        digest.update(f"{sha}  {path}\n".encode())
+        digest.update(hash_line(sha, executable, path))
     return digest.hexdigest()
 
 

@@ -19,6 +19,7 @@ from .git import GitDeadline, GitError, git_process, run_git
 MAX_BLOB_BYTES = 50_000_000
 
 MODE_SYMLINK = "120000"
+MODE_EXECUTABLE = "100755"  # git keeps one bit of a file's mode: owner-executable
 
 
 @dataclass(frozen=True)
