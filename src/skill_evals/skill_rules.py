@@ -18,6 +18,7 @@ from .errors import InvalidInput
 from .frontmatter import parse_frontmatter, split_frontmatter
 from .jsonl import MAX_FILE_BYTES
 from .nfkc import nfkc
+from .walks import TreeTooLarge, walk
 
 ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 MAX_NAME_CHARS = 64
@@ -213,6 +214,18 @@ def _cases_problems(path: Path, skill_name: str) -> list[Problem]:
     return []
 
 
+def _bound_problem(path: Path) -> Problem | None:
+    """The skill's directory walked within the walk bounds (the hash would refuse it)."""
+    try:
+        for _ in walk(path, on_error=lambda *_: None):
+            pass
+    except TreeTooLarge as exc:
+        return Problem(str(exc))
+    except OSError as exc:
+        return Problem(f"{path}: cannot read ({exc.strerror})")
+    return None
+
+
 def check_skill(path: Path) -> list[Problem]:
     """Every problem of the skill directory ``path``: SKILL.md against the Agent Skills format,
     then its cases file (the first of evals/cases.jsonl, evals/cases.yaml, cases.jsonl)."""
@@ -225,6 +238,9 @@ def check_skill(path: Path) -> list[Problem]:
     found = _skill_md(path)
     if isinstance(found, Problem):
         return [found]
+    bound = _bound_problem(path)
+    if bound is not None:
+        return [bound]
     md, text = found
     dir_name = path.resolve().name
     problems = frontmatter_problems(md, dir_name, text)

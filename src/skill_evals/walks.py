@@ -34,14 +34,14 @@ class TreeTooLarge(InvalidInput):
     names the root and the bound."""
 
 
-def depth_problem(root: Path | str) -> str:
-    """The message for a tree nested past :data:`MAX_DEPTH`."""
-    return f"{root}: directories nest deeper than {MAX_DEPTH} levels; flatten it"
+def depth_problem(root: Path | str, bound: int = MAX_DEPTH) -> str:
+    """The message for a tree nested past ``bound`` directory levels."""
+    return f"{root}: directories nest deeper than {bound} levels; flatten it"
 
 
-def entries_problem(root: Path | str) -> str:
-    """The message for a tree with more than :data:`MAX_ENTRIES` entries."""
-    return f"{root}: holds more than {MAX_ENTRIES:,} entries (files and directories); trim it"
+def entries_problem(root: Path | str, bound: int = MAX_ENTRIES) -> str:
+    """The message for a tree with more than ``bound`` entries."""
+    return f"{root}: holds more than {bound:,} entries (files and directories); trim it"
 
 
 def long_path_problem(root: Path | str) -> str:
@@ -96,7 +96,7 @@ def walk(
         for name in names:
             count += 1
             if count > max_entries:
-                raise TreeTooLarge(entries_problem(top))
+                raise TreeTooLarge(entries_problem(top, max_entries))
             path = os.path.join(directory, name)
             try:
                 info = os.lstat(path)
@@ -115,7 +115,7 @@ def walk(
                 if depth + 1 <= max_depth:
                     stack.append((path, rel + b"/", depth + 1))
                 elif not prune:
-                    raise TreeTooLarge(depth_problem(top))
+                    raise TreeTooLarge(depth_problem(top, max_depth))
             yield Entry(rel, path, info)
 
 

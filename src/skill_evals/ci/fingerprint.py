@@ -87,6 +87,7 @@ def file_sha256(path: Path) -> str:
 def worktree_states(root: Path, locations: Iterable[SkillLocation]) -> list[SkillState]:
     """Hash every skill of the working tree at ``root``."""
     from ..skill import directory_sha256
+    from ..walks import TreeTooLarge
 
     states: list[SkillState] = []
     for location in locations:
@@ -96,6 +97,8 @@ def worktree_states(root: Path, locations: Iterable[SkillLocation]) -> list[Skil
             dir_sha = directory_sha256(skill_dir)
             if location.cases is not None:
                 cases_sha = file_sha256(root / location.cases)
+        except TreeTooLarge:
+            raise  # past the walk bounds: the whole command stops (exit 5), before any run
         except InvalidInput as exc:
             states.append(SkillState(location, None, None, None, str(exc)))
             continue
