@@ -76,7 +76,7 @@ def test_reasons_are_escaped_in_every_output() -> None:
     assert "\x1b" not in text and "\u202e" not in text and "\\u001b" in text
     markdown = render_markdown(report)
     assert "<script>" not in markdown and "\\<script\\>" in markdown
-    assert "\x1b" not in markdown and "@\u200bteam" in markdown
+    assert "\x1b" not in markdown and "`@`team" in markdown
     html = render_test_html(report, "refund-policy", "skills/refund-policy")
     assert "<script>x" not in html and "&lt;script&gt;x" in html
     junit = render_junit([("refund-policy", report, None)])

@@ -24,9 +24,9 @@ def test_control_format_and_separator_characters_are_escaped(char: str) -> None:
     assert shown == f"a\\u{ord(char):04x}b"
 
 
-def test_printable_text_is_unchanged_and_astral_format_chars_use_eight_digits() -> None:
+def test_printable_text_is_unchanged_and_astral_format_chars_use_lowercase_hex() -> None:
     assert terminal_safe("café 技能 ✓ é") == "café 技能 ✓ é"
-    assert terminal_safe("tag\U000e0041") == "tag\\U000e0041"
+    assert terminal_safe("tag\U000e0041") == "tag\\ue0041"
     # A lone surrogate (an undecodable byte of a file name) cannot reach the terminal either.
     assert terminal_safe("x\udcff") == "x\\udcff"
 

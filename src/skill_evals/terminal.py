@@ -10,26 +10,22 @@ from __future__ import annotations
 
 import unicodedata
 
-# Control (Cc), format (Cf: bidi overrides, zero-width chars), line/paragraph separators and
-# lone surrogates (undecodable file-name bytes) are never written raw.
-_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+from .invisible import escape_char, escape_table
+
+# Besides the invisible characters (format characters, line/paragraph separators: the shared
+# rule), controls (Cc) and lone surrogates (undecodable file-name bytes) are never written raw.
+_CONTROLS = frozenset({"Cc", "Cs"})
 
 
-def _escape(char: str) -> str:
-    code = ord(char)
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+def _control(char: str) -> str | None:
+    return escape_char(char) if unicodedata.category(char) in _CONTROLS else None
 
 
 def terminal_safe(text: object) -> str:
     """``text`` with every control, format and separator character shown as ``\\uXXXX``
-    (``\\UXXXXXXXX`` above U+FFFF), so it stays on one line and cannot drive the terminal."""
+    (lowercase hex, at least four digits), so it stays on one line and cannot drive the
+    terminal."""
     value = str(text)
     if value.isprintable():  # the common case: nothing to escape (no Cc/Cf/Zl/Zp/Cs in it)
         return value
-    # One look per distinct character, then one C-level pass: linear however long the text.
-    table = {
-        ord(char): _escape(char)
-        for char in set(value)
-        if unicodedata.category(char) in _ESCAPED_CATEGORIES
-    }
-    return value.translate(table)
+    return value.translate(escape_table(value, _control))

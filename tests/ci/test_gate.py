@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import cmarkgfm
 import junitparser
+from cmarkgfm.cmark import Options
 
 from skill_evals.ci.schema import validate_ci_report
 from skill_evals.ci.summary import MARKER
@@ -119,7 +121,9 @@ def test_failing_gate_exit_1_with_annotations(failing_run: dict[str, Any]) -> No
 
 
 def test_missing_secrets_skip_or_fail(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", config=SIMULATED + "require-env: [SKILL_EVALS_SECRET_X]\n")
+    # (a real agent needs its key; the simulation would need none and be evaluated)
+    config = "runner: skill-evals runner claude-code\ntrials: 1\n"
+    repo = make_repo(tmp_path / "repo", config=config + "require-env: [SKILL_EVALS_SECRET_X]\n")
     out = tmp_path / "out"
     done = run_cli(["ci", "--all", "--out", str(out)], repo, gh_env(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -260,7 +264,14 @@ def test_hostile_strings_are_escaped_in_markdown(passing_run: dict[str, Any]) ->
     from skill_evals.ci.summary import render_comment, render_summary
 
     report = hostile_report(passing_run)
-    for text in (render_summary(report), render_comment(report)):
+    comment = render_comment(report)
+    html = cmarkgfm.github_flavored_markdown_to_html(comment, options=Options.CMARK_OPT_UNSAFE)
+    assert "<img" not in html and "<script" not in html and "<a " not in html
+    assert "@octocat" not in re.sub(r"<code>.*?</code>", "", html, flags=re.S)  # no mention
+    assert "`` <img src=x onerror=alert(2)>" in comment  # report text: a code span
+    for row in (r for r in comment.splitlines() if r.startswith("| ")):
+        assert row.count(" | ") - row.count("\\|") <= 6
+    for text in (render_summary(report),):
         ours = text
         for own in (MARKER, "<details>", "</details>", "<summary>", "</summary>"):
             ours = ours.replace(own, "")
@@ -326,7 +337,8 @@ def test_a_multiline_skill_name_cannot_inject_workflow_commands(tmp_path: Path) 
     (skill / "SKILL.md").write_text(
         "---\nname: |\n  evil\n  ::add-mask::x\ndescription: d\n---\nbody\n", encoding="utf-8"
     )
-    config = SIMULATED + "require-env: [SKILL_EVALS_UNSET_X]\n"  # → a warning naming it
+    # → a warning naming it (a real agent's runner: the simulation requires no variable)
+    config = "runner: skill-evals runner claude-code\nrequire-env: [SKILL_EVALS_UNSET_X]\n"
     (tmp_path / ".skill-evals.yml").write_text(config, encoding="utf-8")
     done = run_cli(["ci", "--out", str(tmp_path / "out")], tmp_path, gh_env(tmp_path))
     assert done.returncode == 0 and "evil\\u000a::add-mask::x: skipped" in done.stderr

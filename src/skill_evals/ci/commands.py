@@ -206,6 +206,7 @@ def ci_comment(report: Path, pr: int | None, head_sha: str | None, run_id: str |
     are warnings (exit 0)."""
     from ..errors import EvalError
     from . import github, workflow
+    from .comment_names import repository_skill_names
     from .schema import load_ci_report
     from .summary import render_comment
 
@@ -222,7 +223,7 @@ def ci_comment(report: Path, pr: int | None, head_sha: str | None, run_id: str |
         fail(str(exc), exc.exit_code)
     env = dict(os.environ)
     url = workflow.run_url(env, run_id) if run_id is not None else None
-    body = render_comment(ci_report, url)
+    body = render_comment(ci_report, url, names=repository_skill_names(Path.cwd()))
     result = github.post_comment(body, env, number=pr, head_sha=head_sha)
     prefix = "" if result.action in ("created", "updated") else "warning: "
     say(f"skill-evals: {prefix}{result.message}", err=True)

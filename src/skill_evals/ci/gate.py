@@ -101,7 +101,10 @@ def run_ci(
     ci_report = build_report(exit_code, skills, changes.base, messages, changes.removed, routed)
     for message in messages:
         console.info(message)
-    write_outputs(ci_report, options.out, env, console, comment=options.comment, answers=answers)
+    names = [state.name for state in workspace.states]
+    write_outputs(
+        ci_report, options.out, env, console, comment=options.comment, answers=answers, names=names
+    )
     annotate(ci_report, console)
     console.info(f"{ci_report['status']} (exit {exit_code}); report in {options.out}")
     return exit_code

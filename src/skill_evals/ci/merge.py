@@ -18,6 +18,7 @@ from typing import Any
 
 from ..codes import combine
 from ..jsonl import MAX_FILE_BYTES
+from .comment_names import repository_skill_names
 from .console import Console, annotate
 from .outputs import build_report, prepare_out, write_outputs
 from .schema import load_ci_report
@@ -51,7 +52,8 @@ def merge(
     ci_report = build_report(
         exit_code, ordered, info, list(dict.fromkeys(messages)), routing=routing
     )
-    write_outputs(ci_report, out, env, console, comment=comment)
+    names = repository_skill_names(Path.cwd())
+    write_outputs(ci_report, out, env, console, comment=comment, names=names)
     annotate(ci_report, console)
     console.info(f"merged {len(dirs)} shard(s): {ci_report['status']} (exit {exit_code})")
     return exit_code

@@ -8,7 +8,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +109,12 @@ def write_outputs(
     console: Console,
     comment: bool = False,
     answers: Mapping[str, Answers] | None = None,
+    names: Iterable[str] = (),
 ) -> None:
     """report.json, junit.xml, summary.md, comment.md, report.html; then the step summary,
     ``$GITHUB_OUTPUT`` and (with ``comment``) the sticky PR comment. ``answers`` (skill path →
-    answer texts, include-outputs) go into report.html only."""
+    answer texts, include-outputs) go into report.html only; ``names`` are the skill names of
+    the checked-out repository, the only report strings the comment writes as plain text."""
     from ..render.html import render_html
     from ..route.render_html import ci_routing_html
     from .summary import render_comment, render_summary
@@ -124,7 +126,7 @@ def write_outputs(
         "report.json": json.dumps(ci_report, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
         "junit.xml": render_ci_junit(ci_report),
         "summary.md": summary,
-        "comment.md": render_comment(ci_report, url),
+        "comment.md": render_comment(ci_report, url, names=names),
         "report.html": render_html(
             ci_report, answers or None, ci_routing_html(ci_report.get("routing"))
         ),

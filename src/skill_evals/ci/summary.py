@@ -14,6 +14,7 @@ from typing import Any
 
 from ..agents.simulated import ARTEFACTS
 from ..render.diagnosis import sections
+from ..render.md_text import fork_safe, md_number
 from ..render.text import task_failures
 from ..route.render_markdown import ci_routing_markdown
 from .summary_scope import comparison_bullets, ledger_table, scope_bullets
@@ -36,10 +37,13 @@ STATUS_ICON = {
 }
 
 
-def _esc(value: object) -> str:
-    from ..render.markdown import escape_md
+_CI_STATUSES = frozenset({"evaluated", "unchanged", "skipped", "no-cases"})
 
-    return escape_md(str(value))
+
+def _esc(value: object) -> str:
+    from ..render.md_text import md_text
+
+    return md_text(value)
 
 
 def fmt_num(value: object, digits: int = 2) -> str:
@@ -92,7 +96,7 @@ def _runs_cell(report: dict[str, Any] | None) -> str:
     if not isinstance(runner, dict):
         return "—"
     failures = len(runner.get("failures") or [])
-    cell = _esc(runner.get("invocations", 0))
+    cell = md_number(runner.get("invocations", 0))
     return cell + (f" ({failures} failed)" if failures else "")
 
 
@@ -168,7 +172,7 @@ def failure_details(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]
             f"- … and {len(found.failures) - max(limit, 1)} more reasons (see report.html)"
         )
     tasks = [
-        f"{_esc(t['caseId'])} trial {t['trial']}: {_esc(t['reason'])}"
+        f"{_esc(t['caseId'])} trial {md_number(t['trial'])}: {_esc(t['reason'])}"
         for t in task_failures(report)
     ]
     for text in _limited(tasks, limit):
@@ -257,10 +261,14 @@ def _headline(ci_report: dict[str, Any]) -> str:
     counts: dict[str, int] = {}
     for skill in ci_report.get("skills") or []:
         counts[str(skill.get("status"))] = counts.get(str(skill.get("status")), 0) + 1
-    summary = ", ".join(f"{n} {_esc(k)}" for k, n in sorted(counts.items())) or "no skills"
+    # A known status is one of our own words; anything else came from the report.
+    summary = (
+        ", ".join(f"{n} {k if k in _CI_STATUSES else _esc(k)}" for k, n in sorted(counts.items()))
+        or "no skills"
+    )
     return (
-        f"**{STATUS_ICON.get(status, _esc(status))}** (exit {_esc(ci_report.get('exitCode'))}) — "
-        f"{summary}"
+        f"**{STATUS_ICON.get(status, _esc(status))}** "
+        f"(exit {md_number(ci_report.get('exitCode'))}) — {summary}"
     )
 
 
@@ -275,7 +283,7 @@ def _base_line(ci_report: dict[str, Any]) -> str:
     if mode == "only":
         return "Skills chosen with --only."
     if mode == "merged":
-        return f"Merged from {_esc(base.get('shards', 0))} shard(s)."
+        return f"Merged from {md_number(base.get('shards', 0))} shard(s)."
     return _esc(base.get("reason", "Every skill evaluated."))
 
 
@@ -347,14 +355,20 @@ def cut_bytes(text: str, max_bytes: int) -> str:
 
 
 def render_comment(
-    ci_report: dict[str, Any], run_url: str | None = None, max_chars: int = COMMENT_MAX_CHARS
+    ci_report: dict[str, Any],
+    run_url: str | None = None,
+    max_chars: int = COMMENT_MAX_CHARS,
+    names: Iterable[str] = (),
 ) -> str:
     """The sticky PR comment: the marker first, then a compact version of the summary; detail
-    lists shrink until the comment fits in ``max_chars``."""
-    for limit in (LIST_LIMIT, 5, 0):
-        text = _comment(ci_report, run_url, limit)
-        if len(text) <= max_chars:
-            return text
+    lists shrink until the comment fits in ``max_chars``. Fork-safe: every string from the
+    report is a code span unless it is one of ``names``, the skill names found in the
+    checked-out base repository (see render/md_text.py)."""
+    with fork_safe(names):
+        for limit in (LIST_LIMIT, 5, 0):
+            text = _comment(ci_report, run_url, limit)
+            if len(text) <= max_chars:
+                return text
     note = "\n\n… comment cut to fit GitHub's limit; see the job summary or report.html.\n"
     head = text[: max_chars - len(note)]
     if "\n" in head:

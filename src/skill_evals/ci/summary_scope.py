@@ -16,9 +16,9 @@ from ..render.comparison import (
 
 
 def _esc(value: object) -> str:
-    from ..render.markdown import escape_md
+    from ..render.md_text import md_text
 
-    return escape_md(str(value))
+    return md_text(value)
 
 
 def _report(skill: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -32,6 +32,12 @@ def _num(value: object, spec: str) -> str:
     return format(value, spec)
 
 
+def _int(ledger: Mapping[str, Any], key: str) -> str:
+    from ..render.md_text import md_number
+
+    return md_number(ledger.get(key, 0))
+
+
 def _row(name: str, ledger: Mapping[str, Any]) -> str:
     tokens = (
         f"{_num(ledger.get('inputTokens'), ',.0f')} / {_num(ledger.get('outputTokens'), ',.0f')}"
@@ -42,8 +48,8 @@ def _row(name: str, ledger: Mapping[str, Any]) -> str:
     if isinstance(unreported, int) and unreported:
         cost += f" ({unreported} unreported)"
     return (
-        f"| {name} | {ledger.get('invocations', 0)} | {ledger.get('cached', 0)} "
-        f"| {ledger.get('retried', 0)} | {ledger.get('stoppedEarly', 0)} | {tokens} | {cost} |"
+        f"| {name} | {_int(ledger, 'invocations')} | {_int(ledger, 'cached')} "
+        f"| {_int(ledger, 'retried')} | {_int(ledger, 'stoppedEarly')} | {tokens} | {cost} |"
     )
 
 

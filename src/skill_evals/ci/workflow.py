@@ -14,19 +14,21 @@ import unicodedata
 import urllib.parse
 from collections.abc import Mapping
 
+from ..invisible import escape_char, is_invisible
+
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 LEVELS = frozenset({"error", "warning", "notice"})
-# Removed from workflow commands: controls other than \r and \n (those are %-escaped), format
-# characters (bidi overrides, zero-width), line/paragraph separators, lone surrogates.
-_DROPPED = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# Removed from workflow commands: controls other than \r and \n (those are %-escaped) and lone
+# surrogates. Format characters and line/paragraph separators follow the shared rule (shown).
+_DROPPED = frozenset({"Cc", "Cs"})
 _DATA = {"%": "%25", "\r": "%0D", "\n": "%0A"}
 _PROPERTY = {**_DATA, ":": "%3A", ",": "%2C"}
 
 
 def workflow_escape(text: object, *, prop: bool = False) -> str:
     """``text`` safe inside a workflow command: GitHub's own escapes (``%``, ``\\r``, ``\\n``,
-    and in a property value also ``:`` and ``,``) and every other control or format character
-    removed, so it stays one command and shows as the text it was."""
+    and in a property value also ``:`` and ``,``), invisible characters shown as ``\\uXXXX``
+    and every other control removed, so it stays one command and shows as the text it was."""
     table = _PROPERTY if prop else _DATA
     out: list[str] = []
     for char in str(text):
@@ -34,6 +36,8 @@ def workflow_escape(text: object, *, prop: bool = False) -> str:
             out.append(table[char])
         elif char == "\t":
             out.append(" ")
+        elif is_invisible(char):
+            out.append(escape_char(char))
         elif unicodedata.category(char) not in _DROPPED:
             out.append(char)
     return "".join(out)

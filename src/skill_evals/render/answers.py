@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from ..invisible import show_invisible
+
 # (case id, trial, variant) → the observation's output
 Answers = Mapping[tuple[str, int, str], str]
 
@@ -36,7 +38,7 @@ class AnswerBudget:
 
 
 def _e(value: object) -> str:
-    return escape(str(value), quote=True)
+    return escape(show_invisible(value), quote=True)
 
 
 def case_answers(

@@ -15,6 +15,8 @@ import math
 import re
 import xml.etree.ElementTree as ET
 
+from ..invisible import show_invisible
+
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
 # (\t, \n, \r stay): removed, never written.
 _XML_UNSAFE = re.compile("[^\t\n\r\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -26,8 +28,9 @@ MAX_TEXT_CHARS = 1_000_000
 
 
 def xml_text(value: object) -> str:
-    """The one XML sanitiser: ``value`` as text with every character XML cannot carry removed."""
-    return _XML_UNSAFE.sub("", str(value))
+    """The one XML sanitiser: ``value`` as text with invisible characters shown as ``\\uXXXX``
+    (the shared rule) and every character XML cannot carry removed."""
+    return _XML_UNSAFE.sub("", show_invisible(value))
 
 
 def _attribute(value: object) -> str:

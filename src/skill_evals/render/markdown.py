@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..invisible import escape_table
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
 from .diagnosis import partial_note, sections, settled_stop
 from .text import (
@@ -36,41 +37,40 @@ STATUS_ICON = {
 # escapes added for the others are not escaped again. `&` stops entity references, `$` GitHub
 # math, `~` strikethrough, `|` table cells, `<`/`>` raw HTML and autolinks.
 _INLINE = frozenset("\\`*_{}[]()<>#|~&$!")
-# Line breaks of any kind (a newline would end a table row or start a block).
-_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+# Line breaks (a newline would end a table row or start a block); U+2028/U+2029 follow the
+# shared invisible-character rule instead (shown as \u2028).
+_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85]")
 # An ordered-list marker at the start ("1." / "1)") would turn the text into a list.
 _LIST_NUMBER = re.compile(r"^(\d{1,9})([.)])")
-# Bidirectional controls (embeddings, overrides, isolates, marks): in a PR comment they would
-# reorder the rest of the line ("Trojan Source"), so they are shown as visible \uXXXX text.
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def escape_md(text: str) -> str:
     """Escape a user-controlled string for Markdown tables and prose (|, `, <, >, *, _, [, ], …).
 
-    Line breaks become spaces, other control characters are dropped, every character with an
-    inline meaning is backslash-escaped, a leading block marker (``-``, ``+``, ``=``, ``1.``) is
-    escaped, and ``@`` is followed by a zero-width space so a case id cannot @-mention anyone in
-    a pull-request comment. The result renders as the original text on GitHub."""
+    Line breaks become spaces, invisible characters are shown as ``\\uXXXX`` (the shared
+    rule), other control characters are dropped, every character with an inline meaning is
+    backslash-escaped, a leading block marker (``-``, ``+``, ``=``, ``1.``) is escaped, and
+    ``@`` is written as a code span so a case id cannot @-mention anyone (GitHub links no
+    mention inside code). The result renders as the original text on GitHub."""
     text = _BREAKS.sub(" ", str(text))
-    out: list[str] = []
-    for char in text:
-        if char in _INLINE:
-            out.append("\\" + char)
-        elif char == "@":
-            out.append("@\u200b")
-        elif char == "\t":
-            out.append(" ")
-        elif char in _BIDI:
-            out.append(f"\\u{ord(char):04x}")
-        elif ord(char) < 0x20 or 0x7F <= ord(char) <= 0x9F or 0xD800 <= ord(char) <= 0xDFFF:
-            continue  # other controls (C0, DEL, C1) and lone surrogates carry no text
-        else:
-            out.append(char)
-    escaped = "".join(out)
+    escaped = text.translate(escape_table(text, _md_char))
     if escaped[:1] in ("-", "+", "="):
         escaped = "\\" + escaped
     return _LIST_NUMBER.sub(r"\1\\\2", escaped)
+
+
+def _md_char(char: str) -> str | None:
+    """The Markdown form of one visible character (None: as it is)."""
+    if char in _INLINE:
+        return "\\" + char
+    if char == "@":
+        return "`@`"
+    if char == "\t":
+        return " "
+    code = ord(char)
+    if code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+        return ""  # other controls (C0, DEL, C1) and lone surrogates carry no text
+    return None
 
 
 def _esc(value: object) -> str:

@@ -1,5 +1,6 @@
 """Markdown for a route report (``route --format markdown``; the CI summary and comment reuse
-:func:`routing_markdown`). Every user string goes through :func:`escape_md`."""
+:func:`routing_markdown`). Every user string goes through :func:`md_text` (escaped prose,
+or a code span in the PR comment)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..render.diagnosis import partial_note, sections
-from ..render.markdown import STATUS_ICON, escape_md
+from ..render.markdown import STATUS_ICON
+from ..render.md_text import md_number, md_text
 from ..render.text import LIST_LIMIT, fmt, fmt_threshold, limited
 from .render_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
 
@@ -15,7 +17,7 @@ MATRIX_MAX_LABELS = 30  # a wider table is unreadable in a PR: the HTML report h
 
 
 def _esc(value: object) -> str:
-    return escape_md(str(value))
+    return md_text(value)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -47,7 +49,7 @@ def _matrix(report: Mapping[str, Any]) -> list[str]:
     ]
     for r, (label, row) in enumerate(zip(labels, counts, strict=False)):
         # The diagonal (loaded as expected) in bold, so the misroutes stand out.
-        cells = [f"**{v}**" if i == r and v else str(v) for i, v in enumerate(row)]
+        cells = [f"**{md_number(v)}**" if i == r and v else md_number(v) for i, v in enumerate(row)]
         lines.append(f"| {_esc(label)} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -60,7 +62,7 @@ def routing_markdown(
     status = str(report.get("status"))
     icon = STATUS_ICON.get(status, _esc(status))
     lines = [
-        f"{heading} Routing: {icon} (exit {report.get('exitCode')})",
+        f"{heading} Routing: {icon} (exit {md_number(report.get('exitCode'))})",
         "",
         _esc(verdict_summary(report)),
         "",
