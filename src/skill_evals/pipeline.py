@@ -22,6 +22,7 @@ from .evaluate import evaluate
 from .execute import ExecutionPlan, ExecutionResult, Progress, SettleSpec, execute
 from .observations import Observation, Variant
 from .outputs import HeldOutputs, holds_records, output_problem
+from .record_lock import RecordLocks
 from .records import load_observations, load_recorded
 from .report_blocks import Report, Settings, error_report
 from .run_cache import cache_note, check_cache_dir, open_cache, suite_paths
@@ -251,6 +252,7 @@ def run_test(
     settings = options.settings()
     skill: Skill | None = None
     suite: CaseSuite | None = None
+    locks = RecordLocks()
     try:
         if (options.runner is None) == (options.observations is None):
             raise InvalidInput("give exactly one of --runner or --observations")
@@ -259,6 +261,7 @@ def run_test(
                 "--record and --resume work with --runner only; with --observations nothing "
                 "runs, so there is nothing to record or resume"
             )
+        locks.take(options.record, options.resume)  # before F is read; held to the end
         if options.observations is not None and options.keep_workspaces is not None:
             raise InvalidInput(
                 "--keep-workspaces works with --runner only; recorded observations have no "
@@ -399,3 +402,5 @@ def run_test(
         )
     except EvalError as exc:
         return error_report(exc.exit_code, str(exc), settings, skill, suite)
+    finally:
+        locks.release()

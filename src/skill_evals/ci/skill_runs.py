@@ -16,6 +16,7 @@ from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
 from ..messages import join_clauses
+from ..record_lock import RecordLocks
 from ..render.answers import Answers
 from ..scope import ArmOptions
 from .base_commit import event_base_sha
@@ -147,7 +148,14 @@ def evaluate_skills(
             entries[state.path] = _entry(state, "no-cases", text, 0 if allowed else NO_CASES_GATE)
             continue
         record = observations_dir / f"{safe_file_name(state.name)}.jsonl"
-        problem = fresh_record(record)
+        try:  # held until this process exits: no other run may write or clear it meanwhile
+            record.parent.mkdir(parents=True, exist_ok=True)
+            RecordLocks().take(record)
+            problem = fresh_record(record)
+        except InvalidInput as exc:
+            problem = str(exc)
+        except OSError as exc:
+            problem = str(exc.strerror)
         if problem is not None:
             text = f"{state.name}: cannot prepare observations/{record.name} ({problem})"
             console.error(text)

@@ -32,6 +32,7 @@ from ..pipeline import (
     is_builtin_runner,
     path_inside,
 )
+from ..record_lock import RecordLocks
 from ..records import load_recorded
 from ..run_cache import cache_note, check_cache_dir, open_cache
 from ..runner import split_command
@@ -177,6 +178,7 @@ def run_route(
     settings = options.settings()
     catalog: Catalog | None = None
     suite: RouteSuite | None = None
+    locks = RecordLocks()
     try:
         if (options.runner is None) == (options.observations is None):
             raise InvalidInput("give exactly one of --runner or --observations")
@@ -185,6 +187,7 @@ def run_route(
                 "--record and --resume work with --runner only; with --observations nothing "
                 "runs, so there is nothing to record or resume"
             )
+        locks.take(options.record, options.resume)  # before F is read; held to the end
         catalog = load_catalog_for(options)
         _check_outputs(options, catalog, held)
         suite = load_route_cases(options.cases, catalog.names)
@@ -254,3 +257,5 @@ def run_route(
     except EvalError as exc:
         warnings = _warnings(catalog) if catalog is not None else []
         return route_error_report(exc.exit_code, str(exc), settings, catalog, suite, warnings)
+    finally:
+        locks.release()

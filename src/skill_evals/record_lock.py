@@ -1,0 +1,110 @@
+"""One run per record file: a run given ``--record F`` or ``--resume F`` holds an exclusive
+``flock`` on ``F.lock`` (beside F's resolved path, mode 0600) from before it reads F until it
+ends, so two runs can never both append the same observations to F.
+
+The lock is the kernel's: it dies with the process that holds it, so a run killed with
+SIGKILL never blocks the next one. The lock file is left in place (removing it would let a
+third run lock a new file while a second still holds the old one); it holds the holder's pid,
+for the message another run prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import threading
+import time
+from pathlib import Path
+
+from .errors import InvalidInput
+
+LOCK_SUFFIX = ".lock"
+_PID_WAIT_SECONDS = 0.5  # the holder writes its pid right after locking: wait that long for it
+
+
+def lock_path(record: Path) -> Path:
+    """``F.lock`` beside F's resolved path (every spelling of F gives the same lock file)."""
+    resolved = record.resolve()
+    return resolved.with_name(resolved.name + LOCK_SUFFIX)
+
+
+def _holder(fd: int) -> str:
+    """The pid written in the lock file by the run holding it ("unknown" if none arrives)."""
+    deadline = time.monotonic() + _PID_WAIT_SECONDS
+    while True:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        if text.isdigit() or time.monotonic() >= deadline:
+            return text if text.isdigit() else "unknown"
+        time.sleep(0.02)
+
+
+# Locks this process holds: lock path → [descriptor, takers]. A second taker in the same
+# process (``ci`` around the ``test`` it runs) shares the lock: flock would refuse a second
+# descriptor of the same file even to its own process.
+_HELD: dict[Path, list[int]] = {}
+_GUARD = threading.Lock()
+
+
+class RecordLocks:
+    """The record locks one run takes (``--record`` and ``--resume``; one lock when they name
+    the same file). :meth:`release` (or process exit) lets them go."""
+
+    def __init__(self) -> None:
+        self._taken: list[Path] = []
+
+    def take(self, *files: Path | None) -> None:
+        """Lock each given file; InvalidInput (exit 5) when another run holds one, naming it
+        as given, or when its lock file cannot be made."""
+        for given in files:
+            if given is None:
+                continue
+            path = lock_path(given)
+            if path in self._taken:
+                continue
+            with _GUARD:
+                if path in _HELD:
+                    _HELD[path][1] += 1
+                else:
+                    _HELD[path] = [_lock(given, path), 1]
+            self._taken.append(path)
+
+    def release(self) -> None:
+        """Let the locks go (closing the last descriptor releases the flock)."""
+        with _GUARD:
+            while self._taken:
+                path = self._taken.pop()
+                held = _HELD[path]
+                held[1] -= 1
+                if held[1] == 0:
+                    del _HELD[path]
+                    with contextlib.suppress(OSError):
+                        os.close(held[0])
+
+
+def _lock(given: Path, path: Path) -> int:
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise InvalidInput(
+            f"{given}: cannot create its lock file {path} ({exc.strerror}); "
+            "the record file's directory must be writable"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = _holder(fd) if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN) else None
+        os.close(fd)
+        if holder is None:
+            raise InvalidInput(f"{given}: cannot lock {path} ({exc.strerror})") from None
+        raise InvalidInput(
+            f"{given} is in use by another skill-evals run (pid {holder}); "
+            "wait for it or use another file"
+        ) from None
+    with contextlib.suppress(OSError):
+        os.fchmod(fd, 0o600)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
