@@ -178,21 +178,21 @@ def test_advice_for_every_engine_reason() -> None:
 def test_partial_figures_are_marked_everywhere() -> None:
     report = fail_fast_report((RunnerFailure("c04", 1, "with", "timed out after 30000 ms"),))
     assert report["coverage"] == {"observed": 15, "planned": 48}
-    assert partial_note(report) == "partial: 15 of 48 invocations"
+    assert partial_note(report) == "partial: 15 of 48, not decided"
     text = render_text(report)
     headline = text.splitlines()[0]
     assert headline.startswith("UNAVAILABLE  refund-policy — trigger F1 ")
-    assert "(partial: 15 of 48 invocations)" in headline
-    assert "Trigger (with-variant observations; partial: 15 of 48 invocations)" in text
+    assert "(partial: 15 of 48, not decided)" in headline
+    assert "Trigger (with-variant observations; partial: 15 of 48, not decided)" in text
     md = render_markdown(report)
-    assert "partial: 15 of 48 invocations" in md
+    assert "partial: 15 of 48, not decided" in md
     row = next(line for line in md.splitlines() if line.startswith("| refund-policy |"))
-    assert row.count("(partial)") == 2
+    assert row.count("(partial: 15 of 48, not decided)") == 2
     summary = render_summary(ci_report(report))
-    assert summary.count("(partial 15/48)") == 2  # F1 and uplift cells
-    assert "(partial 15/48)" in render_comment(ci_report(report))
+    assert summary.count("(partial: 15 of 48, not decided)") == 2  # F1 and uplift cells
+    assert "(partial: 15 of 48, not decided)" in render_comment(ci_report(report))
     html = render_html(ci_report(report))
-    assert "(partial 15/48)" in html and "Partial figures" in html
+    assert "(partial: 15 of 48, not decided)" in html and "Partial figures" in html
 
 
 def test_complete_runs_are_not_marked_partial() -> None:

@@ -115,7 +115,7 @@ def test_text_runner_failures_listed() -> None:
     assert "  - 1× timed out after 30000 ms — first: c04 trial 2 without" in text
     assert "    what to do: raise --timeout-ms" in text
     assert "(exit 7)" in text.splitlines()[0]
-    assert "(partial: 47 of 48 invocations)" in text.splitlines()[0]
+    assert "(partial: 47 of 48, not decided)" in text.splitlines()[0]
 
 
 def test_text_shows_null_as_na_never_zero() -> None:

@@ -22,7 +22,14 @@ from .codes import (
 )
 from .compare import comparison_gates, comparison_section
 from .execute import ExecutionResult
-from .gates import ALL_GATES, GateOutcome, as_settled, trigger_f1_gate, uplift_gate
+from .gates import (
+    ALL_GATES,
+    GateOutcome,
+    as_settled,
+    partial_outcomes,
+    trigger_f1_gate,
+    uplift_gate,
+)
 from .messages import Messages, failures_message, runner_warnings
 from .observations import VARIANTS
 from .records import gc_paused
@@ -179,10 +186,15 @@ def _evaluate(
         outcomes = [
             as_settled(o, settled[o.key], not_run) if o.key in settled else o for o in outcomes
         ]
+    provisional = combine([*codes, *(o.code for o in outcomes if o.code is not None)])
+    settled_keys = set(settled) if settled is not None and stopped is not None else None
+    outcomes = partial_outcomes(outcomes, settled_keys, provisional, observed_count, expected)
     for outcome in outcomes:
         if outcome.code is not None:
             codes.append(outcome.code)
-        if outcome.message is not None:
+        if outcome.message is not None and outcome.partial:
+            notes.note(outcome.message)
+        elif outcome.message is not None:
             notes.append(outcome.message)
     if settings.min_uplift is None and task is not None and task["insufficient"]:
         notes.note(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cases import MIN_UNITS, CaseSuite
-from .codes import GATE_FAILED, INSUFFICIENT, UNAVAILABLE
+from .codes import GATE_FAILED, INSUFFICIENT, INTERRUPTED, UNAVAILABLE
 
 # Report keys of every gate, in the order they are judged and listed.
 TRIGGER_F1 = "minTriggerF1"
@@ -59,11 +59,19 @@ class GateOutcome:
     passed: bool | None
     code: int | None = None
     message: str | None = None
+    partial: bool = False  # judged on part of the planned runs: no verdict (passed is None)
 
     @property
     def report(self) -> dict[str, Any]:
-        """The gate's entry in the report's ``gates``."""
-        return {"threshold": self.threshold, "value": self.value, "passed": self.passed}
+        """The gate's entry in the report's ``gates`` (``partial`` only when it is true)."""
+        entry: dict[str, Any] = {
+            "threshold": self.threshold,
+            "value": self.value,
+            "passed": self.passed,
+        }
+        if self.partial:
+            entry["partial"] = True
+        return entry
 
 
 def decided(key: str, threshold: float, value: float, passed: bool, why: str) -> GateOutcome:
@@ -161,3 +169,44 @@ def as_settled(outcome: GateOutcome, passed: bool | None, not_run: int) -> GateO
         f"{option} is set but {READS.get(outcome.key, outcome.key)} is undefined whatever the "
         f"{not_run} invocation(s) that did not run would have shown (settled)",
     )
+
+
+def partial_label(observed: int, planned: int) -> str:
+    """``partial: 18 of 40, not decided``: how a figure without a verdict is shown."""
+    return f"partial: {observed} of {planned}, not decided"
+
+
+def as_partial(outcome: GateOutcome, observed: int, planned: int) -> GateOutcome:
+    """``outcome`` of a run that did not finish: the figure of the observations that ran is
+    kept, but it is no verdict (``passed`` null, ``partial`` true, no exit code of its own)."""
+    label = READS.get(outcome.key, outcome.key)
+    shown = "undefined" if outcome.value is None else num(outcome.value)
+    return GateOutcome(
+        outcome.key,
+        outcome.threshold,
+        outcome.value,
+        None,
+        None,
+        f"{label} {shown} ({partial_label(observed, planned)}): "
+        f"{OPTION.get(outcome.key, outcome.key)} is not judged on part of the run",
+        partial=True,
+    )
+
+
+def partial_outcomes(
+    outcomes: list[GateOutcome],
+    settled_keys: set[str] | None,
+    exit_code: int,
+    observed: int,
+    planned: int,
+) -> list[GateOutcome]:
+    """The gates with a verdict only where one exists. A gate of a run whose status is
+    unavailable or interrupted with invocations that did not run, or a gate a settled stop
+    left open, rests on part of the run: it becomes partial. Gates the settle check decided
+    keep their verdict."""
+    if observed >= planned:
+        return outcomes
+    if settled_keys is None and exit_code not in (UNAVAILABLE, INTERRUPTED):
+        return outcomes
+    keep = settled_keys or set()
+    return [o if o.key in keep else as_partial(o, observed, planned) for o in outcomes]

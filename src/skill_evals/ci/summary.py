@@ -84,11 +84,11 @@ def _uplift_cell(report: dict[str, Any] | None) -> str:
 
 
 def partial_mark(report: dict[str, Any]) -> str:
-    """`` (partial 18/40)`` after a figure that rests on part of the planned runs, else ""."""
-    from ..render.diagnosis import coverage
+    """`` (partial: 18 of 40, not decided)`` after a figure that rests on part of the planned
+    runs (`` (stopped early: …)`` when a settle check decided the verdict), else ""."""
+    from ..render.diagnosis import partial_suffix
 
-    found = coverage(report)
-    return f" (partial {found[0]}/{found[1]})" if found else ""
+    return partial_suffix(report)
 
 
 def _runs_cell(report: dict[str, Any] | None) -> str:

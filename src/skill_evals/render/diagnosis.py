@@ -181,7 +181,7 @@ def settled_stop(report: Mapping[str, Any]) -> str | None:
 
 
 def partial_note(report: Mapping[str, Any]) -> str:
-    """``partial: 18 of 40 invocations`` (or, for a run that stopped with a settled verdict,
+    """``partial: 18 of 40, not decided`` (or, for a run that stopped with a settled verdict,
     ``stopped early: the verdict was settled after 18 of 40 invocations``), or "" when every
     planned observation was scored."""
     settled = settled_stop(report)
@@ -190,11 +190,24 @@ def partial_note(report: Mapping[str, Any]) -> str:
     found = coverage(report)
     if found is None:
         return ""
-    return f"partial: {found[0]} of {found[1]} invocations"
+    from ..gates import partial_label
+
+    return partial_label(*found)
+
+
+def gate_partial(gate: object, report: Mapping[str, Any]) -> str:
+    """`` (partial: 18 of 40, not decided)`` after the value of a gate that has no verdict
+    because it rests on part of the planned runs (``"partial": true``), else ""."""
+    if not isinstance(gate, Mapping) or gate.get("partial") is not True:
+        return ""
+    found = coverage(report)
+    from ..gates import partial_label
+
+    return f" ({partial_label(*found)})" if found else " (partial, not decided)"
 
 
 def partial_suffix(report: Mapping[str, Any]) -> str:
-    """`` (partial: 18 of 40 invocations)`` to put after a figure, or ""."""
+    """`` (partial: 18 of 40, not decided)`` to put after a figure, or ""."""
     note = partial_note(report)
     return f" ({note})" if note else ""
 

@@ -8,7 +8,7 @@ from typing import Any
 from ..ci.summary import fmt_num, skill_status
 from .answers import AnswerBudget, Answers, case_answers
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
-from .diagnosis import partial_note, sections, settled_stop
+from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .html_base import anchor, badge, escape_html
 
 _e = escape_html
@@ -126,7 +126,8 @@ def skill_section(
             css = "ok" if passed is True else "bad" if passed is False else "warn"
             gate_items.append(
                 f'<span class="{css}">{label} '
-                f"{fmt_num(gate.get('value'))} vs threshold {fmt_num(gate.get('threshold'))}: "
+                f"{fmt_num(gate.get('value'))}{_e(gate_partial(gate, report))} vs threshold "
+                f"{fmt_num(gate.get('threshold'))}: "
                 f"{verdict}</span>"
             )
     parts.append(_list("Gates", gate_items))

@@ -7,7 +7,8 @@ Mapping (decided so that a JUnit report action goes red exactly when the exit co
   message="not run: …">`` when none of the case's observations ran (fail-fast after a runner
   failure, an interrupt, a stopped run). Misroutes without a failed gate are noted in
   ``system-out`` only.
-- ``trigger``: the F1 gate itself (failure when it failed, error when F1 is undefined while gated).
+- ``trigger``: the F1 gate itself (failure when it failed; error when F1 is undefined while gated
+  or the figure is partial — the run stopped before every invocation ran: never a pass).
 - ``uplift``: failure when the uplift gate failed; error when it cannot be decided (no task
   checks, fewer than ten units); skipped when there are no task checks and no gate.
 - ``loading[<case id>]``: one per case with a loading violation, always a failure.
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..messages import severities_of
+from .diagnosis import gate_partial
 from .junit_comparison import comparison_case, scope_properties
 from .junit_xml import Suite, junit_time, serialise
 from .text import LIST_LIMIT, fmt, fmt_p, fmt_signed, fmt_threshold, task_failures
@@ -157,7 +159,13 @@ def _trigger_case(suite: Suite, report: Mapping[str, Any], trigger: Mapping[str,
         )
     elif f1_gate is not None and f1_gate.get("passed") is None:
         tc = suite.case("trigger")
-        suite.result(tc, "error", "trigger F1 is undefined while --min-trigger-f1 is set", figures)
+        partial = gate_partial(f1_gate, report)
+        message = (  # a figure of part of the run is never a pass: an error, like exit 7
+            f"trigger F1 {fmt(f1_gate.get('value'))}{partial}"
+            if partial
+            else "trigger F1 is undefined while --min-trigger-f1 is set"
+        )
+        suite.result(tc, "error", message, figures)
         return True
     elif not _any_ran(report):
         suite.result(suite.case("trigger"), "skipped", not_run_reason(report))
@@ -199,9 +207,13 @@ def _uplift_case(suite: Suite, report: Mapping[str, Any]) -> bool:
                 figures,
             )
         elif up_gate is not None and up_gate.get("passed") is None:
-            suite.result(
-                suite.case("uplift"), "error", "the uplift gate cannot be decided", figures
+            partial = gate_partial(up_gate, report)
+            message = (
+                f"uplift lower bound {fmt_signed(up_gate.get('value'))}{partial}"
+                if partial
+                else "the uplift gate cannot be decided"
             )
+            suite.result(suite.case("uplift"), "error", message, figures)
             return True
         elif not _any_ran(report):
             suite.result(suite.case("uplift"), "skipped", not_run_reason(report))

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..invisible import escape_table
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
-from .diagnosis import partial_note, sections, settled_stop
+from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .text import (
     LIST_LIMIT,
     efficiency_summary,
@@ -77,15 +77,16 @@ def _esc(value: object) -> str:
     return escape_md(str(value))
 
 
-def _gate_cell(gate: object, label: str, sign: str = "≥") -> str | None:
+def _gate_cell(report: Mapping[str, Any], gate: object, label: str, sign: str = "≥") -> str | None:
     if not isinstance(gate, Mapping):
         return None
+    partial = gate_partial(gate, report)
     passed = gate.get("passed")
     verdict = "✅ passed" if passed is True else "❌ failed" if passed is False else "⚠️ not decided"
     space = "" if sign.endswith("−") else " "
     return (
         f"| {label} {sign}{space}{fmt_threshold(gate.get('threshold'))} "
-        f"| {fmt(gate.get('value'))} | {verdict} |"
+        f"| {fmt(gate.get('value'))}{partial} | {verdict} |"
     )
 
 
@@ -94,7 +95,9 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
     status = str(report.get("status"))
     name = _esc(skill_name(report, fallback_name))
     partial = partial_note(report)
-    partial_cell = " (stopped early)" if settled_stop(report) else " (partial)" if partial else ""
+    partial_cell = (
+        " (stopped early)" if settled_stop(report) else f" ({partial})" if partial else ""
+    )
     icon = STATUS_ICON.get(status, _esc(status))
     lines = [
         f"### {name}: {icon} (exit {report.get('exitCode')})",
@@ -183,7 +186,7 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
     gate_rows = [
         row
         for key, (label, sign, _option) in GATE_LABELS.items()
-        if (row := _gate_cell(gates.get(key), label, sign))
+        if (row := _gate_cell(report, gates.get(key), label, sign))
     ]
     if gate_rows:
         lines += ["#### Gates", "", "| gate | value | result |", "| --- | ---: | --- |"]

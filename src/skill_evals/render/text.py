@@ -18,7 +18,7 @@ from .comparison import (
     ledger_summary,
     report_ledger,
 )
-from .diagnosis import partial_note, partial_suffix, sections
+from .diagnosis import gate_partial, partial_note, partial_suffix, sections
 
 LIST_LIMIT = 20
 
@@ -238,15 +238,17 @@ def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
     return out
 
 
-def _gate_line(gate: object, label: str, sign: str = "≥") -> str | None:
+def _gate_line(report: Mapping[str, Any], gate: object, label: str, sign: str = "≥") -> str | None:
     if not isinstance(gate, Mapping):
         return None
+    head = f"  gate {label} {sign}{'' if sign.endswith('−') else ' '}"
+    head += fmt_threshold(gate.get("threshold"))
+    partial = gate_partial(gate, report)
+    if partial:  # a figure of part of the run: no verdict
+        return f"{head}: {label} {fmt(gate.get('value'))}{partial}"
     passed = gate.get("passed")
     verdict = "passed" if passed is True else "FAILED" if passed is False else "not decided"
-    return (
-        f"  gate {label} {sign}{'' if sign.endswith('−') else ' '}"
-        f"{fmt_threshold(gate.get('threshold'))}: {verdict} (value {fmt(gate.get('value'))})"
-    )
+    return f"{head}: {verdict} (value {fmt(gate.get('value'))})"
 
 
 def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str:
@@ -278,7 +280,7 @@ def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str
                 ],
             ]
         )
-        gate = _gate_line(gates.get("minTriggerF1"), "F1")
+        gate = _gate_line(report, gates.get("minTriggerF1"), "F1")
         if gate:
             lines.append(gate)
         lines.append("")
@@ -318,13 +320,13 @@ def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str
             lines.append(f"  efficiency (medians): {efficiency}")
         if task.get("insufficient"):
             lines.append("  insufficient: fewer than 10 independent units — not a basis for a gate")
-        gate = _gate_line(gates.get("minUplift"), "uplift lower bound")
+        gate = _gate_line(report, gates.get("minUplift"), "uplift lower bound")
         if gate:
             lines.append(gate)
         lines.append("")
     elif isinstance(trigger, Mapping):
         lines.append("Uplift: no case has a task check (add `task` to cases to measure it)")
-        gate = _gate_line(gates.get("minUplift"), "uplift lower bound")
+        gate = _gate_line(report, gates.get("minUplift"), "uplift lower bound")
         if gate:
             lines.append(gate)
         lines.append("")
@@ -333,7 +335,7 @@ def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str
         lines.append("Compared with the baseline (baseline → this version; with − baseline)")
         lines += [f"  {line}" for line in compared]
         for key in COMPARISON_KEYS:
-            gate = _gate_line(gates.get(key), GATE_LABELS[key][0], GATE_LABELS[key][1])
+            gate = _gate_line(report, gates.get(key), GATE_LABELS[key][0], GATE_LABELS[key][1])
             if gate:
                 lines.append(gate)
         lines.append("")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..render.diagnosis import partial_note, sections
+from ..render.diagnosis import gate_partial, partial_note, sections
 from ..render.html import CSP
 from ..render.html_base import escape_html
 from ..render.text import fmt, fmt_threshold
@@ -115,7 +115,8 @@ def routing_section(report: Mapping[str, Any]) -> str:
             verdict = "passed" if passed is True else "failed" if passed is False else "not decided"
             gate_rows.append(
                 f"<tr><td>{label} ≥ {_e(fmt_threshold(gate.get('threshold')))}</td>"
-                f"<td class='num'>{fmt(gate.get('value'))}</td><td>{verdict}</td></tr>"
+                f"<td class='num'>{fmt(gate.get('value'))}{_e(gate_partial(gate, report))}</td>"
+                f"<td>{verdict}</td></tr>"
             )
     if gate_rows:
         parts.append(

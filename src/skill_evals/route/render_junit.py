@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..render.diagnosis import gate_partial
 from ..render.junit import not_run_reason, render_junit
 from ..render.junit_xml import Suite
 from ..render.text import fmt, fmt_threshold
@@ -104,7 +105,13 @@ def _gate_tests(suite: Suite, report: Mapping[str, Any]) -> bool:
             message = f"accuracy {fmt(accuracy.get('value'))} < --min-accuracy {threshold}"
             suite.result(tc, "failure", message, figures)
         elif accuracy.get("passed") is None:
-            suite.result(tc, "error", "accuracy is undefined while --min-accuracy is set", figures)
+            partial = gate_partial(accuracy, report)
+            message = (  # a figure of part of the run is never a pass
+                f"accuracy {fmt(accuracy.get('value'))}{partial}"
+                if partial
+                else "accuracy is undefined while --min-accuracy is set"
+            )
+            suite.result(tc, "error", message, figures)
             has_error = True
     f1_gate = _mapping(gates.get("minSkillF1")) or None
     per_skill = {str(_mapping(s).get("name")): _mapping(s) for s in report.get("perSkill") or []}
@@ -113,7 +120,11 @@ def _gate_tests(suite: Suite, report: Mapping[str, Any]) -> bool:
         for name in f1_gate.get("skills") or []:
             tc = suite.case(f"skill-f1[{name}]")
             f1 = per_skill.get(str(name), {}).get("f1")
-            if name in (f1_gate.get("undefined") or []):
+            partial = gate_partial(f1_gate, report)
+            if partial:
+                suite.result(tc, "error", f"F1 of {name} {fmt(f1)}{partial}")
+                has_error = True
+            elif name in (f1_gate.get("undefined") or []):
                 suite.result(tc, "error", f"F1 of {name} is undefined while --min-skill-f1 is set")
                 has_error = True
             elif name in (f1_gate.get("failing") or []):

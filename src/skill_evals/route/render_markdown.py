@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..render.diagnosis import partial_note, sections
+from ..render.diagnosis import gate_partial, partial_note, sections
 from ..render.markdown import STATUS_ICON
 from ..render.md_text import md_number, md_text
 from ..render.text import LIST_LIMIT, fmt, fmt_threshold, limited
@@ -24,13 +24,14 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _gate_row(gate: object, label: str) -> str | None:
+def _gate_row(report: Mapping[str, Any], gate: object, label: str) -> str | None:
     if not isinstance(gate, Mapping):
         return None
+    partial = gate_partial(gate, report)
     passed = gate.get("passed")
     verdict = "✅ passed" if passed is True else "❌ failed" if passed is False else "⚠️ not decided"
     threshold = fmt_threshold(gate.get("threshold"))
-    return f"| {label} ≥ {threshold} | {fmt(gate.get('value'))} | {verdict} |"
+    return f"| {label} ≥ {threshold} | {fmt(gate.get('value'))}{partial} | {verdict} |"
 
 
 def _matrix(report: Mapping[str, Any]) -> list[str]:
@@ -87,8 +88,8 @@ def routing_markdown(
     rows = [
         r
         for r in (
-            _gate_row(gates.get("minAccuracy"), "accuracy"),
-            _gate_row(gates.get("minSkillF1"), "lowest skill F1"),
+            _gate_row(report, gates.get("minAccuracy"), "accuracy"),
+            _gate_row(report, gates.get("minSkillF1"), "lowest skill F1"),
         )
         if r
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..render.diagnosis import partial_note, sections
+from ..render.diagnosis import gate_partial, partial_note, sections
 from ..render.text import LIST_LIMIT, STATUS_WORD, fmt, fmt_threshold, is_number, limited
 from ..terminal import terminal_safe
 
@@ -116,9 +116,13 @@ def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
     ]
 
 
-def _gate_line(gate: object, label: str) -> str | None:
+def _gate_line(report: Mapping[str, Any], gate: object, label: str) -> str | None:
     if not isinstance(gate, Mapping):
         return None
+    partial = gate_partial(gate, report)
+    if partial:  # a figure of part of the run: no verdict
+        head = f"  gate {label} ≥ {fmt_threshold(gate.get('threshold'))}"
+        return f"{head}: {label} {fmt(gate.get('value'))}{partial}"
     passed = gate.get("passed")
     verdict = "passed" if passed is True else "FAILED" if passed is False else "not decided"
     value = fmt(gate.get("value"))
@@ -181,7 +185,7 @@ def render_route_text(report: Mapping[str, Any]) -> str:
             f"{report.get('otherLoads')} load(s) outside the catalog"
         )
         for key, label in (("minAccuracy", "accuracy"), ("minSkillF1", "F1 of every skill")):
-            gate = _gate_line(gates.get(key), label)
+            gate = _gate_line(report, gates.get(key), label)
             if gate:
                 lines.append(gate)
         lines.append("")

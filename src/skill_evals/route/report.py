@@ -7,13 +7,14 @@ Exit codes and their precedence are those of ``test`` (codes.py): 5, then 6, the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import __version__
 from ..codes import GATE_FAILED, INTERRUPTED, STATUS_BY_CODE, UNAVAILABLE, combine
 from ..execute import ExecutionResult
+from ..gates import partial_label
 from ..messages import Messages, failures_message, runner_warnings
 from ..observations import META_KEYS, Observation
 from .cases import RouteSuite
@@ -188,6 +189,24 @@ def _gates(
     return {"minAccuracy": accuracy_gate, "minSkillF1": f1_gate}
 
 
+def _partial_gates(
+    gates: dict[str, Any], observed: int, planned: int
+) -> dict[str, dict[str, Any] | None]:
+    """The gates of a run that stopped before every planned invocation ran: each figure is
+    kept, but none is a verdict (``passed`` null, ``partial`` true)."""
+    return {
+        key: None if gate is None else {**gate, "passed": None, "partial": True}
+        for key, gate in gates.items()
+    }
+
+
+def _partial_text(gate: Mapping[str, Any], observed: int, planned: int) -> str:
+    value = gate.get("value")
+    shown = "undefined" if value is None else _num(value)
+    option = "--min-skill-f1" if "skills" in gate else "--min-accuracy"
+    return f"{option} figure {shown} ({partial_label(observed, planned)}): not judged"
+
+
 def build_route_report(
     catalog: Catalog,
     suite: RouteSuite,
@@ -242,7 +261,13 @@ def build_route_report(
     elif missing and not failures:
         codes.append(UNAVAILABLE)
         notes.error(f"{missing} of {planned} observation(s) are missing: the evidence is void")
-    gates = _gates(settings, metrics, codes, notes)
+    short = missing > 0 and combine(codes) in (UNAVAILABLE, INTERRUPTED)
+    if short:
+        gates = _partial_gates(_gates(settings, metrics, [], Messages()), len(observed), planned)
+        for gate in (g for g in gates.values() if g is not None):
+            notes.note(_partial_text(gate, len(observed), planned))
+    else:
+        gates = _gates(settings, metrics, codes, notes)
     if metrics.other_loads:
         notes.note(
             f"{metrics.other_loads} load(s) of skills outside the catalog (not scored; see "
