@@ -150,6 +150,8 @@ def test_hand_computed_report() -> None:
             },
         ],
         "attemptedNotLoaded": [],
+        "isolationUnverified": 0,
+        "unverified": [],
     }
     assert report["runner"] == {
         "invocations": 48,

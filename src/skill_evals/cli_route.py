@@ -145,6 +145,12 @@ skill-evals route --catalog 'examples/skills/*' --cases examples/evals/routing.j
     help="Run nothing: list overlapping descriptions and skills no case expects (exit 1 when "
     "it finds any).",
 )
+@click.option(
+    "--require-verified-isolation",
+    is_flag=True,
+    help="Accepted for the same command line as test and ci: a routing run has no without arm, "
+    "so there is no isolation to verify (the report says so). Default: off.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @cache_options
 def route(
@@ -168,6 +174,7 @@ def route(
     keep_going: bool,
     lint: bool,
     quiet: bool,
+    require_verified_isolation: bool = False,
     **cache: Any,
 ) -> None:
     """Run every routing case with the whole catalog installed and report which skills
@@ -194,6 +201,7 @@ def route(
         keep_going=keep_going,
         outputs=tuple(p for p in (report, record) if p is not None),
         cache=cache_settings(cache),
+        require_verified_isolation=require_verified_isolation,
     )
     if lint:
         _lint(options, fmt)

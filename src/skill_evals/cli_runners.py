@@ -243,7 +243,7 @@ def evidence(agent: str, skills: tuple[Path, ...], config_path: Path | None, fil
     from SKILL_EVALS_TRANSCRIPT_DIR or --keep-workspace): which skills were loaded, how, and
     where in the transcript."""
     from .agents.base import RunnerSetupError, skill_ref
-    from .agents.content import SkillText
+    from .agents.content import index_skills, not_unique_warnings
     from .agents.evidence import EvidencePatterns, read_events
     from .agents.proof import prove
     from .agents.registry import agent as load_agent
@@ -254,15 +254,22 @@ def evidence(agent: str, skills: tuple[Path, ...], config_path: Path | None, fil
 
         patterns = load_config(config_path).evidence
     try:
-        texts = [SkillText.of(ref.name, ref.text) for ref in map(skill_ref, skills)]
+        texts = index_skills([(ref.name, ref.text) for ref in map(skill_ref, skills)])
     except RunnerSetupError as exc:
         fail(f"--skill: {exc}")
+    for warning in not_unique_warnings(texts):
+        click.echo(f"skill-evals: warning: {terminal_safe(warning)}", err=True)
     try:
         events = read_events(file)
     except OSError as exc:
         fail(f"{file}: cannot read ({exc.strerror})")
     names = frozenset(text.name for text in texts)
-    loads = prove(load_agent(agent), events, texts, None, patterns, names)
+    loads = prove(load_agent(agent), events, texts, None, patterns, names, any_skill_md=not texts)
+    if not texts and any(load.state == "unverified" for load in loads):
+        click.echo(
+            "skill-evals: note: reads cannot be proven without --skill DIR; listed as unverified",
+            err=True,
+        )
     click.echo(json.dumps([load.to_json() for load in loads], indent=2))
 
 

@@ -183,6 +183,12 @@ skill-evals test --skill skills/refund-policy \\
     help="Keep starting invocations after a runner failure (default: stop at the first).",
 )
 @click.option(
+    "--require-verified-isolation",
+    is_flag=True,
+    help="Exit 7 when a without run's command named the skill's files and its result could not "
+    "be matched to its text (isolation unverified). Default: off (a warning).",
+)
+@click.option(
     "--quiet", "-q", is_flag=True, help="No progress on stderr (the simulation note stays)."
 )
 @click.option(
@@ -219,6 +225,7 @@ def test(
     keep_going: bool,
     keep_workspaces: Path | None,
     quiet: bool,
+    require_verified_isolation: bool = False,
     retries: int = 2,
     **scope: Any,
 ) -> None:
@@ -256,6 +263,7 @@ def test(
         retries=retries,
         cache=cache_settings(scope),
         scope=arm_options(scope),
+        require_verified_isolation=require_verified_isolation,
     )
     if is_simulated_command(runner):
         # Said on every run, --quiet or not: these figures must never pass for a model's.

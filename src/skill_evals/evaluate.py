@@ -43,11 +43,13 @@ from .report_blocks import (
     skill_block,
 )
 from .scoring import (
+    ISOLATION_UNVERIFIED,
     attempted_not_loaded,
     baseline_passes,
     build_grid,
     case_result,
     failure_order,
+    isolation_unverified,
     judge_tasks,
     load_states,
     loading_violations,
@@ -120,6 +122,7 @@ def _evaluate(
     }
     task = task_section(suite, settings, task_passes, grid)
     violations = loading_violations(suite, grid)
+    unverified, without_runs = isolation_unverified(suite, grid, skill.name)
     # Per-case evidence states only when some runner reported evidence (custom runners need not).
     evidence = any(obs.evidence for obs in observed)
     failures = sorted(result.failures, key=failure_order(suite))
@@ -209,6 +212,13 @@ def _evaluate(
             "forbidden one was; see loading.violations"
         )
 
+    if unverified:
+        line = ISOLATION_UNVERIFIED.format(count=len(unverified), runs=without_runs)
+        if settings.require_verified_isolation:
+            codes.append(UNAVAILABLE)
+            notes.error(line)
+        else:
+            notes.warning(line)
     for message in result.messages:  # e.g. a workspace that could not be kept
         notes.warning(message)
     for message in runner_warnings([*observed, *others]):
@@ -255,6 +265,8 @@ def _evaluate(
             "loading": {
                 "violations": violations,
                 "attemptedNotLoaded": attempted_not_loaded(suite, grid, skill.name),
+                "isolationUnverified": len(unverified),
+                "unverified": unverified,
             },
             "runner": runner,
             "gates": gates,

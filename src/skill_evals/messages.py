@@ -70,8 +70,13 @@ def runner_warnings(observations: Iterable[Observation]) -> list[str]:
 
 def stderr_warnings(report: Mapping[str, Any]) -> list[str]:
     """The report's warnings that are also printed on stderr (``skill-evals: warning: …``):
-    what a runner warned about."""
-    return [m for m in by_severity(report, "warning") if m.startswith("runner: ")]
+    what a runner warned about, and skills no content can prove loaded."""
+    return [
+        m for m in by_severity(report, "warning") if m.startswith("runner: ") or NOT_UNIQUE in m
+    ]
+
+
+NOT_UNIQUE = " characters are unique to it (shared with "
 
 
 def severities_of(report: Mapping[str, Any]) -> list[tuple[Severity, str]]:

@@ -20,6 +20,7 @@ from .cases import MIN_UNITS, CaseSuite, load_cases
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from .evaluate import evaluate
 from .execute import ExecutionPlan, ExecutionResult, Progress, SettleSpec, execute
+from .exposed import exposure_warnings, runner_neighbours
 from .observations import Observation, Variant
 from .outputs import HeldOutputs, holds_records, output_problem
 from .record_lock import RecordLocks
@@ -58,6 +59,7 @@ class TestOptions:
     retry_delay: Callable[[int], float] | None = None  # backoff (seconds before re-run n)
     scope: ArmOptions = field(default_factory=ArmOptions)  # arms, baseline, budget, settle
     cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
+    require_verified_isolation: bool = False  # an unverified without run → exit 7
 
     @property
     def effective_timeout_ms(self) -> int:
@@ -77,6 +79,7 @@ class TestOptions:
             min_trigger_f1=self.min_trigger_f1,
             min_uplift=self.min_uplift,
             compare=self.scope.compare,
+            require_verified_isolation=self.require_verified_isolation,
         )
 
 
@@ -379,11 +382,13 @@ def run_test(
             ),
             cache=cache,
         )
+        exposure = exposure_warnings([skill.path, *runner_neighbours(options.runner)])
         try:
             result = execute(plan, progress)
         finally:
             if cache is not None:
                 cache.close()
+        result.messages[:0] = exposure
         if cache is not None:
             result.messages.extend(cache.messages)
             if cache.hits:

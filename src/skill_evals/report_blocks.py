@@ -34,6 +34,9 @@ class Settings:
     min_trigger_f1: float | None = None
     min_uplift: float | None = None
     compare: CompareGates = field(default_factory=CompareGates)
+    # An unverified without run (a command named the skill's files, its result unmatched) is
+    # evidence unavailable (exit 7) instead of a warning.
+    require_verified_isolation: bool = False
 
 
 def envelope(status_code: int) -> Report:

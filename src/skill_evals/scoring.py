@@ -202,7 +202,7 @@ def loading_violations(suite: CaseSuite, grid: Grid) -> list[dict[str, Any]]:
 
 
 # The state of a skill in one observation's evidence, strongest first.
-_STATE_RANK = ("loaded", "failed", "attempted", "offered")
+_STATE_RANK = ("loaded", "unverified", "failed", "attempted", "offered")
 
 
 def _load_state(obs: Observation | None, skill: str) -> str | None:
@@ -230,6 +230,44 @@ def attempted_not_loaded(suite: CaseSuite, grid: Grid, skill: str) -> list[str]:
         for case in suite.cases
         if any(_load_state(obs, skill) in ("failed", "attempted") for obs in grid[case.id][0::2])
     ]
+
+
+ISOLATION_UNVERIFIED = (
+    "isolation unverified on {count} of {runs} without runs: a command named the skill's files "
+    "and its result could not be matched to its text"
+)
+
+
+def isolation_unverified(
+    suite: CaseSuite, grid: Grid, skill: str
+) -> tuple[list[dict[str, Any]], int]:
+    """The ``without`` observations (case-file order, then trial) whose evidence has an
+    ``unverified`` item for the tested skill that did not load it — neither a breach nor a
+    clean "not loaded" — as ``{caseId, trial, variant, skill, source}``; and how many
+    ``without`` observations there are."""
+    found: list[dict[str, Any]] = []
+    runs = 0
+    for case in suite.cases:
+        for obs in grid[case.id][1::2]:
+            if obs is None:
+                continue
+            runs += 1
+            if skill in obs.invoked_skills:
+                continue  # a load: an isolation breach, reported as such
+            item = next(
+                (
+                    e
+                    for e in obs.evidence
+                    if e.get("skill") == skill and e.get("state") == "unverified"
+                ),
+                None,
+            )
+            if item is not None:
+                found.append(
+                    {"caseId": case.id, "trial": obs.trial, "variant": "without", "skill": skill,
+                     "source": item.get("source", "")}
+                )  # fmt: skip
+    return found, runs
 
 
 def meta_sums(observations: Iterable[Observation]) -> dict[str, Any]:

@@ -121,7 +121,10 @@ def test_read_of_skill_md_counts_by_its_content_with_line_numbers_removed() -> N
     # Without the skill's text there is no proof: the path alone names nothing known.
     assert evidence(events, skills=[]) == []
     other = SkillText.of("refund-policy", skill_md("refund-policy", "Another description."))
-    assert evidence(events, skills=[other]) == [("refund-policy", "failed", "read", "Read")]
+    # A completed Read whose result cannot be matched to the skill's text: unverified.
+    assert evidence(events, skills=[other]) == [
+        ("refund-policy", "unverified", "read", "Read result")
+    ]
 
 
 def test_mcp_tool_call_is_an_mcp_load() -> None:

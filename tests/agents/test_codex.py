@@ -230,7 +230,9 @@ def test_only_content_shown_proves_a_load(
 ) -> None:
     found = codex.find_loads([_command(command, output)], None, SKILLS)
     assert loaded_names(found) == loaded
-    assert [x.skill for x in found if x.state == "failed"] == tried
+    # Completed commands that named the file without showing it: unverified, never loaded.
+    assert [x.skill for x in found if x.state == "unverified"] == tried
+    assert all(x.source == "command_execution result" for x in found if x.state == "unverified")
 
 
 def test_dollar_mention_is_an_explicit_load_of_an_offered_skill() -> None:

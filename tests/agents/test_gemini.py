@@ -87,10 +87,11 @@ def test_without_transcript_shows_no_load() -> None:
 def test_failed_shapes_are_attempts_never_loads() -> None:
     """A failed activation (a name outside the tool's list), a read outside the workspace, and
     shell commands that only name the path (ls, test -f): all completed, none a load."""
-    for name in ("failed-activate", "failed-read", "shell-probe"):
+    states = {"failed-activate": "failed", "failed-read": "failed", "shell-probe": "unverified"}
+    for name, state in states.items():
         evs = events(name)
         (attempt,) = proved(evs)
-        assert attempt.state == "failed" and attempt.skill.lower() == "refund-policy", name
+        assert attempt.state == state and attempt.skill.lower() == "refund-policy", name
     results = [events(n)[_types(events(n), "tool_result")[0]] for n in ("failed-activate",
                "failed-read", "shell-probe")]  # fmt: skip
     assert [r["status"] for r in results] == ["error", "error", "success"]
@@ -106,8 +107,8 @@ def test_reads_count_by_content_however_they_were_made() -> None:
     # the stream's read_file result is empty: the proof is the session record the model saw
     evs = events("read-file")
     marker = next(i for i, e in enumerate(evs) if e.get("type") == "skill_evals_session")
-    assert [x.state for x in proved(evs[:marker])] == ["failed"]
-    assert [x.state for x in proved(evs, [])] == ["failed"]  # without the skill's text
+    assert [x.state for x in proved(evs[:marker])] == ["unverified"]
+    assert [x.state for x in proved(evs, [])] == ["unverified"]  # without the skill's text
 
 
 def test_an_expanded_at_mention_is_an_explicit_load() -> None:

@@ -101,10 +101,11 @@ def test_probes_that_only_name_the_path_or_fail_are_not_loads() -> None:
     available = frozenset({"refund-policy"})
     loads = find_loads(evs, EvidencePatterns(), CAPTURED, available=available)
     assert loaded(loads) == []
-    # Each probe is recorded as a failed attempt of the skill, never as a load.
+    # Each probe is recorded as an attempt of the skill, never as a load: the completed bash
+    # command named the file and showed no text of it (unverified), the others failed.
     assert [(x.skill, x.state, x.source) for x in loads] == [
         ("refund-policy", "failed", "skill tool"),
-        ("refund-policy", "failed", "bash"),
+        ("refund-policy", "unverified", "bash result"),
         ("refund-policy", "failed", "read"),
     ]
 

@@ -158,7 +158,7 @@ def test_each_call_counts_once_and_only_content_proves() -> None:
     loads = found(evs)
     assert [(x.skill, x.state, x.index) for x in loads] == [
         ("refund-policy", "loaded", 1), ("shipping-times", "failed", 4),
-        ("shipping-times", "failed", 6), ("shipping-times", "failed", 8),
+        ("shipping-times", "failed", 6), ("shipping-times", "unverified", 8),
     ]  # fmt: skip
 
 

@@ -11,11 +11,19 @@ whole ``BLOCK``-long block of the text at a position that is a multiple of ``BLO
 hashes; only the at most ``BLOCK`` + 1 windows around a block that is part of the skill are then
 looked up in the skill's window table and compared. Python's string hash is keyed per process,
 so a crafted text cannot force collisions, and every hit is confirmed by comparing the strings.
+
+Only content *unique* to a skill among the skills a run could expose proves it
+(:func:`index_skills`): a window of S that also occurs in another exposed skill's text (a shared
+footer, a copied section) is dropped from S's window table, so showing it proves neither. A
+skill left without a unique window can be proven only by a skill tool or an explicit
+invocation (:func:`not_unique_warnings`). The comparison is one pass over every skill's windows
+with one shared hash table: linear in the total text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 WINDOW = 200
@@ -44,6 +52,10 @@ class SkillText:
     text: str  # normalised, at most MAX_INDEXED_CHARS
     _blocks: set[int] = field(default_factory=set, repr=False)
     _windows: dict[int, int] = field(default_factory=dict, repr=False)
+    # Set by index_skills: the other skills that hold some of this one's text, and whether any
+    # WINDOW-long part (the whole text when shorter) is left that no other skill holds.
+    shared_with: tuple[str, ...] = ()
+    provable: bool = True
 
     @classmethod
     def of(cls, name: str, raw: str) -> SkillText:
@@ -61,7 +73,7 @@ class SkillText:
     def shown_in(self, shown: str) -> bool:
         """True when the normalised text ``shown`` holds a ``WINDOW``-long part of this skill
         (the whole skill when it is shorter). An empty skill is never shown."""
-        if not self.text:
+        if not self.text or not self.provable:
             return False
         if len(self.text) <= WINDOW:
             return self.text in shown
@@ -84,3 +96,52 @@ def skills_shown(text: str, skills: list[SkillText]) -> list[str]:
         return []
     shown = normalize(text)
     return [skill.name for skill in skills if skill.shown_in(shown)]
+
+
+def index_skills(named: Sequence[tuple[str, str]]) -> list[SkillText]:
+    """Index each ``(name, raw SKILL.md)`` and keep, per skill, only the windows no other of
+    them holds: text shared with another exposed skill never proves either."""
+    skills = [SkillText.of(name, raw) for name, raw in named]
+    owners: dict[int, list[int]] = {}
+    for index, skill in enumerate(skills):
+        for key in skill._windows:
+            owners.setdefault(key, []).append(index)
+    shared: list[dict[str, None]] = [{} for _ in skills]
+    dropped: list[list[int]] = [[] for _ in skills]
+    for index, skill in enumerate(skills):
+        if not skill.text:
+            continue
+        if len(skill.text) <= WINDOW:
+            for other in skills:
+                if other.name != skill.name and skill.text in other.text:
+                    shared[index].setdefault(other.name, None)
+            continue
+        for key, at in skill._windows.items():
+            window = skill.text[at : at + WINDOW]
+            for other_index in owners[key]:
+                other = skills[other_index]
+                if other.name == skill.name:  # the same skill (a copy of it) proves it
+                    continue
+                pos = other._windows[key]
+                if other.text[pos : pos + WINDOW] == window:
+                    shared[index].setdefault(other.name, None)
+                    dropped[index].append(key)
+                    break
+    for index, skill in enumerate(skills):
+        for key in dropped[index]:
+            del skill._windows[key]
+        skill.shared_with = tuple(shared[index])
+        if skill.text and shared[index]:
+            skill.provable = len(skill.text) > WINDOW and bool(skill._windows)
+    return skills
+
+
+def not_unique_warnings(skills: Sequence[SkillText]) -> list[str]:
+    """One warning per skill with no unique ``WINDOW``-long part, naming who holds its text."""
+    return [
+        f"{skill.name}: no {WINDOW} characters are unique to it (shared with "
+        f"{', '.join(skill.shared_with)}); only a skill tool or an explicit invocation can "
+        "prove its load"
+        for skill in skills
+        if skill.text and not skill.provable
+    ]

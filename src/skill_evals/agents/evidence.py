@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 # One transcript line, decoded (a line that is not a JSON object is an empty mapping).
 Event = Mapping[str, Any]
-State = Literal["offered", "attempted", "loaded", "failed"]
+State = Literal["offered", "attempted", "loaded", "failed", "unverified"]
 Delivery = Literal["native", "mcp", "read", "explicit"]
 
 
@@ -43,9 +43,11 @@ Delivery = Literal["native", "mcp", "read", "explicit"]
 class Load:
     """One piece of loading evidence found in a transcript; by default a completed load.
 
-    ``state``: ``loaded`` (the skill's instructions reached the model), ``failed`` (a call
-    naming the skill completed without showing it), ``attempted`` (such a call never completed)
-    or ``offered`` (the runner made it available). ``delivery``: ``native`` (the agent's own
+    ``state``: ``loaded`` (the skill's instructions reached the model), ``unverified`` (a call
+    naming the skill's ``SKILL.md`` or folder completed, and what it showed could not be matched
+    to the skill's text: encoded, reversed, archived, partly shown, or no text to match against),
+    ``failed`` (such a call reported an error), ``attempted`` (it never completed) or
+    ``offered`` (the runner made it available). ``delivery``: ``native`` (the agent's own
     skill tool), ``mcp`` (an MCP tool or resource), ``read`` (any other tool result showing the
     content), ``explicit`` (the prompt invoked it in the agent's syntax)."""
 
@@ -289,14 +291,21 @@ def loaded_names(loads: Iterable[Load]) -> list[str]:
 
 
 _NAME_END = "/SKILL.md"
-_NAME_STOP = frozenset("/\\ \t\r\n'\"`*?[]=:;|&<>(){}")
+_NAME_STOP = frozenset("/\\ \t\r\n'\"`*?[]=:;|&<>(){}$")
+# A folder name taken from any path (no known names to match): what a skill folder can be.
+_ANY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _MAX_NAME = 128  # skill names are at most 64 characters; folders a little more
 
 
-def skills_named(text: str, known: frozenset[str]) -> list[str]:
-    """Known skills whose ``<name>/SKILL.md`` path a text (a command, an argument) names, in
-    order, each once. Naming a path is never a load; it marks an attempt. Linear in the text:
-    each ``/SKILL.md`` is looked back from by at most ``_MAX_NAME`` characters."""
+_MAX_SCANNED = 256 * 1024  # characters of one tool-input string looked at for paths
+
+
+def skills_named(text: str, known: frozenset[str] | None) -> list[str]:
+    """Skills whose ``<name>/SKILL.md`` path a text (a command, an argument) names, in order,
+    each once: only ``known`` names, or (``known`` None) any folder name. Naming a path is
+    never a load. Linear in the text: each ``/SKILL.md`` is looked back from by at most
+    ``_MAX_NAME`` characters."""
+    text = text[:_MAX_SCANNED]
     found: dict[str, None] = {}
     at = text.find(_NAME_END)
     while at >= 0:
@@ -304,10 +313,34 @@ def skills_named(text: str, known: frozenset[str]) -> list[str]:
         while start > 0 and at - start < _MAX_NAME and text[start - 1] not in _NAME_STOP:
             start -= 1
         name = text[start:at]
-        if name in known:
-            found.setdefault(name, None)
+        if known is not None:
+            if name in known:
+                found.setdefault(name, None)
+        elif _ANY_NAME.fullmatch(name) and not (start > 0 and text[start - 1] == "$"):
+            found.setdefault(name, None)  # not a shell variable ($d/SKILL.md)
         at = text.find(_NAME_END, at + 1)
     return list(found)
+
+
+def folders_named(text: str, known: Iterable[str]) -> list[str]:
+    """Skills of ``known`` whose folder a text names as a path part (``…/<name>``,
+    ``<name>/…``: ``cd .claude/skills/x``, ``tar czf - skills/x``), in ``known`` order. A bare
+    word equal to a name is not a path."""
+    text = text[:_MAX_SCANNED]
+    found: list[str] = []
+    for name in known:
+        at = text.find(name)
+        while at >= 0:
+            before = text[at - 1] if at > 0 else " "
+            end = at + len(name)
+            after = text[end] if end < len(text) else " "
+            if (before == "/" and (after in _NAME_STOP or after == "/")) or (
+                before in _NAME_STOP and before != "/" and after == "/"
+            ):
+                found.append(name)
+                break
+            at = text.find(name, at + 1)
+    return found
 
 
 def rename_loads(loads: Iterable[Load], aliases: Mapping[str, str]) -> list[Load]:

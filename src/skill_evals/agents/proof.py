@@ -11,8 +11,13 @@ model:
 4. the prompt invoked S in the agent's own syntax, or the agent injected S's body
    (:meth:`TranscriptReader.explicit`).
 
-A call that names S's ``SKILL.md`` (or S's loader) but shows nothing of it is an attempt:
-``failed`` when it completed, ``attempted`` when it never did. Naming a path is never a load.
+Only content unique to S among the exposed skills proves S (:func:`.content.index_skills`).
+
+A call that names S's ``SKILL.md`` path or S's folder, completed, and showed nothing that proves
+S is ``unverified``: its result may hold S in a form no text match sees (base64, reversed, a
+hex dump, an archive, a few lines). ``failed`` when the call reported an error, ``attempted``
+when it never completed. A loader call (skill tool, MCP) that showed nothing is ``failed``.
+Naming a path is never a load.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from .evidence import (
     Load,
     State,
     ToolCall,
+    folders_named,
     skill_from_tool,
     skill_from_uri,
     skills_named,
@@ -78,6 +84,13 @@ def _state(call: ToolCall, shown: bool) -> State:
     return "failed" if call.done is not None else "attempted"
 
 
+def _named_state(call: ToolCall) -> State:
+    """The state of a call that named a skill's files without proving it."""
+    if call.done is None:
+        return "attempted"
+    return "unverified" if call.ok else "failed"
+
+
 def _strings(value: Any, depth: int = 0) -> Iterator[str]:
     """The string values of a tool input (nested at most a few levels)."""
     if isinstance(value, str):
@@ -119,17 +132,21 @@ def prove(
     patterns: EvidencePatterns | None = None,
     available: frozenset[str] = frozenset(),
     aliases: Mapping[str, str] | None = None,
+    any_skill_md: bool = False,
 ) -> list[Load]:
     """Every piece of loading evidence in ``events``, ordered by where each call was made.
 
     ``skills``: the skills whose content is looked for (every skill the run could have exposed,
     the tested one in both variants). ``available``: names the agent could resolve (offered,
     listed), for explicit invocations and attempts. ``aliases``: folder name → skill name for
-    skills whose folder (seen in paths) is named differently."""
+    skills whose folder (seen in paths) is named differently. ``any_skill_md``: every
+    ``…/<dir>/SKILL.md`` a call names counts as skill ``<dir>`` (a transcript read without the
+    skills' text: such reads can only be ``unverified``)."""
     patterns = patterns or EvidencePatterns()
     aliases = aliases or {}
     texts = {skill.name: skill for skill in skills}
     known = frozenset(texts) | available | frozenset(aliases)
+    folders = [*texts, *(a for a in aliases if a not in texts)]
     agent = reader.name
     found: list[Load] = []
     for call in reader.tool_calls(events):
@@ -160,13 +177,14 @@ def prove(
                 found.append(Load(skill, delivery, agent, source, at, "loaded", call.order))
                 loaded.add(skill)
         for text in _strings(call.input):
-            for folder in skills_named(text, known):
+            paths = skills_named(text, None if any_skill_md else known)
+            for folder in [*paths, *folders_named(text, folders)]:
                 skill = aliases.get(folder, folder)
                 if skill not in loaded and skill not in named:
-                    state = _state(call, False)
-                    found.append(
-                        Load(skill, "read", agent, label(call.name), at, state, call.order)
-                    )
+                    state = _named_state(call)
+                    tool = label(call.name)
+                    source = f"{tool} result" if state == "unverified" else tool
+                    found.append(Load(skill, "read", agent, source, at, state, call.order))
                     named.add(skill)
     found += reader.explicit(events, prompt, available)
     return sorted(found, key=lambda load: load.order)

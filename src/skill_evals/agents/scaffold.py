@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import IO
 
 from ..observations import MAX_TOOL_CALLS
+from ..terminal import terminal_safe
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, SkillRef, skill_ref
-from .content import SkillText
+from .content import index_skills, not_unique_warnings
 from .environment import agent_env, find_binary
 from .evidence import (
     MAX_TRANSCRIPT_BYTES,
@@ -171,6 +172,10 @@ def run_agent(
             found = fixture_skills(
                 ws.project, agent.skill_folders, [tested, *neighbours], options.fixture
             )
+            # What could prove each load, known before the agent starts (and said then).
+            skills = index_skills([(ref.name, ref.text) for ref in (tested, *neighbours, *found)])
+            for warning in not_unique_warnings(skills):
+                print(f"skill-evals: warning: {terminal_safe(warning)}", file=sys.stderr)
             env = agent_env(caller_env, ws.home, agent.environment)
             env["TMPDIR"] = str(ws.tmp)  # the agent's temporary files go with the workspace
             setup = RunSetup(
@@ -195,7 +200,6 @@ def run_agent(
     outcome = agent.finish(events, setup, finished)
     offered = [ref.name for ref in (*setup.offered, *setup.fixture_skills)]
     available = frozenset([*offered, *outcome.offered, *setup.aliases])
-    skills = [SkillText.of(ref.name, ref.text) for ref in (tested, *neighbours, *found)]
     loads = prove(
         agent, events, skills, invocation.prompt, EvidencePatterns(), available, setup.aliases
     )

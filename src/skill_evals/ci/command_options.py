@@ -110,6 +110,14 @@ def selection_options(func: F) -> F:
             "config's gates.",
         ),
         click.option(
+            "--require-verified-isolation",
+            "require_verified_isolation",
+            is_flag=True,
+            default=None,
+            help="Exit 7 when a without run's command named the skill's files and its result "
+            "could not be matched to its text. Default: the config's (off).",
+        ),
+        click.option(
             "--compare",
             type=click.Choice(["base", "none"]),
             default=None,
@@ -148,6 +156,7 @@ def cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:
             "min-uplift": kwargs.get("min_uplift"),
         },
         "compare": kwargs.get("compare"),
+        "require-verified-isolation": kwargs.get("require_verified_isolation") or None,
         "cache": str(kwargs["cache"]) if kwargs.get("cache") is not None else None,
         "cache-max-age": kwargs.get("cache_max_age"),
     }

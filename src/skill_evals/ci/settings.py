@@ -72,6 +72,7 @@ class SkillSettings:
     stop_when_settled: bool = True
     budget: Budget = field(default_factory=Budget)  # per skill (budget: {invocations, cost-usd})
     compare_base: bool = False  # compare: base — the base commit's version as the baseline arm
+    require_verified_isolation: bool = False  # an unverified without run → exit 7
 
     def missing_env(self, env: Mapping[str, str]) -> list[str]:
         """The ``require-env`` variables empty or unset in ``env``. None are required when the
@@ -174,6 +175,7 @@ SETTING_KEYS = {
     "include-outputs": "include_outputs",
     "arms": "arms",
     "stop-when-settled": "stop_when_settled",
+    "require-verified-isolation": "require_verified_isolation",
 }
 
 

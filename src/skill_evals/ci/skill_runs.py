@@ -176,6 +176,7 @@ def evaluate_skills(
             record=record,
             keep_going=settings.keep_going,
             retries=settings.retries,
+            require_verified_isolation=settings.require_verified_isolation,
             outputs=(record, options.out / "report.json"),
             env=runner_env(env),
             scope=_scope(settings, total),

@@ -229,6 +229,26 @@ def _uplift_case(suite: Suite, report: Mapping[str, Any]) -> bool:
     return False
 
 
+def _isolation_case(suite: Suite, report: Mapping[str, Any]) -> bool:
+    """An ``isolation`` testcase when some without runs are isolation unverified: an error when
+    that made the run unavailable (--require-verified-isolation), else passing with the line in
+    system-out. True when it added an error."""
+    count = _mapping(report.get("loading")).get("isolationUnverified")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return False
+    line = next(
+        (m for _, m in severities_of(report) if m.startswith("isolation unverified on ")), None
+    )
+    if line is None:
+        return False
+    errors = [m for severity, m in severities_of(report) if severity == "error"]
+    if line in errors:
+        suite.result(suite.case("isolation"), "error", line)
+        return True
+    suite.case("isolation", system_out=line)
+    return False
+
+
 def _loading_cases(suite: Suite, report: Mapping[str, Any]) -> None:
     by_case: dict[str, list[Mapping[str, Any]]] = {}
     for v in _mapping(report.get("loading")).get("violations") or []:
@@ -260,6 +280,7 @@ def _skill_suite(name: str, report: Mapping[str, Any]) -> Suite:
         has_error = _uplift_case(suite, report) or has_error
         has_error = comparison_case(suite, report) or has_error
         _loading_cases(suite, report)
+        has_error = _isolation_case(suite, report) or has_error
     if report.get("exitCode") in (5, 6, 7, 130) and not has_error:
         # The errors explain the exit code; warnings and notes follow them.
         ranked = sorted(severities_of(report), key=lambda item: item[0] != "error")

@@ -23,6 +23,7 @@ from ..cache_settings import CacheSettings
 from ..cases import MIN_UNITS
 from ..errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
 from ..execute import ExecutionPlan, ExecutionResult, Progress, StartListener, execute
+from ..exposed import exposure_warnings, runner_neighbours
 from ..observations import Observation
 from ..outputs import HeldOutputs
 from ..pipeline import (
@@ -44,6 +45,12 @@ from .report import ARM, Report, RouteSettings, build_route_report, route_error_
 SKILL_DIRS_VAR = "SKILL_EVALS_SKILL_DIRS"
 CACHE_SCOPE = "%routing"  # the cache subdirectory of routing runs (no skill name holds "%")
 ARM_VAR = "SKILL_EVALS_ARM"
+
+
+NO_ISOLATION_TO_VERIFY = (
+    "--require-verified-isolation: a routing run has no without arm, so there is no isolation "
+    "to verify"
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,7 @@ class RouteOptions:
     env: Mapping[str, str] | None = None
     cwd: Path | None = None  # where --catalog globs start (default: the working directory)
     cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
+    require_verified_isolation: bool = False  # no without arm here: said in a note, no effect
 
     @property
     def effective_timeout_ms(self) -> int:
@@ -213,6 +221,10 @@ def run_route(
             result = ExecutionResult(observations=observations)
             return build_route_report(catalog, suite, settings, result, warnings_in=warnings)
         notes = list(simulated.NOTES) if simulated.is_simulated_command(options.runner) else []
+        if options.require_verified_isolation:
+            notes.append(NO_ISOLATION_TO_VERIFY)
+        folders = [s.path for s in catalog.skills]
+        warnings = [*warnings, *exposure_warnings([*folders, *runner_neighbours(options.runner)])]
         check_cache_dir(options.cache, *(s.path for s in catalog.skills))
         cache = open_cache(options.cache, is_builtin_runner(options.runner), command, CACHE_SCOPE)
         plan = ExecutionPlan(

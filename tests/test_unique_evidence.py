@@ -1,0 +1,147 @@
+"""Content proof counts only text unique to a skill among the exposed skills; a completed call
+that named a skill's files without proving it is ``unverified``; ``skill-evals evidence``
+without ``--skill`` lists every completed SKILL.md read as unverified (each agent's real event
+shape: the recorded transcripts in tests/agents/fixtures)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.agents.content import index_skills, normalize, not_unique_warnings
+from tests.conftest import skill_md, write_skill
+
+FIXTURES = Path(__file__).parent / "agents" / "fixtures"
+
+SHARED = " ".join(
+    f"Shared guidance line {i} about PDF files and their careful handling." for i in range(8)
+)
+FOOTER = ("Maintained by the documents team. Report problems in the tracker, include the file, "
+          "the steps and what you expected; we answer within two working days, weekends "
+          "excluded, public holidays as well, sorry.")  # fmt: skip
+
+
+def _md(name: str, own: str, shared: str = SHARED) -> str:
+    return skill_md(name, f"Work with {name}.", f"# {name}\n\n{own}\n\n{shared}\n")
+
+
+def test_a_shared_section_proves_neither_skill_and_unique_text_still_does() -> None:
+    assert 200 <= len(FOOTER) < 215 and len(SHARED) > 450
+    for shared in (SHARED, FOOTER):
+        tested, neighbour = index_skills([
+            ("pdf-forms", _md("pdf-forms", "Fill every form field; " * 12, shared)),
+            ("pdf-tools", _md("pdf-tools", "Merge and split documents; " * 12, shared)),
+        ])  # fmt: skip
+        assert tested.shared_with == ("pdf-tools",) and neighbour.shared_with == ("pdf-forms",)
+        shown = normalize(_md("pdf-tools", "Merge and split documents; " * 12, shared))
+        assert neighbour.shown_in(shown) and not tested.shown_in(shown)
+        assert not tested.shown_in(normalize(shared))
+        assert tested.shown_in(normalize("Fill every form field; " * 12))
+        assert not_unique_warnings([tested, neighbour]) == []
+
+
+def test_a_skill_held_whole_by_another_has_no_proof_and_a_warning() -> None:
+    small = skill_md("pdf-forms", "Fill PDF forms.", "# Forms\n\n" + "Fill each field. " * 20)
+    big = skill_md("pdf-tools", "All PDF work.", "# Tools\n\nIncluded:\n\n" + small + "\nMore.\n")
+    tiny = skill_md("tiny", "T.", "x")
+    holder = skill_md("holder", "H.", "see below\n" + tiny)
+    skills = index_skills([("pdf-forms", small), ("pdf-tools", big), ("tiny", tiny),
+                           ("holder", holder)])  # fmt: skip
+    assert not skills[0].shown_in(normalize(big)) and skills[1].shown_in(normalize(big))
+    assert not skills[2].shown_in(normalize(tiny))
+    assert not_unique_warnings(skills) == [
+        "pdf-forms: no 200 characters are unique to it (shared with pdf-tools); only a skill "
+        "tool or an explicit invocation can prove its load",
+        "tiny: no 200 characters are unique to it (shared with holder); only a skill tool or an "
+        "explicit invocation can prove its load",
+    ]
+
+
+def test_a_copy_of_the_same_skill_still_proves_it() -> None:
+    text = _md("pdf-forms", "Fill every form field; " * 12)
+    first, copy = index_skills([("pdf-forms", text), ("pdf-forms", text)])
+    assert first.shown_in(normalize(text)) and not_unique_warnings([first, copy]) == []
+
+
+def test_hostile_sizes_stay_linear() -> None:
+    """Two 1 MiB skills that share everything, and one that shares every other line."""
+    line = "".join(chr(0x61 + (i % 26)) for i in range(97))
+    body = "\n".join(f"{i:07d} {line}" for i in range(10_000))
+    started = time.monotonic()
+    skills = index_skills([("a", skill_md("a", "A.", body)), ("b", skill_md("b", "B.", body)),
+                           ("c", skill_md("c", "C.", body[::2]))])  # fmt: skip
+    assert time.monotonic() - started < 20
+    assert [s.name for s in skills if not s.provable] == []  # the frontmatter stays unique
+    assert not skills[0].shown_in(normalize(body))
+
+
+# ------------------------------------------------------------------ evidence without --skill
+
+# (agent, recorded transcript of a real run that read a SKILL.md, the tool label of that read)
+READS = [
+    ("claude-code", "claude-code/read-skill-md.jsonl", "Read result"),
+    ("codex", "codex/sed_read.jsonl", "command_execution result"),
+    ("pi", "pi/shapes-read.jsonl", "read result"),
+    ("gemini", "gemini/read-file.jsonl", "read_file result"),
+    ("opencode", "opencode/reads.jsonl", "read result"),
+]
+NATIVE = [
+    ("claude-code", "claude-code/with-skill-tool.jsonl"),
+    ("gemini", "gemini/with.jsonl"),
+    ("opencode", "opencode/with.jsonl"),
+]
+NOTE = "reads cannot be proven without --skill DIR; listed as unverified"
+
+
+def _evidence(*args: str) -> tuple[list[dict[str, Any]], str]:
+    proc = subprocess.run(["skill-evals", "evidence", *args], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), proc.stderr
+
+
+@pytest.mark.parametrize(("agent", "name", "source"), READS)
+def test_reads_without_skill_are_listed_as_unverified(agent: str, name: str, source: str) -> None:
+    items, stderr = _evidence("--agent", agent, str(FIXTURES / name))
+    reads = [i for i in items if i["skill"] == "refund-policy"]
+    want = {"skill": "refund-policy", "state": "unverified", "delivery": "read", "agent": agent,
+            "source": source}  # fmt: skip
+    assert want in [{k: v for k, v in i.items() if k != "index"} for i in reads]
+    assert stderr.count(NOTE) == 1
+    assert all(i["state"] != "loaded" for i in items if i["delivery"] == "read")
+
+
+@pytest.mark.parametrize(("agent", "name"), NATIVE)
+def test_native_skill_tools_are_still_loaded_without_skill(agent: str, name: str) -> None:
+    items, stderr = _evidence("--agent", agent, str(FIXTURES / name))
+    assert [(i["skill"], i["state"], i["delivery"]) for i in items] == [
+        ("refund-policy", "loaded", "native")
+    ]
+    assert NOTE not in stderr
+
+
+def test_a_shell_variable_is_no_skill_folder() -> None:
+    items, _ = _evidence("--agent", "pi", str(FIXTURES / "pi/shapes-read.jsonl"))
+    assert {i["skill"] for i in items} == {"refund-policy", "dotdot-skill", "python-skill"}
+
+
+def test_evidence_with_skills_warns_about_a_skill_with_no_unique_text(tmp_path: Path) -> None:
+    small = write_skill(tmp_path, "pdf-forms", "Fill PDF forms.", "Fill each field. " * 20)
+    big = tmp_path / "pdf-tools"
+    big.mkdir()
+    (big / "SKILL.md").write_text(
+        skill_md("pdf-tools", "All PDF work.", "Included:\n\n" + (small / "SKILL.md").read_text()),
+        encoding="utf-8",
+    )
+    transcript = FIXTURES / "claude-code/read-skill-md.jsonl"
+    _, stderr = _evidence("--agent", "claude-code", "--skill", str(small), "--skill", str(big),
+                          str(transcript))  # fmt: skip
+    assert (
+        "skill-evals: warning: pdf-forms: no 200 characters are unique to it (shared with "
+        "pdf-tools); only a skill tool or an explicit invocation can prove its load"
+    ) in stderr.splitlines()
