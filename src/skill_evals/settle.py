@@ -178,24 +178,46 @@ class Settler:
     # ------------------------------------------------------------------------------- deciding
 
     def decide(self, state: SettleState, force: bool = False) -> Verdict | None:
-        """The settled verdict of every configured gate, or None when some gate could still go
-        either way (or a check was skipped to save time; ``force`` never skips)."""
+        """The settled verdict, or None while some outcome of the rest could still change the
+        exit code (or a check was skipped to save time; ``force`` never skips).
+
+        A gate still open that can only end passed or failed (a loading rule; trigger F1 once
+        some run triggered, so it cannot end undefined) no longer matters once another gate has
+        failed for every outcome: the exit code is 1 whatever it gives. Such a gate is left out
+        of the verdict (its figure is partial). A gate that could still end undefined (exit 7,
+        which outranks 1) or a bootstrap gate still open keeps the run going."""
         gates = self.gates
         if state.failed or not gates.any:
             return None
         verdict: Verdict = {}
+        open_binary = False  # some open gate ends passed or failed, never undefined
         if gates.loading:
             if state.violation:
                 verdict[LOADING] = False
             elif state.rem_rules == 0:
                 verdict[LOADING] = True
             else:
-                return None
+                open_binary = True
         if gates.min_trigger_f1 is not None:
             trigger = self._trigger(state, gates.min_trigger_f1)
-            if trigger is None:
-                return None
-            verdict[TRIGGER_F1] = trigger[0]
+            if trigger is not None:
+                verdict[TRIGGER_F1] = trigger[0]
+            elif state.tp + state.fp == 0:
+                return None  # it may still end undefined
+            else:
+                open_binary = True
+        found = self._bootstrap_gates(state, force)
+        if found is None:
+            return None
+        verdict.update(found)
+        if open_binary and False not in verdict.values():
+            return None  # the open gates decide whether the run passes
+        return verdict
+
+    def _bootstrap_gates(self, state: SettleState, force: bool) -> Verdict | None:
+        """The settled verdicts of the uplift and comparison gates, or None while one is open."""
+        gates = self.gates
+        verdict: Verdict = {}
         if gates.min_uplift is not None:
             found = self._pass_family(
                 state, "uplift", "without", {UPLIFT: (gates.min_uplift, False)}, force
