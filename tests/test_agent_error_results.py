@@ -82,7 +82,9 @@ SCENARIOS: dict[str, list[dict[str, Any]]] = {
     "hostile": [
         _INIT,
         _result(
-            "Invalid API key \x1b[31m\u202e" + "x" * 400, duration_api_ms=30, api_error_status=None
+            "Invalid API key sk-ant-api03-SECRETKEY1234 \x1b[31m\u202e" + "more words " * 40,
+            duration_api_ms=30,
+            api_error_status=None,
         ),
     ],
     "overloaded": [
@@ -217,7 +219,8 @@ def test_quoted_agent_text_is_bounded_and_escaped(runs: dict[str, Any]) -> None:
     assert proc.returncode == 7
     (reason,) = set(_reasons(report))
     said = reason.removeprefix("runner: not logged in / no credentials: ").split("; set ")[0]
-    assert said.startswith("Invalid API key \\u001b[31m\\u202e")
+    assert said.startswith("Invalid API key [redacted] \\u001b[31m\\u202emore words")
+    assert "SECRETKEY" not in json.dumps(report) + proc.stdout + proc.stderr
     assert len(said) <= 120 and said.endswith("…")
     assert "\x1b" not in proc.stdout + proc.stderr and "\u202e" not in proc.stdout + proc.stderr
 

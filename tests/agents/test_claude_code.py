@@ -611,7 +611,9 @@ def test_calls_that_only_name_a_skill_are_never_loads(claude_bin: str, tmp_path:
                       capture_as="shapes-named.jsonl")  # fmt: skip
     assert result.invoked_skills == []
     states = {(e["skill"], e["state"]) for e in result.evidence}
-    assert ("refund-policy", "failed") in states and ("glob-skill", "failed") in states
+    # Completed calls that named the files: unverified; failed ones: failed. Never loaded.
+    tried = {skill for skill, state in states if state in ("failed", "unverified")}
+    assert {"refund-policy", "glob-skill"} <= tried
     assert not any(state == "loaded" for _, state in states)
 
 

@@ -564,7 +564,9 @@ def test_calls_that_only_name_a_skill_are_never_loads(
     keep_fixture(tmp_path / "saved" / "case.1.without.jsonl", "pi", "shapes-named")
     assert line["invokedSkills"] == []
     states = {(e["skill"], e["state"]) for e in line["evidence"]}
-    assert ("refund-policy", "failed") in states and ("glob-skill", "failed") in states
+    # Completed calls that named the files: unverified; failed ones: failed. Never loaded.
+    tried = {skill for skill, state in states if state in ("failed", "unverified")}
+    assert {"refund-policy", "glob-skill"} <= tried
     assert not any(state == "loaded" for _, state in states)
 
 

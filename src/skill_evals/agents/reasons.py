@@ -36,10 +36,17 @@ def names_credentials(text: str) -> bool:
     return bool(_NO_CREDENTIALS.search(text[:_SCAN]))
 
 
+# Anything shaped like a key or token in a quoted text ("Incorrect API key provided: sk-…"):
+# a run of 20+ key characters, or what follows a key prefix.
+_SECRET_LIKE = re.compile(r"\b(?:sk|pk|rk|key|tok)[-_][A-Za-z0-9_\-*.]{4,}|[A-Za-z0-9_\-]{20,}")
+
+
 def quoted(text: str, limit: int = AGENT_TEXT) -> str:
-    """An agent's own text for a reason: whitespace collapsed, control and invisible characters
-    escaped (``\\uXXXX``), at most ``limit`` characters (cut with ``…``)."""
-    safe = terminal_safe(" ".join(text[: limit * 4].split()))
+    """An agent's own text for a reason: whitespace collapsed, anything shaped like a key
+    replaced by ``[redacted]``, control and invisible characters escaped (``\\uXXXX``), at most
+    ``limit`` characters (cut with ``…``)."""
+    flat = _SECRET_LIKE.sub("[redacted]", " ".join(text[: limit * 4].split()))
+    safe = terminal_safe(flat)
     return safe if len(safe) <= limit else safe[: limit - 1] + "…"
 
 
