@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 
 from ..errors import InvalidInput
-from ..schemas import load_schema
+from ..schemas.bundle import bundled_schema
 from .untrusted import load_json_file
 
 SCHEMA_VERSION = 1
@@ -21,9 +21,9 @@ MAX_REPORT_BYTES = 50_000_000
 
 @lru_cache(maxsize=1)
 def ci_report_validator() -> jsonschema.Draft202012Validator:
-    """A validator for report.json of `skill-evals ci`. The schema file is bundled: the test
-    and routing report schemas it refers to are embedded in it, so nothing is fetched."""
-    return jsonschema.Draft202012Validator(load_schema("ci-report.schema.json"))
+    """A validator for report.json of `skill-evals ci`. The schema is bundled: the test and
+    routing report schemas it refers to are embedded in it, so nothing is fetched."""
+    return jsonschema.Draft202012Validator(bundled_schema())
 
 
 def validate_ci_report(report: Mapping[str, Any]) -> None:

@@ -29,13 +29,19 @@ def _read(name: str) -> dict[str, Any]:
     return value
 
 
-def bundled_text() -> str:
-    """The text ci-report.schema.json should have: its own rules with fresh embedded copies."""
+def bundled_schema() -> dict[str, Any]:
+    """ci-report.schema.json with fresh embedded copies of the schemas it refers to (what the
+    engine validates with, so a stale copy in the file can never reject a valid report)."""
     schema = _read(BUNDLED)
     defs = schema.setdefault("$defs", {})
     for key, name in EMBEDDED.items():
         defs[key] = _read(name)
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    return schema
+
+
+def bundled_text() -> str:
+    """The text ci-report.schema.json should have."""
+    return json.dumps(bundled_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str]) -> int:
