@@ -174,3 +174,11 @@ def test_a_skill_held_whole_by_its_neighbour_is_a_warning_at_load(tmp_path: Path
     assert proc.stderr.splitlines().count(f"skill-evals: warning: {warning}") == 1
     pairs = list(zip(report["messageSeverities"], report["messages"], strict=True))
     assert ("warning", warning) in pairs
+
+
+def test_the_ci_summary_says_it_too(shared: dict[str, Any]) -> None:
+    from skill_evals.ci.summary import render_summary
+    from tests.test_diagnosis import ci_report
+
+    for report in (shared["report"], shared["report7"]):
+        assert LINE in render_summary(ci_report(report))
