@@ -6,6 +6,7 @@ afterwards (with the runners' process sweeper) so nothing they started survives.
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import signal
 import subprocess
@@ -15,7 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .processes import ProcessSweeper
+from .processes import (
+    HELPER_VAR,
+    ProcessSweeper,
+    engine_children,
+    forget_child,
+    start_child,
+)
 
 WORKSPACE_VAR = "SKILL_EVALS_WORKSPACE"
 _CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -63,16 +70,22 @@ def run_quiet(
     if cancel is not None and cancel.is_set():
         return Finished(problem="interrupted")
     started = time.monotonic()
+    # What it leaves is found by this mark (in its descendants' environment) and, for those
+    # that drop it, as orphans reparented to the engine since now.
+    mark = secrets.token_hex(16)
+    before = engine_children()
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
+        proc = start_child(
+            lambda: subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env={**env, HELPER_VAR: mark},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
         )
     except OSError as exc:
         return Finished(problem=f"cannot start {argv[0]!r}: {exc.strerror or type(exc).__name__}")
@@ -84,8 +97,9 @@ def run_quiet(
     finally:
         # The child is not reaped yet (WNOWAIT), so its pid — the session id — stays reserved
         # until everything in the session is gone.
-        ProcessSweeper().sweep(proc.pid, ())
+        ProcessSweeper().sweep_helper(proc.pid, mark, before)
         code = proc.wait()
+        forget_child(proc.pid)
     return Finished(problem=problem) if problem is not None else Finished(returncode=code)
 
 

@@ -17,6 +17,12 @@ invocation has ended, anything else that was reparented to the engine meanwhile 
 reaped too (a process that left the session *and* cleared its environment). So a process the
 engine itself starts while invocations run must end before :meth:`ProcessSweeper.running`
 is left. What remains outside the guarantee is documented in docs/runner-contract.md.
+
+The engine's helper commands (setup commands, verifiers) get the same end, at once when each
+ends (:meth:`ProcessSweeper.sweep_helper`): their session and group, the processes carrying
+their own mark (HELPER_VAR), and the orphans reparented to the engine while they ran. Every
+process the engine starts itself is registered (:func:`start_child`), so none is mistaken for
+an orphan.
 """
 
 from __future__ import annotations
@@ -29,8 +35,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 _PROC = "/proc"
 _PR_SET_CHILD_SUBREAPER = 36
@@ -124,6 +131,53 @@ def identity(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(env.get(name, "") for name in IDENTITY_VARS)
 
 
+HELPER_VAR = "SKILL_EVALS_HELPER_ID"  # marks a setup command's or verifier's processes
+
+# The engine's own children that are not leftovers: every runner and helper process it starts
+# registers here while it lives, so a helper's sweep never mistakes one started meanwhile (by
+# a concurrent invocation) for a process its command left behind.
+_CHILDREN: set[int] = set()
+_CHILDREN_LOCK = threading.Lock()
+
+
+_P = TypeVar("_P", bound="subprocess.Popen[bytes]")
+
+
+def start_child(start: Callable[[], _P]) -> _P:
+    """Start a process of the engine's own with ``start()`` and register it until
+    :func:`forget_child`; a helper's sweep never sees it unregistered."""
+    with _CHILDREN_LOCK:
+        proc = start()
+        _CHILDREN.add(proc.pid)
+    return proc
+
+
+def forget_child(pid: int) -> None:
+    """``pid``, registered with :func:`register_child`, has been reaped."""
+    with _CHILDREN_LOCK:
+        _CHILDREN.discard(pid)
+
+
+def _helper_mark(pid: int) -> bytes | None:
+    """The HELPER_VAR value in the environment ``pid`` started with, if any."""
+    try:
+        with open(f"{_PROC}/{pid}/environ", "rb") as handle:
+            data = handle.read(_ENVIRON_CAP)
+    except OSError:
+        return None
+    key = HELPER_VAR.encode() + b"="
+    for entry in data.split(b"\0"):
+        if entry.startswith(key):
+            return entry[len(key) :]
+    return None
+
+
+def engine_children() -> set[tuple[int, int]]:
+    """(pid, start time) of the engine's children now: what a helper's sweep leaves alone."""
+    engine = os.getpid()
+    return {(p.pid, p.start) for p in _scan().values() if p.ppid == engine}
+
+
 def _kill(proc: _Proc) -> None:
     """SIGKILL ``proc`` unless its pid now names another process (checked through a pidfd)."""
     pidfd = -1
@@ -157,14 +211,16 @@ class ProcessSweeper:
     def spawn(self, argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
         """Start a runner as a session leader with piped stdin/stdout/stderr."""
         with self._lock:  # a sweep never mistakes a runner being born for a leftover
-            proc = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=dict(env),
-                start_new_session=True,  # session leader: pid == sid == pgid
-                bufsize=0,
+            proc = start_child(
+                lambda: subprocess.Popen(
+                    list(argv),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=dict(env),
+                    start_new_session=True,  # session leader: pid == sid == pgid
+                    bufsize=0,
+                )
             )
             self._runners.add(proc.pid)
             return proc
@@ -173,6 +229,7 @@ class ProcessSweeper:
         """The runner ``pid`` has been reaped by its Popen."""
         with self._lock:
             self._runners.discard(pid)
+        forget_child(pid)
 
     def sweep(self, runner: int, marks: tuple[str, ...]) -> None:
         """Kill the runner's group and, where /proc exists, everything its invocation left:
@@ -201,6 +258,44 @@ class ProcessSweeper:
         targets |= _descendants(procs, sorted(targets))
         targets -= {runner, self._engine, *others}
         return targets
+
+    def sweep_helper(self, pid: int, mark: str, before: set[tuple[int, int]]) -> None:
+        """Kill everything a helper command (a setup command, a verifier) left: its group and
+        session, the engine's descendants carrying its HELPER_VAR ``mark``, and (the engine
+        being a subreaper, Linux) every process reparented to the engine since ``before``
+        (:func:`engine_children` when it started) that is neither one the engine started nor
+        marked as another invocation's or helper's; then whatever runs below those."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        token = mark.encode()
+        with self._lock:
+            for _ in range(_ROUNDS):
+                with _CHILDREN_LOCK:  # no child of the engine's is half-registered now
+                    procs = _scan()
+                    keep = {pid, self._engine, *_CHILDREN}
+                if not procs:
+                    return
+                targets = self._helper_targets(procs, pid, token, before) - keep
+                if not targets:
+                    break
+                for target in targets:
+                    if procs[target].state != "Z":
+                        _kill(procs[target])
+                self._reap(targets)
+
+    def _helper_targets(
+        self, procs: Mapping[int, _Proc], pid: int, token: bytes, before: set[tuple[int, int]]
+    ) -> set[int]:
+        targets = {p.pid for p in procs.values() if pid in (p.sid, p.pgid)}
+        for proc in (procs[d] for d in _descendants(procs, [self._engine])):
+            found = _helper_mark(proc.pid)
+            if found == token:
+                targets.add(proc.pid)
+                continue
+            orphan = proc.ppid == self._engine and (proc.pid, proc.start) not in before
+            if orphan and found is None and _identity_of(proc.pid) is None:
+                targets.add(proc.pid)  # reparented to us meanwhile, no one else's mark
+        return targets | _descendants(procs, sorted(targets))
 
     def _reap(self, pids: set[int]) -> None:
         """Reap those of ``pids`` that are (or become, once killed) the engine's children."""

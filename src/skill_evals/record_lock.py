@@ -54,13 +54,19 @@ class RecordLocks:
     def __init__(self) -> None:
         self._taken: list[Path] = []
 
-    def take(self, *files: Path | None) -> None:
-        """Lock each given file; InvalidInput (exit 5) when another run holds one, naming it
-        as given, or when its lock file cannot be made."""
-        for given in files:
+    def take(self, record: Path | None, resume: Path | None = None) -> None:
+        """Lock the ``--record`` and ``--resume`` files; InvalidInput (exit 5) when another run
+        holds one, naming it as given, or when its lock file cannot be made. The record file's
+        directory is created when missing (the record writer would create it anyway); a
+        resume file in a missing directory does not exist, so there is nothing to lock."""
+        for given in (record, resume):
             if given is None:
                 continue
             path = lock_path(given)
+            if given is record:
+                _make_parent(given, path)
+            elif not path.parent.is_dir():
+                continue
             if path in self._taken:
                 continue
             with _GUARD:
@@ -81,6 +87,13 @@ class RecordLocks:
                     del _HELD[path]
                     with contextlib.suppress(OSError):
                         os.close(held[0])
+
+
+def _make_parent(given: Path, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput(f"{given}: cannot create its directory ({exc.strerror})") from None
 
 
 def _lock(given: Path, path: Path) -> int:

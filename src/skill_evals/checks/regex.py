@@ -17,6 +17,7 @@ import threading
 import time
 from types import TracebackType
 
+from ..processes import forget_child, start_child
 from .model import CHECK_SECONDS
 from .parse import compile_flags
 
@@ -56,14 +57,17 @@ class _Helper:
     """One helper process."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _HELPER],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={},
-            start_new_session=True,
-            bufsize=0,
+        # The engine's own (registered): no setup command's or verifier's sweep may take it.
+        self.proc = start_child(
+            lambda: subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _HELPER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env={},
+                start_new_session=True,
+                bufsize=0,
+            )
         )
 
     def search(self, pattern: str, flags: str, text: str, seconds: float) -> bool | None:
@@ -128,6 +132,7 @@ class _Helper:
                 with contextlib.suppress(OSError):
                     stream.close()
         self.proc.wait()
+        forget_child(self.proc.pid)
 
 
 class RegexPool:
