@@ -146,6 +146,7 @@ def test_an_encoded_read_is_isolation_unverified_in_every_output(shared: dict[st
         assert LINE in (tmp / name).read_text(encoding="utf-8"), name
     html = (tmp / "r.html").read_text(encoding="utf-8")
     assert LINE.replace("'", "&#x27;") in html or LINE in html
+    assert "without: unverified" in html  # the per-case detail shows the state
     load_state = next(c for c in report["caseResults"] if c["id"] == "e1")["loadState"]
     assert load_state["without"] == ["unverified"]
 
@@ -182,3 +183,26 @@ def test_the_ci_summary_says_it_too(shared: dict[str, Any]) -> None:
 
     for report in (shared["report"], shared["report7"]):
         assert LINE in render_summary(ci_report(report))
+
+
+def test_the_runner_warns_at_load_too(tmp_path: Path) -> None:
+    tested, neighbour, _, fake = _setup(tmp_path, "placeholder")
+    whole = (tested / "SKILL.md").read_text(encoding="utf-8")
+    (neighbour / "SKILL.md").write_text(
+        skill_md("pdf-tools", "All PDF work.", "Included:\n\n" + whole), encoding="utf-8"
+    )
+    (tmp_path / "t").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env.update(TMPDIR=str(tmp_path / "t"), EVALGATE_SKILL_VARIANT="without",
+               EVALGATE_SKILL_DIR=str(tested), EVALGATE_SKILL_CASE_ID="c1",
+               EVALGATE_SKILL_TRIAL="1")  # fmt: skip
+    argv = ["skill-evals", "runner", "claude-code", "--bin", str(fake), "--with-skill",
+            str(neighbour)]  # fmt: skip
+    proc = subprocess.run(argv, input="write a poem", capture_output=True, text=True, env=env,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "skill-evals: warning: pdf-forms: no 200 characters are unique to it (shared with "
+        "pdf-tools)" in proc.stderr
+    )
+    assert json.loads(proc.stdout)["invokedSkills"] == []

@@ -41,7 +41,7 @@ def _marks(values: object) -> str:
     return " ".join(out) or "—"
 
 
-_LOAD_STATES = ("loaded", "failed", "attempted", "offered")
+_LOAD_STATES = ("loaded", "unverified", "failed", "attempted", "offered")
 
 
 def _state_marks(load_state: object) -> str:
