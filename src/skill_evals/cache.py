@@ -29,7 +29,15 @@ from typing import Any, Protocol
 
 from .cache_entry import Entry, canonical_line, stored_checks
 from .cache_files import CacheDirectory
-from .cache_key import observation_key
+from .cache_key import case_payload, observation_key
+from .cache_misses import (
+    MAX_PARTS_PER_SLOT,
+    KeyParts,
+    MissTally,
+    key_parts,
+    miss_reason,
+    nearest_parts,
+)
 from .cases import Case
 from .errors import InvalidInput
 from .jsonl import MAX_RECORD_BYTES
@@ -67,6 +75,7 @@ class ObservationCache:
         max_age_s: float,
         clock: Callable[[], float] = time.time,
         excluded: Sequence[str] = (),
+        argv: Sequence[str] = (),
     ) -> None:
         self.root = directory
         self.directory = directory / safe_name(skill_name)
@@ -85,17 +94,40 @@ class ObservationCache:
         self._versions: dict[tuple[Path, str], str | None] = {}
         self._disk = CacheDirectory(self.directory, clock, self._warn)
         self._store_failed = False
+        # Why invocations found no entry (runner.cacheMisses): the command's words, the
+        # newest entry per (case id, trial, arm) whatever its age, keys present but too old.
+        self.argv = list(argv)
+        self.misses = MissTally()
+        self.disabled = False
+        self._nearest: dict[tuple[str, int, str], dict[KeyParts, int]] = {}
+        self._expired: set[str] = set()
 
     def disable(self, reason: str) -> None:
         """Neither reuse nor store in this run (``reason`` becomes its warning)."""
         self.max_age_s = 0.0
         self._store_failed = True
+        self.disabled = True
         self._warn(reason)
 
     # ----------------------------------------------------------------------------- keys
 
     def key(self, case: Case, trial: int, arm: ArmLike) -> str | None:
         """The key of one invocation, or None when its fixture cannot be hashed."""
+        inputs = self._inputs(case, arm)
+        if inputs is None:
+            return None
+        return observation_key(self.runner, inputs[1], case, inputs[0], trial)
+
+    def parts(self, case: Case, trial: int, arm: ArmLike) -> KeyParts | None:
+        """The hashes of the parts of one invocation's key (None: no key)."""
+        inputs = self._inputs(case, arm)
+        if inputs is None:
+            return None
+        payload = case_payload(case, inputs[0])
+        return key_parts(self.argv, self.runner, inputs[1], payload, (case.id, trial, arm.name))
+
+    def _inputs(self, case: Case, arm: ArmLike) -> tuple[str | None, str | None] | None:
+        """(fixture hash, skill version) of one invocation, or None when one cannot be hashed."""
         fixture_sha: str | None = None
         if case.fixture is not None:
             if case.fixture not in self._fixtures:
@@ -109,7 +141,7 @@ class ObservationCache:
         version = self._version(arm)
         if version is None and arm.directory_sha256 is not None:
             return None
-        return observation_key(self.runner, version, case, fixture_sha, trial)
+        return fixture_sha, version
 
     def _version(self, arm: ArmLike) -> str | None:
         """The offered skill version as the key names it: its directory hash without the
@@ -130,7 +162,10 @@ class ObservationCache:
     def lookup(self, case: Case, trial: int, arm: ArmLike) -> Observation | None:
         """The newest stored observation of this invocation younger than the max age, marked
         ``cached``, or None."""
+        slot = (case.id, trial, str(arm.name))
         if self.max_age_s <= 0:
+            if not self.disabled:
+                self.misses.add(slot, "reuse-off", "--cache-max-age 0: never reused")
             return None  # 0: never reuse (observations are still stored)
         with self._lock:
             key = self.key(case, trial, arm)
@@ -139,12 +174,21 @@ class ObservationCache:
             if self._index is None:
                 self._index = self._load()
             entry = self._index.get(key)
-            if entry is None:
-                return None
-            observation = self._observation(entry, case, trial, arm)
+            observation = None if entry is None else self._observation(entry, case, trial, arm)
             if observation is not None:
                 self.hits += 1
+            else:
+                self._explain(key, case, trial, arm)
             return observation
+
+    def _explain(self, key: str, case: Case, trial: int, arm: ArmLike) -> None:
+        """Record why this invocation found no usable entry (the nearest entry decides)."""
+        now = self.parts(case, trial, arm)
+        if now is None:
+            return
+        nearest = nearest_parts(now, self._nearest.get(now.slot, {}))
+        reason, detail = miss_reason(now, nearest, self.argv, key in self._expired)
+        self.misses.add(now.slot, reason, detail)
 
     def stored_meta(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """(runner variant, meta) of every usable entry (the newest per key, within the max
@@ -204,13 +248,24 @@ class ObservationCache:
         oldest_ms = int((self.clock() - self.max_age_s) * 1000)
         for path in self._disk.readable():
             for entry in self._disk.entries(path):
+                self._remember(entry)
                 if entry.stored_at_ms < oldest_ms:
+                    self._expired.add(entry.value["key"])
                     continue
                 key = entry.value["key"]
                 known = index.get(key)
                 if known is None or entry.stored_at_ms >= known.stored_at_ms:
                     index[key] = entry
         return index
+
+    def _remember(self, entry: Entry) -> None:
+        """Keep the distinct key parts stored per (case id, trial, arm), to explain misses."""
+        parts = KeyParts.from_json(entry.value.get("parts"))
+        if parts is None:
+            return
+        known = self._nearest.setdefault(parts.slot, {})
+        if parts in known or len(known) < MAX_PARTS_PER_SLOT:
+            known[parts] = max(known.get(parts, 0), entry.stored_at_ms)
 
     # ---------------------------------------------------------------------------- store
 
@@ -225,7 +280,14 @@ class ObservationCache:
             key = self.key(case, trial, arm)
             if key is None:
                 return
-            line = canonical_line(key, int(self.clock() * 1000), observation, arm.echo)
+            parts = self.parts(case, trial, arm)
+            line = canonical_line(
+                key,
+                int(self.clock() * 1000),
+                observation,
+                arm.echo,
+                None if parts is None else parts.to_json(),
+            )
             if len(line) > MAX_RECORD_BYTES:
                 return  # too long to be read back as one record: it will simply run again
             try:

@@ -16,7 +16,9 @@ from .observations import ContractError, Observation
 
 FORMAT = 1  # the "skillEvalsCache" value of every entry
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_ENTRY_KEYS = frozenset({"skillEvalsCache", "key", "storedAt", "observation", "checks", "reasons"})
+_ENTRY_KEYS = frozenset(
+    {"skillEvalsCache", "key", "storedAt", "observation", "checks", "reasons", "parts"}
+)
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,15 @@ def stored_checks(
     return tuple(raw), reasons
 
 
-def canonical_line(key: str, stored_at_ms: int, observation: Observation, echo: str) -> bytes:
+def canonical_line(
+    key: str,
+    stored_at_ms: int,
+    observation: Observation,
+    echo: str,
+    parts: dict[str, Any] | None = None,
+) -> bytes:
     """The cache line of one observation (the runner's fields, the engine's check verdicts
-    and their short reasons), newline-terminated."""
+    and their short reasons, the hashes of the key's parts), newline-terminated."""
     record = observation.to_record()
     body = {k: v for k, v in record.items() if k not in ("caseId", "trial", "checks", "cached")}
     body["variant"] = echo
@@ -70,6 +78,8 @@ def canonical_line(key: str, stored_at_ms: int, observation: Observation, echo: 
         "storedAt": stored_at_ms,
         "observation": body,
     }
+    if parts is not None:
+        entry["parts"] = parts
     if observation.checks is not None:
         entry["checks"] = list(observation.checks)
         if observation.reasons is not None:

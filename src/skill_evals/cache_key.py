@@ -166,6 +166,16 @@ def canonical_json(value: object) -> bytes:
     return text.encode("ascii")
 
 
+def case_payload(case: Case, fixture_sha256: str | None) -> dict[str, Any]:
+    """The case's part of the key: its prompt, fixture hash, setup and task definition."""
+    return {
+        "prompt": case.prompt,
+        "fixture": fixture_sha256,
+        "setup": [list(argv) for argv in case.setup],
+        "task": task_definition(case),
+    }
+
+
 def observation_key(
     runner: Sequence[Any],
     skill_sha256: str | None,
@@ -178,10 +188,7 @@ def observation_key(
         "v": KEY_VERSION,
         "runner": list(runner),
         "skill": skill_sha256,
-        "prompt": case.prompt,
-        "fixture": fixture_sha256,
-        "setup": [list(argv) for argv in case.setup],
-        "task": task_definition(case),
+        **case_payload(case, fixture_sha256),
         "trial": trial,
     }
     return hashlib.sha256(canonical_json(payload)).hexdigest()

@@ -26,7 +26,7 @@ from .outputs import HeldOutputs, holds_records, output_problem
 from .record_lock import RecordLocks
 from .records import load_observations, load_recorded
 from .report_blocks import Report, Settings, error_report
-from .run_cache import cache_note, check_cache_dir, open_cache, suite_paths
+from .run_cache import check_cache_dir, finish_cache, open_cache, suite_paths
 from .runner import split_command
 from .scope import ArmOptions, load_baseline, plan_scope, settle_gates
 from .skill import Skill, directory_sha256, load_skill
@@ -335,7 +335,9 @@ def run_test(
             )
             _collect_answers(result, answers)
             return evaluate(skill, suite, settings, result, arm_plan=scope.plan, baseline=baseline)
-        notes = simulated.NOTES if simulated.is_simulated_command(options.runner) else ()
+        notes: tuple[str, ...] = (
+            simulated.NOTES if simulated.is_simulated_command(options.runner) else ()
+        )
         exposed = exposed_cases_note(suite.path, skill.path)
         if exposed is not None and builtin_agent(options.runner) is not None:
             notes = (*notes, exposed)
@@ -389,12 +391,9 @@ def run_test(
             if cache is not None:
                 cache.close()
         result.messages[:0] = exposure
-        if cache is not None:
-            result.messages.extend(cache.messages)
-            if cache.hits:
-                notes = (*notes, cache_note(cache))
+        notes, misses = finish_cache(cache, result, notes)
         _collect_answers(result, answers)
-        return evaluate(
+        report = evaluate(
             skill,
             suite,
             settings,
@@ -405,6 +404,9 @@ def run_test(
             baseline=baseline,
             baseline_changed=baseline is not None and _changed(baseline),
         )
+        if misses is not None:
+            report["runner"]["cacheMisses"] = misses
+        return report
     except EvalError as exc:
         return error_report(exc.exit_code, str(exc), settings, skill, suite)
     finally:

@@ -9,12 +9,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .cache import ObservationCache
 from .cache_key import Uncacheable, runner_identity
+from .cache_misses import misses_line
 from .cache_settings import CacheSettings
 from .cases import CaseSuite
 from .errors import InvalidInput
+
+if TYPE_CHECKING:
+    from .execute import ExecutionResult
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -72,7 +77,7 @@ def open_cache(
         cache.disable(f"cache off for this run: {exc}")
         return cache
     return ObservationCache(
-        settings.directory, scope, identity, settings.max_age_s, excluded=excluded
+        settings.directory, scope, identity, settings.max_age_s, excluded=excluded, argv=command
     )
 
 
@@ -82,3 +87,22 @@ def cache_note(cache: ObservationCache) -> str:
         f"{cache.hits} observation(s) reused from the cache {cache.root} (not run again; "
         "marked cached in records)"
     )
+
+
+def finish_cache(
+    cache: ObservationCache | None, result: ExecutionResult, notes: tuple[str, ...]
+) -> tuple[tuple[str, ...], list[dict[str, Any]] | None]:
+    """After the run: the cache's warnings into ``result.messages``; the notes with the reuse
+    note and the line every output prints (``cache: 0 of 10 reused; 10 re-run: …``); and
+    ``runner.cacheMisses``, over the invocations that ran although the cache was given (None
+    without a cache)."""
+    if cache is None:
+        return notes, None
+    result.messages.extend(cache.messages)
+    ran = [o.key for o in result.observations if not o.cached]
+    misses = cache.misses.report(dict.fromkeys([*ran, *(f.key for f in result.failures)]))
+    if cache.hits:
+        notes = (*notes, cache_note(cache))
+    if not cache.disabled:  # (a cache switched off says why in its own warning)
+        notes = (*notes, misses_line(cache.hits, misses))
+    return notes, misses
