@@ -57,16 +57,17 @@ class RecordLocks:
     def take(self, record: Path | None, resume: Path | None = None) -> None:
         """Lock the ``--record`` and ``--resume`` files; InvalidInput (exit 5) when another run
         holds one, naming it as given, or when its lock file cannot be made. The record file's
-        directory is created when missing (the record writer would create it anyway); a
-        resume file in a missing directory does not exist, so there is nothing to lock."""
+        directory is created when missing (the record writer would create it anyway); a file
+        in a directory that does not exist (and cannot be made) has nothing to lock."""
         for given in (record, resume):
             if given is None:
                 continue
             path = lock_path(given)
-            if given is record:
-                _make_parent(given, path)
-            elif not path.parent.is_dir():
-                continue
+            if given is record and not path.parent.is_dir():
+                with contextlib.suppress(OSError):
+                    path.parent.mkdir(parents=True)
+            if not path.parent.is_dir():
+                continue  # nothing can be read or written there: the output checks say why
             if path in self._taken:
                 continue
             with _GUARD:
@@ -87,13 +88,6 @@ class RecordLocks:
                     del _HELD[path]
                     with contextlib.suppress(OSError):
                         os.close(held[0])
-
-
-def _make_parent(given: Path, path: Path) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InvalidInput(f"{given}: cannot create its directory ({exc.strerror})") from None
 
 
 def _lock(given: Path, path: Path) -> int:
