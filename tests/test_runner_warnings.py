@@ -72,6 +72,7 @@ def test_each_distinct_warning_is_printed_once_and_kept_in_messages(
     assert lines.count("skill-evals: warning: runner: only c03 says this") == 1
     hostile = [line for line in lines if "config" in line]
     assert len(hostile) == 1 and "\x1b" not in hostile[0] and "\u202e" not in hostile[0]
+    assert hostile[0] == "skill-evals: warning: runner: config \\u001b[31mred\\u202e ignored"
     pairs = list(zip(report["messageSeverities"], report["messages"], strict=True))
     assert ("warning", OLD) in pairs
     assert ("warning", "runner: only c03 says this") in pairs

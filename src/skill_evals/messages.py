@@ -58,13 +58,15 @@ class Messages:
 
 def runner_warnings(observations: Iterable[Observation]) -> list[str]:
     """The distinct ``warnings`` of the runner lines, in first-seen order, each as one safe line
-    ``runner: <text>`` (control and invisible characters removed, cut at 300 characters)."""
-    from .runner import runner_reason
+    ``runner: <text>``: blanks collapsed, control and invisible characters written ``\\uXXXX``
+    (terminal-escaped, so every output shows them the same way)."""
+    from .terminal import terminal_safe
 
     seen: dict[str, None] = {}
     for observation in observations:
         for text in observation.warnings:
-            seen.setdefault(runner_reason(text), None)
+            flat = " ".join(text.split()) or "(empty warning)"
+            seen.setdefault(f"runner: {terminal_safe(flat)}", None)
     return list(seen)
 
 
