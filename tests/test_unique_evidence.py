@@ -145,3 +145,21 @@ def test_evidence_with_skills_warns_about_a_skill_with_no_unique_text(tmp_path: 
         "skill-evals: warning: pdf-forms: no 200 characters are unique to it (shared with "
         "pdf-tools); only a skill tool or an explicit invocation can prove its load"
     ) in stderr.splitlines()
+
+
+def test_a_loader_naming_the_skill_needs_its_text_not_unique_text(tmp_path: Path) -> None:
+    """An MCP load_<name>_skill whose result is the skill's text loads it even when a neighbour
+    holds that whole text (only content proof needs unique text)."""
+    tested = write_skill(tmp_path, "refund-policy")
+    holder = tmp_path / "holder"
+    holder.mkdir()
+    (holder / "SKILL.md").write_text(
+        skill_md("holder", "Holds.", "Copy:\n\n" + (tested / "SKILL.md").read_text()), "utf-8"
+    )
+    transcript = FIXTURES / "claude-code/mcp-with.jsonl"
+    items, stderr = _evidence("--agent", "claude-code", "--skill", str(tested), "--skill",
+                              str(holder), str(transcript))  # fmt: skip
+    assert ("refund-policy", "loaded", "mcp") in [
+        (i["skill"], i["state"], i["delivery"]) for i in items
+    ]
+    assert "refund-policy: no 200 characters are unique to it (shared with holder)" in stderr

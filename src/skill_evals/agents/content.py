@@ -14,7 +14,7 @@ so a crafted text cannot force collisions, and every hit is confirmed by compari
 
 Only content *unique* to a skill among the skills a run could expose proves it
 (:func:`index_skills`): a window of S that also occurs in another exposed skill's text (a shared
-footer, a copied section) is dropped from S's window table, so showing it proves neither. A
+footer, a copied section) is marked shared in S's window table, so showing it proves neither. A
 skill left without a unique window can be proven only by a skill tool or an explicit
 invocation (:func:`not_unique_warnings`). The comparison is one pass over every skill's windows
 with one shared hash table: linear in the total text.
@@ -52,8 +52,10 @@ class SkillText:
     text: str  # normalised, at most MAX_INDEXED_CHARS
     _blocks: set[int] = field(default_factory=set, repr=False)
     _windows: dict[int, int] = field(default_factory=dict, repr=False)
-    # Set by index_skills: the other skills that hold some of this one's text, and whether any
-    # WINDOW-long part (the whole text when shorter) is left that no other skill holds.
+    # Set by index_skills: hashes of the windows another exposed skill holds too, the skills
+    # that hold some of this one's text, and whether any WINDOW-long part (the whole text when
+    # shorter) is left that no other skill holds.
+    _shared: set[int] = field(default_factory=set, repr=False)
     shared_with: tuple[str, ...] = ()
     provable: bool = True
 
@@ -70,10 +72,12 @@ class SkillText:
             skill._windows = windows
         return skill
 
-    def shown_in(self, shown: str) -> bool:
+    def shown_in(self, shown: str, unique: bool = True) -> bool:
         """True when the normalised text ``shown`` holds a ``WINDOW``-long part of this skill
-        (the whole skill when it is shorter). An empty skill is never shown."""
-        if not self.text or not self.provable:
+        (the whole skill when it is shorter) that no other exposed skill holds; with
+        ``unique`` False, any such part (a loader that names the skill only has to return its
+        text). An empty skill is never shown."""
+        if not self.text or (unique and not self.provable):
             return False
         if len(self.text) <= WINDOW:
             return self.text in shown
@@ -84,8 +88,11 @@ class SkillText:
             # Windows that contain this block start in [block - BLOCK, block].
             for start in range(max(0, block - BLOCK), min(block, size - WINDOW) + 1):
                 window = shown[start : start + WINDOW]
-                at = self._windows.get(hash(window))
-                if at is not None and self.text[at : at + WINDOW] == window:
+                key = hash(window)
+                at = self._windows.get(key)
+                if at is None or (unique and key in self._shared):
+                    continue
+                if self.text[at : at + WINDOW] == window:
                     return True
         return False
 
@@ -128,11 +135,10 @@ def index_skills(named: Sequence[tuple[str, str]]) -> list[SkillText]:
                     dropped[index].append(key)
                     break
     for index, skill in enumerate(skills):
-        for key in dropped[index]:
-            del skill._windows[key]
+        skill._shared = set(dropped[index])
         skill.shared_with = tuple(shared[index])
         if skill.text and shared[index]:
-            skill.provable = len(skill.text) > WINDOW and bool(skill._windows)
+            skill.provable = len(skill.text) > WINDOW and len(skill._windows) > len(skill._shared)
     return skills
 
 

@@ -120,7 +120,8 @@ def _holds(result: str, skill: SkillText | None) -> bool:
     """Does an MCP result hold the skill's text? Without the text (a saved transcript read
     without ``--skill``), any non-empty result that is not a "not found" answer does."""
     if skill is not None:
-        return skill.shown_in(normalize(result))
+        # The loader named the skill: its own text, shared parts included, is the proof.
+        return skill.shown_in(normalize(result), unique=False)
     return bool(result.strip()) and "not found" not in result.lower()
 
 
