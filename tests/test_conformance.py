@@ -22,6 +22,7 @@ import pytest
 
 from skill_evals.cases import load_cases
 from skill_evals.errors import InvalidInput
+from skill_evals.invisible import show_invisible
 from skill_evals.observations import ContractError
 from skill_evals.records import load_observations
 from skill_evals.render.markdown import escape_md, render_markdown
@@ -606,7 +607,10 @@ def test_hostile_and_unicode_case_ids_in_every_format(setup: dict[str, Any]) -> 
     assert [c["id"] for c in report["caseResults"]] == HOSTILE_IDS
     xml = junitparser.JUnitXml.fromstring(outputs["junit"])
     names = {case.name for suite in xml for case in suite}
-    assert {f"trigger[{i}]" for i in HOSTILE_IDS} <= names
+    # JUnit writes invisible characters (bidi controls …) as \uXXXX, like every output
+    shown = [show_invisible(i) for i in HOSTILE_IDS]
+    assert {f"trigger[{i}]" for i in shown} <= names
+    assert not any("\u202e" in name or "\u2066" in name for name in names)
 
 
 def test_markdown_shows_bidi_controls_visibly() -> None:
