@@ -87,6 +87,8 @@ def runner_reason(text: str) -> str:
         if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")
     }
     cleaned = " ".join(text.translate(table).split())  # runs of blanks made one space
+    while cleaned.lower().startswith("runner:"):  # a reason says "runner:" once
+        cleaned = cleaned[len("runner:") :].lstrip()
     if len(cleaned) > RUNNER_REASON_CHARS:
         cleaned = cleaned[: RUNNER_REASON_CHARS - 1] + "…"
     return f"runner: {cleaned or '(no reason given)'}"

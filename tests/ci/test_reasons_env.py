@@ -83,3 +83,13 @@ def test_require_env_is_not_required_by_the_simulated_runner(tmp_path: Path) -> 
     done = run_cli([*argv, "--runner", "skill-evals runner simulated"], repo, env)
     assert done.returncode in (0, 1), done.stderr[-3000:]
     assert {s["status"] for s in _skills(out2).values()} == {"evaluated"}
+
+
+def test_a_runner_reason_says_runner_once() -> None:
+    from skill_evals.runner import parse_runner_error, runner_reason
+
+    assert runner_reason("runner: quota exhausted") == "runner: quota exhausted"
+    assert runner_reason("Runner:  runner: x") == "runner: x"
+    line = b'{"runnerError": "runner: upstream 503", "retryable": true}\n'
+    found = parse_runner_error(line)
+    assert found is not None and found.reason == "runner: upstream 503" and found.retryable
