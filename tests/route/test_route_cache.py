@@ -20,8 +20,11 @@ def test_route_reuses_the_cache_while_the_catalog_is_unchanged(tmp_path: Path) -
         argv += ["--skill", str(skill)]
     _, first, _ = route_json(argv)
     assert first["runner"]["invocations"] == 10
+    assert [(m["reason"], m["count"]) for m in first["runner"]["cacheMisses"]] == [("new", 10)]
     _, second, _ = route_json(argv)
     assert second["runner"]["invocations"] == 0
+    assert second["runner"]["cacheMisses"] == []
+    assert "cache: 10 of 10 reused" in second["messages"]
     assert second["accuracy"] == first["accuracy"]
     assert any("reused from the cache" in m for m in second["messages"])
     assert list((tmp_path / "cache" / "%25routing").glob("*.jsonl"))
@@ -30,6 +33,7 @@ def test_route_reuses_the_cache_while_the_catalog_is_unchanged(tmp_path: Path) -
     )
     _, third, _ = route_json(argv)
     assert third["runner"]["invocations"] == 10  # another catalog: every case runs again
+    assert [(m["reason"], m["count"]) for m in third["runner"]["cacheMisses"]] == [("skill", 10)]
     record = tmp_path / "record.jsonl"
     _, fourth, _ = route_json([*argv, "--record", str(record)])
     assert fourth["runner"]["invocations"] == 0

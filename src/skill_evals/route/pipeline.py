@@ -19,6 +19,7 @@ from pathlib import Path
 from ..agents import simulated
 from ..arms import Arm
 from ..cache_key import canonical_json
+from ..cache_misses import misses_line
 from ..cache_settings import CacheSettings
 from ..cases import MIN_UNITS
 from ..errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
@@ -252,11 +253,16 @@ def run_route(
         finally:
             if cache is not None:
                 cache.close()
+        misses = None
         if cache is not None:
             warnings = [*warnings, *cache.messages]
+            fresh = [o.key for o in result.observations if not o.cached]
+            misses = cache.misses.report([*fresh, *(f.key for f in result.failures)])
             if cache.hits:
                 notes.append(cache_note(cache))
-        return build_route_report(
+            if not cache.disabled:
+                notes.append(misses_line(cache.hits, misses))
+        report = build_route_report(
             catalog,
             suite,
             settings,
@@ -266,6 +272,9 @@ def run_route(
             notes_in=notes,
             warnings_in=warnings,
         )
+        if misses is not None and isinstance(report.get("runner"), dict):
+            report["runner"]["cacheMisses"] = misses
+        return report
     except EvalError as exc:
         warnings = _warnings(catalog) if catalog is not None else []
         return route_error_report(exc.exit_code, str(exc), settings, catalog, suite, warnings)
