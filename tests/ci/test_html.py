@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -68,13 +70,20 @@ def test_report_html_has_per_case_detail(passing_run: dict[str, Any]) -> None:
 
 
 def _chromium(args: list[str], profile: Path, timeout: float = 120) -> str:
-    done = subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    # Chromium binds its singleton socket under TMPDIR, and a socket path holds at most 107
+    # bytes: under a long TMPDIR it gets a short private one of its own (removed after).
+    short = tempfile.mkdtemp(prefix="se-chromium-", dir="/tmp")
+    try:
+        done = subprocess.run(
+            [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            env={**os.environ, "TMPDIR": short},
+        )
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
