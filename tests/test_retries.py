@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from skill_evals import pipeline
+from skill_evals.agents.registry import builtin_agent
 from skill_evals.execute import retry_delay
 from skill_evals.observations import RunnerFailure
-from skill_evals.pipeline import builtin_agent, default_timeout_ms
+from skill_evals.pipeline import default_timeout_ms
 from skill_evals.runner import parse_runner_error, run_invocation, runner_reason
 from skill_evals.schemas import load_schema
 from tests.conftest import write_jsonl, write_skill

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .agents.content import index_skills, not_unique_warnings
+from .agents.registry import builtin_agent
 from .jsonl import MAX_FILE_BYTES
 
 _NEIGHBOUR_OPTION = "--with-skill"
@@ -20,8 +21,6 @@ _NEIGHBOUR_OPTION = "--with-skill"
 def runner_neighbours(command: str | None) -> list[Path]:
     """The ``--with-skill DIR`` values of a built-in agent runner command line, in order
     (relative ones as the runner resolves them: from the directory skill-evals runs in)."""
-    from .pipeline import builtin_agent
-
     if builtin_agent(command) is None:
         return []
     try:

@@ -8,12 +8,12 @@ no money is spent on a run that cannot pass.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .agents import simulated
+from .agents.registry import builtin_agent
 from .agents.workspace import JUDGING_FILES
 from .cache_settings import CacheSettings
 from .cases import MIN_UNITS, CaseSuite, load_cases
@@ -85,31 +85,6 @@ class TestOptions:
 
 DEFAULT_TIMEOUT_MS = 30_000
 AGENT_TIMEOUT_MS = 300_000  # a real agent takes minutes: turns, tools, its own retries
-
-
-def builtin_agent(command: str | None) -> str | None:
-    """The agent of a ``skill-evals runner <agent>`` (or ``python -m skill_evals runner
-    <agent>``) command line, the simulation excepted; None for any other command."""
-    from .agents.registry import names
-
-    try:
-        argv = shlex.split(command or "")
-    except ValueError:
-        return None
-    if not argv:
-        return None
-    program = os.path.basename(argv[0])
-    if program == "skill-evals":
-        rest = argv[1:]
-    elif program.startswith("python") and argv[1:3] == ["-m", "skill_evals"]:
-        rest = argv[3:]
-    else:
-        return None
-    while rest and rest[0].startswith("-"):  # the group's own options, e.g. --debug
-        rest = rest[1:]
-    if len(rest) >= 2 and rest[0] == "runner" and rest[1] in names():
-        return rest[1]
-    return None
 
 
 def _check_bundled(agent: str | None, skill_name: str) -> None:

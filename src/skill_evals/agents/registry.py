@@ -9,6 +9,8 @@ used, so ``skill-evals --help`` stays fast.
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -106,3 +108,26 @@ def entry(name: str) -> Entry:
 def agent(name: str) -> Agent:
     """The agent plug-in named ``name``; ValueError for an unknown one."""
     return entry(name).load()
+
+
+def builtin_agent(command: str | None) -> str | None:
+    """The agent of a ``skill-evals runner <agent>`` (or ``python -m skill_evals runner
+    <agent>``) command line, the simulation excepted; None for any other command."""
+    try:
+        argv = shlex.split(command or "")
+    except ValueError:
+        return None
+    if not argv:
+        return None
+    program = os.path.basename(argv[0])
+    if program == "skill-evals":
+        rest = argv[1:]
+    elif program.startswith("python") and argv[1:3] == ["-m", "skill_evals"]:
+        rest = argv[3:]
+    else:
+        return None
+    while rest and rest[0].startswith("-"):  # the group's own options, e.g. --debug
+        rest = rest[1:]
+    if len(rest) >= 2 and rest[0] == "runner" and rest[1] in names():
+        return rest[1]
+    return None

@@ -17,6 +17,7 @@ from ..render.diagnosis import sections
 from ..render.md_text import fork_safe, md_number
 from ..render.text import task_failures
 from ..route.render_markdown import ci_routing_markdown
+from .summary_chart import pass_rate_chart
 from .summary_scope import comparison_bullets, ledger_table, scope_bullets
 
 MARKER = "<!-- skill-evals -->"
@@ -205,55 +206,6 @@ def _violation(v: dict[str, Any]) -> str:
     if v.get("forbidden"):
         parts.append("forbidden " + ", ".join(_esc(n) for n in v["forbidden"]))
     return "; ".join(parts)
-
-
-def _bar(rate: float, width: int = 20) -> str:
-    filled = round(max(0.0, min(1.0, rate)) * width)
-    return "█" * filled + "░" * (width - filled)
-
-
-def _chart_label(name: str) -> str:
-    return _esc(name[:40] + ("…" if len(name) > 40 else ""))
-
-
-def pass_rate_chart(skills: Iterable[dict[str, Any]]) -> list[str]:
-    """A Unicode bar chart of with/without task pass rates, as a table (empty when no skill
-    has tasks)."""
-    rows: list[tuple[str, float, float]] = []
-    for skill in skills:
-        task = (
-            (skill.get("report") or {}).get("task")
-            if isinstance(skill.get("report"), dict)
-            else None
-        )
-        if not isinstance(task, dict):
-            continue
-        with_rate = (task.get("with") or {}).get("passRate")
-        without_rate = (task.get("without") or {}).get("passRate")
-        if isinstance(with_rate, (int, float)) and isinstance(without_rate, (int, float)):
-            rows.append(
-                (_chart_label(str(skill.get("name"))), _rate(with_rate), _rate(without_rate))
-            )
-    if not rows:
-        return []
-    lines = [
-        "Task pass rate, with vs without the skill:",
-        "",
-        "| Skill | With the skill | Without |",
-        "| --- | --- | --- |",
-    ]
-    for label, with_rate, without_rate in rows:
-        lines.append(
-            f"| {label} | `{_bar(with_rate)}` {with_rate * 100:5.1f}% "
-            f"| `{_bar(without_rate)}` {without_rate * 100:5.1f}% |"
-        )
-    return lines
-
-
-def _rate(value: float) -> float:
-    """A pass rate clamped to [0, 1] (a shard's report is schema-checked, not trusted)."""
-    rate = float(value)
-    return max(0.0, min(1.0, rate)) if rate == rate else 0.0
 
 
 def _headline(ci_report: dict[str, Any]) -> str:
