@@ -163,3 +163,24 @@ def test_a_loader_naming_the_skill_needs_its_text_not_unique_text(tmp_path: Path
         (i["skill"], i["state"], i["delivery"]) for i in items
     ]
     assert "refund-policy: no 200 characters are unique to it (shared with holder)" in stderr
+
+
+def test_a_neighbour_of_exactly_200_characters_held_whole_proves_neither() -> None:
+    head = "---\nname: b\ndescription: B.\n---\n"
+    short = head + "q" * (200 - len(normalize(head)) - 1)
+    assert len(normalize(short)) == 200
+    big = skill_md("a", "A.", "Own words of a. " * 20 + "\n" + short + "\n" + "More of a. " * 20)
+    tested, neighbour = index_skills([("a", big), ("b", short)])
+    assert not tested.shown_in(normalize(short)) and tested.shown_in(normalize(big))
+    assert not neighbour.provable and neighbour.shared_with == ("a",)
+
+
+def test_the_warning_names_every_skill_that_holds_the_text() -> None:
+    own = skill_md("a", "A.", "Only the words of the first skill, repeated. " * 8)
+    holder_b = skill_md("b", "B.", "Before. " * 30 + own)
+    holder_c = skill_md("c", "C.", own + "After. " * 30)
+    skills = index_skills([("a", own), ("b", holder_b), ("c", holder_c)])
+    assert skills[0].shared_with == ("b", "c")
+    assert not_unique_warnings(skills)[0].startswith(
+        "a: no 200 characters are unique to it (shared with b, c);"
+    )

@@ -64,7 +64,9 @@ class SkillText:
         """Index the raw ``SKILL.md`` text of skill ``name``."""
         text = normalize(raw)[:MAX_INDEXED_CHARS]
         skill = cls(name, text)
-        if len(text) > WINDOW:
+        # A text of exactly WINDOW characters is one window: indexed, so a skill that holds
+        # it whole shares that window with it (showing the short one proves neither).
+        if len(text) >= WINDOW:
             skill._blocks = {hash(text[i : i + BLOCK]) for i in range(len(text) - BLOCK + 1)}
             windows: dict[int, int] = {}
             for i in range(len(text) - WINDOW + 1):
@@ -118,27 +120,30 @@ def index_skills(named: Sequence[tuple[str, str]]) -> list[SkillText]:
     for index, skill in enumerate(skills):
         if not skill.text:
             continue
-        if len(skill.text) <= WINDOW:
+        if len(skill.text) < WINDOW:
             for other in skills:
                 if other.name != skill.name and skill.text in other.text:
                     shared[index].setdefault(other.name, None)
             continue
         for key, at in skill._windows.items():
             window = skill.text[at : at + WINDOW]
+            held = False
             for other_index in owners[key]:
                 other = skills[other_index]
                 if other.name == skill.name:  # the same skill (a copy of it) proves it
                     continue
                 pos = other._windows[key]
                 if other.text[pos : pos + WINDOW] == window:
+                    # Every holder is named (the warning lists them all), not just the first.
                     shared[index].setdefault(other.name, None)
-                    dropped[index].append(key)
-                    break
+                    held = True
+            if held:
+                dropped[index].append(key)
     for index, skill in enumerate(skills):
         skill._shared = set(dropped[index])
         skill.shared_with = tuple(shared[index])
         if skill.text and shared[index]:
-            skill.provable = len(skill.text) > WINDOW and len(skill._windows) > len(skill._shared)
+            skill.provable = len(skill.text) >= WINDOW and len(skill._windows) > len(skill._shared)
     return skills
 
 
