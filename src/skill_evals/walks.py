@@ -73,8 +73,9 @@ def walk(
     """Every entry below ``root`` (directories too, before what they hold), never following a
     symlink. Raises TreeTooLarge past a bound or for a path too long to open; with ``prune``
     a directory past ``max_depth`` (or too long a path) is listed but not entered instead. A
-    directory that cannot be listed raises OSError, or is passed to ``on_error(path, exc)``
-    and skipped; an entry that vanished between listing and lstat is skipped. Directories
+    directory that cannot be listed, or an entry that cannot be lstat'ed, raises OSError, or
+    is passed to ``on_error(path, exc)`` and skipped; an entry that vanished between listing
+    and lstat is skipped. Directories
     named in ``skip_dirs`` are neither listed nor entered."""
     top = os.fspath(root)
     count = 0
@@ -103,11 +104,14 @@ def walk(
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                if exc.errno != errno.ENAMETOOLONG:
-                    raise
-                if prune:
+                if exc.errno == errno.ENAMETOOLONG and not prune:
+                    raise TreeTooLarge(long_path_problem(top)) from None
+                if exc.errno == errno.ENAMETOOLONG:
                     continue
-                raise TreeTooLarge(long_path_problem(top)) from None
+                if on_error is None:
+                    raise
+                on_error(path, exc)
+                continue
             rel = prefix + os.fsencode(name)
             if stat.S_ISDIR(info.st_mode):
                 if name in skip_dirs:
