@@ -273,3 +273,41 @@ def test_walk_bounds_count_files_and_directories(tmp_path: Path) -> None:
     with pytest.raises(TreeTooLarge, match="deeper than 1 levels"):
         list(walk(tmp_path, max_depth=1))
     assert [e.rel for e in walk(tmp_path, max_depth=1, prune=True)] == [b"a", b"a/b", b"a/f"]
+
+
+def test_a_built_in_runner_sweeps_a_deep_stale_workspace(tmp_path: Path) -> None:
+    """A built-in agent runner removes the stale workspaces of runners that were killed: one
+    holding a 1,100-level chain is removed too, and the runner goes on."""
+    from skill_evals.agents.workspace import OWNER_FILE, PARENT_PREFIX
+
+    tmp = tmp_path / "tmp"
+    parent = tmp / f"{PARENT_PREFIX}{os.getuid()}"
+    stale = parent / ("0" * 32)
+    chain(stale / "project", LEVELS)
+    (stale / OWNER_FILE).write_text(str(dead_pid()), encoding="ascii")
+    os.chmod(parent, 0o300)
+    skill = write_skill(tmp_path, name="deep-skill", description="Works in deep trees.")
+    fake = tmp_path / "claude"  # answers nothing: the runner reports why, in its own line
+    fake.write_text(f"#!{sys.executable}\nimport sys\nsys.stdin.read()\nsys.exit(1)\n", "utf-8")
+    fake.chmod(0o755)
+    env = dict(
+        os.environ,
+        TMPDIR=str(tmp),
+        EVALGATE_SKILL_DIR=str(skill),
+        EVALGATE_SKILL_CASE_ID="c1",
+        EVALGATE_SKILL_TRIAL="1",
+        EVALGATE_SKILL_VARIANT="with",
+        ANTHROPIC_API_KEY="sk-test-not-used",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "runner", "claude-code", "--bin", str(fake)],
+        input="a prompt",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr, proc.stderr
+    assert "runnerError" in proc.stdout or "invokedSkills" in proc.stdout, proc.stdout
+    os.chmod(parent, 0o700)
+    assert not stale.exists()
