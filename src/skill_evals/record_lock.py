@@ -70,6 +70,10 @@ class RecordLocks:
                 continue  # nothing can be read or written there: the output checks say why
             if path in self._taken:
                 continue
+            if given is not record and not os.access(path.parent, os.W_OK):
+                # A --resume file only read, in a directory no run can write (a downloaded
+                # artefact): no run can append to it either, so there is nothing to guard.
+                continue
             with _GUARD:
                 if path in _HELD:
                     _HELD[path][1] += 1
