@@ -311,3 +311,18 @@ def test_a_built_in_runner_sweeps_a_deep_stale_workspace(tmp_path: Path) -> None
     assert "runnerError" in proc.stdout or "invokedSkills" in proc.stdout, proc.stdout
     os.chmod(parent, 0o700)
     assert not stale.exists()
+
+
+def test_discovery_walks_a_repository_holding_a_deep_chain(tmp_path: Path) -> None:
+    """`changed` (skill discovery over the working tree) with a 1,100-level chain beside the
+    skills: the skills are found, nothing crashes."""
+    skill = write_skill(tmp_path / "skills", name="deep-skill", description="Nests deeply.")
+    (skill / "evals").mkdir()
+    cases = [{"id": f"c{i}", "prompt": f"p {i}", "expectTrigger": True} for i in range(10)]
+    write_jsonl(skill / "evals" / "cases.jsonl", cases)
+    chain(tmp_path / "build" / "cache", LEVELS)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = cli("changed", tmp=tmp, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["skills/deep-skill"]
