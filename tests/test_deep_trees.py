@@ -326,3 +326,22 @@ def test_discovery_walks_a_repository_holding_a_deep_chain(tmp_path: Path) -> No
     proc = cli("changed", tmp=tmp, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["skills/deep-skill"]
+
+
+def test_a_skill_path_too_long_for_the_system_is_invalid(tmp_path: Path) -> None:
+    """Twenty levels of 250-character names: the paths pass PATH_MAX (4096) well within the
+    depth bound; the skill is refused like one past a bound, naming it."""
+    skill = write_skill(tmp_path, name="long-skill", description="Long names.")
+    code = (
+        "import os, sys\nos.chdir(sys.argv[1])\n"
+        "for _ in range(20):\n    os.mkdir('n' * 250); os.chdir('n' * 250)\n"
+        "open('f', 'w').close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(skill)], check=True)
+    cases = [{"id": f"c{i}", "prompt": f"p {i}", "expectTrigger": True} for i in range(10)]
+    path = write_jsonl(tmp_path / "cases.jsonl", cases)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = cli("test", "--skill", str(skill), "--cases", str(path), "--runner", "false", tmp=tmp)
+    assert proc.returncode == 5, proc.stderr
+    assert f"{skill}: a path inside it is longer than the system allows" in proc.stderr
