@@ -157,3 +157,43 @@ def test_a_second_run_on_the_same_record_file_exits_5(project: dict[str, Path]) 
         for o in map(json.loads, record.read_text(encoding="utf-8").splitlines())
     ]
     assert len(keys) == len(set(keys)) == N_CASES * 2
+
+
+HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, str(os.getpid()).encode())
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def test_ci_does_not_run_a_skill_whose_observations_file_is_in_use(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "skills")
+    (skill / "evals").mkdir()
+    cases = [{"id": f"c{i}", "prompt": f"refund {i}", "expectTrigger": True} for i in range(10)]
+    write_jsonl(skill / "evals" / "cases.jsonl", cases)
+    record = tmp_path / "out" / "observations" / "refund-policy.jsonl"
+    record.parent.mkdir(parents=True)
+    (tmp_path / "tmp").mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(record) + ".lock"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        log = tmp_path / "ci.log"
+        run = shlex.join(
+            [sys.executable, str(RUNNER), "--invoke", "refund-policy", "--log", str(log)]
+        )
+        proc = subprocess.run(
+            command(tmp_path, "ci", "--all", "--out", "out", "--runner", run, "-q"),
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+            env=env_for(tmp_path / "tmp"),
+        )  # fmt: skip
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 5, proc.stderr
+    assert f"is in use by another skill-evals run (pid {holder.pid})" in proc.stderr
+    assert not log.exists()  # the skill did not run
