@@ -149,3 +149,35 @@ def test_without_a_cache_there_is_no_field(work: tuple[Path, Path, Path]) -> Non
         env={**os.environ, "TMPDIR": str(root)},
     )  # fmt: skip
     assert "cacheMisses" not in json.loads(report.read_text(encoding="utf-8"))["runner"]
+
+
+def test_the_commands_spelling_is_not_blamed_for_what_it_did_not_change(
+    work: tuple[Path, Path, Path],
+) -> None:
+    """The key holds a runner argument's content, not its text: a wrapper named ``./wrap.sh``
+    one run and by its absolute path the next is the same runner, so a skill edit in between
+    is the reason (the ``without`` arm is reused), and a file name holding the word
+    "argument " is quoted as it is."""
+    root, skill, cases = work
+    (root / "wrap.sh").chmod(0o755)
+    _run(root, skill, cases, runner="./wrap.sh")
+    (skill / "SKILL.md").write_text(
+        (skill / "SKILL.md").read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8"
+    )
+    proc, data = _run(root, skill, cases, runner=str(root / "wrap.sh"))
+    assert data["runner"]["cached"] == PLANNED // 2
+    assert data["runner"]["cacheMisses"] == [
+        {
+            "reason": "skill",
+            "count": PLANNED // 2,
+            "detail": "the skill version differs (directorySha256)",
+        }
+    ]
+    named = _wrapper(root / "argument 2.sh")
+    _run(root, skill, cases, runner="sh 'argument 2.sh'")
+    _wrapper(named, "x")
+    proc, data = _run(root, skill, cases, runner="sh 'argument 2.sh'")
+    assert [m["detail"] for m in data["runner"]["cacheMisses"]] == [
+        "argument 1 (argument 2.sh) content changed"
+    ]
+    assert f"{PLANNED} re-run: runner argument 1 (argument 2.sh) content changed" in proc.stdout

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ _DETAIL = {
     "new": "no entry for that case, trial and arm",
 }
 _ARG_NAME_CHARS = 60
+_CLAUSE_START = re.compile(r"(^|; )argument (?=\d+ \()")
 
 
 def _sha(value: object) -> str:
@@ -115,15 +117,16 @@ def nearest_parts(now: KeyParts, stored: Mapping[KeyParts, int]) -> KeyParts | N
     """The stored version of this invocation closest to ``now``: the most equal parts, then
     the runner before the skill before the case, then the newest."""
 
-    def closeness(item: tuple[KeyParts, int]) -> tuple[int, tuple[bool, ...], int]:
+    def closeness(item: tuple[KeyParts, int]) -> tuple[int, tuple[bool, ...], bool, int]:
         parts, stored_at = item
+        # What entered the key decides; the command's spelling only breaks ties (the key
+        # holds an argument's content, not its text: ./wrap.sh and /abs/wrap.sh are one).
         same = (
-            parts.words == now.words,
             parts.contents == now.contents,
             parts.skill == now.skill,
             parts.case == now.case,
         )
-        return sum(same), same, stored_at
+        return sum(same), same, parts.words == now.words, stored_at
 
     return max(stored.items(), key=closeness)[0] if stored else None
 
@@ -143,9 +146,9 @@ def miss_reason(
         return "expired", _DETAIL["expired"]
     if nearest is None:
         return "new", _DETAIL["new"]
-    if nearest.words != now.words:
-        return "runner-command", _DETAIL["runner-command"]
     if nearest.contents != now.contents:
+        if nearest.words != now.words:
+            return "runner-command", _DETAIL["runner-command"]
         changed = [
             i
             for i, (old, new) in enumerate(zip(nearest.contents, now.contents, strict=False))
@@ -205,6 +208,6 @@ def misses_line(reused: int, misses: Sequence[Mapping[str, Any]]) -> str:
 def _readable(miss: Mapping[str, Any]) -> str:
     """The detail as a phrase (``argument 2 (wrap.sh)`` reads as ``runner argument 2 …``)."""
     detail = str(miss["detail"])
-    if miss["reason"] == "runner-argument":
-        return detail.replace("argument ", "runner argument ")
+    if miss["reason"] == "runner-argument":  # each clause's start, never inside a file name
+        return _CLAUSE_START.sub(r"\1runner argument ", detail)
     return detail
