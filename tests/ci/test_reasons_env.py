@@ -93,3 +93,26 @@ def test_a_runner_reason_says_runner_once() -> None:
     line = b'{"runnerError": "runner: upstream 503", "retryable": true}\n'
     found = parse_runner_error(line)
     assert found is not None and found.reason == "runner: upstream 503" and found.retryable
+
+
+def test_the_estimate_follows_require_env_and_the_runner_in_effect(tmp_path: Path) -> None:
+    """A skill the run would skip for an unset require-env variable plans nothing; the one
+    whose runner in effect is the simulation plans its invocations."""
+    repo = _env_repo(
+        tmp_path,
+        "runner: skill-evals runner simulated\ntrials: 1\nstop-when-settled: false\n"
+        "require-env: [SKILL_EVALS_TEST_KEY_THAT_IS_UNSET]\n"
+        "overrides:\n  beta:\n    runner: skill-evals runner claude-code\n",
+    )
+    env = {"SKILL_EVALS_TEST_KEY_THAT_IS_UNSET": "", "TMPDIR": str(tmp_path)}
+    done = run_cli(["ci", "plan", "--all", "--estimate"], repo, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {line.split()[0]: line.split()[1:4] for line in done.stdout.splitlines()[1:3]}
+    assert rows["alpha"][2] != "0" and rows["beta"] == ["0", "0", "0"], done.stdout
+    assert "beta: skipped, required environment variable(s) empty or unset: " in done.stdout
+    real = run_cli(
+        ["ci", "plan", "--all", "--estimate", "--runner", "skill-evals runner claude-code"],
+        repo,
+        env,
+    )
+    assert real.stdout.count("skipped, required environment variable") == 2, real.stdout

@@ -39,5 +39,19 @@ def estimate(options: CiOptions, env: Mapping[str, str]) -> list[Any]:
         ref = compare_ref(changes.base, options.choice.base, event_base_sha(env))
         bases, _ = load_base_skills(workspace.root, workspace.config, ref)
     return [
-        estimate_skill(workspace.root, s, cache, bases, s.location.settings.arms) for s in chosen
+        _skipped(s, env)
+        or estimate_skill(workspace.root, s, cache, bases, s.location.settings.arms)
+        for s in chosen
     ]
+
+
+def _skipped(state: Any, env: Mapping[str, str]) -> Any:
+    """The estimate of a skill the run would skip (a ``require-env`` variable its runner in
+    effect needs is empty or unset): nothing runs, so nothing is planned. None otherwise."""
+    from .estimate import SkillEstimate
+
+    missing = state.location.settings.missing_env(env)
+    if not missing:
+        return None
+    note = "skipped, required environment variable(s) empty or unset: " + ", ".join(missing)
+    return SkillEstimate(state.name, state.path, note=note)
