@@ -84,6 +84,10 @@ def test_the_gate_of_a_stopped_run_has_no_verdict(stopped: dict[str, Any]) -> No
         (out / "report.html").read_text(encoding="utf-8"),
     ):
         assert re.search(rf"F1[^\n]{{0,40}}\d\.\d+ \({label}\)", text), text[-3000:]
+    # one form everywhere, the report's messages included: F1 0.667, never 0.666667 or 1
+    for text in (done.stdout, done.stderr, json.dumps(report["messages"])):
+        for shown in re.findall(r"F1 (\S+) \(partial", text):
+            assert re.fullmatch(r"\d\.\d{3}", shown), text[-3000:]
     assert "gate failed" not in json.dumps(report["messages"])
 
 

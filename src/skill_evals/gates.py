@@ -180,7 +180,8 @@ def as_partial(outcome: GateOutcome, observed: int, planned: int) -> GateOutcome
     """``outcome`` of a run that did not finish: the figure of the observations that ran is
     kept, but it is no verdict (``passed`` null, ``partial`` true, no exit code of its own)."""
     label = READS.get(outcome.key, outcome.key)
-    shown = "undefined" if outcome.value is None else num(outcome.value)
+    # Three decimals, as every other output shows a figure (no verdict to blur by rounding).
+    shown = "undefined" if outcome.value is None else f"{outcome.value:.3f}"
     return GateOutcome(
         outcome.key,
         outcome.threshold,
