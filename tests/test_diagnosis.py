@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from skill_evals.ci.summary import failure_details, notes_lines, render_comment, render_summary
 from skill_evals.evaluate import evaluate
 from skill_evals.messages import Messages, by_severity, severities_of
@@ -225,3 +227,24 @@ def test_errors_come_first_and_junit_explains_with_an_error_not_a_note() -> None
     (case,) = [c for s in xml for c in s if c.name == "evaluation"]
     assert isinstance(case.result[0], Error)
     assert "changed during the run" in (case.result[0].message or "")
+
+
+@pytest.mark.parametrize(
+    ("reason", "advice"),
+    [
+        ("runner: Authentication failed", "no usable credentials"),
+        ("runner: API key expired", "no usable credentials"),
+        ("runner: Too Many Requests", "rate-limited"),
+        ("runner: quota exceeded for this month", "rate-limited"),
+        ("runner: Service Unavailable", "did not answer"),
+        ("runner: ECONNREFUSED 127.0.0.1:443", "did not answer"),
+        ("runner: request timed out after 60 s", "did not answer"),
+        ("runner: spawn gemini ENOENT", "program is missing"),
+        ("runner: command not found: opencode", "program is missing"),
+        ("runner: 'codex' not found on PATH; install it or pass --bin PATH", "program is missing"),
+        ("runner: model 'claude-x' not found", "its own documentation"),
+        ("runner: model not found (ProviderModelNotFoundError): check --model", "its own"),
+    ],
+)
+def test_advice_follows_the_class_of_a_runner_s_own_words(reason: str, advice: str) -> None:
+    assert advice in advice_for(reason)

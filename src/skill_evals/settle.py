@@ -182,10 +182,11 @@ class Settler:
         exit code (or a check was skipped to save time; ``force`` never skips).
 
         A gate still open that can only end passed or failed (a loading rule; trigger F1 once
-        some run triggered, so it cannot end undefined) no longer matters once another gate has
-        failed for every outcome: the exit code is 1 whatever it gives. Such a gate is left out
-        of the verdict (its figure is partial). A gate that could still end undefined (exit 7,
-        which outranks 1) or a bootstrap gate still open keeps the run going."""
+        some run triggered, so it cannot end undefined; an uplift or pass-rate comparison gate)
+        no longer matters once another gate has failed for every outcome: the exit code is 1
+        whatever it gives. Such a gate is left out of the verdict (its figure is partial). A
+        gate that could still end undefined (exit 7, which outranks 1: trigger F1 before any
+        run triggered, an F1 comparison gate) keeps the run going."""
         gates = self.gates
         if state.failed or not gates.any:
             return None
@@ -209,22 +210,28 @@ class Settler:
         found = self._bootstrap_gates(state, force)
         if found is None:
             return None
-        verdict.update(found)
+        verdict.update(found[0])
+        open_binary = open_binary or found[1]
         if open_binary and False not in verdict.values():
             return None  # the open gates decide whether the run passes
         return verdict
 
-    def _bootstrap_gates(self, state: SettleState, force: bool) -> Verdict | None:
-        """The settled verdicts of the uplift and comparison gates, or None while one is open."""
+    def _bootstrap_gates(self, state: SettleState, force: bool) -> tuple[Verdict, bool] | None:
+        """(the settled verdicts of the uplift and comparison gates, whether a pass-rate gate
+        is still open), or None while an F1 comparison gate is open. A pass-rate gate ends
+        passed or failed (whether its interval exists is fixed by the plan), so an open one
+        does not matter once another gate has failed; an F1 gate may still end undefined."""
         gates = self.gates
         verdict: Verdict = {}
+        open_binary = False
         if gates.min_uplift is not None:
             found = self._pass_family(
                 state, "uplift", "without", {UPLIFT: (gates.min_uplift, False)}, force
             )
             if found is None:
-                return None
-            verdict.update(found)
+                open_binary = True
+            else:
+                verdict.update(found)
         pass_gates = {
             key: (threshold, key == MAX_PASS_DROP)
             for key, threshold in (
@@ -236,8 +243,9 @@ class Settler:
         if pass_gates:
             found = self._pass_family(state, "pass", "baseline", pass_gates, force)
             if found is None:
-                return None
-            verdict.update(found)
+                open_binary = True
+            else:
+                verdict.update(found)
         f1_gates = {
             key: (threshold, key == MAX_F1_DROP)
             for key, threshold in (
@@ -251,7 +259,7 @@ class Settler:
             if found is None:
                 return None
             verdict.update(found)
-        return verdict
+        return verdict, open_binary
 
     def _trigger(self, s: SettleState, threshold: float) -> tuple[bool | None] | None:
         """(the settled verdict,) of --min-trigger-f1, or None while it is open."""
