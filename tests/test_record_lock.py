@@ -1,7 +1,7 @@
 """One run per record file: while a run holds ``--resume F --record F``, a second run naming F
-in either option, in any spelling (relative, ``./F``, through a symlink), exits 5 before it
-starts anything, naming the holder's pid; the lock dies with its process (SIGKILL), and the
-run after it completes F with exactly one line per observation. Two real processes."""
+in either option, in any spelling (relative, ``./F``, through a symlink, a hard link), exits 5
+before it starts anything, naming the holder's pid; the lock dies with its process (SIGKILL), and
+the run after it completes F with exactly one line per observation. Two real processes."""
 
 from __future__ import annotations
 
@@ -102,6 +102,7 @@ def test_a_second_run_on_the_same_record_file_exits_5(project: dict[str, Path]) 
     )
     try:
         wait_for_lines(record, 2)  # it holds the lock and has recorded something
+        os.link(record, root / "hard.jsonl")  # the same file under another name
         lock = Path(str(record) + ".lock")
         assert lock.stat().st_mode & 0o777 == 0o600
         holder = f"(pid {first.pid})"
@@ -110,6 +111,7 @@ def test_a_second_run_on_the_same_record_file_exits_5(project: dict[str, Path]) 
             ("runs/obs.jsonl", "runs/obs.jsonl"),  # relative, both options
             ("other.jsonl", "./runs/obs.jsonl"),  # ./F in --resume only
             ("alias/obs.jsonl", "elsewhere.jsonl"),  # through a symlink, --record only
+            ("hard.jsonl", "hard.jsonl"),  # a hard link: its own .lock, the same file
         ]
         for record_arg, resume_arg in spellings:
             second_log = root / "second.log"
@@ -122,7 +124,8 @@ def test_a_second_run_on_the_same_record_file_exits_5(project: dict[str, Path]) 
                 env=env_for(project["tmp"]),
             )
             assert proc.returncode == 5, proc.stderr
-            locked = Path(record_arg if "obs" in record_arg else resume_arg)  # as click reads it
+            named = "obs" in record_arg or record_arg == resume_arg
+            locked = Path(record_arg if named else resume_arg)  # as click reads it
             assert proc.stderr.endswith(f"skill-evals: error: {locked} {expected}\n")
             assert not second_log.exists()  # nothing started
             assert not (root / "other.jsonl").exists() and not (root / "elsewhere.jsonl").exists()

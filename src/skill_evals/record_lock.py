@@ -6,6 +6,9 @@ The lock is the kernel's: it dies with the process that holds it, so a run kille
 SIGKILL never blocks the next one. The lock file is left in place (removing it would let a
 third run lock a new file while a second still holds the old one); it holds the holder's pid,
 for the message another run prints.
+
+A hard link is another name of the same file, with its own ``F.lock``: so a run also holds a
+``flock`` on the record file itself (its inode) once it exists, which every name shares.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -45,6 +49,65 @@ def _holder(fd: int) -> str:
 # descriptor of the same file even to its own process.
 _HELD: dict[Path, list[int]] = {}
 _GUARD = threading.Lock()
+# Record files (device, inode) this process holds a flock on, until it exits: the same file
+# under another name (a hard link) is refused by the kernel's lock, not by its lock file.
+_FILES: dict[tuple[int, int], int] = {}
+_PROC_LOCKS = "/proc/locks"
+
+
+def _in_use(given: Path | str, holder: str) -> InvalidInput:
+    return InvalidInput(
+        f"{given} is in use by another skill-evals run (pid {holder}); "
+        "wait for it or use another file"
+    )
+
+
+def _locker(info: os.stat_result) -> str:
+    """The pid holding a flock on the file ``info`` describes, from /proc/locks (Linux)."""
+    wanted = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        with open(_PROC_LOCKS, encoding="ascii", errors="replace") as handle:
+            lines = handle.read(1 << 20).splitlines()
+    except OSError:
+        return "unknown"
+    for line in lines:
+        fields = line.split()
+        if "->" not in fields and len(fields) > 5 and fields[1] == "FLOCK" and fields[5] == wanted:
+            return fields[4] if fields[4].isdigit() else "unknown"
+    return "unknown"
+
+
+def hold_file(fd: int, given: Path | str) -> None:
+    """Hold a flock on the open record file ``fd`` (its inode, whatever its name) until this
+    process exits; InvalidInput (exit 5) when another run holds it. The lock stays on a
+    duplicate of ``fd`` (the caller may close its own); a file this process holds already is
+    left alone."""
+    info = os.fstat(fd)
+    key = (info.st_dev, info.st_ino)
+    with _GUARD:
+        if key in _FILES:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise _in_use(given, _locker(info)) from None
+            return  # a filesystem without flock: the lock file still guards every path name
+        _FILES[key] = os.dup(fd)  # same open file: the flock lives as long as the copy
+
+
+def _hold_existing(given: Path) -> None:
+    """Hold the record file's own lock when it exists (a regular file)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(given.resolve(), flags)
+    except OSError:
+        return  # missing or unreadable: the record writer or the reader says so
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            hold_file(fd, given)
+    finally:
+        os.close(fd)
 
 
 class RecordLocks:
@@ -80,6 +143,11 @@ class RecordLocks:
                 else:
                     _HELD[path] = [_lock(given, path), 1]
             self._taken.append(path)
+            try:
+                _hold_existing(given)
+            except InvalidInput:
+                self.release()
+                raise
 
     def release(self) -> None:
         """Let the locks go (closing the last descriptor releases the flock)."""
@@ -110,10 +178,7 @@ def _lock(given: Path, path: Path) -> int:
         os.close(fd)
         if holder is None:
             raise InvalidInput(f"{given}: cannot lock {path} ({exc.strerror})") from None
-        raise InvalidInput(
-            f"{given} is in use by another skill-evals run (pid {holder}); "
-            "wait for it or use another file"
-        ) from None
+        raise _in_use(given, holder) from None
     with contextlib.suppress(OSError):
         os.fchmod(fd, 0o600)
     os.ftruncate(fd, 0)

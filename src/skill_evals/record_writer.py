@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .errors import InvalidInput
 from .observations import Observation
+from .record_lock import hold_file
 
 
 class RecordWriter:
@@ -30,6 +31,11 @@ class RecordWriter:
             raise InvalidInput(
                 f"--record {path}: cannot open for appending ({exc.strerror})"
             ) from None
+        try:
+            hold_file(self._fd, path)  # the same file under another name (a hard link)
+        except InvalidInput:
+            os.close(self._fd)
+            raise
         try:
             # A previous run killed mid-line leaves no final newline: start on a fresh line so the
             # damage stays on that one line (which --resume then reports).
