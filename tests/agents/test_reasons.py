@@ -117,3 +117,25 @@ def test_a_missing_binary_is_a_runner_error_line(agent: str, tmp_path: Path) -> 
     line = json.loads(proc.stdout)
     assert line["retryable"] is False and "not found on PATH" in line["runnerError"]
     assert b"SECRET-PROMPT" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"result": "OAuth access token has expired", "duration_api_ms": 50},
+        {"result": "You are not signed in; sign in again", "duration_api_ms": 50},
+        # newer error subtypes carry the words in `errors`, not in `result`
+        {"subtype": "error_during_execution", "errors": ["Invalid API key"], "duration_api_ms": 9},
+    ],
+)
+def test_claude_code_auth_variants_are_no_credentials(fields: dict[str, Any]) -> None:
+    error = claude_code.api_failure([{"type": "result", "is_error": True, **fields}])
+    assert error is not None and not error.retryable
+    assert str(error).startswith("not logged in / no credentials: ")
+    assert str(error).endswith("; set ANTHROPIC_API_KEY (or log in)")
+    assert "no text" not in str(error)
+
+
+def test_other_agents_map_oauth_wording_to_no_credentials() -> None:
+    error = codex.turn_failure("OAuth access token expired; run codex again after logging in")
+    assert str(error).startswith("not logged in / no credentials: OAuth access token expired")

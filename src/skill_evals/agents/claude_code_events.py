@@ -251,6 +251,18 @@ def model_turns(events: Sequence[Mapping[str, Any]]) -> int:
     return len(ids) + unnamed
 
 
+def _error_text(result: Mapping[str, Any]) -> str:
+    """The agent's words in an error result: ``result``, or (error subtypes of newer CLIs,
+    which carry no ``result``) the strings of its ``errors`` list."""
+    text = result.get("result")
+    if isinstance(text, str) and text.strip():
+        return text
+    errors = result.get("errors")
+    if isinstance(errors, list):
+        return "; ".join(e for e in errors[:10] if isinstance(e, str))[:2000]
+    return ""
+
+
 def api_failure(
     events: Sequence[Mapping[str, Any]], max_turns: int | None = None
 ) -> RunnerSetupError | None:
@@ -265,8 +277,7 @@ def api_failure(
     result = next((e for e in reversed(events) if e.get("type") == "result"), None)
     if result is None or result.get("is_error") is not True:
         return None
-    text = result.get("result")
-    text = text if isinstance(text, str) else ""
+    text = _error_text(result)
     status = result.get("api_error_status")
     status = status if isinstance(status, int) and not isinstance(status, bool) else None
     kind = result.get("api_error_type")

@@ -23,10 +23,10 @@ _SCAN = 500  # characters of an agent's error text looked at for a status
 AGENT_TEXT = 120  # characters of an agent's own "no credentials" text quoted in a reason
 # What an agent says when it has no usable credentials (Claude Code: "Not logged in · Please run
 # /login", "Invalid API key · Fix external API key"; Codex, Gemini CLI, OpenCode: "API key",
-# "credentials", "OAuth token" in their errors).
+# "credentials", "OAuth token" in their errors; any OAuth wording: "OAuth access token expired").
 _NO_CREDENTIALS = re.compile(
     r"not logged in|/login\b|please log ?in|invalid api[ _-]?key|api[ _-]?key"
-    r"|oauth token|credentials?\b",
+    r"|oauth\b|credentials?\b|not signed in|(?:log ?in|sign in) again|login required",
     re.IGNORECASE,
 )
 
