@@ -83,3 +83,39 @@ def test_a_broken_rule_settles_a_run_whose_trigger_gate_is_open(tmp_path: Path) 
     assert run.count() == 1  # t0 with: the violation decides exit 1, F1 cannot end undefined
     gate = run.report["gates"]["minTriggerF1"]
     assert gate["passed"] is None and gate["partial"] is True  # left open by the settle
+
+
+def _task_cases(path: Path, rule: dict[str, Any]) -> dict[str, bool]:
+    records: list[dict[str, Any]] = [
+        {
+            "id": f"k{i}",
+            "prompt": f"refund task {i}",
+            "expectTrigger": True,
+            "task": {"check": "exit_code", "expected": 0},
+        }
+        for i in range(12)
+    ]
+    records[0]["loaded"] = rule
+    write_jsonl(path, records)
+    return {r["id"]: True for r in records}
+
+
+def test_a_broken_rule_settles_a_run_whose_uplift_gate_is_open(tmp_path: Path) -> None:
+    """An uplift (or pass-rate comparison) gate ends passed or failed, never undefined: once a
+    loading rule is broken, exit 1 is settled whatever the rest shows."""
+    skill = make_skill(tmp_path / "skills")
+    cases = tmp_path / "cases.jsonl"
+    labels = _task_cases(cases, {"include": ["pdf-tools"]})  # the runner never loads it
+    args = ("--trials", "1", "--arms", "with,without", "--stop-when-settled")
+    run = run_test(
+        tmp_path, skill, cases, script_for(labels), "--jobs", "1", *args, "--min-uplift", "0.1"
+    )
+    assert run.code == 1, run.report["messages"]
+    assert run.count() == 1  # k0 with: the violation decides exit 1
+    gate = run.report["gates"]["minUplift"]
+    assert gate["passed"] is None and gate["partial"] is True
+    parallel = run_test(
+        tmp_path, skill, cases, script_for(labels), "--jobs", "3", *args, "--min-uplift", "0.1",
+        name="parallel",
+    )  # fmt: skip
+    assert parallel.code == 1 and parallel.count() <= 4  # the first three start together
