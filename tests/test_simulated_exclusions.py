@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from typing import Any
 
@@ -32,10 +33,20 @@ DESCRIPTION = (
         "This skill is not for scanned pages",
         "Use it for forms; do not use it for merging",
         "Please do not trigger for images",
+        "Do  not\tuse it for receipts",
+        "do\u00a0not use it for receipts",
+        "Fill forms\u2028Never for scanned pages",
+        "Fill forms\x85Never for scanned pages",
+        "This skill is\tnot  for scanned pages",
     ],
 )
 def test_exclusion_sentences(sentence: str) -> None:
-    assert is_exclusion(sentence.split(";")[-1])
+    last = re.split("[;\u2028\x85]", sentence)[-1]
+    assert is_exclusion(last) and matchable(sentence).strip() in (
+        "",
+        "Use it for forms",
+        "Fill forms",
+    )
 
 
 @pytest.mark.parametrize(
@@ -80,13 +91,15 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = dict(os.environ, TMPDIR=str(tmp / "t"))
     argv = ["skill-evals", "test", "--skill", str(skill), "--cases", str(cases), "--trials",
             "1", "--runner", "skill-evals runner simulated", "--report", str(tmp / "r.json"),
-            "--markdown", str(tmp / "r.md"), "--html", str(tmp / "r.html")]  # fmt: skip
+            "--markdown", str(tmp / "r.md"), "--html", str(tmp / "r.html"), "--junit",
+            str(tmp / "r.xml")]  # fmt: skip
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
     return {
         "proc": proc,
         "report": json.loads((tmp / "r.json").read_text(encoding="utf-8")),
         "markdown": (tmp / "r.md").read_text(encoding="utf-8"),
         "html": (tmp / "r.html").read_text(encoding="utf-8"),
+        "junit": (tmp / "r.xml").read_text(encoding="utf-8"),
     }
 
 
@@ -107,3 +120,5 @@ def test_every_output_carries_the_word_matching_note(run: dict[str, Any]) -> Non
     assert ARTEFACTS in run["proc"].stdout
     assert ARTEFACTS in run["markdown"]
     assert ARTEFACTS.replace("'", "&#x27;") in run["html"] or ARTEFACTS in run["html"]
+    # a passing run's JUnit too (no message of its own): a property of the suite
+    assert f'<property name="simulated" value="{ARTEFACTS}" />' in run["junit"]

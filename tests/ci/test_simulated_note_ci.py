@@ -15,6 +15,7 @@ def test_ci_outputs_carry_the_word_matching_note(passing_run: dict[str, Any]) ->
     assert passing_run["done"].returncode == 0, passing_run["done"].stderr
     assert ARTEFACTS in (out / "summary.md").read_text(encoding="utf-8")
     assert ARTEFACTS in (out / "comment.md").read_text(encoding="utf-8")
+    assert ARTEFACTS in (out / "junit.xml").read_text(encoding="utf-8")
     merged = json.loads((out / "report.json").read_text(encoding="utf-8"))
     evaluated = [s for s in merged["skills"] if s["status"] == "evaluated"]
     assert evaluated

@@ -88,14 +88,16 @@ def content_words(text: str) -> set[str]:
     return words
 
 
-_SENTENCE_END = re.compile(r"[.!?;\r\n]")
+# Line breaks of every kind (vertical tab, form feed, NEL, line and paragraph separators too).
+_SENTENCE_END = re.compile(r"[.!?;\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
 _EXCLUSION_STARTS = ("do not", "don't", "not for", "not when", "never", "avoid")
 _EXCLUSION_PARTS = ("do not trigger", "do not use", "don't use", " not for ")
 
 
 def is_exclusion(sentence: str) -> bool:
     """A sentence that says when the skill is *not* for ("Do NOT trigger when …")."""
-    text = sentence.strip().lower().replace("\u2019", "'")
+    # Whitespace runs (tabs, no-break spaces) read as one space: "Do  not use" is "do not use".
+    text = " ".join(sentence.lower().replace("\u2019", "'").split())
     return text.startswith(_EXCLUSION_STARTS) or any(p in text for p in _EXCLUSION_PARTS)
 
 

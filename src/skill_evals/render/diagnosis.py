@@ -42,11 +42,25 @@ _RUNNER_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         (
             "auth",
             r"not logged in|no credentials|no usable credentials|auth(entication)? refused"
-            r"|refused the key|no api key|invalid api key|\b40[13]\b|unauthori[sz]ed|forbidden",
+            r"|refused the key|no api key|invalid api key|\b40[13]\b|unauthori[sz]ed|forbidden"
+            r"|authenticat|api[ _-]?key|credential|oauth|\blog ?in\b|logged out"
+            r"|(?:token|key) (?:has )?expired|expired (?:token|key)",
         ),
-        ("rate limit", r"rate.?limit|\b429\b|overload|\b529\b"),
-        ("server", r"server error|\b5\d\d\b|no answer|cannot reach|connection failed"),
-        ("binary missing", r"cannot start|(?<!model )not found|no such file|not installed"),
+        ("rate limit", r"rate.?limit|\b429\b|overload|\b529\b|too many requests|quota|throttl"),
+        (
+            "server",
+            r"server error|\b5\d\d\b|no answer|cannot reach|connection failed"
+            r"|service unavailable|bad gateway|gateway time|timed? ?out|\b408\b"
+            r"|econn(?:refused|reset|aborted)|connection (?:refused|reset|dropped)"
+            r"|unreachable|network",
+        ),
+        # A program that is not there; "model … not found" names the model, not the program.
+        (
+            "binary missing",
+            r"cannot start|command not found|not found (?:on|in) (?:the )?path|\benoent\b"
+            r"|no such file|not installed|not an executable"
+            r"|(?:binary|program|executable|cli)\b[^;]{0,40}not found",
+        ),
         ("turn limit", r"turn limit|max.?turns"),
     )
 )

@@ -31,7 +31,7 @@ from typing import Any
 from ..messages import severities_of
 from .diagnosis import gate_partial
 from .junit_comparison import comparison_case, scope_properties
-from .junit_xml import Suite, junit_time, serialise
+from .junit_xml import Suite, junit_time, note_properties, serialise
 from .text import LIST_LIMIT, fmt, fmt_p, fmt_signed, fmt_threshold, task_failures
 
 
@@ -68,6 +68,7 @@ def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
     for key, label in (("minTriggerF1", "min-trigger-f1"), ("minUplift", "min-uplift")):
         props.append((label, _mapping(gates.get(key)).get("threshold")))
     props += scope_properties(report)
+    props += note_properties(report)
     suite.properties = [(name, str(value)) for name, value in props if value is not None]
 
 

@@ -14,7 +14,10 @@ import hashlib
 import math
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any
 
+from ..agents.simulated import ARTEFACTS
 from ..invisible import show_invisible
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
@@ -52,6 +55,15 @@ def junit_time(seconds: object) -> str:
         return "0.000"
     value = float(seconds)
     return f"{value:.3f}" if math.isfinite(value) and value >= 0 else "0.000"
+
+
+def note_properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
+    """Properties for the notes every output carries: a run with the simulated runner says
+    its figures are artefacts of word matching (a passing suite has no message of its own)."""
+    messages = report.get("messages")
+    if isinstance(messages, list) and ARTEFACTS in messages:
+        return [("simulated", ARTEFACTS)]
+    return []
 
 
 class Suite:

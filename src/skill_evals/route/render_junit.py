@@ -19,7 +19,7 @@ from typing import Any
 
 from ..render.diagnosis import gate_partial
 from ..render.junit import not_run_reason, render_junit
-from ..render.junit_xml import Suite
+from ..render.junit_xml import Suite, note_properties
 from ..render.text import fmt, fmt_threshold
 
 SUITE_NAME = "routing"
@@ -48,6 +48,7 @@ def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
     for skill in report.get("catalog") or []:
         skill = _mapping(skill)
         props.append((f"catalog.{skill.get('name')}.skillMdSha256", skill.get("skillMdSha256")))
+    props += note_properties(report)
     suite.properties = [(name, str(value)) for name, value in props if value is not None]
 
 
