@@ -20,7 +20,7 @@ sys.stdin.read()
 case = os.environ["EVALGATE_SKILL_CASE_ID"]
 variant = os.environ["EVALGATE_SKILL_VARIANT"]
 warnings = ["agent CLI 2.1.197 is older than the tested 2.1.328",
-            "config \\x1b[31mred\\u202e ignored"]
+            "config \\x1b[31mred\\u202e ignored", "line\\u2028sep\\u2029para \\t\\n  end"]
 if case == "c03":
     warnings.append("only c03 says this")
 if case == "bad-type" :
@@ -73,6 +73,8 @@ def test_each_distinct_warning_is_printed_once_and_kept_in_messages(
     hostile = [line for line in lines if "config" in line]
     assert len(hostile) == 1 and "\x1b" not in hostile[0] and "\u202e" not in hostile[0]
     assert hostile[0] == "skill-evals: warning: runner: config \\u001b[31mred\\u202e ignored"
+    # line and paragraph separators are shown like every invisible character, not blanked
+    assert lines.count("skill-evals: warning: runner: line\\u2028sep\\u2029para end") == 1
     pairs = list(zip(report["messageSeverities"], report["messages"], strict=True))
     assert ("warning", OLD) in pairs
     assert ("warning", "runner: only c03 says this") in pairs
@@ -81,7 +83,7 @@ def test_each_distinct_warning_is_printed_once_and_kept_in_messages(
 
 def test_warnings_are_recorded_and_come_back_when_scored_again(recorded: dict[str, Any]) -> None:
     tmp = recorded["tmp"]
-    lines = (tmp / "rec.jsonl").read_text(encoding="utf-8").splitlines()
+    lines = (tmp / "rec.jsonl").read_text(encoding="utf-8").split("\n")[:-1]  # not at U+2028
     assert all("agent CLI 2.1.197" in json.loads(line)["warnings"][0] for line in lines)
     argv = ["skill-evals", "test", "--skill", str(tmp / "skills" / "refund-policy"), "--cases",
             str(tmp / "cases.jsonl"), "--trials", "1", "--observations", str(tmp / "rec.jsonl"),

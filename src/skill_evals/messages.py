@@ -8,6 +8,7 @@ that list a sensible default.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -56,6 +57,9 @@ class Messages:
         return iter(self.items)
 
 
+_BLANKS = re.compile(r"[^\S\u2028\u2029]+")
+
+
 def runner_warnings(observations: Iterable[Observation]) -> list[str]:
     """The distinct ``warnings`` of the runner lines, in first-seen order, each as one safe line
     ``runner: <text>``: blanks collapsed, control and invisible characters written ``\\uXXXX``
@@ -65,7 +69,8 @@ def runner_warnings(observations: Iterable[Observation]) -> list[str]:
     seen: dict[str, None] = {}
     for observation in observations:
         for text in observation.warnings:
-            flat = " ".join(text.split()) or "(empty warning)"
+            # Blanks collapse, but U+2028/U+2029 (which split() counts as blanks) are shown.
+            flat = _BLANKS.sub(" ", text).strip(" ") or "(empty warning)"
             seen.setdefault(f"runner: {terminal_safe(flat)}", None)
     return list(seen)
 
