@@ -116,3 +116,18 @@ def test_the_estimate_follows_require_env_and_the_runner_in_effect(tmp_path: Pat
         env,
     )
     assert real.stdout.count("skipped, required environment variable") == 2, real.stdout
+
+
+def test_a_missing_base_commit_is_said_once(tmp_path: Path) -> None:
+    """The change detection and compare: base both find the base commit missing; the report,
+    the summary, the comment and the log say each message once."""
+    repo = make_repo(tmp_path / "repo", skills=("alpha",), config=SIMULATED + "compare: base\n")
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--base", "deadbeef", "--out", str(out)], repo, {"TMPDIR": str(tmp_path)})
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert len(report["messages"]) == len(set(report["messages"])) > 0, report["messages"]
+    fetch = "fetching it failed"
+    assert done.stderr.count(fetch) == 1, done.stderr[-3000:]
+    for name in ("summary.md", "comment.md"):
+        assert (out / name).read_text(encoding="utf-8").count(fetch) == 1, name

@@ -99,7 +99,7 @@ def run_ci(
     codes = [s["exitCode"] for s in skills] + ([routed["exitCode"]] if routed else [])
     exit_code = combine(codes)
     ci_report = build_report(exit_code, skills, changes.base, messages, changes.removed, routed)
-    for message in messages:
+    for message in ci_report["messages"]:
         console.info(message)
     names = [state.name for state in workspace.states]
     write_outputs(

@@ -46,7 +46,9 @@ def build_report(
         "skills": skills,
         "changedSkills": [s["name"] for s in skills if s["status"] != "unchanged"],
         "simulated": any_simulated,
-        "messages": messages,
+        # Each message once: the base commit's problems reach it from the change detection and
+        # from compare: base alike.
+        "messages": list(dict.fromkeys(messages)),
     }
     if routing is not None:
         report["routing"] = dict(routing)
