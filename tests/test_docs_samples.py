@@ -182,3 +182,23 @@ def test_the_docs_index_links_every_page() -> None:
         (REPO / "docs" / "README.md").resolve()
     }
     assert sorted(str(p) for p in pages - linked) == []
+
+
+def _paragraphs_counting_invocations() -> list[tuple[str, str]]:
+    """(where, paragraph) of every paragraph that counts invocations as cases × trials × 2."""
+    found = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        for paragraph in re.split(r"\n\s*\n", text):
+            flat = " ".join(paragraph.split())
+            if "× trials × 2" in flat and "invocations" in flat:
+                line = text[: text.index(paragraph)].count("\n") + 1
+                found.append((f"{page.relative_to(REPO)}:{line}", flat))
+    return found
+
+
+def test_every_invocation_count_says_what_arms_auto_saves() -> None:
+    counts = _paragraphs_counting_invocations()
+    assert counts  # the first-suite walkthrough's at least
+    for where, paragraph in counts:
+        assert "--arms auto" in paragraph, f"{where}: cases × trials × 2 without --arms auto"
