@@ -345,3 +345,35 @@ def test_a_skill_path_too_long_for_the_system_is_invalid(tmp_path: Path) -> None
     proc = cli("test", "--skill", str(skill), "--cases", str(path), "--runner", "false", tmp=tmp)
     assert proc.returncode == 5, proc.stderr
     assert f"{skill}: a path inside it is longer than the system allows" in proc.stderr
+
+
+def test_a_fixture_whose_workspace_copy_would_be_too_long_is_invalid(tmp_path: Path) -> None:
+    """A fixture readable where it is (its paths stay below PATH_MAX) whose copy in a
+    workspace below a long TMPDIR would pass the limit: refused before any runner starts,
+    naming the fixture, not a runner failure per invocation."""
+    skill = write_skill(tmp_path, name="long-skill", description="Long names.")
+    fixture = tmp_path / "fixtures" / "edge"
+    fixture.mkdir(parents=True)
+    room = 4095 - len(os.fsencode(fixture)) - 2  # what a path inside it may take here
+    levels = room // 201
+    assert levels * 201 > 4095 - 1000  # needs to fill most of the limit
+    code = (
+        "import os, sys\nos.chdir(sys.argv[1])\n"
+        f"for _ in range({levels}):\n    os.mkdir('n' * 200); os.chdir('n' * 200)\n"
+        "open('f', 'w').close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(fixture)], check=True)
+    cases = [
+        {"id": f"c{i}", "prompt": f"p {i}", "expectTrigger": True, "fixture": "fixtures/edge"}
+        for i in range(10)
+    ]
+    path = write_jsonl(tmp_path / "cases.jsonl", cases)
+    tmp = tmp_path / ("t" * 200) / ("u" * 200)  # the workspace root adds ~75 bytes more
+    tmp.mkdir(parents=True)
+    marker = tmp_path / "runner-started"
+    runner = shlex.join([sys.executable, "-c", f"open({str(marker)!r}, 'a').close()"])
+    proc = cli("test", "--skill", str(skill), "--cases", str(path), "--runner", runner, tmp=tmp)
+    assert proc.returncode == 5, proc.stderr
+    problem = f"{fixture}: a path inside it is longer than the system allows"
+    assert f"{path}:1: field fixture: {problem}" in proc.stderr
+    assert not marker.exists()

@@ -29,12 +29,21 @@ from .checks.model import CHECK_SECONDS
 from .checks.parse import path_problem
 from .checks.snapshot import Snapshot, SnapshotProblem, take_snapshot
 from .helper_commands import describe_exit, run_quiet, scrubbed_env, substitute
-from .walks import TreeTooLarge, copy_tree, remove_tree, walk
+from .walks import TreeTooLarge, copy_tree, long_path_problem, remove_tree, walk
 
 ROOT_PREFIX = "skill-evals-ws-"
 SETUP_SECONDS = 60.0
 MAX_FIXTURE_FILES = 100_000
 MAX_FIXTURE_BYTES = 1_000_000_000
+_PATH_MAX = 4096  # Linux's limit on a path, its final NUL included
+
+
+def workspace_room() -> int:
+    """How many bytes a path relative to a workspace may have: the system's path limit less
+    the longest workspace path below TMPDIR (``<root>-<pid>-<8>/<32 hex>/workspace/``)."""
+    base = len(os.fsencode(tempfile.gettempdir()))
+    prefix = len(f"/{ROOT_PREFIX}{'9' * 7}-{'x' * 8}/{'x' * 32}/workspace/")
+    return _PATH_MAX - 1 - base - prefix
 
 
 # ------------------------------------------------------------------------------- fixtures
@@ -61,8 +70,16 @@ def fixture_problem(base: Path, rel: str) -> str | None:
     if not stat.S_ISDIR(info.st_mode):
         return f"{current} is not a directory"
     files = size = 0
+    room = workspace_room()
     try:
         for entry in walk(current):
+            if len(entry.rel) > room:
+                # Readable where it is, but its copy in a workspace below TMPDIR would pass the
+                # system's limit: the same problem, found before any runner starts.
+                return (
+                    f"{long_path_problem(current)} (a workspace below TMPDIR leaves {room} "
+                    "bytes for a path inside it)"
+                )
             mode = entry.info.st_mode
             if stat.S_ISDIR(mode):
                 continue
