@@ -184,3 +184,32 @@ def test_the_warning_names_every_skill_that_holds_the_text() -> None:
     assert not_unique_warnings(skills)[0].startswith(
         "a: no 200 characters are unique to it (shared with b, c);"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'base64 "/w/p/.claude/skills/quoted-skill"/SKILL.md',
+        "xxd '/w/p/.claude/skills/quoted-skill'/SKILL.md",
+        "rev < ./.claude/skills/quoted-skill/./SKILL.md",
+    ],
+)
+def test_a_quoted_or_dotted_skill_md_path_is_listed_without_skill(
+    tmp_path: Path, command: str
+) -> None:
+    events = [
+        {"type": "system", "subtype": "init", "cwd": "/w/p", "session_id": "s", "tools": ["Bash"]},
+        {"type": "assistant", "message": {"id": "m1", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": command}}]}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "LS0tCm5h", "is_error": False}
+        ]}},
+        {"type": "result", "subtype": "success", "is_error": False, "duration_api_ms": 3},
+    ]  # fmt: skip
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    items, stderr = _evidence("--agent", "claude-code", str(transcript))
+    assert [(i["skill"], i["state"], i["delivery"]) for i in items] == [
+        ("quoted-skill", "unverified", "read")
+    ]
+    assert stderr.count(NOTE) == 1

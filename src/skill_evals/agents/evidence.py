@@ -300,6 +300,21 @@ _MAX_NAME = 128  # skill names are at most 64 characters; folders a little more
 _MAX_SCANNED = 256 * 1024  # characters of one tool-input string looked at for paths
 
 
+def _name_end(text: str, at: int) -> int:
+    """Where the folder name before the ``/SKILL.md`` at ``at`` ends: past a closing quote
+    (``"…/x"/SKILL.md`` is the path ``…/x/SKILL.md`` to a shell) and ``/.`` parts
+    (``x/./SKILL.md``); bounded steps."""
+    end = at
+    for _ in range(8):
+        if end > 0 and text[end - 1] in "'\"":
+            end -= 1
+        elif end > 1 and text[end - 2 : end] == "/.":
+            end -= 2
+        else:
+            break
+    return end
+
+
 def skills_named(text: str, known: frozenset[str] | None) -> list[str]:
     """Skills whose ``<name>/SKILL.md`` path a text (a command, an argument) names, in order,
     each once: only ``known`` names, or (``known`` None) any folder name. Naming a path is
@@ -309,10 +324,11 @@ def skills_named(text: str, known: frozenset[str] | None) -> list[str]:
     found: dict[str, None] = {}
     at = text.find(_NAME_END)
     while at >= 0:
-        start = at
-        while start > 0 and at - start < _MAX_NAME and text[start - 1] not in _NAME_STOP:
+        end = _name_end(text, at)
+        start = end
+        while start > 0 and end - start < _MAX_NAME and text[start - 1] not in _NAME_STOP:
             start -= 1
-        name = text[start:at]
+        name = text[start:end]
         if known is not None:
             if name in known:
                 found.setdefault(name, None)
