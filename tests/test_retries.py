@@ -38,7 +38,7 @@ def test_the_runners_reason_is_the_failure_whatever_its_exit_status(tmp_path: Pa
     result = run_invocation(spec(*flaky(tmp_path / "s", 1, "final")))
     assert isinstance(result.outcome, RunnerFailure)
     # Control characters are removed (the ESC sequence and the line break).
-    assert result.outcome.reason == "runner: HTTP 429 rate limited[31m retry-after 2s"
+    assert result.outcome.reason == "runner: HTTP 429 rate limited\\u001b[31m retry-after 2s"
     assert result.retryable is False
     result = run_invocation(spec(*flaky(tmp_path / "r", 1)))
     assert result.retryable is True
@@ -62,7 +62,9 @@ def test_a_malformed_runner_error_line_is_a_failure_without_its_text(tmp_path: P
         ),
         (b'{"runnerError": "overloaded", "retryable": true}', "runner: overloaded", True),
         (b'{"runnerError": "no retry key"}', "runner: no retry key", False),
-        (b'{"runnerError": "\\u0000\\u202e\\u2028"}', "runner: (no reason given)", False),
+        (b'{"runnerError": "\\u0000\\u202e\\u2028"}', "runner: \\u0000\\u202e\\u2028", False),
+        (b'{"runnerError": " \\t\\n "}', "runner: (no reason given)", False),
+        (b'{"runnerError": "a\\u200bb\\r\\nc"}', "runner: a\\u200bb c", False),
         (b'{"runnerError": 5, "retryable": true}', None, False),
         (b'{"runnerError": "x", "retryable": "yes"}', None, False),
     ],
@@ -196,7 +198,7 @@ def test_retries_option_range_and_report(tmp_path: Path) -> None:
     assert proc.returncode == 7
     assert report["runner"]["retried"] == 0
     assert {f["reason"] for f in report["runner"]["failures"]} == {
-        "runner: HTTP 429 rate limited[31m retry-after 2s"
+        "runner: HTTP 429 rate limited\\u001b[31m retry-after 2s"
     }
     assert "retried" in load_schema("report.schema.json")["$defs"]["runner"]["properties"]
 

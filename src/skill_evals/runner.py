@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import shlex
 import signal
 import subprocess
 import threading
 import time
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -79,19 +79,22 @@ class RunnerError:
 
 
 def runner_reason(text: str) -> str:
-    """``runner: <text>`` with control, format and separator characters removed (a reason is
-    one line, safe for terminals and annotations) and cut at RUNNER_REASON_CHARS."""
-    table = {
-        ord(char): " " if char.isspace() else None  # a line break or tab still parts words
-        for char in set(text)
-        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Cs")
-    }
-    cleaned = " ".join(text.translate(table).split())  # runs of blanks made one space
+    """``runner: <text>`` on one line, cut at RUNNER_REASON_CHARS: blanks (line breaks and tabs
+    included) collapse to one space, and every control, format or separator character is
+    written ``\\uXXXX`` (the one rule of every output), so the reason is safe for terminals and
+    annotations and hides nothing."""
+    from .terminal import terminal_safe
+
+    cleaned = terminal_safe(_BLANKS.sub(" ", text).strip(" "))
     while cleaned.lower().startswith("runner:"):  # a reason says "runner:" once
         cleaned = cleaned[len("runner:") :].lstrip()
     if len(cleaned) > RUNNER_REASON_CHARS:
         cleaned = cleaned[: RUNNER_REASON_CHARS - 1] + "…"
     return f"runner: {cleaned or '(no reason given)'}"
+
+
+# Runs of blanks, U+2028/U+2029 excepted (str.split() counts them as blanks; they are shown).
+_BLANKS = re.compile(r"[^\S\u2028\u2029]+")
 
 
 def parse_runner_error(data: bytes) -> RunnerError | None:
