@@ -85,6 +85,26 @@ def test_require_env_is_not_required_by_the_simulated_runner(tmp_path: Path) -> 
     assert {s["status"] for s in _skills(out2).values()} == {"evaluated"}
 
 
+def test_a_command_that_only_mentions_the_simulation_still_needs_the_variables(
+    tmp_path: Path,
+) -> None:
+    """A shell line or wrapper that runs the simulation and then something else is another
+    runner: its require-env variables are required."""
+    repo = _env_repo(
+        tmp_path,
+        "runner: sh -c 'skill-evals runner simulated; my-agent'\ntrials: 1\n"
+        "require-env: [SKILL_EVALS_TEST_KEY_THAT_IS_UNSET]\n"
+        "overrides:\n  alpha:\n    runner: python3 -m skill_evals runner simulated\n",
+    )
+    env = {"SKILL_EVALS_TEST_KEY_THAT_IS_UNSET": "", "TMPDIR": str(tmp_path)}
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--all", "--out", str(out)], repo, env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    skills = _skills(out)
+    assert skills["alpha"]["status"] == "evaluated"  # exactly the simulation
+    assert skills["beta"]["status"] == "skipped"  # a shell line that mentions it
+
+
 def test_a_runner_reason_says_runner_once() -> None:
     from skill_evals.runner import parse_runner_error, runner_reason
 

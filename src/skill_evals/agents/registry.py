@@ -110,9 +110,10 @@ def agent(name: str) -> Agent:
     return entry(name).load()
 
 
-def builtin_agent(command: str | None) -> str | None:
-    """The agent of a ``skill-evals runner <agent>`` (or ``python -m skill_evals runner
-    <agent>``) command line, the simulation excepted; None for any other command."""
+def shipped_runner(command: str | None) -> str | None:
+    """The runner of a ``skill-evals runner <name>`` (or ``python -m skill_evals runner
+    <name>``) command line — an agent's name or ``simulated`` — when the command is exactly
+    that runner (a wrapper or shell around it is another runner); None otherwise."""
     try:
         argv = shlex.split(command or "")
     except ValueError:
@@ -128,6 +129,13 @@ def builtin_agent(command: str | None) -> str | None:
         return None
     while rest and rest[0].startswith("-"):  # the group's own options, e.g. --debug
         rest = rest[1:]
-    if len(rest) >= 2 and rest[0] == "runner" and rest[1] in names():
+    if len(rest) >= 2 and rest[0] == "runner" and rest[1] in (*names(), "simulated"):
         return rest[1]
     return None
+
+
+def builtin_agent(command: str | None) -> str | None:
+    """The agent of a shipped agent runner's command line (the simulation excepted); None for
+    any other command."""
+    runner = shipped_runner(command)
+    return None if runner == "simulated" else runner

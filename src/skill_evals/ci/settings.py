@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.evidence import EvidencePatterns
-from ..agents.simulated import is_simulated_command
+from ..agents.registry import shipped_runner
 from ..cache_settings import CacheSettings, parse_max_age
 from ..cases import DEFAULT_CASES_FILES
 from ..compare import CompareGates
@@ -76,8 +76,9 @@ class SkillSettings:
 
     def missing_env(self, env: Mapping[str, str]) -> list[str]:
         """The ``require-env`` variables empty or unset in ``env``. None are required when the
-        runner in effect is the simulation: it calls no model, so it needs no key."""
-        if is_simulated_command(self.runner):
+        runner in effect is the simulation itself (it calls no model, so it needs no key); a
+        command that merely mentions it (a wrapper, a shell line) still needs them."""
+        if shipped_runner(self.runner) == "simulated":
             return []
         return [name for name in self.require_env if not env.get(name)]
 
