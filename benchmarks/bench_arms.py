@@ -17,7 +17,7 @@ from _common import verdict, write_skill
 from _scripted import SKILL, options, write_suite
 
 from skill_evals.pipeline import run_test
-from skill_evals.scope import ArmOptions
+from skill_evals.plan.scope import ArmOptions
 
 
 def main() -> int:

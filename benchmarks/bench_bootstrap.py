@@ -13,7 +13,7 @@ import sys
 
 from _common import median_seconds, verdict
 
-from skill_evals.stats import bootstrap_interval
+from skill_evals.score.stats import bootstrap_interval
 
 
 def main() -> int:

@@ -27,7 +27,7 @@ from statistics import median
 from _common import verdict, write_cases, write_skill
 
 from skill_evals.pipeline import TestOptions, run_test
-from skill_evals.render.json import render_json
+from skill_evals.report.json import render_json
 
 CASES = 2000
 TRIALS = 100

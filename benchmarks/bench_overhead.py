@@ -17,7 +17,7 @@ from pathlib import Path
 
 from _common import verdict
 
-from skill_evals.runner import InvocationSpec, invocation_env, run_invocation
+from skill_evals.run.runner import InvocationSpec, invocation_env, run_invocation
 
 RUNNER = (
     "import json,os,sys;sys.stdin.read();"

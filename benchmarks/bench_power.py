@@ -31,7 +31,7 @@ from fractions import Fraction
 
 import _common  # noqa: F401  (puts src/ on the path)
 
-from skill_evals.stats import bootstrap_interval, sign_test
+from skill_evals.score.stats import bootstrap_interval, sign_test
 
 GAINS = (0.2, 0.3, 0.5)
 TRIALS = (1, 3, 5)

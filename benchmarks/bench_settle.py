@@ -32,7 +32,7 @@ from _common import verdict, write_skill
 from _scripted import SKILL, options, write_suite
 
 from skill_evals.pipeline import TestOptions, run_test
-from skill_evals.scope import ArmOptions
+from skill_evals.plan.scope import ArmOptions
 
 GATES = {"min_trigger_f1": 0.7, "min_uplift": 0.0}
 

@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from skill_evals.cases import Case, CaseSuite
 from skill_evals.checks import Task
 from skill_evals.checks.model import ExitCode, IncludesAll, JsonEquals
-from skill_evals.execute import ExecutionResult
-from skill_evals.observations import Observation, RunnerFailure
-from skill_evals.report_blocks import Settings
-from skill_evals.skill import Skill
+from skill_evals.report.blocks import Settings
+from skill_evals.run.execute import ExecutionResult
+from skill_evals.run.observations import Observation, RunnerFailure
+from skill_evals.suite.cases import Case, CaseSuite
+from skill_evals.suite.skill import Skill
 
 SKILL = "refund-policy"
 PROMPT_MARK = "PROMPT-SECRET-7c1f"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from skill_evals.cases import CASE_FIELDS, YAML_ONLY_FIELDS
 from skill_evals.schemas import load_schema
+from skill_evals.suite.cases import CASE_FIELDS, YAML_ONLY_FIELDS
 from tests.conftest import REPO
 
 DOCS = sorted([REPO / "README.md", *(REPO / "docs").rglob("*.md")])
@@ -101,7 +101,7 @@ def check_names() -> tuple[str, ...]:
     try:
         from skill_evals.checks.parse import FIELDS
     except ImportError:
-        from skill_evals.cases import CHECK_KINDS
+        from skill_evals.suite.cases import CHECK_KINDS
 
         return tuple(CHECK_KINDS)
     return tuple(FIELDS)
@@ -127,7 +127,7 @@ def test_config_example_in_the_docs_is_valid() -> None:
 
 
 def test_json_examples_in_the_cases_page_are_valid_cases(tmp_path: Path) -> None:
-    from skill_evals.cases import load_cases
+    from skill_evals.suite.cases import load_cases
 
     text = (REPO / "docs" / "cases.md").read_text(encoding="utf-8")
     lines = [

@@ -21,12 +21,12 @@ def main() -> NoReturn:
             sys.exit(130)
         except Exception as exc:  # as the full command line reports one (exit 70)
             from .codes import INTERNAL
-            from .terminal import terminal_safe
+            from .escaping.terminal import terminal_safe
 
             print(f"skill-evals: internal error: {type(exc).__name__}: {terminal_safe(exc)}",
                   file=sys.stderr)  # fmt: skip
             sys.exit(INTERNAL)
         sys.exit(0)
-    from .cli import main as cli_main
+    from .cli.main import main as cli_main
 
     cli_main()

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from .observations import Observation, RunnerFailure
+    from .run.observations import Observation, RunnerFailure
 
 Severity = Literal["error", "warning", "note"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "note")
@@ -64,7 +64,7 @@ def runner_warnings(observations: Iterable[Observation]) -> list[str]:
     """The distinct ``warnings`` of the runner lines, in first-seen order, each as one safe line
     ``runner: <text>``: blanks collapsed, control and invisible characters written ``\\uXXXX``
     (terminal-escaped, so every output shows them the same way)."""
-    from .terminal import terminal_safe
+    from .escaping.terminal import terminal_safe
 
     seen: dict[str, None] = {}
     for observation in observations:

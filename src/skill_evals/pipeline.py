@@ -15,22 +15,22 @@ from pathlib import Path
 from .agents import simulated
 from .agents.registry import builtin_agent
 from .agents.workspace import JUDGING_FILES
-from .cache_settings import CacheSettings
-from .cases import MIN_UNITS, CaseSuite, load_cases
+from .cache.run import check_cache_dir, finish_cache, open_cache, suite_paths
+from .cache.settings import CacheSettings
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
-from .evaluate import evaluate
-from .execute import ExecutionPlan, ExecutionResult, Progress, SettleSpec, execute
-from .exposed import exposure_warnings, runner_neighbours
-from .observations import Observation, Variant
-from .outputs import HeldOutputs, holds_records, output_problem
-from .record_lock import RecordLocks
-from .records import load_observations, load_recorded
-from .report_blocks import Report, Settings, error_report
-from .run_cache import check_cache_dir, finish_cache, open_cache, suite_paths
-from .runner import split_command
-from .scope import ArmOptions, load_baseline, plan_scope, settle_gates
-from .skill import Skill, directory_sha256, load_skill
-from .workspace import check_keep_dir
+from .plan.scope import ArmOptions, load_baseline, plan_scope, settle_gates
+from .report.blocks import Report, Settings, error_report
+from .report.outputs import HeldOutputs, holds_records, output_problem
+from .run.execute import ExecutionPlan, ExecutionResult, Progress, SettleSpec, execute
+from .run.exposed import exposure_warnings, runner_neighbours
+from .run.observations import Observation, Variant
+from .run.record_lock import RecordLocks
+from .run.records import load_observations, load_recorded
+from .run.runner import split_command
+from .run.workspace import check_keep_dir
+from .score.evaluate import evaluate
+from .suite.cases import MIN_UNITS, CaseSuite, load_cases
+from .suite.skill import Skill, directory_sha256, load_skill
 
 
 @dataclass(frozen=True)

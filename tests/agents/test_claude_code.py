@@ -32,7 +32,7 @@ from skill_evals.agents.base import (
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.environment import secret_names
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
-from skill_evals.stats import bootstrap_interval
+from skill_evals.score.stats import bootstrap_interval
 from tests.agents.conftest import agent_binary, files_holding, workspaces_in
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.agents.scripts import shape_body, shape_description

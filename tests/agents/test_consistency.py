@@ -167,7 +167,7 @@ def test_every_registered_agent_is_tested_here_documented_and_a_runner() -> None
     from click.testing import CliRunner
 
     from skill_evals.agents.registry import ENTRIES
-    from skill_evals.cli import cli
+    from skill_evals.cli.main import cli
 
     assert list(AGENTS) == agent_names()
     docs = Path(__file__).resolve().parents[2] / "docs" / "agents"

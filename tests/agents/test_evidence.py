@@ -449,7 +449,7 @@ def test_evidence_command_has_one_shape_for_every_agent(
     name as the agent recorded it>" / "mcp resource <uri>"; ``index`` = the 0-based line of the
     event that *completed* the load. Custom config patterns work for every agent; a failed call
     is never a load."""
-    from skill_evals.cli import main
+    from skill_evals.cli.main import main
 
     make, builtin_tool, custom_tool = TRANSCRIPTS[agent]
     transcript = tmp_path / "t.jsonl"

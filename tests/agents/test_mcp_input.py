@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import skill_evals.jsonl
+import skill_evals.suite.jsonl
 from skill_evals.agents.mcp_server import (
     MAX_BATCH_MESSAGES,
     MAX_MESSAGE_BYTES,
@@ -210,7 +210,7 @@ def test_symlinked_skill_md_is_refused(tmp_path: Path) -> None:
 
 def test_oversized_skill_md_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     skill = write_skill(tmp_path, "big", body="x" * 500)
-    monkeypatch.setattr(skill_evals.jsonl, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(skill_evals.suite.jsonl, "MAX_FILE_BYTES", 100)
     with pytest.raises(ValueError, match=r"SKILL\.md.*limit is 100 bytes"):
         SkillServer.from_dirs([skill])
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from skill_evals.ci.base_skills import BaseSkills, compare_ref, load_base_skills
 from skill_evals.ci.settings import CiConfig
-from skill_evals.skill import directory_sha256
+from skill_evals.suite.skill import directory_sha256
 
 from .conftest import commit_all, git, make_repo
 

@@ -17,7 +17,7 @@ from skill_evals.ci.fingerprint import worktree_states
 from skill_evals.ci.git_tree import GitTree
 from skill_evals.ci.settings import CiConfig
 from skill_evals.errors import InvalidInput
-from skill_evals.skill import directory_sha256
+from skill_evals.suite.skill import directory_sha256
 from tests.conftest import write_skill
 
 from .conftest import commit_all, git, make_repo, run_cli

@@ -21,7 +21,7 @@ import pytest
 from cmarkgfm.cmark import Options
 
 from skill_evals.ci.summary import MARKER
-from skill_evals.render.md_text import code_span
+from skill_evals.report.md_text import code_span
 
 from .conftest import SIMULATED, build_repo, run_cli
 

@@ -72,7 +72,7 @@ evidence:
 
 
 def test_comparison_gates_and_their_overrides(tmp_path: Path) -> None:
-    from skill_evals.compare import CompareGates
+    from skill_evals.score.compare import CompareGates
 
     config = load_config(
         write(

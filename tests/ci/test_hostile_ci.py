@@ -21,7 +21,7 @@ from skill_evals.ci import git as ci_git
 from skill_evals.ci.skill_runs import safe_file_name
 from skill_evals.ci.summary import MARKER, render_comment, render_summary
 from skill_evals.ci.workflow import annotation, workflow_escape
-from skill_evals.render.html import render_html
+from skill_evals.report.html import render_html
 from tests.conftest import write_skill
 
 from .conftest import SIMULATED, cases_for, commit_all, gh_env, make_repo, run_cli

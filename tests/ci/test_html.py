@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from skill_evals.render.html import render_html
+from skill_evals.report.html import render_html
 
 from .test_gate import HOSTILE_IDS, hostile_report
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from skill_evals.render.junit import SuiteInput, render_junit
-from skill_evals.render.junit_xml import MAX_ATTRIBUTE_CHARS
+from skill_evals.report.junit import SuiteInput, render_junit
+from skill_evals.report.junit_xml import MAX_ATTRIBUTE_CHARS
 from tests.conftest import REPO, write_jsonl, write_skill
 
 from .conftest import commit_all, make_repo, run_cli

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from ..frontmatter import parse_frontmatter
+from ..suite.frontmatter import parse_frontmatter
 
 Variant = Literal["with", "without"]
 Delivery = Literal["native", "mcp"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ..terminal import terminal_safe
+from ..escaping.terminal import terminal_safe
 from .base import RunnerError
 
 _STATUS = re.compile(r"(?<![\d.])([1-5]\d\d)(?![\d.])")

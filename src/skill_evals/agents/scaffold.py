@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from ..observations import MAX_TOOL_CALLS
-from ..terminal import terminal_safe
+from ..escaping.terminal import terminal_safe
+from ..run.observations import MAX_TOOL_CALLS
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, SkillRef, skill_ref
 from .content import index_skills, not_unique_warnings
 from .environment import agent_env, find_binary

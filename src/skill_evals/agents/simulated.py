@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..frontmatter import parse_frontmatter
+from ..suite.frontmatter import parse_frontmatter
 from .base import AgentInvocation, AgentResult, RunnerSetupError
 
 MIN_SHARED_WORDS = 2
@@ -278,7 +278,7 @@ def run(invocation: AgentInvocation) -> AgentResult:
 def main() -> None:
     """`skill-evals runner simulated`: one invocation from the environment and stdin, the
     contract line on stdout; exit 2 with a runnerError line when the invocation is unusable."""
-    from ..terminal import terminal_safe
+    from ..escaping.terminal import terminal_safe
     from .base import read_invocation
 
     try:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
-from ..walks import copy_tree, remove_tree, walk
+from ..suite.walks import copy_tree, remove_tree, walk
 from .base import RunnerSetupError, SkillRef
 
 PARENT_PREFIX = "skill-evals-runs-"

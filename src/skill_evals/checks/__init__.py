@@ -13,7 +13,7 @@ from .parse import parse_task
 from .regex import RegexPool
 
 if TYPE_CHECKING:
-    from ..observations import Observation
+    from ..run.observations import Observation
 
 __all__ = [
     "PASSED",

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..helper_commands import describe_exit, run_quiet, scrubbed_env, substitute
-from ..jsonl import loads_strict
+from ..run.helper_commands import describe_exit, run_quiet, scrubbed_env, substitute
+from ..suite.jsonl import loads_strict
 from .model import (
     CHECK_SECONDS,
     PASSED,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..jsonl import loads_strict
+from ..suite.jsonl import loads_strict
 from .model import (
     PASSED,
     Budget,
@@ -22,7 +22,7 @@ from .model import (
 )
 
 if TYPE_CHECKING:
-    from ..observations import Observation, ToolCall
+    from ..run.observations import Observation, ToolCall
 
 
 class Matcher(Protocol):

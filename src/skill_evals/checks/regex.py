@@ -17,7 +17,7 @@ import threading
 import time
 from types import TracebackType
 
-from ..processes import forget_child, start_child
+from ..run.processes import forget_child, start_child
 from .model import CHECK_SECONDS
 from .parse import compile_flags
 

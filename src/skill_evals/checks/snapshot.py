@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..walks import MAX_DEPTH, MAX_ENTRIES, depth_problem
+from ..suite.walks import MAX_DEPTH, MAX_ENTRIES, depth_problem
 
 MAX_FILES = MAX_ENTRIES  # files and directories
 MAX_BYTES = 1_000_000_000

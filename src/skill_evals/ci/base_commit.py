@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import InvalidInput
-from ..walks import MAX_DEPTH, MAX_ENTRIES, depth_problem, entries_problem
+from ..suite.walks import MAX_DEPTH, MAX_ENTRIES, depth_problem, entries_problem
 from .config import CONFIG_NAMES, parse_config
 from .discovery import discover
 from .fingerprint import SkillState, dirhash_lines, fingerprint

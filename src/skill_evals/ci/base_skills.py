@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InvalidInput
-from ..skill import directory_sha256
-from ..walks import remove_tree
-from ..workspace import safe_name
+from ..run.workspace import safe_name
+from ..suite.skill import directory_sha256
+from ..suite.walks import remove_tree
 from .base_commit import base_config, git_states
 from .fingerprint import SkillState
 from .git import GitError, in_git_repo, resolve_commit

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..run_control import Budget
+from ..plan.run_control import Budget
 
 
 @dataclass

@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import click
 
-from ..cli_common import FloatRange, fail
-from ..terminal import terminal_safe
+from ..cli.common import FloatRange, fail
+from ..escaping.terminal import terminal_safe
 
 DEFAULT_OUT = "skill-evals-report"
 
@@ -184,7 +184,7 @@ def ci_options(
     if kwargs.get("runner") is not None and not kwargs["runner"].strip():
         fail("--runner: give a command, e.g. 'skill-evals runner simulated'")
     if kwargs.get("cache_max_age") is not None:
-        from ..cache_settings import parse_max_age
+        from ..cache.settings import parse_max_age
         from ..errors import InvalidInput
 
         try:

@@ -14,9 +14,9 @@ from typing import Any
 
 import click
 
-from ..cli_common import fail
-from ..helptext import CONTEXT, epilog
-from ..interrupts import sigterm_interrupts
+from ..cli.common import fail
+from ..cli.helptext import CONTEXT, epilog
+from ..run.interrupts import sigterm_interrupts
 from .command_options import DEFAULT_OUT, ci_options, say, selection_options
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import click
 
-from ..cli_common import fail
-from ..helptext import CONTEXT, epilog
+from ..cli.common import fail
+from ..cli.helptext import CONTEXT, epilog
 from .command_options import base_choice, base_option, config_option, lock_option, say
 
 CONFIG_HELP = "The config file. Default: .skill-evals.yml at the root, when present."

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import EvalError
-from ..render.md_text import is_skill_name
+from ..report.md_text import is_skill_name
 from .discovery import WorkTree, skill_dirs, skill_name
 
 MAX_NAMES = 10_000

@@ -18,8 +18,8 @@ import yaml
 
 from ..agents.evidence import EvidencePatterns
 from ..errors import InvalidInput
-from ..jsonl import MAX_FILE_BYTES
-from ..yamldoc import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
+from ..suite.jsonl import MAX_FILE_BYTES
+from ..suite.yamldoc import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
 from .settings import (
     DEFAULT_CACHE_MAX_AGE,
     DEFAULT_LOCK,

@@ -9,8 +9,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from ..escaping.terminal import terminal_safe
 from ..messages import by_severity, severities_of
-from ..terminal import terminal_safe
 from . import workflow
 
 MAX_ANNOTATIONS = 50

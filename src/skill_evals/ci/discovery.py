@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import InvalidInput
-from ..jsonl import MAX_FILE_BYTES
-from ..terminal import terminal_safe
-from ..walks import MAX_DEPTH, walk
+from ..escaping.terminal import terminal_safe
+from ..suite.jsonl import MAX_FILE_BYTES
+from ..suite.walks import MAX_DEPTH, walk
 from .settings import DEFAULT_CASES, CiConfig, SkillSettings
 from .untrusted import read_bounded
 
@@ -217,7 +217,7 @@ def skill_dirs(tree: Tree, globs: tuple[str, ...] | None) -> tuple[list[str], li
 
 def skill_name(tree: Tree, path: str, root_name: str) -> str:
     """``name`` from the SKILL.md frontmatter, else the directory's name (docs/inputs.md)."""
-    from ..skill import parse_frontmatter
+    from ..suite.skill import parse_frontmatter
 
     fallback = root_name if path == "." else posixpath.basename(path)
     data = tree.read(_join(path, "SKILL.md"))

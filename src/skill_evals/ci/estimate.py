@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..arms import Arm, ArmPlan, parse_arms
-from ..cache import ObservationCache
-from ..cache_key import Uncacheable, runner_identity
-from ..cases import load_cases
+from ..cache.key import Uncacheable, runner_identity
+from ..cache.run import suite_paths
+from ..cache.store import ObservationCache
 from ..errors import InvalidInput
+from ..escaping.terminal import terminal_safe
 from ..pipeline import is_builtin_runner
-from ..run_cache import suite_paths
-from ..runner import split_command
-from ..skill import load_skill
-from ..terminal import terminal_safe
+from ..plan.arms import Arm, ArmPlan, parse_arms
+from ..run.runner import split_command
+from ..suite.cases import load_cases
+from ..suite.skill import load_skill
 from .base_skills import BaseSkills
 from .fingerprint import SkillState
 

@@ -47,8 +47,8 @@ def dirhash_lines(entries: Iterable[tuple[str, str, bool]]) -> str:
     """The directorySha256 from (relative path, hex sha256 of the bytes, owner-executable)
     triples: sha256 of ``"<sha>  <path>\\n"`` lines (``"<sha> x <path>\\n"`` for an executable
     file) sorted by the path's UTF-8 bytes (Go's dirhash.Hash1 in hex, plus the executable bit),
-    exactly as :func:`skill_evals.skill.directory_sha256` computes it from a working tree."""
-    from ..skill import hash_line
+    exactly as :func:`skill_evals.suite.skill.directory_sha256` computes it from a working tree."""
+    from ..suite.skill import hash_line
 
     digest = hashlib.sha256()
     encoded = [(path.encode("utf-8", "surrogateescape"), sha, x) for path, sha, x in entries]
@@ -75,7 +75,7 @@ def fingerprint(directory_sha256: str, cases_sha256: str | None, settings: Skill
 def file_sha256(path: Path) -> str:
     """SHA-256 (hex) of a regular file's bytes, read in blocks (InvalidInput for a symlink,
     FIFO or device: the open never blocks, and such a cases file is refused anyway)."""
-    from ..jsonl import open_regular_file
+    from ..suite.jsonl import open_regular_file
 
     digest = hashlib.sha256()
     with os.fdopen(open_regular_file(path, "cases file"), "rb") as fh:
@@ -86,8 +86,8 @@ def file_sha256(path: Path) -> str:
 
 def worktree_states(root: Path, locations: Iterable[SkillLocation]) -> list[SkillState]:
     """Hash every skill of the working tree at ``root``."""
-    from ..skill import directory_sha256
-    from ..walks import TreeTooLarge
+    from ..suite.skill import directory_sha256
+    from ..suite.walks import TreeTooLarge
 
     states: list[SkillState] = []
     for location in locations:

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from ..codes import INTERRUPTED, combine
 from ..errors import InvalidInput
-from ..render.answers import Answers
+from ..report.answers import Answers
 from . import workflow
 from .console import Console, annotate
 from .outputs import build_report, prepare_out, write_outputs

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsonl import loads_strict
+from ..suite.jsonl import loads_strict
 from .untrusted import MAX_JSON_DEPTH, json_depth
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..codes import combine
-from ..jsonl import MAX_FILE_BYTES
+from ..suite.jsonl import MAX_FILE_BYTES
 from .comment_names import repository_skill_names
 from .console import Console, annotate
 from .outputs import build_report, prepare_out, write_outputs

@@ -15,7 +15,7 @@ from typing import Any
 from .. import __version__
 from ..codes import STATUS_BY_CODE
 from ..errors import InvalidInput
-from ..render.answers import Answers
+from ..report.answers import Answers
 from . import github, workflow
 from .console import Console
 from .schema import SCHEMA_VERSION
@@ -117,8 +117,8 @@ def write_outputs(
     ``$GITHUB_OUTPUT`` and (with ``comment``) the sticky PR comment. ``answers`` (skill path →
     answer texts, include-outputs) go into report.html only; ``names`` are the skill names of
     the checked-out repository, the only report strings the comment writes as plain text."""
-    from ..render.html import render_html
-    from ..route.render_html import ci_routing_html
+    from ..report.html import render_html
+    from ..report.route_html import ci_routing_html
     from .summary import render_comment, render_summary
 
     out.mkdir(parents=True, exist_ok=True)
@@ -167,7 +167,7 @@ def render_ci_junit(ci_report: dict[str, Any]) -> str:
     """JUnit for the gate: evaluated skills with their reports, skipped skills <skipped>,
     a skill without cases as a <failure> (or <skipped> when allowed). Unchanged skills are
     left out: they were not tested in this run."""
-    from ..render.junit import SuiteInput, render_junit
+    from ..report.junit import SuiteInput, render_junit
 
     suites: list[SuiteInput] = []
     for skill in ci_report.get("skills", []):
@@ -184,8 +184,8 @@ def render_ci_junit(ci_report: dict[str, Any]) -> str:
 
 def _routing_suites(routing: object) -> list[tuple[Any, Mapping[str, Any] | None]]:
     """The routing entry's testsuite: the route report's own, or one skipped testcase."""
-    from ..render.junit_xml import Suite
-    from ..route.render_junit import SUITE_NAME, routing_suite
+    from ..report.junit_xml import Suite
+    from ..report.route_junit import SUITE_NAME, routing_suite
 
     if not isinstance(routing, Mapping) or routing.get("status") == "unchanged":
         return []

@@ -221,8 +221,8 @@ def routing_result(
 
 def evaluate_routing(state: RoutingState, reason: str, run: RoutingRun) -> dict[str, Any]:
     """Run the routing evaluation (`skill-evals route` over the catalog) and return its entry."""
-    from ..progress import ProgressPrinter
-    from ..route.pipeline import RouteOptions, run_route
+    from ..pipeline_route import RouteOptions, run_route
+    from ..run.progress import ProgressPrinter
 
     settings = state.settings
     console = run.console

@@ -12,10 +12,10 @@ from typing import Any
 
 from ..agents.evidence import EvidencePatterns
 from ..agents.registry import shipped_runner
-from ..cache_settings import CacheSettings, parse_max_age
-from ..cases import DEFAULT_CASES_FILES
-from ..compare import CompareGates
-from ..run_control import Budget
+from ..cache.settings import CacheSettings, parse_max_age
+from ..plan.run_control import Budget
+from ..score.compare import CompareGates
+from ..suite.cases import DEFAULT_CASES_FILES
 
 DEFAULT_LOCK = ".skill-evals.lock.json"
 DEFAULT_CASES = DEFAULT_CASES_FILES

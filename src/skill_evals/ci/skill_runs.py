@@ -16,9 +16,9 @@ from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
 from ..messages import join_clauses
-from ..record_lock import RecordLocks
-from ..render.answers import Answers
-from ..scope import ArmOptions
+from ..plan.scope import ArmOptions
+from ..report.answers import Answers
+from ..run.record_lock import RecordLocks
 from .base_commit import event_base_sha
 from .base_skills import CompareBase, compare_ref
 from .budget import TotalBudget
@@ -103,7 +103,7 @@ def evaluate_skills(
     and return the report entries of every skill, unchanged ones included, in workspace
     order. ``answers`` collects answer texts per skill path for ``include-outputs``."""
     from ..pipeline import TestOptions, run_test
-    from ..progress import ProgressPrinter
+    from ..run.progress import ProgressPrinter
 
     chosen_paths = {s.path for s in chosen}
     entries: dict[str, dict[str, Any]] = {}

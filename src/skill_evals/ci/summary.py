@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..agents.simulated import ARTEFACTS
-from ..render.diagnosis import sections
-from ..render.md_text import fork_safe, md_number
-from ..render.text import task_failures
-from ..route.render_markdown import ci_routing_markdown
+from ..report.diagnosis import sections
+from ..report.md_text import fork_safe, md_number
+from ..report.route_markdown import ci_routing_markdown
+from ..report.text import task_failures
 from .summary_chart import pass_rate_chart
 from .summary_scope import comparison_bullets, ledger_table, scope_bullets
 
@@ -42,7 +42,7 @@ _CI_STATUSES = frozenset({"evaluated", "unchanged", "skipped", "no-cases"})
 
 
 def _esc(value: object) -> str:
-    from ..render.md_text import md_text
+    from ..report.md_text import md_text
 
     return md_text(value)
 
@@ -87,7 +87,7 @@ def _uplift_cell(report: dict[str, Any] | None) -> str:
 def partial_mark(report: dict[str, Any]) -> str:
     """`` (partial: 18 of 40, not decided)`` after a figure that rests on part of the planned
     runs (`` (stopped early: …)`` when a settle check decided the verdict), else ""."""
-    from ..render.diagnosis import partial_suffix
+    from ..report.diagnosis import partial_suffix
 
     return partial_suffix(report)
 

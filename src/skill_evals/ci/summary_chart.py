@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..render.md_text import md_text as _esc
+from ..report.md_text import md_text as _esc
 
 
 def _bar(rate: float, width: int = 20) -> str:

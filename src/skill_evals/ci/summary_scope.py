@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..render.comparison import (
+from ..report.comparison import (
     comparison_lines,
     report_ledger,
     scope_notes,
@@ -16,7 +16,7 @@ from ..render.comparison import (
 
 
 def _esc(value: object) -> str:
-    from ..render.md_text import md_text
+    from ..report.md_text import md_text
 
     return md_text(value)
 
@@ -33,7 +33,7 @@ def _num(value: object, spec: str) -> str:
 
 
 def _int(ledger: Mapping[str, Any], key: str) -> str:
-    from ..render.md_text import md_number
+    from ..report.md_text import md_number
 
     return md_number(ledger.get(key, 0))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
-from ..jsonl import loads_strict
+from ..suite.jsonl import loads_strict
 
 MAX_JSON_DEPTH = 64
 _CHUNK = 1 << 20

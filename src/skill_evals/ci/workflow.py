@@ -14,7 +14,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Mapping
 
-from ..invisible import escape_char, is_invisible
+from ..escaping.invisible import escape_char, is_invisible
 
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 LEVELS = frozenset({"error", "warning", "notice"})

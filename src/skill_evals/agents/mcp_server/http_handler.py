@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from ... import __version__
-from ...terminal import terminal_safe
+from ...escaping.terminal import terminal_safe
 from .connections import ConnectionSlots, DeadlineReader, DeadlineWriter, HttpLimits
 from .http_headers import (
     LOOPBACK_HOSTS,

@@ -14,7 +14,7 @@ import re
 from itertools import accumulate, repeat
 from typing import Any
 
-from ...jsonl import loads_strict
+from ...suite.jsonl import loads_strict
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

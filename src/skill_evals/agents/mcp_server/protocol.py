@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import __version__
-from ...terminal import terminal_safe
+from ...escaping.terminal import terminal_safe
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InvalidInput
-from ...jsonl import read_regular_file
+from ...suite.jsonl import read_regular_file
 from ..base import RunnerSetupError, skill_ref
 
 # Names a tool name can carry and map back unambiguously (``load_<name>_skill``, ``-`` ↔ ``_``).

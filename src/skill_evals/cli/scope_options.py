@@ -1,0 +1,133 @@
+"""`skill-evals test` options for the baseline comparison, the arms, budgets and the early stop
+(docs/comparison.md): the click options and their translation into ArmOptions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .common import FloatRange
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+NAMES = (
+    "baseline",
+    "arms",
+    "max_invocations",
+    "max_cost_usd",
+    "stop_when_settled",
+    "max_f1_drop",
+    "max_pass_drop",
+    "min_f1_gain",
+    "min_pass_gain",
+)
+
+_OPTIONS = [
+    click.option(
+        "--baseline",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        metavar="DIR",
+        help="Another version of the same skill (its SKILL.md has the same name) to compare "
+        "with, e.g. the one on the main branch: adds the baseline arm and the report's "
+        "comparison. The skill itself gives an A/A run. Default: none.",
+    ),
+    click.option(
+        "--arms",
+        default=None,
+        metavar="LIST",
+        help="Which arms run: a comma-separated subset of with,without,baseline (with is "
+        "required), or auto: without only for cases with a task check plus an isolation "
+        "spot-check of the trigger-only ones. Default: with,without; with,baseline,without "
+        "with --baseline.",
+    ),
+    click.option(
+        "--max-invocations",
+        type=click.IntRange(1, 10_000_000),
+        default=None,
+        metavar="N",
+        help="Budget: start no runner process (retries included) after N; running ones "
+        "finish. The verdict is then the settled one, else unavailable (exit 7). "
+        "Default: no limit.",
+    ),
+    click.option(
+        "--max-cost-usd",
+        type=FloatRange(0, 1_000_000, min_open=True),
+        default=None,
+        metavar="X",
+        help="Budget: start no invocation once the runners reported X dollars (meta.costUsd; "
+        "running ones finish, so the overshoot is at most --jobs − 1 invocations). "
+        "Default: no limit.",
+    ),
+    click.option(
+        "--stop-when-settled/--no-stop-when-settled",
+        default=False,
+        help="Stop starting invocations once no outcome of the rest could change any gate's "
+        "verdict (only with a gate set). Default: off (on in skill-evals ci).",
+    ),
+    click.option(
+        "--max-f1-drop",
+        type=FloatRange(0, 1),
+        default=None,
+        metavar="X",
+        help="Gate (needs --baseline): fail (exit 1) when the upper bound of the F1 "
+        "difference's 95% interval is below −X, i.e. confidently worse than the baseline by "
+        "more than X. Default: no gate.",
+    ),
+    click.option(
+        "--max-pass-drop",
+        type=FloatRange(0, 1),
+        default=None,
+        metavar="X",
+        help="Gate (needs --baseline): fail (exit 1) when the upper bound of the pass-rate "
+        "difference's 95% interval is below −X. Default: no gate.",
+    ),
+    click.option(
+        "--min-f1-gain",
+        type=FloatRange(-1, 1),
+        default=None,
+        metavar="X",
+        help="Gate (needs --baseline): fail (exit 1) when the lower bound of the F1 "
+        "difference's 95% interval is below X. Default: no gate.",
+    ),
+    click.option(
+        "--min-pass-gain",
+        type=FloatRange(-1, 1),
+        default=None,
+        metavar="X",
+        help="Gate (needs --baseline): fail (exit 1) when the lower bound of the pass-rate "
+        "difference's 95% interval is below X. Default: no gate.",
+    ),
+]
+
+
+def scope_options(func: F) -> F:
+    """Add the options above to a click command (they arrive as keyword arguments)."""
+    for option in reversed(_OPTIONS):
+        func = option(func)
+    return func
+
+
+def arm_options(values: dict[str, Any]) -> Any:
+    """Take the options above out of ``values`` (the command's keyword arguments) and return
+    them as ArmOptions."""
+    from ..plan.scope import ArmOptions
+    from ..score.compare import CompareGates
+
+    given = {name: values.pop(name, None) for name in NAMES}
+    return ArmOptions(
+        baseline=given["baseline"],
+        arms=given["arms"],
+        max_invocations=given["max_invocations"],
+        max_cost_usd=given["max_cost_usd"],
+        stop_when_settled=bool(given["stop_when_settled"]),
+        compare=CompareGates(
+            max_f1_drop=given["max_f1_drop"],
+            max_pass_drop=given["max_pass_drop"],
+            min_f1_gain=given["min_f1_gain"],
+            min_pass_gain=given["min_pass_gain"],
+        ),
+    )

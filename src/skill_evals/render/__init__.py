@@ -1,1 +1,0 @@
-"""Renderers: a report dict in, text out. Owner: scoring (html: ci)."""

@@ -1,0 +1,143 @@
+"""The report's envelope and its descriptive blocks — skill, baseline, cases, settings, gate
+thresholds — shared by a scored report (evaluate.py) and one for a run that stopped before
+scoring (:func:`error_report`). Matches schemas/report.schema.json; never holds prompts, outputs
+or runner stderr."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .. import __version__
+from ..codes import INSUFFICIENT, INTERRUPTED, INVALID, STATUS_BY_CODE, UNAVAILABLE
+from ..score.compare import CompareGates
+from ..suite.cases import CaseSuite
+from ..suite.skill import Skill
+
+Report = dict[str, Any]
+
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings that shape the evaluation and appear in the report."""
+
+    mode: Literal["runner", "observations"]
+    trials: int = 3
+    seed: int = 42
+    bootstrap_samples: int = 10_000
+    timeout_ms: int = 30_000
+    max_bytes: int = 1_000_000
+    jobs: int = 4
+    min_trigger_f1: float | None = None
+    min_uplift: float | None = None
+    compare: CompareGates = field(default_factory=CompareGates)
+    # An unverified without run (a command named the skill's files, its result unmatched) is
+    # evidence unavailable (exit 7) instead of a warning.
+    require_verified_isolation: bool = False
+
+
+def envelope(status_code: int) -> Report:
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "tool": {"name": "skill-evals", "version": __version__},
+        "status": STATUS_BY_CODE[status_code],
+        "exitCode": status_code,
+    }
+
+
+def skill_block(skill: Skill | None) -> dict[str, Any] | None:
+    """The report's ``skill``: its identity and the warnings its SKILL.md raised."""
+    block = baseline_block(skill)
+    if block is not None and skill is not None:
+        block["warnings"] = list(skill.warnings)
+    return block
+
+
+def baseline_block(baseline: Skill | None) -> dict[str, Any] | None:
+    """The report's ``baseline`` (and the identity part of ``skill``): name, path, hashes."""
+    if baseline is None:
+        return None
+    return {
+        "name": baseline.name,
+        "path": str(baseline.path),
+        "skillMdSha256": baseline.skill_md_sha256,
+        "directorySha256": baseline.directory_sha256,
+    }
+
+
+def cases_block(suite: CaseSuite | None) -> dict[str, Any] | None:
+    if suite is None:
+        return None
+    return {
+        "path": str(suite.path),
+        "sha256": suite.sha256,
+        "total": len(suite.cases),
+        "units": suite.unit_count,
+        "withTask": suite.with_task,
+    }
+
+
+def settings_block(settings: Settings | None) -> dict[str, Any] | None:
+    if settings is None:
+        return None
+    return {
+        "mode": settings.mode,
+        "trials": settings.trials,
+        "seed": settings.seed,
+        "bootstrapSamples": settings.bootstrap_samples,
+        "timeoutMs": settings.timeout_ms,
+        "maxBytes": settings.max_bytes,
+        "jobs": settings.jobs,
+    }
+
+
+def gate_block(threshold: float | None, value: float | None, passed: bool | None) -> Any:
+    if threshold is None:
+        return None
+    return {"threshold": threshold, "value": value, "passed": passed}
+
+
+def error_report(
+    exit_code: int,
+    message: str,
+    settings: Settings | None = None,
+    skill: Skill | None = None,
+    suite: CaseSuite | None = None,
+) -> Report:
+    """A schema-valid report for a run that stopped before scoring (exit 5, 6 or 7):
+    known sections filled, unknown ones null, ``message`` in ``messages``.
+
+    Exit 130 is accepted too (an interrupt before any observation was scored). Gates are filled
+    from the settings (threshold known, value and verdict null)."""
+    if exit_code not in (INVALID, INSUFFICIENT, UNAVAILABLE, INTERRUPTED):
+        raise ValueError(f"error_report is for exit codes 5, 6, 7 and 130, not {exit_code}")
+    report = envelope(exit_code)
+    gates = None
+    if settings is not None:
+        gates = {
+            "minTriggerF1": gate_block(settings.min_trigger_f1, None, None),
+            "minUplift": gate_block(settings.min_uplift, None, None),
+            **{k: gate_block(v, None, None) for k, v in settings.compare.as_dict().items()},
+        }
+    report.update(
+        {
+            "skill": skill_block(skill),
+            "cases": cases_block(suite),
+            "settings": settings_block(settings),
+            "baseline": None,
+            "arms": None,
+            "trigger": None,
+            "task": None,
+            "comparison": None,
+            "loading": None,
+            "runner": None,
+            "gates": gates,
+            "caseResults": None,
+            "messages": [message],
+            "messageSeverities": ["error"],
+        }
+    )
+    return report

@@ -1,0 +1,237 @@
+"""Markdown for one skill report (used by `test --format markdown` and by the CI summary)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..escaping.invisible import escape_table
+from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
+from .diagnosis import gate_partial, partial_note, sections, settled_stop
+from .text import (
+    LIST_LIMIT,
+    efficiency_summary,
+    fmt,
+    fmt_p,
+    fmt_pct,
+    fmt_signed,
+    fmt_threshold,
+    limited,
+    next_steps,
+    skill_name,
+    uplift_summary,
+    verdict_summary,
+)
+
+STATUS_ICON = {
+    "pass": "✅ pass",
+    "fail": "❌ fail",
+    "invalid": "⛔ invalid",
+    "insufficient": "⚠️ insufficient",
+    "unavailable": "⚠️ unavailable",
+    "interrupted": "⏹️ interrupted",
+}
+
+# Characters with a Markdown/GFM/HTML meaning anywhere in a line: backslash first so the
+# escapes added for the others are not escaped again. `&` stops entity references, `$` GitHub
+# math, `~` strikethrough, `|` table cells, `<`/`>` raw HTML and autolinks.
+_INLINE = frozenset("\\`*_{}[]()<>#|~&$!")
+# Line breaks (a newline would end a table row or start a block); U+2028/U+2029 follow the
+# shared invisible-character rule instead (shown as \u2028).
+_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85]")
+# An ordered-list marker at the start ("1." / "1)") would turn the text into a list.
+_LIST_NUMBER = re.compile(r"^(\d{1,9})([.)])")
+
+
+def escape_md(text: str) -> str:
+    """Escape a user-controlled string for Markdown tables and prose (|, `, <, >, *, _, [, ], …).
+
+    Line breaks become spaces, invisible characters are shown as ``\\uXXXX`` (the shared
+    rule), other control characters are dropped, every character with an inline meaning is
+    backslash-escaped, a leading block marker (``-``, ``+``, ``=``, ``1.``) is escaped, and
+    ``@`` is written as a code span so a case id cannot @-mention anyone (GitHub links no
+    mention inside code). The result renders as the original text on GitHub."""
+    text = _BREAKS.sub(" ", str(text))
+    escaped = text.translate(escape_table(text, _md_char))
+    if escaped[:1] in ("-", "+", "="):
+        escaped = "\\" + escaped
+    return _LIST_NUMBER.sub(r"\1\\\2", escaped)
+
+
+def _md_char(char: str) -> str | None:
+    """The Markdown form of one visible character (None: as it is)."""
+    if char in _INLINE:
+        return "\\" + char
+    if char == "@":
+        return "`@`"
+    if char == "\t":
+        return " "
+    code = ord(char)
+    if code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+        return ""  # other controls (C0, DEL, C1) and lone surrogates carry no text
+    return None
+
+
+def _esc(value: object) -> str:
+    return escape_md(str(value))
+
+
+def _gate_cell(report: Mapping[str, Any], gate: object, label: str, sign: str = "≥") -> str | None:
+    if not isinstance(gate, Mapping):
+        return None
+    partial = gate_partial(gate, report)
+    passed = gate.get("passed")
+    verdict = "✅ passed" if passed is True else "❌ failed" if passed is False else "⚠️ not decided"
+    space = "" if sign.endswith("−") else " "
+    return (
+        f"| {label} {sign}{space}{fmt_threshold(gate.get('threshold'))} "
+        f"| {fmt(gate.get('value'))}{partial} | {verdict} |"
+    )
+
+
+def render_markdown(report: dict[str, Any], fallback_name: str | None = None) -> str:
+    """Render one test report as Markdown (``fallback_name`` as for render_text)."""
+    status = str(report.get("status"))
+    name = _esc(skill_name(report, fallback_name))
+    partial = partial_note(report)
+    partial_cell = (
+        " (stopped early)" if settled_stop(report) else f" ({partial})" if partial else ""
+    )
+    icon = STATUS_ICON.get(status, _esc(status))
+    lines = [
+        f"### {name}: {icon} (exit {report.get('exitCode')})",
+        "",
+        _esc(verdict_summary(report)),
+        "",
+    ]
+    trigger = report.get("trigger")
+    task = report.get("task")
+    runner = report.get("runner") or {}
+    runs = runner.get("invocations") if isinstance(runner, Mapping) else None
+    failures = (runner.get("failures") or []) if isinstance(runner, Mapping) else []
+    p_value = (task.get("signTest") or {}).get("pValue") if isinstance(task, Mapping) else None
+    runs_cell = "n/a" if runs is None else str(runs)
+    if failures:
+        runs_cell += f" ({len(failures)} failed)"
+    lines += [
+        "| skill | status | trigger F1 | uplift [95% interval] | p-value | runs |",
+        "| --- | --- | --- | --- | --- | --- |",
+        (
+            f"| {name} | {icon} | "
+            f"{fmt(trigger.get('f1')) if isinstance(trigger, Mapping) else 'n/a'}{partial_cell} | "
+            f"{_esc(_uplift_cell(task, isinstance(trigger, Mapping)))}{partial_cell} | "
+            f"{fmt_p(p_value)} | {runs_cell} |"
+        ),
+        "",
+    ]
+    if partial and settled_stop(report):
+        lines += [
+            f"> **{partial[0].upper()}{partial[1:]}** — the verdict is the result; the figures "
+            "rest on the invocations that ran.",
+            "",
+        ]
+    elif partial:
+        lines += [f"> **Partial figures** — {partial}: they are not the result.", ""]
+    if isinstance(trigger, Mapping):
+        lines += [
+            "#### Trigger",
+            "",
+            "| TP | FP | FN | TN | precision | recall | F1 |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+            f"| {trigger.get('tp')} | {trigger.get('fp')} | {trigger.get('fn')} | "
+            f"{trigger.get('tn')} | {fmt(trigger.get('precision'))} | "
+            f"{fmt(trigger.get('recall'))} | {fmt(trigger.get('f1'))} |",
+            "",
+        ]
+    if isinstance(task, Mapping):
+        interval = task.get("interval") or {}
+        sign = task.get("signTest") or {}
+        lines += [
+            f"#### Uplift ({task.get('units')} independent units with a task check)",
+            "",
+            "| variant | passed | total | pass rate |",
+            "| --- | ---: | ---: | ---: |",
+        ]
+        for variant in ("with", "without"):
+            rate = task.get(variant) or {}
+            lines.append(
+                f"| {variant} | {rate.get('passed')} | {rate.get('total')} | "
+                f"{fmt_pct(rate.get('passRate'))} |"
+            )
+        lines += [
+            "",
+            f"Difference {fmt_signed(task.get('difference'))}, 95% interval "
+            f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}] "
+            f"(percentile bootstrap over units, {interval.get('samples')} samples, "
+            f"seed {interval.get('seed')}). Sign test: {sign.get('positive')} better, "
+            f"{sign.get('negative')} worse, {sign.get('ties')} tied, "
+            f"p = {fmt_p(sign.get('pValue'))}.",
+            "",
+        ]
+        efficiency = efficiency_summary(task)
+        if efficiency:
+            lines += [f"Efficiency (medians): {_esc(efficiency)}.", ""]
+        if task.get("insufficient"):
+            lines += ["> Fewer than 10 independent units: reported, not a basis for a gate.", ""]
+    compared = comparison_lines(report)
+    if compared:
+        lines += ["#### Compared with the baseline", ""]
+        lines += [f"- {_esc(line)}" for line in compared]
+        lines.append("")
+    ledger = ledger_summary(report_ledger(report))
+    if ledger:
+        lines += [f"Ledger: {_esc(ledger)}.", ""]
+    gates = report.get("gates") or {}
+    gate_rows = [
+        row
+        for key, (label, sign, _option) in GATE_LABELS.items()
+        if (row := _gate_cell(report, gates.get(key), label, sign))
+    ]
+    if gate_rows:
+        lines += ["#### Gates", "", "| gate | value | result |", "| --- | ---: | --- |"]
+        lines += [*gate_rows, ""]
+    lines += _sections(report)
+    return "\n".join(lines) + "\n"
+
+
+def _sections(report: Mapping[str, Any]) -> list[str]:
+    """What failed, runner failures by reason, warnings, notes, then what to do next."""
+    found = sections(report)
+    lines: list[str] = []
+    if found.failed:
+        lines += ["#### What failed", "", *[f"- {_esc(m)}" for m in limited(found.failed)], ""]
+    if found.failures:
+        total = sum(g.count for g in found.failures)
+        lines += [
+            f"#### Runner failures ({total}, {len(found.failures)} distinct reason(s))",
+            "",
+            "| reason | count | first | what to do |",
+            "| --- | ---: | --- | --- |",
+        ]
+        lines += [
+            f"| {_esc(g.reason)} | {g.count} | {_esc(g.first)} | {_esc(g.advice)} |"
+            for g in found.failures[:LIST_LIMIT]
+        ]
+        lines.append("")
+    for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
+        if items:
+            lines += [f"#### {title}", "", *[f"- {_esc(m)}" for m in limited(items)], ""]
+    steps = next_steps(report, _esc)
+    lines += ["#### What to do next", ""]
+    if steps:
+        lines += [f"- {step}" for step in steps]
+    elif report.get("exitCode") == 0:
+        lines.append("Nothing: the evidence clears every configured gate.")
+    else:
+        lines.append("Fix what failed (above), then run again.")
+    return lines
+
+
+def _uplift_cell(task: object, scored: bool) -> str:
+    if not isinstance(task, Mapping):
+        # A run stopped before scoring has no task figures; that is not "no task checks".
+        return "no task checks" if scored else "n/a"
+    return uplift_summary(task).split(", p = ")[0] + (
+        " (insufficient)" if task.get("insufficient") else ""
+    )

@@ -1,0 +1,86 @@
+"""How text from a report is written into Markdown: escaped prose (the job summary,
+``--markdown``) or, for the pull-request comment, only the two forms that cannot carry a link,
+an image, an HTML tag or a mention.
+
+The comment is posted under the base repository's identity from a report that a pull request
+from a fork may have forged, and GitHub's renderer autolinks bare URLs, ``www.`` and e-mail
+addresses and turns ``@name`` into a mention even when every Markdown character is escaped.
+Inside a code span it does none of that. So while :func:`fork_safe` is active, every report
+string is a code span unless it is exactly the name of a skill found in the checked-out base
+repository (lowercase letters, digits and single hyphens: nothing GitHub can turn into a link).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
+
+from ..escaping.invisible import escape_table
+
+SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+MAX_NAME_CHARS = 64
+# Line breaks of any kind become spaces in a code span (a newline could end the table row).
+_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85]")
+_TICKS = re.compile(r"`+")
+
+# The base repository's skill names while the comment is rendered; None: ordinary Markdown.
+_NAMES: ContextVar[frozenset[str] | None] = ContextVar("skill_evals_comment_names", default=None)
+
+
+def _span_char(char: str) -> str | None:
+    code = ord(char)
+    if char == "\t":
+        return " "
+    if char == "|":
+        return "\\|"  # a table cell would end here; GitHub reads \| as | even in code
+    if code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+        return ""  # other controls and lone surrogates carry no text
+    return None
+
+
+def code_span(value: object) -> str:
+    """``value`` as one code span: line breaks as spaces, invisible characters as ``\\uXXXX``,
+    fenced with a backtick run one longer than the longest run inside, one space of padding on
+    each side (so a leading or trailing backtick stays text)."""
+    text = _BREAKS.sub(" ", str(value))
+    text = text.translate(escape_table(text, _span_char))
+    longest = max((len(run) for run in _TICKS.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    return f"{fence} {text} {fence}"
+
+
+def is_skill_name(text: str) -> bool:
+    """Whether ``text`` follows the skill-name rules (lowercase letters, digits, hyphens)."""
+    return len(text) <= MAX_NAME_CHARS and SKILL_NAME.fullmatch(text) is not None
+
+
+@contextlib.contextmanager
+def fork_safe(names: Iterable[str]) -> Iterator[None]:
+    """Render in the comment's form while inside: ``names`` are the skill names found in the
+    checked-out base repository (any not following the name rules is ignored)."""
+    token = _NAMES.set(frozenset(n for n in names if is_skill_name(n)))
+    try:
+        yield
+    finally:
+        _NAMES.reset(token)
+
+
+def md_text(value: object) -> str:
+    """A string from a report, for Markdown: escaped prose, or under :func:`fork_safe` a base
+    skill name as it is and anything else as a code span."""
+    names = _NAMES.get()
+    if names is None:
+        from .markdown import escape_md
+
+        return escape_md(str(value))
+    text = str(value)
+    return text if text in names else code_span(text)
+
+
+def md_number(value: object) -> str:
+    """A count or figure from a report: an integer as digits, anything else as report text."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return md_text(value)

@@ -1,0 +1,401 @@
+"""Human text report: verdict line, trigger and uplift tables, next steps.
+
+The helpers here (number formats, the verdict summary, the next-step list) are shared with the
+Markdown renderer so both show the same figures. They read only the report dict (docs/report.md),
+which holds no prompts, outputs or stderr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..escaping.terminal import terminal_safe
+from .comparison import (
+    COMPARISON_KEYS,
+    GATE_LABELS,
+    comparison_lines,
+    ledger_summary,
+    report_ledger,
+)
+from .diagnosis import gate_partial, partial_note, partial_suffix, sections
+
+LIST_LIMIT = 20
+
+STATUS_WORD = {
+    "pass": "PASS",
+    "fail": "FAIL",
+    "invalid": "INVALID",
+    "insufficient": "INSUFFICIENT",
+    "unavailable": "UNAVAILABLE",
+    "interrupted": "INTERRUPTED",
+}
+
+
+# ------------------------------------------------------------------------------ formatting
+
+
+def is_number(value: object) -> bool:
+    """A JSON number (bools are not numbers)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def fmt(value: object, digits: int = 3) -> str:
+    """A metric with ``digits`` decimals; ``n/a`` for null (undefined is never shown as 0)."""
+    return f"{value:.{digits}f}" if is_number(value) else "n/a"
+
+
+def fmt_signed(value: object, digits: int = 3) -> str:
+    """A difference with its sign."""
+    return f"{value:+.{digits}f}" if is_number(value) else "n/a"
+
+
+def fmt_pct(value: object) -> str:
+    """A rate as a percentage."""
+    return f"{value * 100:.1f}%" if is_number(value) else "n/a"  # type: ignore[operator]
+
+
+def fmt_p(value: object) -> str:
+    """A p-value: 4 significant digits, never rounded to 0."""
+    return format(value, ".4g") if is_number(value) else "n/a"
+
+
+def fmt_threshold(value: object) -> str:
+    """A gate threshold as the user typed it (shortest repr)."""
+    return repr(value) if is_number(value) else "n/a"
+
+
+def clean(text: object) -> str:
+    """A user-controlled string made safe for a terminal (see :func:`terminal_safe`)."""
+    return terminal_safe(text)
+
+
+def limited(items: Sequence[str], limit: int = LIST_LIMIT) -> list[str]:
+    """At most ``limit`` items, plus a line saying how many more the JSON report has."""
+    shown = list(items[:limit])
+    if len(items) > limit:
+        shown.append(f"… and {len(items) - limit} more (see the JSON report)")
+    return shown
+
+
+# ------------------------------------------------------------------------ shared summaries
+
+
+def skill_name(report: Mapping[str, Any], fallback: str | None = None) -> str:
+    """The skill's name; for a run that stopped before loading it, ``fallback`` (the directory
+    the user gave) or ``(unknown skill)``."""
+    skill = report.get("skill")
+    if isinstance(skill, Mapping) and skill.get("name"):
+        return str(skill["name"])
+    return fallback or "(unknown skill)"
+
+
+def uplift_summary(task: Mapping[str, Any] | None) -> str:
+    """``+0.450 [+0.150, +0.700], p = 0.0703`` (or why there is none)."""
+    if not isinstance(task, Mapping):
+        return "no task checks"
+    interval = task.get("interval") or {}
+    text = (
+        f"{fmt_signed(task.get('difference'))} "
+        f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}]"
+    )
+    p = (task.get("signTest") or {}).get("pValue")
+    text += f", p = {fmt_p(p)}"
+    if task.get("insufficient"):
+        text += " (insufficient: fewer than 10 units)"
+    return text
+
+
+def verdict_summary(report: Mapping[str, Any]) -> str:
+    """One line of figures: trigger F1 and uplift, marked when they are partial; for a run that
+    stopped before scoring, just that (the reason is listed once, under what failed)."""
+    trigger = report.get("trigger")
+    if not isinstance(trigger, Mapping):
+        return "stopped before scoring"
+    return (
+        f"trigger F1 {fmt(trigger.get('f1'))}, uplift {uplift_summary(report.get('task'))}"
+        + partial_suffix(report)
+    )
+
+
+def next_steps(
+    report: Mapping[str, Any],
+    esc: Callable[[object], str],
+    code: Callable[[str], str] | None = None,
+) -> list[str]:
+    """What to do next about the cases, one item per line (without bullet), user strings
+    through ``esc``: missed and false triggers, loading violations. (Messages and runner
+    failures have their own sections, see :func:`diagnosis.sections`.)"""
+    code = code or (lambda s: s)
+    steps: list[str] = []
+    cases = {c.get("id"): c for c in report.get("caseResults") or []}
+
+    def where(case_id: str) -> str:
+        line = (cases.get(case_id) or {}).get("line")
+        return f"{code(esc(case_id))} (line {line})" if line else code(esc(case_id))
+
+    trigger = report.get("trigger") or {}
+    missed = [str(c) for c in trigger.get("missedTriggerCaseIds") or []]
+    if missed:
+        steps.append(
+            "Missed trigger — expected to load the skill but it did not in at least one trial; "
+            "make the description cover these prompts: "
+            + ", ".join(limited([where(c) for c in missed]))
+        )
+    false = [str(c) for c in trigger.get("falseTriggerCaseIds") or []]
+    if false:
+        steps.append(
+            "False trigger — loaded the skill although it should not have; narrow the "
+            "description: " + ", ".join(limited([where(c) for c in false]))
+        )
+    violations = (report.get("loading") or {}).get("violations") or []
+    for v in limited([_violation(v, esc, code) for v in violations]):
+        steps.append(f"Loading violation: {v}")
+    failed_tasks = [
+        f"{where(str(t['caseId']))} trial {t['trial']}: {esc(t['reason'])}"
+        for t in task_failures(report)
+    ]
+    for item in limited(failed_tasks):
+        steps.append(f"Task failed with the skill: {item}")
+    return steps
+
+
+def task_failures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Cases whose task failed with the skill: caseId, line, trial and the first failing
+    check's short reason (which never holds file contents, outputs or prompts)."""
+    found = []
+    for case in report.get("caseResults") or []:
+        failed = case.get("failedCheck") if isinstance(case, Mapping) else None
+        if isinstance(failed, Mapping) and failed.get("variant") == "with":
+            found.append(
+                {
+                    "caseId": case.get("id"),
+                    "line": case.get("line"),
+                    "trial": failed.get("trial"),
+                    "reason": failed.get("reason"),
+                }
+            )
+    return found
+
+
+def _figures(figures: object, signed: bool) -> str | None:
+    if not isinstance(figures, Mapping):
+        return None
+    sign = "+" if signed else ""
+    parts = []
+    values: list[Any] = [figures.get(k) for k in ("durationMs", "tokens", "costUsd")]
+    duration, tokens, cost = (float(v) if is_number(v) else None for v in values)
+    if duration is not None:
+        parts.append(f"{duration / 1000:{sign}.1f} s")
+    if tokens is not None:
+        parts.append(f"{tokens:{sign},.0f} tokens")
+    if cost is not None:
+        parts.append(f"${cost:{sign}.4f}")
+    return ", ".join(parts) if parts else None
+
+
+def efficiency_summary(task: Mapping[str, Any]) -> str | None:
+    """``with 12.0 s, 1,200 tokens; without …; paired difference …`` (medians), or None when
+    no observation reported duration, tokens or cost."""
+    efficiency = task.get("efficiency")
+    if not isinstance(efficiency, Mapping):
+        return None
+    parts = []
+    for key, label, signed in (
+        ("with", "with", False),
+        ("without", "without", False),
+        ("difference", "paired difference (with − without)", True),
+    ):
+        text = _figures(efficiency.get(key), signed)
+        if text:
+            parts.append(f"{label} {text}")
+    return "; ".join(parts) if parts else None
+
+
+def _violation(
+    v: Mapping[str, Any], esc: Callable[[object], str], code: Callable[[str], str]
+) -> str:
+    parts = [f"{code(esc(v.get('caseId')))} trial {v.get('trial')} {v.get('variant')}"]
+    if v.get("missing"):
+        parts.append("not loaded: " + ", ".join(code(esc(n)) for n in v["missing"]))
+    if v.get("forbidden"):
+        parts.append("loaded but excluded: " + ", ".join(code(esc(n)) for n in v["forbidden"]))
+    return "; ".join(parts)
+
+
+# ----------------------------------------------------------------------------------- render
+
+
+def _table(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        cells = [
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
+
+
+def _gate_line(report: Mapping[str, Any], gate: object, label: str, sign: str = "≥") -> str | None:
+    if not isinstance(gate, Mapping):
+        return None
+    head = f"  gate {label} {sign}{'' if sign.endswith('−') else ' '}"
+    head += fmt_threshold(gate.get("threshold"))
+    partial = gate_partial(gate, report)
+    if partial:  # a figure of part of the run: no verdict
+        return f"{head}: {label} {fmt(gate.get('value'))}{partial}"
+    passed = gate.get("passed")
+    verdict = "passed" if passed is True else "FAILED" if passed is False else "not decided"
+    return f"{head}: {verdict} (value {fmt(gate.get('value'))})"
+
+
+def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str:
+    """Render one test report for a person (``fallback_name``: the skill directory's name, shown
+    when the run stopped before the skill was loaded)."""
+    status = str(report.get("status"))
+    lines = [
+        f"{STATUS_WORD.get(status, status.upper())}  "
+        f"{clean(skill_name(report, fallback_name))} — "
+        f"{clean(verdict_summary(report))} (exit {report.get('exitCode')})",
+        "",
+    ]
+    partial = partial_note(report)
+    gates = report.get("gates") or {}
+    trigger = report.get("trigger")
+    if isinstance(trigger, Mapping):
+        lines.append("Trigger (with-variant observations" + (f"; {partial})" if partial else ")"))
+        lines += _table(
+            [
+                ["TP", "FP", "FN", "TN", "precision", "recall", "F1"],
+                [
+                    str(trigger.get("tp")),
+                    str(trigger.get("fp")),
+                    str(trigger.get("fn")),
+                    str(trigger.get("tn")),
+                    fmt(trigger.get("precision")),
+                    fmt(trigger.get("recall")),
+                    fmt(trigger.get("f1")),
+                ],
+            ]
+        )
+        gate = _gate_line(report, gates.get("minTriggerF1"), "F1")
+        if gate:
+            lines.append(gate)
+        lines.append("")
+    task = report.get("task")
+    if isinstance(task, Mapping):
+        lines.append(
+            f"Uplift ({task.get('units')} independent unit(s) with a task check"
+            + (f"; {partial})" if partial else ")")
+        )
+        rows = [["variant", "passed", "total", "pass rate"]]
+        for variant in ("with", "without"):
+            rate = task.get(variant) or {}
+            rows.append(
+                [
+                    variant,
+                    str(rate.get("passed")),
+                    str(rate.get("total")),
+                    fmt_pct(rate.get("passRate")),
+                ]
+            )
+        lines += _table(rows)
+        interval = task.get("interval") or {}
+        lines.append(
+            f"  difference {fmt_signed(task.get('difference'))}, "
+            f"95% interval [{fmt_signed(interval.get('lower'))}, "
+            f"{fmt_signed(interval.get('upper'))}] (percentile bootstrap over units, "
+            f"{interval.get('samples')} samples, seed {interval.get('seed')})"
+        )
+        sign = task.get("signTest") or {}
+        lines.append(
+            f"  sign test: {sign.get('positive')} unit(s) better with the skill, "
+            f"{sign.get('negative')} worse, {sign.get('ties')} tied; "
+            f"two-sided p = {fmt_p(sign.get('pValue'))}"
+        )
+        efficiency = efficiency_summary(task)
+        if efficiency:
+            lines.append(f"  efficiency (medians): {efficiency}")
+        if task.get("insufficient"):
+            lines.append("  insufficient: fewer than 10 independent units — not a basis for a gate")
+        gate = _gate_line(report, gates.get("minUplift"), "uplift lower bound")
+        if gate:
+            lines.append(gate)
+        lines.append("")
+    elif isinstance(trigger, Mapping):
+        lines.append("Uplift: no case has a task check (add `task` to cases to measure it)")
+        gate = _gate_line(report, gates.get("minUplift"), "uplift lower bound")
+        if gate:
+            lines.append(gate)
+        lines.append("")
+    compared = comparison_lines(report)
+    if compared:
+        lines.append("Compared with the baseline (baseline → this version; with − baseline)")
+        lines += [f"  {line}" for line in compared]
+        for key in COMPARISON_KEYS:
+            gate = _gate_line(report, gates.get(key), GATE_LABELS[key][0], GATE_LABELS[key][1])
+            if gate:
+                lines.append(gate)
+        lines.append("")
+    runner = report.get("runner")
+    if isinstance(runner, Mapping):
+        failures = runner.get("failures") or []
+        violations = (report.get("loading") or {}).get("violations") or []
+        wall = runner.get("wallMs")
+        line = (
+            f"Runs: {runner.get('invocations')} invocation(s) in this run, "
+            f"{len(failures)} runner failure(s), {len(violations)} loading violation(s)"
+        )
+        if isinstance(wall, (int, float)):
+            line += f", {wall / 1000:.1f} s"
+        meta = runner.get("meta") or {}
+        if is_number(meta.get("costUsd")):
+            line += f", ${meta['costUsd']:.4f}"
+        tokens = [meta.get("inputTokens"), meta.get("outputTokens")]
+        if any(is_number(t) for t in tokens):
+            line += f", tokens in/out {tokens[0] if is_number(tokens[0]) else 'n/a'}/" + (
+                f"{tokens[1] if is_number(tokens[1]) else 'n/a'}"
+            )
+        if partial:
+            line += f"; the figures above are {partial}"
+        lines.append(line)
+        ledger = ledger_summary(report_ledger(report))
+        if ledger:
+            lines.append(f"  ledger: {ledger}")
+        lines.append("")
+    lines += _sections(report)
+    return "\n".join(lines) + "\n"
+
+
+def _sections(report: Mapping[str, Any]) -> list[str]:
+    """What failed, runner failures by reason, warnings, notes, then what to do next."""
+    found = sections(report)
+    lines: list[str] = []
+    if found.failed:
+        lines += ["What failed", *[f"  - {clean(m)}" for m in limited(found.failed)], ""]
+    if found.failures:
+        total = sum(g.count for g in found.failures)
+        lines.append(
+            f"Runner failures: {total} in {len(found.failures)} distinct reason(s) "
+            "(every one is in the JSON report's runner.failures)"
+        )
+        for group in found.failures[:LIST_LIMIT]:
+            lines.append(f"  - {group.count}× {clean(group.reason)} — first: {clean(group.first)}")
+            lines.append(f"    what to do: {group.advice}")
+        if len(found.failures) > LIST_LIMIT:
+            lines.append(f"  … and {len(found.failures) - LIST_LIMIT} more reasons")
+        lines.append("")
+    for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
+        if items:
+            lines += [title, *[f"  - {clean(m)}" for m in limited(items)], ""]
+    steps = next_steps(report, clean)
+    lines.append("What to do next")
+    if steps:
+        lines += [f"  - {step}" for step in steps]
+    elif report.get("exitCode") == 0:
+        lines.append("  nothing: the evidence clears every configured gate")
+    else:
+        lines.append("  fix what failed (above), then run again")
+    return lines

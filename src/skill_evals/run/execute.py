@@ -1,0 +1,260 @@
+"""Running a plan: --jobs workers, fail-fast/--keep-going, --record/--resume, budgets, stop when
+settled, progress, SIGINT/SIGTERM (docs/runner-contract.md, docs/comparison.md).
+
+Owner: execution.
+
+``jobs`` worker threads (scheduler.py) take the next missing (case, trial, arm) of the plan from
+a shared queue under one lock — no polling — and each runs its invocation to the end. The main
+thread only waits; it is where Python delivers SIGINT/SIGTERM, whose handler sets the cancel
+event that every running invocation watches.
+
+Invocations start trial-major — trial 1 of every case and arm, then trial 2, … — always, not only
+when the run may stop early: a run cut short by a budget, a settled verdict or an interrupt then
+holds whole early trials of every case (the fairest partial figures) instead of a few cases in
+full, and the order does not depend on the options.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..checks import RegexPool
+from ..errors import EvalError
+from ..escaping.terminal import terminal_safe
+from ..plan.arms import Arm, run_order
+from ..plan.ledger import Ledger
+from ..plan.run_control import Budget, InvocationCache, Stopped, retry_delay, signals_cancel
+from ..plan.settle import Settler, Verdict
+from ..plan.settle_state import SettleGates
+from ..score.task_results import task_passed
+from ..suite.cases import CaseSuite
+from .observations import (
+    VARIANTS,
+    Key,
+    Observation,
+    RunnerFailure,
+    Variant,
+    isolation_breach,
+)
+from .processes import ProcessSweeper
+from .progress_types import Progress, StartListener
+from .record_writer import RecordWriter
+from .records import plan_keys
+from .scheduler import Scheduler
+from .workspace import WorkspaceRoot
+
+__all__ = [
+    "ExecutionPlan",
+    "ExecutionResult",
+    "Progress",
+    "SettleSpec",
+    "StartListener",
+    "execute",
+    "retry_delay",
+]
+
+
+@dataclass(frozen=True)
+class SettleSpec:
+    """What a settle check judges: the configured gates and the bootstrap's settings.
+    ``stop``: stop starting invocations as soon as the verdict is settled
+    (--stop-when-settled); a budget that runs out asks for the settled verdict either way."""
+
+    gates: SettleGates
+    samples: int
+    seed: int
+    stop: bool = False
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    """What to run. Invocations start trial-major (see the module's docstring); the result lists
+    observations in report order (case-file order, trial, arm)."""
+
+    command: Sequence[str]
+    suite: CaseSuite
+    skill_name: str
+    skill_dir: Path
+    trials: int
+    jobs: int
+    timeout_ms: int
+    max_bytes: int
+    keep_going: bool = False
+    record: Path | None = None
+    resumed: Sequence[Observation] = ()
+    base_env: Mapping[str, str] | None = None  # default: os.environ
+    variants: tuple[Variant, ...] = VARIANTS  # the arms to run, in this order per trial
+    # Set on every invocation after the EVALGATE_SKILL_* variables; a None value removes the
+    # variable (routing: SKILL_EVALS_SKILL_DIRS set, EVALGATE_SKILL_DIR removed).
+    extra_env: Mapping[str, str | None] | None = None
+    keep_workspaces: Path | None = None  # move each workspace there instead of deleting it
+    retries: int = 2  # re-runs of an invocation whose runner said its failure is retryable
+    retry_delay: Callable[[int], float] | None = None  # seconds before re-run n (0-based)
+    # The arms (default: ``variants`` of the skill at skill_dir) and the planned keys in report
+    # order (default: every case × trial × variant).
+    arms: tuple[Arm, ...] | None = None
+    planned: Sequence[Key] | None = None
+    budget: Budget | None = None
+    settle: SettleSpec | None = None
+    cache: InvocationCache | None = None
+
+    def arm_table(self) -> dict[str, Arm]:
+        """Arm name → Arm for every arm this plan runs."""
+        if self.arms is not None:
+            return {arm.name: arm for arm in self.arms}
+        skill_dir = Path(self.skill_dir).resolve()
+        table: dict[str, Arm] = {}
+        for name in self.variants:
+            table[name] = Arm(name, "without" if name == "without" else "with", skill_dir, None)
+        return table
+
+    def keys(self) -> list[Key]:
+        """The planned keys in report order."""
+        if self.planned is not None:
+            return list(self.planned)
+        return plan_keys(self.suite, self.trials, self.variants)
+
+
+@dataclass
+class ExecutionResult:
+    """Observations (resumed + new, in plan order), failures, counts."""
+
+    observations: list[Observation] = field(default_factory=list)
+    failures: list[RunnerFailure] = field(default_factory=list)
+    invocations: int = 0  # runner processes started in this run (resumed ones excluded)
+    wall_ms: float = 0.0
+    interrupted: bool = False
+    not_run: int = 0  # not started: fail-fast, an interrupt, a budget, a settled verdict
+    messages: list[str] = field(default_factory=list)  # e.g. a workspace that could not be kept
+    retried: int = 0  # re-runs after retryable failures (counted in invocations too)
+    planned: int | None = None  # planned invocations (None: every case × trial × variant)
+    ledger: dict[str, Any] | None = None  # runner.ledger
+    stopped: Stopped | None = None  # the run stopped early: a settled verdict or a budget
+    settled: Verdict | None = None  # the settled verdict of every gate, when there is one
+
+
+def execute(
+    plan: ExecutionPlan, progress: Callable[[Progress], None] | None = None
+) -> ExecutionResult:
+    """Run every missing invocation of ``plan`` up to ``plan.jobs`` at a time.
+
+    A ``without`` observation that lists the tested skill becomes a RunnerFailure
+    ("isolation breach"). After the first failure no new invocation starts unless keep_going.
+    SIGINT/SIGTERM: stop starting, kill running groups, return with interrupted=True. A budget
+    that is reached, or (with ``plan.settle.stop``) a settled verdict, stops starting too.
+
+    Only valid observations are appended to ``plan.record`` (resumed ones are not written again).
+    Progress counts over the whole plan: resumed and cached observations count as done."""
+    started = time.monotonic()
+    keys = plan.keys()
+    arms = plan.arm_table()
+    wanted = set(keys)
+    resumed = {o.key: o for o in plan.resumed if o.key in wanted}
+    cases = plan.suite.by_id()
+    cached: dict[Key, Observation] = {}
+    if plan.cache is not None:
+        for key in keys:
+            if key not in resumed:
+                hit = plan.cache.lookup(cases[key[0]], key[1], arms[key[2]])
+                if hit is not None:
+                    cached[key] = hit
+    # A resumed (or cached) `without` observation listing the skill (a hand-edited file)
+    # breaches isolation exactly as in --observations: a failure, not re-run.
+    known = {**resumed, **cached}
+    breaches = {
+        k: b for k, o in known.items() if (b := isolation_breach(o, plan.skill_name)) is not None
+    }
+    todo = run_order([k for k in keys if k not in known], plan.trials)
+    ledger = Ledger(arms)
+    for key in known:
+        ledger.reused(key[2], cached=key in cached)
+    writer = RecordWriter(plan.record) if plan.record is not None else None
+    with ExitStack() as stack:
+        if writer is not None:
+            stack.callback(writer.close)
+        # Entered first, left last: the engine's own helpers (regex checks, workspaces) are
+        # closed before the leftovers of the runners are swept.
+        sweeper = stack.enter_context(ProcessSweeper().running())
+        workspaces = stack.enter_context(WorkspaceRoot(plan.keep_workspaces))
+        regex = stack.enter_context(RegexPool())
+        settler = _settler(plan, keys, regex)
+        if settler is not None:
+            for key, obs in known.items():
+                settler.observe(key, breaches.get(key) or obs)
+        sched = Scheduler(
+            plan, arms, todo, len(known), len(keys), writer, progress, workspaces, regex
+        )
+        sched.sweeper = sweeper
+        for warning in workspaces.warnings:  # a stale root that could not be removed
+            print(f"skill-evals: warning: {terminal_safe(warning)}", file=sys.stderr)
+            sched.messages.append(warning)
+        sched.ledger = ledger
+        sched.settler = settler
+        for key, obs in cached.items():
+            if writer is not None and key not in breaches:
+                writer.write(obs)  # a record holds the whole run, cached observations too
+        with signals_cancel(sched.cancel):
+            sched.check_settled()  # what was resumed or cached may settle it already
+            threads = [
+                threading.Thread(target=sched.worker, name=f"skill-evals-job-{i}", daemon=True)
+                for i in range(max(1, min(plan.jobs, len(todo))))
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()  # interruptible: the signal handler runs meanwhile
+    if sched.error is not None:
+        if isinstance(sched.error, EvalError):
+            raise sched.error
+        raise RuntimeError("an invocation worker failed") from sched.error
+    interrupted = sched.cancel.is_set()
+    found = {**known, **sched.observations}
+    observations = [found[k] for k in keys if k in found and k not in breaches]
+    failures = [
+        sched.failures.get(k) or breaches[k] for k in keys if k in sched.failures or k in breaches
+    ]
+    not_started = [k for k in sched.todo[sched.next_index :]]
+    stopped: Stopped | None = None
+    settled: Verdict | None = None
+    if not interrupted and sched.stop_reason is not None and not_started:
+        for key in not_started:
+            ledger.stopped(key[2])
+        done = len(observations) + len(failures)
+        stopped = Stopped(sched.stop_reason, done, len(keys), sched.started)
+        if settler is not None:
+            # Exact (never skipped): the stop was taken on a check of fewer observations, so
+            # this one is settled too, with the same verdict; after a budget it may not be.
+            settled = settler.decide(settler.snapshot(), force=True)
+    return ExecutionResult(
+        observations=observations,
+        failures=failures,
+        invocations=sched.started,
+        retried=sched.retried,
+        wall_ms=(time.monotonic() - started) * 1000.0,
+        interrupted=interrupted,
+        not_run=len(keys) - len(observations) - len(failures),
+        messages=sched.messages,
+        planned=len(keys),
+        ledger=ledger.to_json(),
+        stopped=stopped,
+        settled=settled,
+    )
+
+
+def _settler(plan: ExecutionPlan, keys: Sequence[Key], regex: RegexPool) -> Settler | None:
+    spec = plan.settle
+    if spec is None or not spec.gates.any:
+        return None
+
+    def passed(case: object, obs: Observation) -> bool:
+        task = getattr(case, "task", None)
+        return task is not None and task_passed(task, obs, regex)
+
+    return Settler(plan.suite, keys, plan.skill_name, spec.gates, spec.samples, spec.seed, passed)

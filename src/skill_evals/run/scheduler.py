@@ -1,0 +1,299 @@
+"""The shared state of one run's workers: which invocation starts next, what finished, when to
+stop starting (a failure, an interrupt, a budget, a settled verdict).
+
+Owner: execution. Used by execute.py only.
+
+The one place an invocation's life is decided is :meth:`Scheduler.run_one`: the arm's
+environment, the attempts (with retries), then — under the lock — the record, the cache store,
+the ledger, the settle bookkeeping and the progress line, in that order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from ..checks import RegexPool, WorkspaceView, judge_task
+from ..plan.arms import ARM_VAR, Arm
+from ..plan.ledger import Ledger
+from ..plan.run_control import StopReason, retry_delay
+from ..plan.settle import Settler
+from ..suite.cases import Case
+from .helper_commands import WORKSPACE_VAR
+from .observations import Key, Observation, RunnerFailure, isolation_breach
+from .processes import ProcessSweeper
+from .progress_types import Progress, StartListener
+from .record_writer import RecordWriter
+from .runner import InvocationSpec, invocation_env, run_invocation
+from .workspace import Prepared, WorkspaceRoot
+
+if TYPE_CHECKING:
+    from .execute import ExecutionPlan
+
+Outcome = Observation | RunnerFailure
+
+
+class Scheduler:
+    """Shared state of one execute() call; every field is guarded by ``lock``."""
+
+    def __init__(
+        self,
+        plan: ExecutionPlan,
+        arms: Mapping[str, Arm],
+        todo: list[Key],
+        done: int,
+        total: int,
+        writer: RecordWriter | None,
+        progress: Callable[[Progress], None] | None,
+        workspaces: WorkspaceRoot,
+        regex: RegexPool,
+    ) -> None:
+        self.plan = plan
+        self.arms = arms
+        self.workspaces = workspaces
+        self.regex = regex
+        self.messages: list[str] = []
+        self.lock = threading.Lock()
+        self.cancel = threading.Event()
+        self.sweeper = ProcessSweeper()  # one per run: it knows every live runner
+        self.ledger = Ledger(arms)
+        self.settler: Settler | None = None
+        self.todo = todo
+        self.next_index = 0
+        self.done = done
+        self.total = total
+        self.writer = writer
+        self.progress = progress
+        self.on_start = progress.started if isinstance(progress, StartListener) else None
+        self.stop_starting = False
+        self.stop_reason: StopReason | None = None
+        self.checking = False  # a settle check runs (outside the lock)
+        self.recheck = False  # something finished while it ran
+        self.started = 0
+        self.retried = 0
+        self.running = 0
+        self.observations: dict[Key, Observation] = {}
+        self.failures: dict[Key, RunnerFailure] = {}
+        self.error: BaseException | None = None
+        base = os.environ if plan.base_env is None else plan.base_env
+        self.base_env: Mapping[str, str] = base
+        self.cases: dict[str, Case] = plan.suite.by_id()
+        self.expect = {case.id: case.expect_trigger for case in plan.suite.cases}
+
+    def env_for(self, case_id: str, trial: int, arm: Arm) -> dict[str, str]:
+        """The runner's environment for one invocation of ``arm``."""
+        env = invocation_env(self.base_env, arm.echo, str(arm.skill_dir), case_id, trial)
+        env[ARM_VAR] = arm.name
+        for name, value in (self.plan.extra_env or {}).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        return env
+
+    def _budget_reached(self) -> bool:
+        """Under the lock: whether the budget forbids another runner process; says why once."""
+        budget = self.plan.budget
+        if budget is None or not budget.reached(self.started, self.ledger.spent_usd):
+            return False
+        if self.stop_reason is None:
+            self.stop_reason = "budget"
+        self.stop_starting = True
+        return True
+
+    def take(self) -> Key | None:
+        """The next key to run, or None when nothing more may start."""
+        with self.lock:
+            if self.stop_starting or self.cancel.is_set() or self.next_index >= len(self.todo):
+                return None
+            if self._budget_reached():
+                return None
+            key = self.todo[self.next_index]
+            self.next_index += 1
+            self.started += 1
+            self.running += 1
+            if self.on_start is not None:
+                self.on_start(self.running, self.done, self.total)
+            return key
+
+    def run_one(self, key: Key) -> None:
+        """Run one invocation to its end and account for it."""
+        case_id, trial, arm_name = key
+        arm = self.arms[arm_name]
+        outcome, elapsed_ms, attempts = self._attempts(key, arm)
+        if outcome is None:
+            with self.lock:
+                self.running -= 1
+            return  # interrupted by our own cancel: not the runner's failure, just not run
+        with self.lock:
+            if isinstance(outcome, Observation):
+                if self.writer is not None:
+                    self.writer.write(outcome)  # before anything else sees it: nothing is lost
+                self.observations[key] = outcome
+                if self.plan.cache is not None:
+                    self.plan.cache.store(self.cases[case_id], trial, arm, outcome)
+            else:
+                self.failures[key] = outcome
+                if not self.plan.keep_going:
+                    self.stop_starting = True
+            self.ledger.ran(
+                arm_name, attempts, outcome if isinstance(outcome, Observation) else None
+            )
+            if self.settler is not None:
+                self.settler.observe(key, outcome)
+            self.done += 1
+            self.running -= 1
+            self._report(key, outcome, elapsed_ms)
+        self.check_settled()
+
+    def _report(self, key: Key, outcome: Outcome, elapsed_ms: float) -> None:
+        if self.progress is None:
+            return
+        case_id, trial, arm_name = key
+        ok = isinstance(outcome, Observation)
+        self.progress(
+            Progress(
+                done=self.done,
+                total=self.total,
+                skill=self.plan.skill_name,
+                case_id=case_id,
+                trial=trial,
+                variant=arm_name,
+                ok=ok,
+                elapsed_ms=elapsed_ms,
+                reason=None if isinstance(outcome, Observation) else outcome.reason,
+                triggered=(
+                    self.plan.skill_name in outcome.invoked_skills
+                    if isinstance(outcome, Observation)
+                    else None
+                ),
+                expect_trigger=self.expect.get(case_id),
+                running=self.running,
+            )
+        )
+
+    def check_settled(self) -> None:
+        """With --stop-when-settled: stop starting when the verdict is settled. The check runs
+        outside the lock (a bootstrap may take a moment; the other workers go on meanwhile), one
+        at a time; a completion during a check asks for one more check after it."""
+        spec = self.plan.settle
+        if self.settler is None or spec is None or not spec.stop:
+            return
+        while True:
+            with self.lock:
+                if self.stop_starting or self.cancel.is_set() or self.next_index >= len(self.todo):
+                    return
+                if self.checking:
+                    self.recheck = True
+                    return
+                self.checking, self.recheck = True, False
+                state = self.settler.snapshot()
+            try:
+                verdict = self.settler.decide(state)
+            finally:
+                with self.lock:
+                    self.checking = False
+            with self.lock:
+                if verdict is not None:
+                    if not self.stop_starting:
+                        self.stop_starting = True
+                        self.stop_reason = "settled"
+                    return
+                if not self.recheck:
+                    return
+
+    def _attempts(self, key: Key, arm: Arm) -> tuple[Outcome | None, float, int]:
+        """Run ``key`` in a fresh workspace; while the runner says its failure is retryable, run
+        it again (in a fresh workspace again) after a backoff, at most ``plan.retries`` more
+        times, while the budget allows. Only the last result counts; an interrupt cuts the wait
+        short (the invocation then counts as not run). Returns (outcome, ms, processes)."""
+        case_id, trial, _ = key
+        case = self.cases[case_id]
+        needs_snapshot = case.task is not None and case.task.needs_snapshot
+        delay = self.plan.retry_delay or retry_delay
+        attempt = 0
+        while True:
+            prepared = self.workspaces.prepare(
+                case.fixture, case.setup, self.base_env, needs_snapshot, self.cancel
+            )
+            try:
+                outcome, elapsed_ms, retryable = self._invoke(case, key, arm, prepared)
+            finally:
+                # The runner's processes are gone and the checks are done: nothing reads W.
+                problem = self.workspaces.dispose(prepared, case_id, trial, arm.name)
+                if problem is not None:
+                    with self.lock:
+                        self.messages.append(f"{case_id} trial {trial} {arm.name}: {problem}")
+            if not retryable or attempt >= self.plan.retries or outcome is None:
+                return outcome, elapsed_ms, attempt + 1
+            if self.cancel.wait(delay(attempt)):
+                return None, elapsed_ms, attempt + 1  # interrupted while waiting: not run
+            with self.lock:
+                if self._budget_reached():
+                    return outcome, elapsed_ms, attempt + 1  # no money for another try
+                self.started += 1
+                self.retried += 1
+            attempt += 1
+
+    def _invoke(
+        self, case: Case, key: Key, arm: Arm, prepared: Prepared
+    ) -> tuple[Outcome | None, float, bool]:
+        """Run the runner in the prepared workspace and judge the case's checks there.
+        None when our own interrupt stopped it; the flag: the runner called its failure
+        retryable."""
+        case_id, trial, _ = key
+        if prepared.interrupted or self.cancel.is_set():
+            return None, 0.0, False
+        if prepared.failure is not None:
+            return RunnerFailure(case_id, trial, arm.name, prepared.failure), 0.0, False
+        env = self.env_for(case_id, trial, arm)
+        env[WORKSPACE_VAR] = str(prepared.workspace)
+        # The runner's temporary files go with its workspace, even when it is killed.
+        env["TMPDIR"] = str(prepared.tmp)
+        spec = InvocationSpec(
+            argv=tuple(self.plan.command),
+            prompt=case.prompt,
+            env=env,
+            case_id=case_id,
+            trial=trial,
+            variant=arm.echo,
+            timeout_ms=self.plan.timeout_ms,
+            max_bytes=self.plan.max_bytes,
+        )
+        result = run_invocation(spec, self.cancel, self.sweeper)
+        outcome = result.outcome
+        if arm.name != arm.echo:  # a baseline run is a with-run of another directory
+            outcome = dataclasses.replace(outcome, variant=arm.name)
+        if isinstance(outcome, RunnerFailure):
+            if self.cancel.is_set():
+                return None, result.elapsed_ms, False
+            return outcome, result.elapsed_ms, result.retryable
+        breach = isolation_breach(outcome, self.plan.skill_name)
+        if breach is not None:
+            return breach, result.elapsed_ms, False
+        if case.task is not None:
+            view = WorkspaceView(prepared.workspace, self.base_env, prepared.before, self.cancel)
+            outcomes = judge_task(case.task, outcome, self.regex, view)
+            if self.cancel.is_set():
+                return None, result.elapsed_ms, False  # a verifier was interrupted: not judged
+            outcome = dataclasses.replace(
+                outcome,
+                checks=tuple(o.passed for o in outcomes),
+                reasons=tuple(o.reason for o in outcomes),
+            )
+        return outcome, result.elapsed_ms, False
+
+    def worker(self) -> None:
+        """One job: take and run invocations until nothing more may start."""
+        try:
+            while (key := self.take()) is not None:
+                self.run_one(key)
+        except BaseException as exc:  # a record write error or a bug: stop everything
+            with self.lock:
+                if self.error is None:
+                    self.error = exc
+                self.stop_starting = True
+            self.cancel.set()

@@ -1,0 +1,328 @@
+"""The workspace the engine gives every invocation: a fresh private directory with the case's
+fixture copied in and its setup commands run, handed to the runner as SKILL_EVALS_WORKSPACE,
+judged after the run and then removed (or kept for debugging with --keep-workspaces).
+
+All of a run's workspaces live under one private root in the system temporary directory,
+created per run and removed at its end. The root has no read permission, so one invocation
+cannot list another's random names; a root left by an engine that was killed outright is
+removed by the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import secrets
+import shutil
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..checks.model import CHECK_SECONDS
+from ..checks.parse import path_problem
+from ..checks.snapshot import Snapshot, SnapshotProblem, take_snapshot
+from ..suite.walks import TreeTooLarge, copy_tree, long_path_problem, remove_tree, walk
+from .helper_commands import describe_exit, run_quiet, scrubbed_env, substitute
+
+ROOT_PREFIX = "skill-evals-ws-"
+SETUP_SECONDS = 60.0
+MAX_FIXTURE_FILES = 100_000
+MAX_FIXTURE_BYTES = 1_000_000_000
+_PATH_MAX = 4096  # Linux's limit on a path, its final NUL included
+
+
+def workspace_room() -> int:
+    """How many bytes a path relative to a workspace may have: the system's path limit less
+    the longest workspace path below TMPDIR (``<root>-<pid>-<8>/<32 hex>/workspace/``)."""
+    base = len(os.fsencode(tempfile.gettempdir()))
+    prefix = len(f"/{ROOT_PREFIX}{'9' * 7}-{'x' * 8}/{'x' * 32}/workspace/")
+    return _PATH_MAX - 1 - base - prefix
+
+
+# ------------------------------------------------------------------------------- fixtures
+
+
+def fixture_problem(base: Path, rel: str) -> str | None:
+    """Why ``rel`` (relative to the cases file's directory ``base``) is not a usable fixture:
+    it must be a relative path without ``..``, a directory, with no symlink on the way or
+    inside, only regular files and directories, within the size bounds. None when usable."""
+    problem = path_problem(rel, directory_ok=True)
+    if problem is not None:
+        return problem
+    current = base
+    for part in rel.rstrip("/").split("/"):
+        current = current / part
+        try:
+            info = current.lstat()
+        except FileNotFoundError:
+            return f"no such directory: {current}"
+        except OSError as exc:
+            return f"cannot read {current} ({exc.strerror})"
+        if stat.S_ISLNK(info.st_mode):
+            return f"{current} is a symlink; fixtures may not contain or pass through symlinks"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{current} is not a directory"
+    files = size = 0
+    room = workspace_room()
+    try:
+        for entry in walk(current):
+            if len(entry.rel) > room:
+                # Readable where it is, but its copy in a workspace below TMPDIR would pass the
+                # system's limit: the same problem, found before any runner starts.
+                return (
+                    f"{long_path_problem(current)} (a workspace below TMPDIR leaves {room} "
+                    "bytes for a path inside it)"
+                )
+            mode = entry.info.st_mode
+            if stat.S_ISDIR(mode):
+                continue
+            if stat.S_ISLNK(mode):
+                return f"{entry.path} is a symlink; fixtures may not contain symlinks"
+            if not stat.S_ISREG(mode):
+                return f"{entry.path} is not a regular file or directory"
+            files += 1
+            size += entry.info.st_size
+            if files > MAX_FIXTURE_FILES or size > MAX_FIXTURE_BYTES:
+                return (
+                    f"larger than {MAX_FIXTURE_FILES} files or {MAX_FIXTURE_BYTES} bytes; "
+                    "keep fixtures small"
+                )
+    except TreeTooLarge as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"cannot read {current} ({exc.strerror})"
+    return None
+
+
+class _FixtureChanged(Exception):
+    pass
+
+
+def copy_fixture(source: Path, target: Path) -> None:
+    """Copy the fixture's files and directories into the existing ``target`` (modes kept),
+    never following a symlink; _FixtureChanged when one (or a special file) appeared, or the
+    fixture grew past the walk bounds since it was checked."""
+    try:
+        for entry in walk(source):
+            dst = target / os.fsdecode(entry.rel)
+            mode = entry.info.st_mode
+            if stat.S_ISDIR(mode):
+                dst.mkdir(mode=0o700)
+            elif stat.S_ISREG(mode):
+                shutil.copyfile(entry.path, dst, follow_symlinks=False)
+                os.chmod(dst, stat.S_IMODE(mode) | stat.S_IRUSR | stat.S_IWUSR)
+            else:
+                raise _FixtureChanged(f"{entry.path} is no longer a regular file or directory")
+    except TreeTooLarge as exc:
+        raise _FixtureChanged(str(exc)) from None
+
+
+# ------------------------------------------------------------------------------ removal
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_roots(tmp: Path) -> list[str]:
+    """Remove workspace roots whose engine process is gone (it was killed outright). A root
+    that cannot be removed is skipped: the warnings returned name it (it never blocks a run)."""
+    pattern = re.compile(re.escape(ROOT_PREFIX) + r"(\d+)-")
+    try:
+        with os.scandir(tmp) as listing:
+            candidates = [e.path for e in listing if e.name.startswith(ROOT_PREFIX)]
+    except OSError:
+        return []
+    warnings: list[str] = []
+    for candidate in sorted(candidates):
+        match = pattern.match(os.path.basename(candidate))
+        if match is None:
+            continue
+        try:
+            owner = os.lstat(candidate).st_uid
+        except OSError:
+            continue
+        pid = int(match.group(1))
+        stale = owner == os.getuid() and pid != os.getpid() and not _pid_alive(pid)
+        if stale and not remove_tree(candidate):
+            warnings.append(stale_root_warning(candidate))
+    return warnings
+
+
+def stale_root_warning(path: str | Path) -> str:
+    """The warning for a stale workspace root that could not be removed."""
+    return (
+        f"{path}: a workspace root left by an ended run could not be removed; skipped "
+        "(remove it by hand)"
+    )
+
+
+# ----------------------------------------------------------------------------- names
+
+
+_SAFE = re.compile(r"[A-Za-z0-9_-]")
+MAX_NAME_BYTES = 200
+
+
+def safe_name(case_id: str) -> str:
+    """A file name for a case id: letters, digits, ``_`` and ``-`` kept, every other character
+    (``%`` and ``.`` too) percent-encoded as UTF-8, so different ids give different names and
+    no id gives ``.``, ``..`` or a path. Names past 200 bytes are cut and end in a hash."""
+    out = []
+    for char in case_id:
+        if _SAFE.fullmatch(char):
+            out.append(char)
+        else:
+            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+    name = "".join(out)
+    if len(name) > MAX_NAME_BYTES:
+        digest = hashlib.sha256(case_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        name = name[: MAX_NAME_BYTES - 17] + "-" + digest
+    return name
+
+
+# ------------------------------------------------------------------------ workspaces
+
+
+@dataclass
+class Prepared:
+    """One invocation's workspace, ready for the runner (``failure`` None) or not."""
+
+    slot: Path  # the invocation's private directory: workspace/ and tmp/
+    workspace: Path  # W, handed to the runner as SKILL_EVALS_WORKSPACE
+    tmp: Path  # the runner's TMPDIR, removed with the slot
+    before: Snapshot | str | None = None  # after setup, when a check compares with it
+    failure: str | None = None  # a runner failure reason ("setup: command 1 ...")
+    interrupted: bool = False
+
+
+class WorkspaceRoot:
+    """The private root of one run's workspaces. Use as a context manager: leaving it removes
+    every workspace that is still there."""
+
+    def __init__(self, keep_dir: Path | None = None, tmp: Path | None = None) -> None:
+        base = Path(tempfile.gettempdir()) if tmp is None else tmp
+        # Shown once each (stderr and the report's messages); never a reason to stop.
+        self.warnings = sweep_stale_roots(base)
+        self.path = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-", dir=base))
+        os.chmod(self.path, 0o300)  # enter by name, never list
+        self.keep_dir = keep_dir
+        self._lock = threading.Lock()
+
+    def prepare(
+        self,
+        fixture: Path | None,
+        setup: tuple[tuple[str, ...], ...],
+        env: Mapping[str, str],
+        snapshot: bool,
+        cancel: threading.Event | None = None,
+    ) -> Prepared:
+        """A fresh workspace with the fixture copied in and the setup commands run in it."""
+        slot = self.path / secrets.token_hex(16)
+        prepared = Prepared(slot, slot / "workspace", slot / "tmp")
+        try:
+            for directory in (slot, prepared.workspace, prepared.tmp):
+                directory.mkdir(mode=0o700)
+        except OSError as exc:
+            prepared.failure = f"workspace: cannot create it in {self.path} ({exc.strerror})"
+            return prepared
+        if fixture is not None:
+            try:
+                copy_fixture(fixture, prepared.workspace)
+            except _FixtureChanged as exc:
+                prepared.failure = f"fixture: {exc}"
+                return prepared
+            except OSError as exc:
+                prepared.failure = f"fixture: cannot copy {fixture} ({exc.strerror})"
+                return prepared
+        for number, argv in enumerate(setup, 1):
+            finished = run_quiet(
+                substitute(argv, prepared.workspace),
+                prepared.workspace,
+                scrubbed_env(env, prepared.workspace),
+                SETUP_SECONDS,
+                cancel,
+            )
+            if finished.problem == "interrupted":
+                prepared.interrupted = True
+                return prepared
+            if finished.returncode != 0:
+                prepared.failure = f"setup: command {number} {describe_exit(finished)}"
+                return prepared
+        if snapshot:
+            try:
+                prepared.before = take_snapshot(
+                    prepared.workspace, time.monotonic() + CHECK_SECONDS
+                )
+            except SnapshotProblem as exc:
+                prepared.before = str(exc)  # the checks comparing with it fail with this
+            except OSError as exc:
+                prepared.before = f"cannot read the workspace ({exc.strerror})"
+        return prepared
+
+    def dispose(self, prepared: Prepared, case_id: str, trial: int, variant: str) -> str | None:
+        """Remove the invocation's directory, after moving the workspace to
+        ``keep_dir/<case id>/<trial>/<variant>/`` when keeping. A problem moving it is
+        returned (the workspace is removed anyway)."""
+        problem = None
+        if self.keep_dir is not None:
+            target = self.keep_dir / safe_name(case_id) / str(trial) / variant
+            try:
+                with self._lock:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    if target.exists() or target.is_symlink():
+                        remove_tree(target)  # an earlier attempt of this invocation
+                _move_tree(prepared.workspace, target)
+            except OSError as exc:
+                problem = f"cannot keep the workspace in {target} ({exc.strerror})"
+            except TreeTooLarge as exc:
+                problem = f"cannot keep the workspace in {target}: {exc}"
+        remove_tree(prepared.slot)
+        return problem
+
+    def close(self) -> None:
+        """Remove the root and everything still in it."""
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o700)
+        remove_tree(self.path)
+
+    def __enter__(self) -> WorkspaceRoot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _move_tree(source: Path, target: Path) -> None:
+    try:
+        os.rename(source, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        copy_tree(source, target)  # another filesystem; TreeTooLarge past the walk bounds
+
+
+def check_keep_dir(keep_dir: Path) -> str | None:
+    """Why --keep-workspaces DIR cannot be used (it must be new or empty), or None."""
+    if keep_dir.exists() and not keep_dir.is_dir():
+        return "not a directory"
+    if keep_dir.is_dir():
+        try:
+            if any(keep_dir.iterdir()):
+                return "not empty; give a new or empty directory (workspaces are moved there)"
+        except OSError as exc:
+            return f"cannot read it ({exc.strerror})"
+    return None

@@ -1,0 +1,1 @@
+"""From observations to figures: scoring, statistics, gates, comparison and routing metrics."""

@@ -1,0 +1,154 @@
+"""Routing metrics over the observations of a run (docs/routing.md).
+
+Per observation: L = invokedSkills ∩ catalog, E = the case's ``expect``; loaded names outside
+the catalog are counted in ``other_loads``. Accuracy is the share of observations with L = E.
+Per skill s: TP (s ∈ E ∩ L), FP (s ∈ L ∖ E), FN (s ∈ E ∖ L), with precision, recall and F1
+undefined (None) on a zero denominator. Micro F1 sums TP/FP/FN over the skills; macro F1 is
+the mean F1 of the skills whose F1 is defined. Confusion cells (rows expected, columns loaded):
+for each e ∈ E — (e, e) when e ∈ L, (e, w) for every w ∈ L ∖ E, (e, none) when e ∉ L and
+L ∖ E = ∅; when E = ∅ — (none, w) for every w ∈ L, or (none, none) when L = ∅.
+
+Every figure is computed from integer counts as an exact fraction and rounded once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ..run.observations import Observation
+from ..suite.catalog import NONE_LABEL
+from ..suite.route_cases import RouteCase
+from .stats import exact_f1
+
+
+@dataclass(frozen=True)
+class SkillScore:
+    """One catalog skill's counts and scores."""
+
+    name: str
+    tp: int
+    fp: int
+    fn: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    expected_by: int  # how many cases list the skill in expect (the F1 gate covers these)
+
+
+@dataclass(frozen=True)
+class Collision:
+    """Two catalog skills confused with each other: cell(a, b) + cell(b, a) observations, on
+    these cases (case-file order). ``a`` comes first in catalog order."""
+
+    a: str
+    b: str
+    count: int
+    case_ids: tuple[str, ...]
+
+
+@dataclass
+class RouteMetrics:
+    """Everything the report shows about routing."""
+
+    observed: int = 0
+    correct: int = 0
+    accuracy: float | None = None
+    other_loads: int = 0
+    micro_f1: float | None = None
+    macro_f1: float | None = None
+    skills: list[SkillScore] = field(default_factory=list)
+    labels: tuple[str, ...] = ()
+    counts: list[list[int]] = field(default_factory=list)
+    collisions: list[Collision] = field(default_factory=list)
+    # case id → per trial: the catalog skills loaded (catalog order) / L = E; None: not observed
+    loaded: dict[str, list[list[str] | None]] = field(default_factory=dict)
+    right: dict[str, list[bool | None]] = field(default_factory=dict)
+
+
+def _float(value: Fraction | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def route_metrics(
+    cases: Sequence[RouteCase],
+    names: Sequence[str],
+    rows: Mapping[str, Sequence[Observation | None]],
+) -> RouteMetrics:
+    """Score ``rows`` (case id → the observation of each trial, None where missing)."""
+    index = {name: i for i, name in enumerate(names)}
+    none = len(names)
+    labels = (*names, NONE_LABEL)
+    counts = [[0] * len(labels) for _ in labels]
+    tp = [0] * len(names)
+    fp = [0] * len(names)
+    fn = [0] * len(names)
+    expected_by = [0] * len(names)
+    pair_cases: dict[tuple[int, int], list[str]] = {}
+    result = RouteMetrics(labels=labels, counts=counts)
+    for case in cases:
+        expect = {index[e] for e in case.expect}
+        for e in expect:
+            expected_by[e] += 1
+        loaded_row: list[list[str] | None] = []
+        right_row: list[bool | None] = []
+        for obs in rows.get(case.id, ()):
+            if obs is None:
+                loaded_row.append(None)
+                right_row.append(None)
+                continue
+            invoked = set(obs.invoked_skills)
+            loaded = {index[n] for n in invoked if n in index}
+            result.other_loads += sum(1 for n in invoked if n not in index)
+            result.observed += 1
+            is_right = loaded == expect
+            result.correct += is_right
+            loaded_row.append([names[i] for i in sorted(loaded)])
+            right_row.append(is_right)
+            extra = loaded - expect
+            for s in loaded & expect:
+                tp[s] += 1
+            for s in extra:
+                fp[s] += 1
+            for s in expect - loaded:
+                fn[s] += 1
+            if not expect:
+                for w in extra:
+                    counts[none][w] += 1
+                if not loaded:
+                    counts[none][none] += 1
+                continue
+            for e in expect:
+                if e in loaded:
+                    counts[e][e] += 1
+                for w in extra:
+                    counts[e][w] += 1
+                    pair = (min(e, w), max(e, w))
+                    ids = pair_cases.setdefault(pair, [])
+                    if not ids or ids[-1] != case.id:
+                        ids.append(case.id)
+                if e not in loaded and not extra:
+                    counts[e][none] += 1
+        result.loaded[case.id] = loaded_row
+        result.right[case.id] = right_row
+    if result.observed:
+        result.accuracy = float(Fraction(result.correct, result.observed))
+    f1s: list[Fraction] = []
+    for i, name in enumerate(names):
+        p, r, f1 = exact_f1(tp[i], fp[i], fn[i])
+        if f1 is not None:
+            f1s.append(f1)
+        result.skills.append(
+            SkillScore(name, tp[i], fp[i], fn[i], _float(p), _float(r), _float(f1), expected_by[i])
+        )
+    result.micro_f1 = _float(exact_f1(sum(tp), sum(fp), sum(fn))[2])
+    result.macro_f1 = float(sum(f1s, Fraction(0)) / len(f1s)) if f1s else None
+    collisions = [
+        Collision(names[a], names[b], counts[a][b] + counts[b][a], tuple(ids))
+        for (a, b), ids in pair_cases.items()
+    ]
+    # Largest first; ties in catalog order of a, then b.
+    collisions.sort(key=lambda c: (-c.count, index[c.a], index[c.b]))
+    result.collisions = collisions
+    return result

@@ -1,0 +1,258 @@
+"""The Agent Skills format, checked (`skill-evals validate`; warnings of `test`).
+
+The rules are the specification's, with the reference validator `skills-ref`
+(agentskills/agentskills) deciding wherever the prose is open; what the specification does not
+make an error is a warning that names whose rule it is. See docs/inputs.md#validate.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..errors import InvalidInput
+from .cases import DEFAULT_CASES_FILES, MIN_UNITS, load_cases
+from .frontmatter import parse_frontmatter, split_frontmatter
+from .jsonl import MAX_FILE_BYTES
+from .nfkc import nfkc
+from .walks import TreeTooLarge, walk
+
+ALLOWED_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
+MAX_NAME_CHARS = 64
+MAX_DESCRIPTION_CHARS = 1024
+MAX_COMPATIBILITY_CHARS = 500
+_SHOWN = 80  # a name or key quoted in a message is cut to this many characters
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding: ``text`` is the printed line, ``PATH: message`` (``PATH: warning: …`` for
+    a warning)."""
+
+    text: str
+    severity: Severity = "error"
+
+
+def _show(value: str) -> str:
+    return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "…")
+
+
+def _name_problems(name: str, dir_name: str) -> list[str]:
+    """The rules for ``name``, compared after NFKC (``café`` in either normal form is one)."""
+    problems: list[str] = []
+    normal = nfkc(name)
+    if not 1 <= len(normal) <= MAX_NAME_CHARS:
+        problems.append(f"'name' must be 1-{MAX_NAME_CHARS} characters (it has {len(normal)})")
+    # Lowercase letters of any script (a letter with no case, such as 技, counts), digits, "-".
+    if normal and (normal != normal.lower() or not all(c.isalnum() or c == "-" for c in normal)):
+        problems.append(
+            "'name' may only contain lowercase letters, digits and hyphens "
+            "(letters of any script; no capitals, spaces or other characters)"
+        )
+    if normal.startswith("-") or normal.endswith("-"):
+        problems.append("'name' must not start or end with a hyphen")
+    if "--" in normal:
+        problems.append("'name' must not contain two hyphens in a row")
+    if normal and normal != nfkc(dir_name):
+        problems.append(
+            f"'name' {_show(name)} must equal the directory name {_show(dir_name)} "
+            "(compared after Unicode NFKC normalisation)"
+        )
+    return problems
+
+
+def _field_problems(front: dict[str, object], dir_name: str) -> list[Problem]:
+    problems: list[Problem] = []
+
+    def error(message: str) -> None:
+        problems.append(Problem(message))
+
+    for key in front:
+        if key not in ALLOWED_KEYS:
+            error(
+                f"unknown frontmatter key {_show(key)}; allowed keys are {', '.join(ALLOWED_KEYS)}"
+            )
+
+    name = front.get("name")
+    if name is None:
+        error("missing required key 'name'")
+    elif not isinstance(name, str):
+        error("'name' must be a string")
+    else:
+        for message in _name_problems(name, dir_name):
+            error(message)
+
+    description = front.get("description")
+    if description is None:
+        error("missing required key 'description'")
+    elif not isinstance(description, str):
+        error("'description' must be a string")
+    else:
+        if not description.strip() or len(description) > MAX_DESCRIPTION_CHARS:
+            error(
+                f"'description' must be 1-{MAX_DESCRIPTION_CHARS} characters and not blank "
+                f"(it has {len(description)})"
+            )
+        if "<" in description or ">" in description:
+            problems.append(
+                Problem(
+                    "'description' contains '<' or '>': Anthropic's skill upload refuses them "
+                    "(a rule of that upload, not of the Agent Skills specification)",
+                    "warning",
+                )
+            )
+
+    if "compatibility" in front:
+        compatibility = front["compatibility"]
+        if not isinstance(compatibility, str):
+            error("'compatibility' must be a string")
+        elif not compatibility:
+            error(f"'compatibility' must not be empty (1-{MAX_COMPATIBILITY_CHARS} characters)")
+        elif len(compatibility) > MAX_COMPATIBILITY_CHARS:
+            error(
+                f"'compatibility' must be at most {MAX_COMPATIBILITY_CHARS} characters "
+                f"(it has {len(compatibility)})"
+            )
+
+    for key in ("license", "allowed-tools"):
+        if key in front and not isinstance(front[key], str):
+            error(f"{key!r} must be a string")
+
+    if "metadata" in front:
+        metadata = front["metadata"]
+        if not isinstance(metadata, dict):
+            error("'metadata' must be a mapping of string keys to string values")
+        else:
+            for key, value in metadata.items():
+                if not isinstance(value, str):
+                    error(
+                        f"'metadata' value of {_show(key)} must be a string, not a list or mapping"
+                    )
+    return problems
+
+
+def frontmatter_problems(md: Path, dir_name: str, text: str) -> list[Problem]:
+    """The Agent Skills rules for the frontmatter of ``text`` (the contents of ``md``)."""
+    stripped = text.removeprefix("\ufeff")
+    try:
+        if split_frontmatter(stripped) is None:
+            return [Problem(f"{md}: missing frontmatter; the file must start with a line '---'")]
+        front, _ = parse_frontmatter(text)
+    except ValueError as exc:
+        return [Problem(f"{md}: {exc}")]
+    found = _field_problems(front, dir_name)
+    return [
+        Problem(
+            f"{md}: {p.text}" if p.severity == "error" else f"{md}: warning: {p.text}", p.severity
+        )
+        for p in found
+    ]
+
+
+def _decode(md: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(f"{md}:{line}: invalid UTF-8; save SKILL.md as UTF-8") from None
+
+
+def _skill_md(path: Path) -> tuple[Path, str] | Problem:
+    """SKILL.md of the directory ``path`` and its text, or the problem that prevents reading it."""
+    md = path / "SKILL.md"
+    try:
+        md_st = os.lstat(md)
+    except FileNotFoundError:
+        try:
+            variants = [n for n in os.listdir(path) if n.lower() == "skill.md"]
+        except OSError:
+            variants = []
+        if variants:
+            return Problem(
+                f"{path}: missing SKILL.md; found {_show(variants[0])}: the file must be named "
+                "SKILL.md, in capitals (rename it)"
+            )
+        return Problem(f"{path}: missing SKILL.md")
+    except OSError as exc:
+        return Problem(f"{md}: cannot read ({exc.strerror})")
+    if not stat.S_ISREG(md_st.st_mode):
+        return Problem(f"{md}: must be a regular file (not a symlink, directory or FIFO)")
+    if md_st.st_size > MAX_FILE_BYTES:
+        return Problem(f"{md}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        return md, _decode(md, md.read_bytes())
+    except OSError as exc:
+        return Problem(f"{md}: cannot read ({exc.strerror})")
+    except InvalidInput as exc:
+        return Problem(str(exc))
+
+
+def _cases_problems(path: Path, skill_name: str) -> list[Problem]:
+    """The case rules for the skill's cases file, when one is at a default location."""
+    for rel in DEFAULT_CASES_FILES:
+        cases = path / rel
+        if not os.path.lexists(cases):
+            continue
+        try:
+            suite = load_cases(cases, skill_name)
+        except InvalidInput as exc:
+            return [Problem(str(exc))]
+        if suite.unit_count < MIN_UNITS:
+            return [
+                Problem(
+                    f"{cases}: warning: {suite.unit_count} independent case(s) after normalising "
+                    f"prompts; skill-evals test needs at least {MIN_UNITS} (exit 6)",
+                    "warning",
+                )
+            ]
+        return []
+    return []
+
+
+def _bound_problem(path: Path) -> Problem | None:
+    """The skill's directory walked within the walk bounds (the hash would refuse it)."""
+    try:
+        for _ in walk(path, on_error=lambda *_: None):
+            pass
+    except TreeTooLarge as exc:
+        return Problem(str(exc))
+    except OSError as exc:
+        return Problem(f"{path}: cannot read ({exc.strerror})")
+    return None
+
+
+def check_skill(path: Path) -> list[Problem]:
+    """Every problem of the skill directory ``path``: SKILL.md against the Agent Skills format,
+    then its cases file (the first of evals/cases.jsonl, evals/cases.yaml, cases.jsonl)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [Problem(f"{path}: skill directory does not exist or cannot be read")]
+    if not stat.S_ISDIR(st.st_mode):
+        return [Problem(f"{path}: not a directory; a skill is a directory holding SKILL.md")]
+    found = _skill_md(path)
+    if isinstance(found, Problem):
+        return [found]
+    bound = _bound_problem(path)
+    if bound is not None:
+        return [bound]
+    md, text = found
+    dir_name = path.resolve().name
+    problems = frontmatter_problems(md, dir_name, text)
+    try:
+        front, _ = parse_frontmatter(text)
+    except ValueError:
+        front = {}
+    name = front.get("name")
+    skill_name = name if isinstance(name, str) and name else dir_name
+    return problems + _cases_problems(path, skill_name)
+
+
+def validate_skill(path: Path) -> list[str]:
+    """Every problem of ``path`` as a printed line (``PATH: message``); empty when valid."""
+    return [problem.text for problem in check_skill(path)]
