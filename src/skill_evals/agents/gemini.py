@@ -180,7 +180,7 @@ def mcp_server_args(skill_dirs: Sequence[Path]) -> list[str]:
     package_root = str(Path(skill_evals.__file__).resolve().parent.parent)
     code = (
         f"import sys; sys.path.insert(0, {package_root!r}); "
-        "from skill_evals.cli import main; main()"
+        "from skill_evals.cli.main import main; main()"
     )
     args = ["-c", code, "mcp-serve"]
     for path in skill_dirs:
