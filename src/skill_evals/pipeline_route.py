@@ -22,14 +22,9 @@ from .cache.misses import misses_line
 from .cache.run import cache_note, check_cache_dir, open_cache
 from .cache.settings import CacheSettings
 from .errors import EvalError, EvidenceUnavailable, InsufficientUnits, InvalidInput
-from .pipeline import (
-    TestOptions,
-    check_outputs,
-    default_timeout_ms,
-    is_builtin_runner,
-    path_inside,
-)
 from .plan.arms import Arm
+from .plan.files import RunFiles, check_outputs, path_inside
+from .plan.run_settings import default_timeout_ms, is_builtin_runner
 from .report.outputs import HeldOutputs
 from .report.route_report import ARM, Report, RouteSettings, build_route_report, route_error_report
 from .run.execute import ExecutionPlan, ExecutionResult, Progress, StartListener, execute
@@ -99,17 +94,9 @@ class RouteOptions:
             min_skill_f1=self.min_skill_f1,
         )
 
-    def file_checks(self) -> TestOptions:
+    def file_checks(self) -> RunFiles:
         """The output/input file rules of ``test`` applied to these options' files."""
-        return TestOptions(
-            skill=Path("."),
-            cases=self.cases,
-            observations=self.observations,
-            record=self.record,
-            resume=self.resume,
-            trials=self.trials,
-            outputs=self.outputs,
-        )
+        return RunFiles(self.cases, self.observations, self.record, self.resume, self.outputs)
 
 
 class _RouteProgress:

@@ -280,7 +280,7 @@ def _write(
 
 def _writable(report: dict[str, Any], path: Path, inputs: tuple[Path, ...]) -> bool:
     """Never write into a catalog skill, nor over an input file (both are exit 5 already)."""
-    from ..pipeline import path_inside
+    from ..plan.files import path_inside
 
     for skill in report.get("catalog") or []:
         if path_inside(path, Path(skill["path"])):

@@ -297,7 +297,7 @@ def _write_outputs(
 ) -> None:
     """Write the report in every format a path was given for, then ``fmt`` to stdout."""
     from ..messages import by_severity, stderr_warnings
-    from ..pipeline import path_inside
+    from ..plan.files import path_inside
     from ..report.html import render_test_html
     from ..report.json import render_json
     from ..report.junit import render_junit

@@ -1,0 +1,63 @@
+"""The run step of `test` and `route`: open the observation cache, run the plan's invocations,
+close the cache, and collect what the report says about them (exposure warnings, the cache's
+notes, warnings and misses)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..cache.run import finish_cache, open_cache
+from ..cache.settings import CacheSettings
+from .execute import ExecutionPlan, ExecutionResult, Progress, execute
+from .exposed import exposure_warnings
+
+
+@dataclass(frozen=True)
+class CacheUse:
+    """How a run uses ``--cache``: its settings, whether the runner is one of this package's
+    own, the cache's subdirectory (a skill name, or routing's) and the suite files left out of
+    the skill version's key (cache.run.suite_paths)."""
+
+    settings: CacheSettings
+    builtin: bool
+    scope: str
+    excluded: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a run gives the scoring: the result (its messages led by the exposure warnings and
+    followed by the cache's), and the same warnings apart for a report that keeps its own."""
+
+    result: ExecutionResult
+    exposure: tuple[str, ...]
+    cache_warnings: tuple[str, ...]
+    cache_notes: tuple[str, ...]
+    cache_misses: list[dict[str, Any]] | None  # runner.cacheMisses (None without a cache)
+
+
+def run_plan(
+    plan: ExecutionPlan,
+    cache: CacheUse | None,
+    watched: Sequence[Path],
+    progress: Callable[[Progress], None] | None = None,
+) -> Ran:
+    """Run ``plan`` with the cache (when given); ``watched``: the skill folders the agent may
+    see, checked for skills no content can prove loaded (run.exposed)."""
+    store = None
+    if cache is not None:
+        store = open_cache(cache.settings, cache.builtin, plan.command, cache.scope, cache.excluded)
+    exposure = exposure_warnings(watched)
+    try:
+        result = execute(dataclasses.replace(plan, cache=store), progress)
+    finally:
+        if store is not None:
+            store.close()
+    result.messages[:0] = exposure
+    notes, misses = finish_cache(store, result, ())
+    warnings = tuple(store.messages) if store is not None else ()
+    return Ran(result, tuple(exposure), warnings, notes, misses)
