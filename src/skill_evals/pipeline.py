@@ -1,8 +1,10 @@
-"""`skill-evals test` from options to report: load → plan → run → score.
+"""`skill-evals test` and `skill-evals route` from options to report: load → plan → run →
+score, each step one call into the package that owns it (suite/, plan/, run/, score/ and
+report/).
 
-Shared by the `test` command and the CI gate. Everything that can be decided before a runner
-starts (exit 5, then 6, then the exit-7 cases that need no run) is decided before one starts, so
-no money is spent on a run that cannot pass.
+Shared by the commands and the CI gate. Everything that can be decided before a runner starts
+(exit 5, then 6, then the exit-7 cases that need no run) is decided before one starts, so no
+money is spent on a run that cannot pass.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from .cache.run import suite_paths
 from .cache.settings import CacheSettings
 from .errors import EvalError, InvalidInput
 from .plan.files import RunFiles, check_modes
+from .plan.route_plan import CACHE_SCOPE, catalog_warnings, check_catalog_outputs, plan_route
 from .plan.run_settings import RunSettings, default_timeout_ms, is_builtin_runner
 from .plan.scope import ArmOptions
 from .plan.test_plan import (
@@ -26,63 +30,67 @@ from .plan.test_plan import (
 )
 from .report.blocks import Report, Settings, error_report
 from .report.outputs import HeldOutputs
-from .run.cached_run import CacheUse, run_plan
-from .run.execute import Progress
+from .report.route_report import RouteSettings, build_route_report, route_error_report
+from .run.cached_run import CacheUse, Ran, run_plan
+from .run.execute import ExecutionResult, Progress
 from .run.exposed import runner_neighbours
 from .run.record_lock import RecordLocks
+from .run.route_progress import RouteProgress
 from .score.evaluate import evaluate
 from .suite.cases import CaseSuite, load_cases
+from .suite.catalog import Catalog
+from .suite.route_cases import RouteSuite, load_route_cases, load_route_catalog
 from .suite.skill import Skill, directory_sha256, load_skill
 
 # Imported from here by the benchmarks, the CI's estimate and the tests.
 __all__ = [
+    "RouteOptions",
     "TestOptions",
     "default_timeout_ms",
     "exposed_cases_note",
     "is_builtin_runner",
+    "run_route",
     "run_test",
 ]
 
 
-@dataclass(frozen=True)
-class TestOptions:
-    """Everything `skill-evals test` takes (already range-checked by the CLI)."""
+@dataclass(frozen=True, kw_only=True)
+class _RunOptions:
+    """What `test` and `route` both take (already range-checked by the CLI)."""
 
-    skill: Path
     cases: Path
     runner: str | None = None
     observations: Path | None = None
     trials: int = 3
     seed: int = 42
-    bootstrap_samples: int = 10_000
     timeout_ms: int | None = None  # None: the default for the runner (default_timeout_ms)
     max_bytes: int = 1_000_000
     jobs: int = 4
-    min_trigger_f1: float | None = None
-    min_uplift: float | None = None
+    retries: int = 2  # re-runs of an invocation whose runner reports a retryable failure
     record: Path | None = None
     resume: Path | None = None
     keep_going: bool = False
-    keep_workspaces: Path | None = None  # move each invocation's workspace here
-    outputs: tuple[Path, ...] = ()  # every path we will write: must lie outside the skill dir
+    outputs: tuple[Path, ...] = ()  # every path we will write: outside every offered skill
     env: Mapping[str, str] | None = None
-    retries: int = 2  # re-runs of an invocation whose runner reports a retryable failure
-    retry_delay: Callable[[int], float] | None = None  # backoff (seconds before re-run n)
-    scope: ArmOptions = field(default_factory=ArmOptions)  # arms, baseline, budget, settle
     cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
-    require_verified_isolation: bool = False  # an unverified without run → exit 7
+    require_verified_isolation: bool = False
 
     @property
     def effective_timeout_ms(self) -> int:
         """--timeout-ms, or the default for this runner when it was not given."""
         return self.timeout_ms if self.timeout_ms is not None else default_timeout_ms(self.runner)
 
+    @property
+    def mode(self) -> Literal["runner", "observations"]:
+        """The report's settings.mode."""
+        return "observations" if self.observations is not None else "runner"
+
     def files(self) -> RunFiles:
         """The paths this run reads and writes."""
         return RunFiles(self.cases, self.observations, self.record, self.resume, self.outputs)
 
-    def run_settings(self) -> RunSettings:
-        """How each invocation runs."""
+    def run_settings(self, **more: Any) -> RunSettings:
+        """How each invocation runs (``more``: the command's own settings)."""
         return RunSettings(
             runner=self.runner,
             trials=self.trials,
@@ -91,10 +99,29 @@ class TestOptions:
             max_bytes=self.max_bytes,
             keep_going=self.keep_going,
             retries=self.retries,
-            retry_delay=self.retry_delay,
             env=self.env,
             cache=self.cache,
-            keep_workspaces=self.keep_workspaces,
+            **more,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestOptions(_RunOptions):
+    """Everything `skill-evals test` takes. ``require_verified_isolation``: an unverified
+    without run is exit 7."""
+
+    skill: Path
+    bootstrap_samples: int = 10_000
+    min_trigger_f1: float | None = None
+    min_uplift: float | None = None
+    keep_workspaces: Path | None = None  # move each invocation's workspace here
+    retry_delay: Callable[[int], float] | None = None  # backoff (seconds before re-run n)
+    scope: ArmOptions = field(default_factory=ArmOptions)  # arms, baseline, budget, settle
+
+    def run_settings(self, **more: Any) -> RunSettings:
+        """How each invocation runs."""
+        return super().run_settings(
+            retry_delay=self.retry_delay, keep_workspaces=self.keep_workspaces, **more
         )
 
     def gates(self) -> GateSettings:
@@ -104,7 +131,7 @@ class TestOptions:
     def settings(self) -> Settings:
         """The report's settings block."""
         return Settings(
-            mode="observations" if self.observations is not None else "runner",
+            mode=self.mode,
             trials=self.trials,
             seed=self.seed,
             bootstrap_samples=self.bootstrap_samples,
@@ -118,6 +145,36 @@ class TestOptions:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class RouteOptions(_RunOptions):
+    """Everything `skill-evals route` takes. A routing run has no without arm:
+    ``require_verified_isolation`` is said in a note and has no effect."""
+
+    skills: tuple[Path, ...] = ()
+    catalog_globs: tuple[str, ...] = ()
+    min_accuracy: float | None = None
+    min_skill_f1: float | None = None
+    cwd: Path | None = None  # where --catalog globs start (default: the working directory)
+
+    def catalog(self) -> Catalog:
+        """The catalog given by --skill or --catalog."""
+        return load_route_catalog(self.skills, self.catalog_globs, self.cwd)
+
+    def settings(self) -> RouteSettings:
+        """The report's settings."""
+        return RouteSettings(
+            mode=self.mode,
+            trials=self.trials,
+            seed=self.seed,
+            timeout_ms=self.effective_timeout_ms,
+            max_bytes=self.max_bytes,
+            jobs=self.jobs,
+            retries=self.retries,
+            min_accuracy=self.min_accuracy,
+            min_skill_f1=self.min_skill_f1,
+        )
+
+
 def _changed(skill: Skill) -> bool:
     """Whether the directory's hash differs from the one taken before the run."""
     try:
@@ -126,12 +183,17 @@ def _changed(skill: Skill) -> bool:
         return True
 
 
-def _test_cache(run: RunSettings, skill: Skill, suite: CaseSuite) -> CacheUse | None:
+def _cache_use(run: RunSettings, scope: str, excluded: tuple[str, ...] = ()) -> CacheUse | None:
     if run.cache is None:
         return None
-    return CacheUse(
-        run.cache, is_builtin_runner(run.runner), skill.name, suite_paths(suite, skill.path)
-    )
+    return CacheUse(run.cache, is_builtin_runner(run.runner), scope, excluded)
+
+
+def _result(ran: Ran | None, recorded: ExecutionResult | None) -> ExecutionResult:
+    """What is scored: the run's result, or the recorded observations (one of the two)."""
+    result = ran.result if ran is not None else recorded
+    assert result is not None
+    return result
 
 
 def run_test(
@@ -160,10 +222,10 @@ def run_test(
         plan = plan_test(skill, baseline, suite, files, run, options.scope, options.gates())
         ran = None
         if plan.execution is not None:
+            cache = _cache_use(run, skill.name, suite_paths(suite, skill.path))
             watched = [skill.path, *runner_neighbours(run.runner)]
-            ran = run_plan(plan.execution, _test_cache(run, skill, suite), watched, progress)
-        result = ran.result if ran is not None else plan.recorded
-        assert result is not None  # one of the two: a run, or the recorded observations
+            ran = run_plan(plan.execution, cache, watched, progress)
+        result = _result(ran, plan.recorded)
         if answers is not None:
             answers.update((obs.key, obs.output) for obs in result.observations)
         report = evaluate(
@@ -182,5 +244,57 @@ def run_test(
         return report
     except EvalError as exc:
         return error_report(exc.exit_code, str(exc), settings, skill, suite)
+    finally:
+        locks.release()
+
+
+def run_route(
+    options: RouteOptions,
+    progress: Callable[[Progress], None] | None = None,
+    held: HeldOutputs | None = None,
+) -> Report:
+    """Run one routing evaluation and return its report (``report["exitCode"]`` is the exit):
+    the steps of :func:`run_test` with the whole catalog offered in one arm, ``routing``."""
+    settings, files, run = options.settings(), options.files(), options.run_settings()
+    catalog: Catalog | None = None
+    suite: RouteSuite | None = None
+    locks = RecordLocks()
+    try:
+        check_modes(options.runner, files)
+        locks.take(files.record, files.resume)  # before F is read; held to the end
+        catalog = options.catalog()
+        check_catalog_outputs(catalog, files, held)
+        suite = load_route_cases(options.cases, catalog.names)
+        plan = plan_route(
+            catalog, suite, files, run, options.min_skill_f1, options.require_verified_isolation
+        )
+        ran = None
+        if plan.execution is not None:
+            watched = [*(s.path for s in catalog.skills), *runner_neighbours(run.runner)]
+            shown = None if progress is None else RouteProgress(progress)
+            ran = run_plan(plan.execution, _cache_use(run, CACHE_SCOPE), watched, shown)
+        warnings = catalog_warnings(catalog)
+        if ran is not None:
+            warnings = [*warnings, *ran.exposure, *ran.cache_warnings]
+        report = build_route_report(
+            catalog,
+            suite,
+            settings,
+            _result(ran, plan.recorded),
+            resumed=plan.resumed,
+            changed=catalog.changed() if ran is not None else (),
+            notes_in=(*plan.notes, *ran.cache_notes) if ran is not None else (),
+            warnings_in=warnings,
+        )
+        if (
+            ran is not None
+            and ran.cache_misses is not None
+            and isinstance(report.get("runner"), dict)
+        ):
+            report["runner"]["cacheMisses"] = ran.cache_misses
+        return report
+    except EvalError as exc:
+        warnings = catalog_warnings(catalog) if catalog is not None else []
+        return route_error_report(exc.exit_code, str(exc), settings, catalog, suite, warnings)
     finally:
         locks.release()

@@ -221,7 +221,7 @@ def routing_result(
 
 def evaluate_routing(state: RoutingState, reason: str, run: RoutingRun) -> dict[str, Any]:
     """Run the routing evaluation (`skill-evals route` over the catalog) and return its entry."""
-    from ..pipeline_route import RouteOptions, run_route
+    from ..pipeline import RouteOptions, run_route
     from ..run.progress import ProgressPrinter
 
     settings = state.settings

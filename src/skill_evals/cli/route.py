@@ -16,7 +16,7 @@ from .common import FloatRange, fail
 from .helptext import CONTEXT, epilog
 
 if TYPE_CHECKING:
-    from ..pipeline_route import RouteOptions
+    from ..pipeline import RouteOptions
 
 _OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)
 FORMATS = ("text", "json", "markdown", "junit", "html")
@@ -180,7 +180,7 @@ def route(
     """Run every routing case with the whole catalog installed and report which skills
     loaded: accuracy, per-skill precision/recall/F1, micro and macro F1, the confusion matrix
     and the colliding pairs; the exit code is the verdict (skill-evals codes)."""
-    from ..pipeline_route import RouteOptions
+    from ..pipeline import RouteOptions
 
     options = RouteOptions(
         cases=cases,
@@ -210,13 +210,12 @@ def route(
 
 def _lint(options: RouteOptions, fmt: str) -> NoReturn:
     from ..errors import EvalError
-    from ..pipeline_route import load_catalog_for
     from ..suite.route_lint import lint_catalog, render_lint_json, render_lint_text
 
     if fmt not in ("text", "json"):
         fail("--lint prints --format text or json")
     try:
-        catalog = load_catalog_for(options)
+        catalog = options.catalog()
         result = lint_catalog(catalog, options.cases)
     except EvalError as exc:
         fail(str(exc), exc.exit_code)
@@ -227,7 +226,7 @@ def _lint(options: RouteOptions, fmt: str) -> NoReturn:
 
 def _run(options: RouteOptions, fmt: str, report_path: Path | None, quiet: bool) -> NoReturn:
     from ..agents.simulated import NOTICE, is_simulated_command
-    from ..pipeline_route import run_route
+    from ..pipeline import run_route
     from ..report.outputs import close_held
     from ..run.interrupts import sigterm_interrupts
     from ..run.progress import ProgressPrinter

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import InvalidInput
 from .case_objects import CaseChecker, jsonl_case_objects, yaml_case_objects
 from .cases import MAX_ID_CHARS, Case, CaseSuite, normalize_prompt
+from .catalog import Catalog, catalog_dirs, load_catalog
 from .jsonl import read_regular_file
 
 ROUTE_FIELDS = ("id", "prompt", "expect", "tags")
@@ -155,3 +156,17 @@ def load_route_cases(path: Path, catalog: Sequence[str]) -> RouteSuite:
             )
         )
     return RouteSuite(path=path, sha256=digest, cases=tuple(cases), unit_count=len(units))
+
+
+def load_route_catalog(
+    skills: Sequence[Path], globs: Sequence[str], cwd: Path | None = None
+) -> Catalog:
+    """The catalog given by --skill or --catalog (exactly one of the two); globs start at
+    ``cwd`` (default: the working directory)."""
+    if skills and globs:
+        raise InvalidInput(
+            "give the catalog with --skill DIR... or with --catalog GLOB..., not both"
+        )
+    if globs:
+        return load_catalog(catalog_dirs(globs, cwd if cwd is not None else Path.cwd()))
+    return load_catalog(skills)
