@@ -11,13 +11,39 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from .run.observations import Observation, RunnerFailure
+from typing import Any, Literal, Protocol
 
 Severity = Literal["error", "warning", "note"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "note")
+
+
+class Warned(Protocol):
+    """What :func:`runner_warnings` reads of an observation: its runner line's warnings."""
+
+    @property
+    def warnings(self) -> Sequence[str]: ...
+
+
+class Failed(Protocol):
+    """What :func:`failures_message` reads of a runner failure."""
+
+    @property
+    def case_id(self) -> str: ...
+    @property
+    def trial(self) -> int: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def reason(self) -> str: ...
+
+
+# Every output of a run with the simulated runner carries this note: its figures measure the
+# overlap of words, which a reader could otherwise take for a model's routing. Here, below both
+# the runner (agents/simulated.py) and the renderers, so each can name it.
+ARTEFACTS = (
+    "simulated runner: figures are artefacts of word matching between the prompts and the "
+    "description, not a model's behaviour"
+)
 
 
 @dataclass
@@ -60,7 +86,7 @@ class Messages:
 _BLANKS = re.compile(r"[^\S\u2028\u2029]+")
 
 
-def runner_warnings(observations: Iterable[Observation]) -> list[str]:
+def runner_warnings(observations: Iterable[Warned]) -> list[str]:
     """The distinct ``warnings`` of the runner lines, in first-seen order, each as one safe line
     ``runner: <text>``: blanks collapsed, control and invisible characters written ``\\uXXXX``
     (terminal-escaped, so every output shows them the same way)."""
@@ -105,12 +131,12 @@ def by_severity(report: Mapping[str, Any], severity: Severity) -> list[str]:
     return [text for level, text in severities_of(report) if level == severity]
 
 
-def failures_message(failures: Sequence[RunnerFailure], variants: bool = True) -> str:
+def failures_message(failures: Sequence[Failed], variants: bool = True) -> str:
     """One line a person can act on: how many failed, and the most frequent reason (the
     runner's own words when it gave one) with the first invocation it hit (its variant too
     unless ``variants`` is off: a routing run has only one)."""
     counts: dict[str, int] = {}
-    firsts: dict[str, RunnerFailure] = {}
+    firsts: dict[str, Failed] = {}
     for failure in failures:
         counts[failure.reason] = counts.get(failure.reason, 0) + 1
         firsts.setdefault(failure.reason, failure)

@@ -31,12 +31,12 @@ from .plan.test_plan import (
 from .report.blocks import Report, Settings, error_report
 from .report.outputs import HeldOutputs
 from .report.route_report import RouteSettings, build_route_report, route_error_report
+from .report.test_report import build_test_report
 from .run.cached_run import CacheUse, Ran, run_plan
 from .run.execute import ExecutionResult, Progress
 from .run.exposed import runner_neighbours
 from .run.record_lock import RecordLocks
 from .run.route_progress import RouteProgress
-from .score.evaluate import evaluate
 from .suite.cases import CaseSuite, load_cases
 from .suite.catalog import Catalog
 from .suite.route_cases import RouteSuite, load_route_cases, load_route_catalog
@@ -228,7 +228,7 @@ def run_test(
         result = _result(ran, plan.recorded)
         if answers is not None:
             answers.update((obs.key, obs.output) for obs in result.observations)
-        report = evaluate(
+        report = build_test_report(
             skill,
             suite,
             settings,

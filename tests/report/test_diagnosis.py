@@ -15,9 +15,9 @@ from skill_evals.report.blocks import Report
 from skill_evals.report.diagnosis import advice_for, failure_groups, partial_note
 from skill_evals.report.html import render_html
 from skill_evals.report.markdown import render_markdown
+from skill_evals.report.test_report import build_test_report
 from skill_evals.report.text import render_text
 from skill_evals.run.observations import RunnerFailure
-from skill_evals.score.evaluate import evaluate
 from tests._scoring_data import make_result, make_settings, make_skill, make_suite
 from tests.conftest import assert_valid_report
 
@@ -52,7 +52,9 @@ def few_task_units_f1_gate_failed() -> Report:
     suite = make_suite()
     cases = tuple(c if c.id <= "c05" else replace(c, task=None) for c in suite.cases)
     suite = replace(suite, cases=cases)
-    report = evaluate(make_skill(), suite, make_settings(min_trigger_f1=0.99), make_result(suite))
+    report = build_test_report(
+        make_skill(), suite, make_settings(min_trigger_f1=0.99), make_result(suite)
+    )
     assert_valid_report(report)
     return report
 
@@ -69,7 +71,7 @@ def fail_fast_report(failures: tuple[RunnerFailure, ...]) -> Report:
     ]
     dropped = [*late, *((f.case_id, f.trial, f.variant) for f in failures)]
     result = make_result(suite, drop=dropped, failures=failures)
-    report = evaluate(make_skill(), suite, make_settings(), result)
+    report = build_test_report(make_skill(), suite, make_settings(), result)
     assert_valid_report(report)
     return report
 
@@ -123,7 +125,7 @@ def test_reports_without_severities_fall_back_safely() -> None:
 def test_skill_format_warnings_are_warnings() -> None:
     suite = make_suite()
     skill = make_skill(warnings=("SKILL.md: description contains '<'",))
-    report = evaluate(skill, suite, make_settings(), make_result(suite))
+    report = build_test_report(skill, suite, make_settings(), make_result(suite))
     text = render_text(report)
     assert "Warnings\n  - skill format: SKILL.md: description contains '<'" in text
     assert "What failed" not in text
@@ -199,7 +201,7 @@ def test_partial_figures_are_marked_everywhere() -> None:
 
 def test_complete_runs_are_not_marked_partial() -> None:
     suite = make_suite()
-    report = evaluate(make_skill(), suite, make_settings(), make_result(suite))
+    report = build_test_report(make_skill(), suite, make_settings(), make_result(suite))
     assert report["coverage"] == {"observed": 48, "planned": 48}
     assert "partial" not in render_text(report)
     assert "partial" not in render_markdown(report).lower()
@@ -212,7 +214,7 @@ def test_errors_come_first_and_junit_explains_with_an_error_not_a_note() -> None
     from skill_evals.report.junit import render_junit
 
     suite = make_suite()
-    report = evaluate(
+    report = build_test_report(
         make_skill(),
         suite,
         make_settings(),

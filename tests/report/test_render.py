@@ -18,9 +18,9 @@ from skill_evals.report.blocks import Report, error_report
 from skill_evals.report.json import render_json
 from skill_evals.report.junit import render_junit
 from skill_evals.report.markdown import escape_md, render_markdown
+from skill_evals.report.test_report import build_test_report
 from skill_evals.report.text import render_text
 from skill_evals.run.observations import RunnerFailure
-from skill_evals.score.evaluate import evaluate
 from tests._scoring_data import (
     OUTPUT_MARK,
     PROMPT_MARK,
@@ -40,7 +40,7 @@ def report_for(
     result = make_result(
         suite, drop=[(f.case_id, f.trial, f.variant) for f in failures], failures=failures
     )
-    report = evaluate(make_skill(), suite, make_settings(**gates), result)
+    report = build_test_report(make_skill(), suite, make_settings(**gates), result)
     assert_valid_report(report)
     return report
 
@@ -305,7 +305,7 @@ def test_junit_error_reports_and_unexplained_exit_codes() -> None:
     assert "9 independent case(s)" in case.result[0].message
     # skill changed during the run: exit 7 with no per-case error → an evaluation error.
     suite_obj = make_suite()
-    changed = evaluate(
+    changed = build_test_report(
         make_skill(), suite_obj, make_settings(), make_result(suite_obj), skill_changed=True
     )
     assert_valid_report(changed)
@@ -315,11 +315,13 @@ def test_junit_error_reports_and_unexplained_exit_codes() -> None:
 
 def test_junit_no_task_checks_is_skipped_uplift_and_error_when_gated() -> None:
     suite = make_suite(tasks=False)
-    plain = evaluate(make_skill(), suite, make_settings(), make_result(suite))
+    plain = build_test_report(make_skill(), suite, make_settings(), make_result(suite))
     assert_valid_report(plain)
     cases = _cases(next(iter(_parse(render_junit([("s", plain, None)])))))
     assert isinstance(cases["uplift"].result[0], Skipped)
-    gated = evaluate(make_skill(), suite, make_settings(min_uplift=0.1), make_result(suite))
+    gated = build_test_report(
+        make_skill(), suite, make_settings(min_uplift=0.1), make_result(suite)
+    )
     assert_valid_report(gated)
     cases = _cases(next(iter(_parse(render_junit([("s", gated, None)])))))
     assert isinstance(cases["uplift"].result[0], Error)
@@ -368,7 +370,7 @@ def test_renderers_with_replaced_suite_ids() -> None:
     result = make_result(make_suite())
     mapping = {c.id.split(" ")[0]: c.id for c in cases}
     result.observations = [replace(o, case_id=mapping[o.case_id]) for o in result.observations]
-    report = evaluate(make_skill(), suite, make_settings(), result)
+    report = build_test_report(make_skill(), suite, make_settings(), result)
     assert_valid_report(report)
     md = render_markdown(report)
     assert "\u2028" not in md

@@ -13,8 +13,8 @@ from skill_evals.report.blocks import Report
 from skill_evals.report.html import render_test_html
 from skill_evals.report.junit import render_junit
 from skill_evals.report.markdown import render_markdown
+from skill_evals.report.test_report import build_test_report
 from skill_evals.report.text import render_text
-from skill_evals.score.evaluate import evaluate
 from tests._scoring_data import make_result, make_settings, make_skill, make_suite
 from tests.conftest import assert_valid_report
 
@@ -23,7 +23,7 @@ HOSTILE = "file_contains a.md: '<script>x</script> |*_`@team \x1b[31m\u202e' not
 
 def scored() -> Report:
     suite = make_suite()
-    report = evaluate(make_skill(), suite, make_settings(), make_result(suite))
+    report = build_test_report(make_skill(), suite, make_settings(), make_result(suite))
     assert_valid_report(report)
     return report
 

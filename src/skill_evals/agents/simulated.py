@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..messages import ARTEFACTS
 from ..suite.frontmatter import parse_frontmatter
 from .base import AgentInvocation, AgentResult, RunnerSetupError
 
@@ -56,12 +57,6 @@ NOTICE = (
 )
 
 
-# Every output of a run with this runner carries this note too: its figures measure the overlap
-# of words, which a reader could otherwise take for a model's routing.
-ARTEFACTS = (
-    "simulated runner: figures are artefacts of word matching between the prompts and the "
-    "description, not a model's behaviour"
-)
 NOTES = (NOTICE, ARTEFACTS)
 
 

@@ -12,7 +12,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..agents.simulated import ARTEFACTS
+from ..messages import ARTEFACTS
+from ..report.cells import STATUS_ICON as REPORT_STATUS_ICON
+from ..report.cells import fmt_num, fmt_signed, skill_status
 from ..report.diagnosis import sections
 from ..report.md_text import fork_safe, md_number
 from ..report.route_markdown import ci_routing_markdown
@@ -26,12 +28,7 @@ COMMENT_MAX_CHARS = 65_000
 LIST_LIMIT = 20
 
 STATUS_ICON = {
-    "pass": "✅ pass",
-    "fail": "❌ fail",
-    "invalid": "⛔ invalid",
-    "insufficient": "⚠️ insufficient",
-    "unavailable": "⚠️ unavailable",
-    "interrupted": "⏹️ interrupted",
+    **REPORT_STATUS_ICON,
     "skipped": "⏭️ skipped",
     "unchanged": "➖ unchanged",
     "no-cases": "📭 no cases",
@@ -45,30 +42,6 @@ def _esc(value: object) -> str:
     from ..report.md_text import md_text
 
     return md_text(value)
-
-
-def fmt_num(value: object, digits: int = 2) -> str:
-    """A number with ``digits`` decimals, or an em dash for null (undefined metrics)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "—"
-    return f"{value:.{digits}f}"
-
-
-def fmt_signed(value: object) -> str:
-    """A signed number with two decimals, or an em dash for null."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return "—"
-    return f"{value:+.2f}"
-
-
-def skill_status(skill: dict[str, Any]) -> str:
-    """The status shown for a skill: its report's status when evaluated, else the CI status."""
-    report = skill.get("report")
-    if skill.get("status") == "evaluated" and isinstance(report, dict):
-        return str(report.get("status", "invalid"))
-    if skill.get("status") == "no-cases" and skill.get("exitCode", 0) == 0:
-        return "no-cases"
-    return str(skill.get("status"))
 
 
 def _uplift_cell(report: dict[str, Any] | None) -> str:

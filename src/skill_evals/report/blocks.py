@@ -1,5 +1,5 @@
 """The report's envelope and its descriptive blocks — skill, baseline, cases, settings, gate
-thresholds — shared by a scored report (evaluate.py) and one for a run that stopped before
+thresholds — shared by a scored report (test_report.py) and one for a run that stopped before
 scoring (:func:`error_report`). Matches schemas/report.schema.json; never holds prompts, outputs
 or runner stderr."""
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..agents.simulated import ARTEFACTS
-from ..ci.summary import fmt_num, fmt_signed, partial_mark, skill_status
+from ..messages import ARTEFACTS
 from .answers import AnswerBudget, Answers
+from .cells import fmt_num, fmt_signed, skill_status
+from .diagnosis import partial_suffix
 from .html_base import anchor, badge, escape_html
 from .html_skill import skill_section
 
@@ -65,7 +66,7 @@ def _verdict_rows(skills: list[dict[str, Any]]) -> str:
             )
             if task.get("insufficient"):
                 uplift += " (insufficient)"
-            uplift += partial_mark(report)
+            uplift += partial_suffix(report)
             p_value = fmt_num((task.get("signTest") or {}).get("pValue"), 3)
         else:
             uplift, p_value = "—", "—"
@@ -79,7 +80,7 @@ def _verdict_rows(skills: list[dict[str, Any]]) -> str:
             f"<td><code>{_e(skill.get('path'))}</code></td>"
             f"<td>{badge(skill_status(skill))}</td>"
             f'<td class="num">{fmt_num(trigger.get("f1"))}'
-            f"{_e(partial_mark(report)) if trigger else ''}</td>"
+            f"{_e(partial_suffix(report)) if trigger else ''}</td>"
             f'<td class="num">{_e(uplift)}</td>'
             f'<td class="num">{p_value}</td>'
             f'<td class="num">{_e(runs)}</td>'

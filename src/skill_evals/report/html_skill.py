@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ci.summary import fmt_num, skill_status
 from .answers import AnswerBudget, Answers, case_answers
+from .cells import fmt_num, skill_status
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .html_base import anchor, badge, escape_html

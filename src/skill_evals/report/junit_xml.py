@@ -17,8 +17,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from ..agents.simulated import ARTEFACTS
 from ..escaping.invisible import show_invisible
+from ..messages import ARTEFACTS
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
 # (\t, \n, \r stay): removed, never written.

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..escaping.invisible import escape_table
+from .cells import STATUS_ICON
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .text import (
@@ -23,15 +24,6 @@ from .text import (
     uplift_summary,
     verdict_summary,
 )
-
-STATUS_ICON = {
-    "pass": "✅ pass",
-    "fail": "❌ fail",
-    "invalid": "⛔ invalid",
-    "insufficient": "⚠️ insufficient",
-    "unavailable": "⚠️ unavailable",
-    "interrupted": "⏹️ interrupted",
-}
 
 # Characters with a Markdown/GFM/HTML meaning anywhere in a line: backslash first so the
 # escapes added for the others are not escaped again. `&` stops entity references, `$` GitHub

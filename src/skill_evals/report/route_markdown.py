@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .cells import STATUS_ICON
 from .diagnosis import gate_partial, partial_note, sections
-from .markdown import STATUS_ICON
 from .md_text import md_number, md_text
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
 from .text import LIST_LIMIT, fmt, fmt_threshold, limited

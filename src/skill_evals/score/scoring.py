@@ -1,7 +1,7 @@
 """Observations → the report's measured sections (docs/statistics.md, docs/report.md): the
 observation grid, trigger metrics, task pass rates and uplift, loading violations and evidence
 states, meta sums and per-case results. Pure functions of the observations; the verdict and the
-exit code are decided in evaluate.py."""
+exit code are decided in report/test_report.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from fractions import Fraction
 from typing import Any
 
 from ..checks import RegexPool
-from ..report.blocks import Settings
 from ..run.observations import ARMS, META_KEYS, VARIANTS, Observation, RunnerFailure
 from ..suite.cases import MIN_UNITS, Case, CaseSuite
 from .stats import bootstrap_interval, sign_test, trigger_metrics
@@ -106,7 +105,8 @@ def judge_tasks(suite: CaseSuite, grid: Grid, matcher: RegexPool) -> dict[str, C
 
 def task_section(
     suite: CaseSuite,
-    settings: Settings,
+    samples: int,
+    seed: int,
     task_passes: Mapping[tuple[str, str], Sequence[bool | None]],
     grid: Grid,
 ) -> dict[str, Any] | None:
@@ -136,7 +136,7 @@ def task_section(
     n = len(differences)
     if n:
         difference: float | None = float(sum(differences, Fraction(0)) / n)
-        interval = bootstrap_interval(differences, settings.bootstrap_samples, settings.seed)
+        interval = bootstrap_interval(differences, samples, seed)
         lower: float | None = interval.lower
         upper: float | None = interval.upper
     else:
@@ -155,8 +155,8 @@ def task_section(
             "lower": lower,
             "upper": upper,
             "method": INTERVAL_METHOD,
-            "samples": settings.bootstrap_samples,
-            "seed": settings.seed,
+            "samples": samples,
+            "seed": seed,
         },
         "signTest": {
             "positive": signs.positive,

@@ -1,4 +1,5 @@
-"""evaluate() and error_report(): the report, nulls, and status/exit with the exit-code precedence.
+"""build_test_report() and error_report(): the report, nulls, and status/exit with the
+exit-code precedence.
 
 The suite is tests/_scoring_data.py (12 cases, 2 trials, figures derived by hand there).
 """
@@ -16,8 +17,8 @@ import pytest
 
 from skill_evals import __version__
 from skill_evals.report.blocks import Report, error_report
+from skill_evals.report.test_report import build_test_report
 from skill_evals.run.observations import RunnerFailure
-from skill_evals.score.evaluate import evaluate
 from tests._scoring_data import (
     DIFFERENCES,
     OUTPUT_MARK,
@@ -52,7 +53,7 @@ def run(
     **settings: Any,
 ) -> Report:
     suite = suite or make_suite(tasks=tasks, loaded=loaded)
-    report = evaluate(
+    report = build_test_report(
         make_skill(),
         suite,
         make_settings(**settings),
@@ -423,7 +424,7 @@ def test_pass_rate_null_when_no_task_observation() -> None:
 
 def test_messages_given_by_the_caller_come_first() -> None:
     suite = make_suite()
-    report = evaluate(
+    report = build_test_report(
         make_skill(warnings=["SKILL.md: description too long"]),
         suite,
         make_settings(),

@@ -1,6 +1,6 @@
-"""Observations → the report and its exit code (docs/statistics.md, docs/report.md): the
-measured sections (scoring.py), the gates and the comparison, then the verdict with the exit-code
-precedence and the messages that explain it.
+"""Observations → the test report and its exit code (docs/statistics.md, docs/report.md): the
+measured sections (score/scoring.py), the gates and the comparison, then the verdict with the
+exit-code precedence and the messages that explain it.
 
 The report is a plain JSON-ready dict matching schemas/report.schema.json. It never contains
 prompts, agent outputs or runner stderr: only ids, counts, names and figures.
@@ -20,23 +20,11 @@ from ..codes import (
 )
 from ..messages import Messages, failures_message, runner_warnings
 from ..plan.arms import ArmPlan
-from ..report.blocks import (
-    Report,
-    Settings,
-    baseline_block,
-    cases_block,
-    envelope,
-    settings_block,
-    skill_block,
-)
-from ..report.stop_notes import run_notes
 from ..run.execute import ExecutionResult
 from ..run.observations import VARIANTS
 from ..run.records import gc_paused
-from ..suite.cases import MIN_UNITS, CaseSuite
-from ..suite.skill import Skill
-from .compare import comparison_gates, comparison_section
-from .gates import (
+from ..score.compare import comparison_gates, comparison_section
+from ..score.gates import (
     ALL_GATES,
     GateOutcome,
     as_settled,
@@ -44,7 +32,7 @@ from .gates import (
     trigger_f1_gate,
     uplift_gate,
 )
-from .scoring import (
+from ..score.scoring import (
     ISOLATION_UNVERIFIED,
     attempted_not_loaded,
     baseline_passes,
@@ -61,9 +49,21 @@ from .scoring import (
     trigger_section,
     why_f1_undefined,
 )
+from ..suite.cases import MIN_UNITS, CaseSuite
+from ..suite.skill import Skill
+from .blocks import (
+    Report,
+    Settings,
+    baseline_block,
+    cases_block,
+    envelope,
+    settings_block,
+    skill_block,
+)
+from .stop_notes import run_notes
 
 
-def evaluate(
+def build_test_report(
     skill: Skill,
     suite: CaseSuite,
     settings: Settings,
@@ -120,7 +120,7 @@ def _evaluate(
         for case_id, result in task_results.items()
         for variant, passes in result.passes.items()
     }
-    task = task_section(suite, settings, task_passes, grid)
+    task = task_section(suite, settings.bootstrap_samples, settings.seed, task_passes, grid)
     violations = loading_violations(suite, grid)
     unverified, without_runs = isolation_unverified(suite, grid, skill.name)
     # Per-case evidence states only when some runner reported evidence (custom runners need not).
