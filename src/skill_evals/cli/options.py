@@ -1,0 +1,96 @@
+"""The click options several commands take (`test`, `route`, `ci`), each defined once — its
+type, range and default —, and the composing of option lists into one decorator. A command
+adds its own help text (and, where it differs, a metavar or default)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from .common import FloatRange
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)  # a file we write
+FORMATS = ("text", "json", "markdown", "junit", "html")
+
+_SPECS: dict[str, dict[str, Any]] = {
+    "--cases": {"required": True, "type": click.Path(path_type=Path)},
+    "--runner": {"default": None},
+    "--observations": {"type": click.Path(path_type=Path), "default": None},
+    "--trials": {"type": click.IntRange(1, 100), "default": 3},
+    "--jobs": {"type": click.IntRange(1, 64), "default": 4},
+    "--seed": {"type": click.IntRange(0, 2**32 - 1), "default": 42},
+    "--timeout-ms": {
+        "type": click.IntRange(1, 600_000),
+        "default": None,
+        "help": "Per invocation: kill the runner after this many milliseconds (a runner "
+        "failure). Default: 30000; 300000 for a built-in agent runner (skill-evals runner "
+        "claude-code, ...).",
+    },
+    "--max-bytes": {
+        "type": click.IntRange(1, 10_000_000),
+        "default": 1_000_000,
+        "help": "Per invocation: kill the runner after this many bytes of stdout + stderr.",
+    },
+    "--retries": {"type": click.IntRange(0, 10), "default": 2},
+    "--min-trigger-f1": {"type": FloatRange(0, 1), "default": None, "metavar": "X"},
+    "--min-uplift": {"type": FloatRange(-1, 1), "default": None, "metavar": "X"},
+    "--format": {"type": click.Choice(FORMATS), "default": "text"},
+    "--record": {
+        "type": OUTPUT_PATH,
+        "default": None,
+        "metavar": "FILE",
+        "help": "Write every observation to FILE as it completes, for --resume. Default: none.",
+    },
+    "--resume": {
+        "type": click.Path(path_type=Path),
+        "default": None,
+        "help": "Reuse the observations recorded in FILE; run only the missing ones. "
+        "Default: none.",
+    },
+    "--keep-going": {
+        "is_flag": True,
+        "help": "Keep starting invocations after a runner failure (default: stop at the first).",
+    },
+    "--require-verified-isolation": {"is_flag": True},
+    "--quiet": {"is_flag": True},
+    "--cache": {
+        "type": click.Path(file_okay=False, path_type=Path),
+        "default": None,
+        "metavar": "DIR",
+    },
+    "--cache-max-age": {"metavar": "AGE"},
+}
+
+
+def option(name: str, *decls: str, **given: Any) -> Callable[[F], F]:
+    """The click option ``name`` as every command defines it, with this command's ``given``
+    settings (its help; a metavar or default where it differs). ``decls``: more names, or the
+    keyword argument's name."""
+    return click.option(name, *decls, **{**_SPECS[name], **given})
+
+
+def compose(decorators: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
+    """One decorator adding ``decorators`` in the order given (the order of --help)."""
+
+    def apply(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+def report_file_option(name: str, what: str) -> Callable[[F], F]:
+    """``--report FILE``, ``--junit FILE``, …: also write ``what`` to FILE."""
+    return click.option(
+        name,
+        type=OUTPUT_PATH,
+        default=None,
+        metavar="FILE",
+        help=f"Also write {what} to FILE. Default: none.",
+    )
