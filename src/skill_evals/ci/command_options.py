@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 import click
 
-from ..cli.common import FloatRange, fail
+from ..cli.common import fail
+from ..cli.options import compose, option
 from ..escaping.terminal import terminal_safe
 
 DEFAULT_OUT = "skill-evals-report"
@@ -55,94 +56,75 @@ def lock_option(help_text: str) -> Callable[[F], F]:
     )
 
 
-def selection_options(func: F) -> F:
-    """Options shared by `ci` and `ci plan`: where the config is and how changes are found."""
-    options = [
-        config_option(
-            "The config file (docs/config.md). Default: .skill-evals.yml at the root, when present."
-        ),
-        base_option(
-            "Compare fingerprints with this git commit. Default: the PR's base on pull "
-            "requests, else the lock file when present, else every skill."
-        ),
-        lock_option(
-            "Compare with the fingerprints in this lock file. Default: "
-            ".skill-evals.lock.json when present (after a PR's base)."
-        ),
-        click.option("--all", "all_", is_flag=True, help="Evaluate every skill, changed or not."),
-        click.option(
-            "--only",
-            multiple=True,
-            metavar="NAME",
-            help="Evaluate only this skill (name or path; repeatable), changed or not.",
-        ),
-        click.option(
-            "--runner",
-            default=None,
-            metavar="CMD",
-            help="The runner command for every skill. Default: the config's runner.",
-        ),
-        click.option(
-            "--trials",
-            type=click.IntRange(1, 100),
-            default=None,
-            help="Runs per case and variant, for every skill. Default: the config's (3).",
-        ),
-        click.option(
-            "--jobs",
-            type=click.IntRange(1, 64),
-            default=None,
-            help="Runner processes at once. Default: the config's (4).",
-        ),
-        click.option(
-            "--min-trigger-f1",
-            type=FloatRange(0, 1),
-            default=None,
-            metavar="X",
-            help="Gate on trigger F1 for every skill. Default: the config's gates.",
-        ),
-        click.option(
-            "--min-uplift",
-            type=FloatRange(-1, 1),
-            default=None,
-            metavar="X",
-            help="Gate on the uplift interval's lower bound for every skill. Default: the "
-            "config's gates.",
-        ),
-        click.option(
-            "--require-verified-isolation",
-            "require_verified_isolation",
-            is_flag=True,
-            default=None,
-            help="Exit 7 when a without run's command named the skill's files and its result "
-            "could not be matched to its text. Default: the config's (off).",
-        ),
-        click.option(
-            "--compare",
-            type=click.Choice(["base", "none"]),
-            default=None,
-            help="base: run each changed skill against its version at the base commit as a "
-            "baseline arm (docs/ci.md). Default: the config's compare (none).",
-        ),
-        click.option(
-            "--cache",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            metavar="DIR",
-            help="Reuse valid observations stored in DIR and store new ones (docs/cost.md). "
-            "Default: the config's cache (none).",
-        ),
-        click.option(
-            "--cache-max-age",
-            default=None,
-            metavar="AGE",
-            help="Do not reuse cache entries older than AGE: 30m, 12h, 7d; 0 = never reuse. "
-            "Default: the config's, else 7d.",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+_SELECTION = [
+    config_option(
+        "The config file (docs/config.md). Default: .skill-evals.yml at the root, when present."
+    ),
+    base_option(
+        "Compare fingerprints with this git commit. Default: the PR's base on pull "
+        "requests, else the lock file when present, else every skill."
+    ),
+    lock_option(
+        "Compare with the fingerprints in this lock file. Default: "
+        ".skill-evals.lock.json when present (after a PR's base)."
+    ),
+    click.option("--all", "all_", is_flag=True, help="Evaluate every skill, changed or not."),
+    click.option(
+        "--only",
+        multiple=True,
+        metavar="NAME",
+        help="Evaluate only this skill (name or path; repeatable), changed or not.",
+    ),
+    # Every option below defaults to the config's value (None: not given).
+    option(
+        "--runner",
+        metavar="CMD",
+        help="The runner command for every skill. Default: the config's runner.",
+    ),
+    option(
+        "--trials",
+        default=None,
+        help="Runs per case and variant, for every skill. Default: the config's (3).",
+    ),
+    option("--jobs", default=None, help="Runner processes at once. Default: the config's (4)."),
+    option(
+        "--min-trigger-f1",
+        help="Gate on trigger F1 for every skill. Default: the config's gates.",
+    ),
+    option(
+        "--min-uplift",
+        help="Gate on the uplift interval's lower bound for every skill. Default: the "
+        "config's gates.",
+    ),
+    option(
+        "--require-verified-isolation",
+        "require_verified_isolation",
+        default=None,
+        help="Exit 7 when a without run's command named the skill's files and its result "
+        "could not be matched to its text. Default: the config's (off).",
+    ),
+    click.option(
+        "--compare",
+        type=click.Choice(["base", "none"]),
+        default=None,
+        help="base: run each changed skill against its version at the base commit as a "
+        "baseline arm (docs/ci.md). Default: the config's compare (none).",
+    ),
+    option(
+        "--cache",
+        help="Reuse valid observations stored in DIR and store new ones (docs/cost.md). "
+        "Default: the config's cache (none).",
+    ),
+    option(
+        "--cache-max-age",
+        default=None,
+        help="Do not reuse cache entries older than AGE: 30m, 12h, 7d; 0 = never reuse. "
+        "Default: the config's, else 7d.",
+    ),
+]
+
+selection_options = compose(_SELECTION)
+"""Options shared by `ci` and `ci plan`: where the config is and how changes are found."""
 
 
 def cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:

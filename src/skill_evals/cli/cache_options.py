@@ -3,42 +3,30 @@ and `route`, and their translation into CacheSettings."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, TypeVar
-
-import click
+from typing import Any
 
 from .common import fail
+from .options import compose, option
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-_OPTIONS = [
-    click.option(
-        "--cache",
-        "cache_dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        metavar="DIR",
-        help="Reuse valid observations stored in DIR by earlier runs of the same runner, "
-        "skill version and case, and store new ones there (docs/cost.md). Default: no cache.",
-    ),
-    click.option(
-        "--cache-max-age",
-        default="7d",
-        metavar="AGE",
-        help="Do not reuse cache entries older than AGE: e.g. 30m, 12h, 7d; 0 = never reuse "
-        "(new observations are still stored). Default: 7d.",
-    ),
-]
-
-
-def cache_options(func: F) -> F:
-    """Add --cache and --cache-max-age to a click command (keyword arguments cache_dir and
-    cache_max_age)."""
-    for option in reversed(_OPTIONS):
-        func = option(func)
-    return func
+cache_options = compose(
+    [
+        option(
+            "--cache",
+            "cache_dir",
+            help="Reuse valid observations stored in DIR by earlier runs of the same runner, "
+            "skill version and case, and store new ones there (docs/cost.md). Default: no "
+            "cache.",
+        ),
+        option(
+            "--cache-max-age",
+            default="7d",
+            help="Do not reuse cache entries older than AGE: e.g. 30m, 12h, 7d; 0 = never "
+            "reuse (new observations are still stored). Default: 7d.",
+        ),
+    ]
+)
+"""Add --cache and --cache-max-age to a click command (keyword arguments cache_dir and
+cache_max_age)."""
 
 
 def cache_settings(values: dict[str, Any]) -> Any:

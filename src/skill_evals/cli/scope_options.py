@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import click
 
 from .common import FloatRange
+from .options import compose
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,6 +25,17 @@ NAMES = (
     "min_f1_gain",
     "min_pass_gain",
 )
+
+
+def _compare_gate(name: str, kind: FloatRange, fails_when: str) -> Callable[[F], F]:
+    return click.option(
+        name,
+        type=kind,
+        default=None,
+        metavar="X",
+        help=f"Gate (needs --baseline): fail (exit 1) when the {fails_when}. Default: no gate.",
+    )
+
 
 _OPTIONS = [
     click.option(
@@ -68,47 +80,32 @@ _OPTIONS = [
         help="Stop starting invocations once no outcome of the rest could change any gate's "
         "verdict (only with a gate set). Default: off (on in skill-evals ci).",
     ),
-    click.option(
+    _compare_gate(
         "--max-f1-drop",
-        type=FloatRange(0, 1),
-        default=None,
-        metavar="X",
-        help="Gate (needs --baseline): fail (exit 1) when the upper bound of the F1 "
-        "difference's 95% interval is below −X, i.e. confidently worse than the baseline by "
-        "more than X. Default: no gate.",
+        FloatRange(0, 1),
+        "upper bound of the F1 difference's 95% interval is below −X, i.e. confidently worse "
+        "than the baseline by more than X",
     ),
-    click.option(
+    _compare_gate(
         "--max-pass-drop",
-        type=FloatRange(0, 1),
-        default=None,
-        metavar="X",
-        help="Gate (needs --baseline): fail (exit 1) when the upper bound of the pass-rate "
-        "difference's 95% interval is below −X. Default: no gate.",
+        FloatRange(0, 1),
+        "upper bound of the pass-rate difference's 95% interval is below −X",
     ),
-    click.option(
+    _compare_gate(
         "--min-f1-gain",
-        type=FloatRange(-1, 1),
-        default=None,
-        metavar="X",
-        help="Gate (needs --baseline): fail (exit 1) when the lower bound of the F1 "
-        "difference's 95% interval is below X. Default: no gate.",
+        FloatRange(-1, 1),
+        "lower bound of the F1 difference's 95% interval is below X",
     ),
-    click.option(
+    _compare_gate(
         "--min-pass-gain",
-        type=FloatRange(-1, 1),
-        default=None,
-        metavar="X",
-        help="Gate (needs --baseline): fail (exit 1) when the lower bound of the pass-rate "
-        "difference's 95% interval is below X. Default: no gate.",
+        FloatRange(-1, 1),
+        "lower bound of the pass-rate difference's 95% interval is below X",
     ),
 ]
 
 
-def scope_options(func: F) -> F:
-    """Add the options above to a click command (they arrive as keyword arguments)."""
-    for option in reversed(_OPTIONS):
-        func = option(func)
-    return func
+scope_options = compose(_OPTIONS)
+"""Add the options above to a click command (they arrive as keyword arguments)."""
 
 
 def arm_options(values: dict[str, Any]) -> Any:
