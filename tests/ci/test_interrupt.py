@@ -34,13 +34,13 @@ import os, signal
 
 def _patch():
     import skill_evals.pipeline as pipeline
-    original = pipeline.evaluate
+    original = pipeline.build_test_report
 
     def evaluate(*args, **kwargs):
         os.kill(os.getpid(), getattr(signal, os.environ["SKILL_EVALS_TEST_SIGNAL"]))
         return original(*args, **kwargs)
 
-    pipeline.evaluate = evaluate
+    pipeline.build_test_report = evaluate
 
 if os.environ.get("SKILL_EVALS_TEST_SIGNAL"):
     _patch()
