@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .agents.exposed import runner_neighbours
 from .cache.run import suite_paths
 from .cache.settings import CacheSettings
 from .errors import EvalError, InvalidInput
@@ -34,7 +35,6 @@ from .report.route_report import RouteSettings, build_route_report, route_error_
 from .report.test_report import build_test_report
 from .run.cached_run import CacheUse, Ran, run_plan
 from .run.execute import ExecutionResult, Progress
-from .run.exposed import runner_neighbours
 from .run.record_lock import RecordLocks
 from .run.route_progress import RouteProgress
 from .suite.cases import CaseSuite, load_cases

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from skill_evals.checks import RegexPool, judge_observation, subset_match
+from skill_evals.checks import judge_observation, subset_match
 from skill_evals.checks.model import Budget, OutputMatches, ToolCalled, ToolNotCalled
 from skill_evals.run.observations import Observation, ToolCall
+from skill_evals.run.regex import RegexPool
 
 
 def obs(

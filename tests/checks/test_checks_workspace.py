@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from skill_evals.checks import RegexPool, WorkspaceView, judge_workspace
+from skill_evals.checks import WorkspaceView, judge_workspace
 from skill_evals.checks import paths as paths_module
 from skill_evals.checks.model import (
     ChangesWithin,
@@ -25,6 +25,7 @@ from skill_evals.checks.model import (
     Unchanged,
 )
 from skill_evals.checks.snapshot import SnapshotProblem, take_snapshot
+from skill_evals.run.regex import RegexPool
 
 
 @pytest.fixture

@@ -12,12 +12,13 @@ import pytest
 from skill_evals.ci.base_commit import event_base_sha, git_states
 from skill_evals.ci.changes import BaseChoice, detect_changes
 from skill_evals.ci.config import parse_config
-from skill_evals.ci.discovery import WorkTree, discover, glob_regex
+from skill_evals.ci.discovery import WorkTree, discover
 from skill_evals.ci.fingerprint import worktree_states
 from skill_evals.ci.git_tree import GitTree
 from skill_evals.ci.settings import CiConfig
 from skill_evals.errors import InvalidInput
 from skill_evals.suite.skill import directory_sha256
+from skill_evals.suite.skill_dirs import glob_regex
 from tests.conftest import write_skill
 
 from .conftest import commit_all, git, make_repo, run_cli

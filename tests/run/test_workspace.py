@@ -14,13 +14,13 @@ import pytest
 
 from skill_evals.run import workspace as workspace_module
 from skill_evals.run.workspace import (
-    ROOT_PREFIX,
     WorkspaceRoot,
     check_keep_dir,
     remove_tree,
     safe_name,
     sweep_stale_roots,
 )
+from skill_evals.suite.fixtures import ROOT_PREFIX
 
 
 def fixture(tmp_path: Path) -> Path:

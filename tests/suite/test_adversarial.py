@@ -335,7 +335,7 @@ def test_simulated_runner_answer_is_linear() -> None:
 
 
 def test_skill_globs_are_linear() -> None:
-    from skill_evals.ci.discovery import Glob
+    from skill_evals.suite.skill_dirs import Glob
 
     stars = Glob("*a" * 12 + "b")  # a regular expression retried every split: hours
     deep = Glob("/".join(["**/a*"] * 12) + "/x")

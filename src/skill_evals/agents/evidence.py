@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import InvalidInput
 
 if TYPE_CHECKING:
-    from ..checks.regex import RegexPool
+    from ..run.regex import RegexPool
 
 # One transcript line, decoded (a line that is not a JSON object is an empty mapping).
 Event = Mapping[str, Any]
@@ -135,7 +135,7 @@ class EvidencePatterns:
         object.__setattr__(self, "_tools", (_DEFAULT_TOOL, *tools))
         object.__setattr__(self, "_uris", (_DEFAULT_URI, *uris))
         if tools or uris:
-            from ..checks.regex import RegexPool
+            from ..run.regex import RegexPool
 
             # Its helper processes start on the first custom match and end with this process
             # (they read their questions from a pipe that closes with it).
@@ -160,7 +160,7 @@ class EvidencePatterns:
         found = _first_name(compiled[:1], text)
         if found is not None or len(compiled) == 1:
             return found
-        from ..checks.regex import RegexTimeout
+        from ..run.regex import RegexTimeout
 
         sources = self.tool_patterns if kind == "tool" else self.uri_patterns
         key = "toolPatterns" if kind == "tool" else "uriPatterns"

@@ -10,7 +10,6 @@ from .files import WorkspaceView, judge_workspace
 from .model import PASSED, Check, Outcome, Task
 from .observed import Matcher, json_equal, judge_observation, subset_match
 from .parse import parse_task
-from .regex import RegexPool
 
 if TYPE_CHECKING:
     from ..run.observations import Observation
@@ -20,7 +19,6 @@ __all__ = [
     "Check",
     "Matcher",
     "Outcome",
-    "RegexPool",
     "Task",
     "WorkspaceView",
     "json_equal",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..errors import EvalError
 from ..report.md_text import is_skill_name
-from .discovery import WorkTree, skill_dirs, skill_name
+from ..suite.skill_dirs import skill_dirs
+from .discovery import WorkTree, skill_name
 
 MAX_NAMES = 10_000
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .discovery import SKIPPED_DIRS
+from ..suite.skill_dirs import SKIPPED_DIRS
 from .git import GitDeadline, GitError, git_process, run_git
 
 MAX_BLOB_BYTES = 50_000_000

@@ -20,10 +20,11 @@ from typing import Any
 from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
+from ..suite.skill_dirs import skill_dirs
 from .base_commit import base_config
 from .changes import ChangeSet
 from .console import Console
-from .discovery import Tree, skill_dirs, skill_name
+from .discovery import Tree, skill_name
 from .git import GitError
 from .git_tree import GitTree
 from .lock_file import read_lock_routing

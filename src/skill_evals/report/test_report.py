@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..checks import RegexPool
 from ..codes import (
     GATE_FAILED,
     INTERRUPTED,
@@ -23,6 +22,7 @@ from ..plan.arms import ArmPlan
 from ..run.execute import ExecutionResult
 from ..run.observations import VARIANTS
 from ..run.records import gc_paused
+from ..run.regex import RegexPool
 from ..score.compare import comparison_gates, comparison_section
 from ..score.gates import (
     ALL_GATES,

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..agents.exposed import exposure_warnings
 from ..cache.run import finish_cache, open_cache
 from ..cache.settings import CacheSettings
 from .execute import ExecutionPlan, ExecutionResult, Progress, execute
-from .exposed import exposure_warnings
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def run_plan(
     progress: Callable[[Progress], None] | None = None,
 ) -> Ran:
     """Run ``plan`` with the cache (when given); ``watched``: the skill folders the agent may
-    see, checked for skills no content can prove loaded (run.exposed)."""
+    see, checked for skills no content can prove loaded (agents.exposed)."""
     store = None
     if cache is not None:
         store = open_cache(cache.settings, cache.builtin, plan.command, cache.scope, cache.excluded)

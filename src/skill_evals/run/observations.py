@@ -1,6 +1,6 @@
 """Observations: what one invocation produced — the runner contract object of its last stdout
-line, parsed and validated (docs/runner-contract.md) — and the checks on a single observation
-(its ``checks`` against its case, an isolation breach). Files of them: records.py.
+line, parsed and validated (docs/runner-contract.md) — and the isolation check on a single
+observation. A recorded line (with its ``checks``): record_lines.py; files of them: records.py.
 
 Decisions (documented in docs/runner-contract.md):
 
@@ -16,8 +16,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-from ..suite.cases import Case
 
 # An arm: what an observation is of. "with" and "without" are the two variants of the runner
 # contract; "baseline" is another version of the skill, run as "with" (docs/comparison.md).
@@ -318,28 +316,6 @@ def parse_meta(raw_meta: object) -> dict[str, float]:
 
 
 Key = tuple[str, int, Variant]  # (case id, trial, arm)
-
-
-def checks_problem(observation: Observation, case: Case) -> str | None:
-    """Why an observation's ``checks`` do not fit its case's task, or None.
-
-    A case with a workspace check needs them (they cannot be recomputed from the record); when
-    given, there is exactly one per check."""
-    task = case.task
-    count = len(task.checks) if task is not None else 0
-    if observation.checks is None:
-        if task is not None and task.workspace:
-            return (
-                f"key 'checks' is missing: this case has workspace checks, so each of its "
-                f"observations needs one boolean per check ({count})"
-            )
-        return None
-    if len(observation.checks) != count:
-        return (
-            f"key 'checks' has {len(observation.checks)} value(s); the case's task has "
-            f"{count} check(s)"
-        )
-    return None
 
 
 def isolation_breach(observation: Observation, skill_name: str) -> RunnerFailure | None:

@@ -17,169 +17,22 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from ..errors import InvalidInput
 from ..suite.cases import MAX_ID_CHARS, CaseSuite
-from ..suite.jsonl import describe_key
 from .observations import (
     ARMS,
-    MAX_SAFE_INTEGER,
     MAX_TRIALS,
-    RECORD_KEYS,
     VARIANTS,
-    ContractError,
-    Echo,
     Key,
     Observation,
     RunnerFailure,
-    ToolCall,
     Variant,
     breach_failure,
-    checks_problem,
-    parse_cached,
-    parse_checks,
-    parse_evidence,
-    parse_meta,
-    parse_runner_object,
-    parse_tool_calls,
-    parse_warnings,
 )
+from .record_lines import checks_problem, line_key, record_observation
 
 _ARM_INDEX = {"with": 0, "without": 1, "baseline": 2}
-
-
-def record_case_trial(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int]:
-    """The (caseId, trial) of a recorded observation; InvalidInput naming the line."""
-    case_id = value.get("caseId")
-    if not isinstance(case_id, str):
-        what = "missing" if case_id is None else "must be a string"
-        raise InvalidInput(f"{path}:{line}: key 'caseId' {what}")
-    trial = value.get("trial")
-    if not isinstance(trial, int) or isinstance(trial, bool):
-        what = "missing" if trial is None else "must be an integer"
-        raise InvalidInput(f"{path}:{line}: key 'trial' {what}")
-    return case_id, trial
-
-
-def _record_key(path: Path, line: int, value: dict[str, Any]) -> tuple[str, int, Variant]:
-    """The (caseId, trial, variant) of a recorded observation; InvalidInput naming the line."""
-    case_id, trial = record_case_trial(path, line, value)
-    variant = value.get("variant")
-    if variant not in ARMS:
-        what = "missing" if variant is None else 'must be "with", "without" or "baseline"'
-        raise InvalidInput(f"{path}:{line}: key 'variant' {what}")
-    arm: Variant = (
-        "with" if variant == "with" else "without" if variant == "without" else "baseline"
-    )
-    return case_id, trial, arm
-
-
-def _record_observation(
-    path: Path, line: int, value: dict[str, Any], key: tuple[str, int, Variant]
-) -> Observation:
-    body = {k: v for k, v in value.items() if k not in RECORD_KEYS}
-    echo: Echo = "without" if key[2] == "without" else "with"
-    if key[2] == "baseline":
-        body["variant"] = "with"  # a baseline observation is a with-run of another version
-    try:
-        fields = parse_runner_object(body, echo)
-        checks = parse_checks(value["checks"]) if "checks" in value else None
-        cached = parse_cached(value["cached"]) if "cached" in value else False
-    except ContractError as exc:
-        named = describe_key(exc.key) if exc.key is not None else None
-        where = f" ({named})" if named else ""
-        raise InvalidInput(f"{path}:{line}: {exc}{where}") from None
-    return Observation(
-        case_id=key[0],
-        trial=key[1],
-        variant=key[2],
-        invoked_skills=fields["invoked_skills"],
-        output=fields["output"],
-        exit_code=fields["exit_code"],
-        meta=fields["meta"],
-        evidence=fields.get("evidence", ()),
-        tool_calls=fields["tool_calls"],
-        warnings=fields.get("warnings", ()),
-        checks=checks,
-        cached=cached,
-    )
-
-
-def _valid_observation(value: dict[str, Any]) -> Observation | None:
-    """The Observation of a recorded observation when every field is well-formed, else None.
-
-    Fast path of the --observations loader: one pass of exact type tests, no copy
-    of the record. It only ever accepts: a record it declines goes through :func:`_record_key`
-    and :func:`_record_observation`, which give every error message in their order, so what
-    is accepted and what is said about the rest are unchanged."""
-    case_id = value.get("caseId")
-    trial = value.get("trial")
-    variant = value.get("variant")
-    skills = value.get("invokedSkills")
-    output = value.get("output")
-    code = value.get("exitCode")
-    # type(...) is, not isinstance: a bool is no integer here, and JSON yields no subclasses.
-    if not (
-        type(case_id) is str
-        and type(trial) is int
-        and (variant == "with" or variant == "without" or variant == "baseline")
-        and type(skills) is list
-        and type(output) is str
-        and type(code) is int
-        and -MAX_SAFE_INTEGER <= code <= MAX_SAFE_INTEGER
-    ):
-        return None
-    for skill in skills:
-        if type(skill) is not str:
-            return None
-    keys = 6  # the six above; any other key than the optional ones below is an error
-    meta: dict[str, float] = {}
-    tool_calls: tuple[ToolCall, ...] = ()
-    checks: tuple[bool, ...] | None = None
-    cached = False
-    evidence: tuple[dict[str, str], ...] = ()
-    warnings: tuple[str, ...] = ()
-    if len(value) > keys:
-        try:
-            if "meta" in value:
-                keys += 1
-                meta = parse_meta(value["meta"])
-            if "evidence" in value:
-                keys += 1
-                evidence = parse_evidence(value["evidence"])
-            if "toolCalls" in value:
-                keys += 1
-                tool_calls = parse_tool_calls(value["toolCalls"])
-            if "warnings" in value:
-                keys += 1
-                warnings = parse_warnings(value["warnings"])
-            if "checks" in value:
-                keys += 1
-                checks = parse_checks(value["checks"])
-            if "cached" in value:
-                keys += 1
-                cached = parse_cached(value["cached"])
-        except ContractError:
-            return None
-        if len(value) != keys:
-            return None
-    # Positional (the field order of Observation): keyword arguments cost more per line.
-    return Observation(
-        case_id,
-        trial,
-        variant,
-        tuple(skills),
-        output,
-        code,
-        meta,
-        evidence,
-        tool_calls,
-        warnings,
-        checks,
-        None,
-        cached,
-    )
 
 
 def _show_id(case_id: str) -> str:
@@ -247,15 +100,7 @@ def _load_observations(
 ) -> tuple[list[Observation], list[RunnerFailure]]:
     from ..suite.jsonl import read_jsonl_values
 
-    # Per case, slot 3 × (trial - 1) + (0 with, 1 without, 2 baseline) holds that observation
-    # and, in a parallel list, its line: plan order without building and hashing a key per line.
-    width = 3 * trials
-    slots: dict[str, tuple[list[Observation | None], list[int]]] = {
-        case.id: ([None] * width, [0] * width) for case in suite.cases
-    }
-    wanted: dict[str, list[bool]] = {case.id: [False] * width for case in suite.cases}
-    for case_id, trial, arm in planned:
-        wanted[case_id][3 * trial - 3 + _ARM_INDEX[arm]] = True
+    slots, wanted = _empty_slots(suite, trials, planned)
     arms_allowed = 3 if baseline else 2
     bound = len(suite.cases) * trials * arms_allowed
     cases = suite.by_id()
@@ -267,11 +112,7 @@ def _load_observations(
     # its observation, so it is a duplicate, an extra trial or an unknown caseId, and that error
     # names the key. Reading stops there either way.
     for line, value in read_jsonl_values(path, max_records=bound + 1):
-        observation = _valid_observation(value)
-        if observation is None:
-            key = _record_key(path, line, value)
-        else:
-            key = (observation.case_id, observation.trial, observation.variant)
+        observation, key = line_key(path, line, value)
         row = slots.get(key[0])
         if row is None:
             raise InvalidInput(
@@ -295,7 +136,7 @@ def _load_observations(
                 f"(first on line {lines[index]})"
             )
         if observation is None:
-            observation = _record_observation(path, line, value, key)
+            observation = record_observation(path, line, value, key)
         if observation.checks is not None or key[0] in workspace_cases:
             problem = checks_problem(observation, cases[key[0]])
             if problem is not None:
@@ -305,18 +146,55 @@ def _load_observations(
         if wanted[key[0]][index]:
             filled += 1
     if filled != len(planned):
-        missing = [
-            (case.id, index // 3 + 1, ARMS[index % 3])
-            for case in suite.cases
-            for index, observation in enumerate(slots[case.id][0])
-            if observation is None and wanted[case.id][index]
-        ]
-        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-        arms = sorted({arm for _, _, arm in planned}, key=_ARM_INDEX.__getitem__)
-        raise InvalidInput(
-            f"{path}: missing observation {_describe(missing[0])}{more}; every case × trial "
-            f"1..{trials} × variant ({', '.join(arms)}) needs exactly one"
-        )
+        raise _missing_error(path, suite, trials, slots, wanted, planned)
+    return _planned_outcomes(suite, slots, wanted, skill_name)
+
+
+# Per case, slot 3 × (trial - 1) + (0 with, 1 without, 2 baseline) holds that observation and,
+# in a parallel list, its line: plan order without building and hashing a key per line.
+_Slots = dict[str, tuple[list[Observation | None], list[int]]]
+
+
+def _empty_slots(
+    suite: CaseSuite, trials: int, planned: Sequence[Key]
+) -> tuple[_Slots, dict[str, list[bool]]]:
+    """Empty slots for every case, and per case which slots the plan wants."""
+    width = 3 * trials
+    slots: _Slots = {case.id: ([None] * width, [0] * width) for case in suite.cases}
+    wanted: dict[str, list[bool]] = {case.id: [False] * width for case in suite.cases}
+    for case_id, trial, arm in planned:
+        wanted[case_id][3 * trial - 3 + _ARM_INDEX[arm]] = True
+    return slots, wanted
+
+
+def _missing_error(
+    path: Path,
+    suite: CaseSuite,
+    trials: int,
+    slots: _Slots,
+    wanted: dict[str, list[bool]],
+    planned: Sequence[Key],
+) -> InvalidInput:
+    """The error naming the first planned key without an observation (and how many more)."""
+    missing = [
+        (case.id, index // 3 + 1, ARMS[index % 3])
+        for case in suite.cases
+        for index, observation in enumerate(slots[case.id][0])
+        if observation is None and wanted[case.id][index]
+    ]
+    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+    arms = sorted({arm for _, _, arm in planned}, key=_ARM_INDEX.__getitem__)
+    return InvalidInput(
+        f"{path}: missing observation {_describe(missing[0])}{more}; every case × trial "
+        f"1..{trials} × variant ({', '.join(arms)}) needs exactly one"
+    )
+
+
+def _planned_outcomes(
+    suite: CaseSuite, slots: _Slots, wanted: dict[str, list[bool]], skill_name: str
+) -> tuple[list[Observation], list[RunnerFailure]]:
+    """The planned observations in plan order, a ``without`` one listing the tested skill as
+    its isolation-breach failure."""
     observations: list[Observation] = []
     failures: list[RunnerFailure] = []
     for case in suite.cases:
@@ -348,18 +226,14 @@ def load_recorded(
     # Bound by the largest --trials so that a file recorded with more trials still resumes.
     bound = len(suite.cases) * max(trials, MAX_TRIALS) * len(ARMS)
     for line, value in read_jsonl_values(path, max_records=bound):
-        observation = _valid_observation(value)
-        if observation is None:
-            key = _record_key(path, line, value)
-        else:
-            key = (observation.case_id, observation.trial, observation.variant)
+        observation, key = line_key(path, line, value)
         if key[0] not in case_ids:
             raise InvalidInput(
                 f"{path}:{line}: unknown caseId {_show_id(key[0])} (not in {suite.path}); "
                 "resume only with the case file the observations were recorded for"
             )
         if observation is None:
-            observation = _record_observation(path, line, value, key)
+            observation = record_observation(path, line, value, key)
         if not 1 <= key[1] <= trials or key in found:
             continue
         if checks_problem(observation, case_ids[key[0]]) is not None:

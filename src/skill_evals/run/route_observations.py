@@ -14,7 +14,7 @@ from ..errors import InvalidInput
 from ..suite.cases import CaseSuite
 from ..suite.jsonl import check_regular_file, describe_key, read_jsonl_values
 from .observations import ContractError, Observation, parse_runner_object
-from .records import record_case_trial
+from .record_lines import record_case_trial
 
 _RECORD_KEYS = ("caseId", "trial")
 

@@ -14,24 +14,22 @@ import dataclasses
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
-from ..checks import RegexPool, WorkspaceView, judge_task
+from ..checks import WorkspaceView, judge_task
 from ..plan.arms import ARM_VAR, Arm
 from ..plan.ledger import Ledger
 from ..plan.run_control import StopReason, retry_delay
 from ..plan.settle import Settler
 from ..suite.cases import Case
+from .execution_plan import ExecutionPlan
 from .helper_commands import WORKSPACE_VAR
 from .observations import Key, Observation, RunnerFailure, isolation_breach
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
+from .regex import RegexPool
 from .runner import InvocationSpec, invocation_env, run_invocation
 from .workspace import Prepared, WorkspaceRoot
-
-if TYPE_CHECKING:
-    from .execute import ExecutionPlan
 
 Outcome = Observation | RunnerFailure
 

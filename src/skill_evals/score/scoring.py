@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..checks import RegexPool
 from ..run.observations import ARMS, META_KEYS, VARIANTS, Observation, RunnerFailure
+from ..run.regex import RegexPool
 from ..suite.cases import MIN_UNITS, Case, CaseSuite
 from .stats import bootstrap_interval, sign_test, trigger_metrics
 from .task_results import CaseTask, efficiency_section, judge_case

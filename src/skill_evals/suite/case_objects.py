@@ -13,7 +13,7 @@ from typing import Any, Literal, cast
 import yaml
 
 from ..errors import InvalidInput
-from ..run.workspace import fixture_problem
+from .fixtures import fixture_problem
 from .jsonl import iter_jsonl
 from .yamldoc import CoreSchemaLoader, YamlValueError, core_scalar, load_yaml, yaml_error_message
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import InvalidInput
 from .skill import Skill, directory_sha256, load_skill
+from .skill_dirs import DirectoryFiles, skill_dirs
 
 NONE_LABEL = "none"
 MAX_CATALOG = 1000  # skills in one catalog: bounds the confusion matrix (labels²)
@@ -50,10 +51,8 @@ class Catalog:
 def catalog_dirs(globs: Sequence[str], cwd: Path) -> list[Path]:
     """The directories holding SKILL.md that match ``globs`` below ``cwd`` (sorted by path;
     ``*`` stays within a path segment, ``**`` spans segments). A glob matching nothing → exit 5."""
-    from ..ci.discovery import WorkTree, skill_dirs
-
     found: list[Path] = []
-    tree = WorkTree(cwd)
+    tree = DirectoryFiles(cwd)
     for pattern in globs:
         if not pattern.strip():
             raise InvalidInput("--catalog: an empty glob; give e.g. --catalog 'skills/*'")

@@ -1,4 +1,5 @@
-"""Regular-expression searches within the check time bound.
+"""Regular-expression searches within the check time bound, for the checks (a ``Matcher``) and
+the built-in agents' evidence patterns.
 
 Python's ``re`` cannot be interrupted: a pattern that backtracks badly on text an agent wrote
 (``(a+)+$`` on thirty ``a``s and a ``b``) would hang the engine. So searches run in small
@@ -17,9 +18,9 @@ import threading
 import time
 from types import TracebackType
 
-from ..run.processes import forget_child, start_child
-from .model import CHECK_SECONDS
-from .parse import compile_flags
+from ..checks.model import CHECK_SECONDS
+from ..checks.parse import compile_flags
+from .processes import forget_child, start_child
 
 # The helper: reads "<pattern bytes> <text bytes> <flags> <op>\n" + pattern + text. Op "s"
 # (search) answers 1 or 0; op "n" (fullmatch, the group "name") answers 0, or 1 and then

@@ -11,9 +11,9 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..agents.content import index_skills, not_unique_warnings
-from ..agents.registry import builtin_agent
 from ..suite.jsonl import MAX_FILE_BYTES
+from .content import index_skills, not_unique_warnings
+from .registry import builtin_agent
 
 _NEIGHBOUR_OPTION = "--with-skill"
 
@@ -39,7 +39,7 @@ def runner_neighbours(command: str | None) -> list[Path]:
 def _skill_text(folder: Path) -> tuple[str, str] | None:
     """(name, SKILL.md text) of a skill folder, None when it cannot be read (the runner then
     reports that itself). Reads at most the engine's file bound."""
-    from ..agents.base import RunnerSetupError, skill_ref
+    from .base import RunnerSetupError, skill_ref
 
     md = folder / "SKILL.md"
     try:
