@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from ..codes import INTERRUPTED, combine
 from ..errors import InvalidInput
 from ..report.answers import Answers
 from . import workflow
+from .changes import ChangeSet
 from .console import Console, annotate
+from .entry_run import runner_env
+from .fingerprint import SkillState
 from .outputs import build_report, prepare_out, write_outputs
 from .routing import RoutingRun, routing_decision, routing_result
 from .routing import preflight as routing_preflight
-from .selection import CiOptions, load_workspace, select
-from .skill_runs import evaluate_skills, preflight_skills, runner_env
+from .selection import CiOptions, Workspace, load_workspace, select
+from .skill_runs import evaluate_skills, preflight_skills
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -33,55 +37,31 @@ def _inside(path: Path, directory: Path) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class _Selection:
+    """What the gate evaluates: the workspace, how changes were found, the chosen skills and
+    whether routing runs (None: no routing entry here)."""
+
+    workspace: Workspace
+    changes: ChangeSet
+    chosen: list[SkillState]
+    routing: tuple[bool, str] | None
+
+
 def run_ci(
     options: CiOptions, env: Mapping[str, str], err: TextIO | None = None, out: TextIO | None = None
 ) -> int:
     """Run the gate, write every output, return the exit code."""
     console = Console(env, options.quiet, err or sys.stderr, out or sys.stdout)
-    writable = True
-    try:
-        workspace = load_workspace(options.root, options.config, options.cli)
-        for state in workspace.states:
-            if _inside(options.out, options.root / state.path):
-                writable = False  # writing there would change the skill it reports on
-                raise InvalidInput(
-                    f"--out {options.out}: lies inside the skill directory {state.path}; "
-                    "write the report elsewhere (it would change the skill's hash)"
-                )
-        try:
-            prepare_out(options.out)  # before anything runs, not after the whole run
-        except InvalidInput:
-            writable = False
-            raise
-        changes, chosen = select(workspace, options, env)
-        preflight_skills(chosen, env)
-        routing = routing_decision(
-            options.root, workspace.config, workspace.routing, changes, changes.base.get("only")
-        )
-        if routing is not None and routing[0]:
-            routing_preflight(workspace.routing, env)
-    except InvalidInput as exc:
-        if console.actions:  # a workflow command means nothing outside GitHub Actions
-            console.command(workflow.annotation("error", str(exc)))
-        console.error(str(exc))
-        if writable:
-            ci_report = build_report(exc.exit_code, [], {"mode": "none"}, [str(exc)])
-            _write_early(ci_report, options, env, console)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        # Ctrl-C/SIGTERM while hashing or reading git: nothing ran; still say so in the outputs.
-        console.error("interrupted before any skill was evaluated")
-        if writable:
-            message = "interrupted before any skill was evaluated"
-            ci_report = build_report(INTERRUPTED, [], {"mode": "none"}, [message])
-            _write_early(ci_report, options, env, console)
-        return INTERRUPTED
-
+    selection = _select(options, env, console)
+    if isinstance(selection, int):
+        return selection
+    workspace, changes, chosen = selection.workspace, selection.changes, selection.chosen
     answers: dict[str, Answers] = {}  # skill path → answer texts, for include-outputs only
     skills = evaluate_skills(workspace, changes, chosen, options, env, console, answers)
     routed = routing_result(
         workspace.routing,
-        routing,
+        selection.routing,
         any(s["exitCode"] == INTERRUPTED for s in skills),
         RoutingRun(options.root, options.out, env, runner_env(env), console, options.quiet),
         fail_on_missing_secrets=options.fail_on_missing_secrets,
@@ -110,12 +90,56 @@ def run_ci(
     return exit_code
 
 
+def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Selection | int:
+    """Load the workspace, check --out, choose the skills and decide routing, before anything
+    runs; on an error or an interrupt, its outputs are written (when --out can take them) and
+    the exit code returned."""
+    writable = True
+    try:
+        workspace = load_workspace(options.root, options.config, options.cli)
+        for state in workspace.states:
+            if _inside(options.out, options.root / state.path):
+                writable = False  # writing there would change the skill it reports on
+                raise InvalidInput(
+                    f"--out {options.out}: lies inside the skill directory {state.path}; "
+                    "write the report elsewhere (it would change the skill's hash)"
+                )
+        try:
+            prepare_out(options.out)  # before anything runs, not after the whole run
+        except InvalidInput:
+            writable = False
+            raise
+        changes, chosen = select(workspace, options, env)
+        preflight_skills(chosen, env)
+        routing = routing_decision(
+            options.root, workspace.config, workspace.routing, changes, changes.base.get("only")
+        )
+        if routing is not None and routing[0]:
+            routing_preflight(workspace.routing, env)
+    except InvalidInput as exc:
+        if console.actions:  # a workflow command means nothing outside GitHub Actions
+            console.command(workflow.annotation("error", str(exc)))
+        console.error(str(exc))
+        if writable:
+            _write_early(exc.exit_code, str(exc), options, env, console)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        # Ctrl-C/SIGTERM while hashing or reading git: nothing ran; still say so in the outputs.
+        message = "interrupted before any skill was evaluated"
+        console.error(message)
+        if writable:
+            _write_early(INTERRUPTED, message, options, env, console)
+        return INTERRUPTED
+    return _Selection(workspace, changes, chosen, routing)
+
+
 def _write_early(
-    ci_report: dict[str, Any], options: CiOptions, env: Mapping[str, str], console: Console
+    code: int, message: str, options: CiOptions, env: Mapping[str, str], console: Console
 ) -> None:
     """The outputs of a run stopped before any skill was chosen, when --out can take them."""
     try:
         prepare_out(options.out)
     except InvalidInput:
         return  # the error that stopped the run is reported; this one shows once it is fixed
+    ci_report = build_report(code, [], {"mode": "none"}, [message])
     write_outputs(ci_report, options.out, env, console, comment=options.comment)

@@ -25,6 +25,7 @@ from .base_commit import base_config
 from .changes import ChangeSet
 from .console import Console
 from .discovery import Tree, skill_name
+from .entry_run import entry_group, run_fields, run_with_progress, say_result
 from .git import GitError
 from .git_tree import GitTree
 from .lock_file import read_lock_routing
@@ -223,9 +224,7 @@ def routing_result(
 def evaluate_routing(state: RoutingState, reason: str, run: RoutingRun) -> dict[str, Any]:
     """Run the routing evaluation (`skill-evals route` over the catalog) and return its entry."""
     from ..pipeline import RouteOptions, run_route
-    from ..run.progress import ProgressPrinter
 
-    settings = state.settings
     console = run.console
     record = run.out / "observations" / OBSERVATIONS_FILE
     problem = fresh_record(record)
@@ -236,37 +235,20 @@ def evaluate_routing(state: RoutingState, reason: str, run: RoutingRun) -> dict[
     options = RouteOptions(
         cases=run.root / state.config.cases,
         skills=tuple(run.root / e.path for e in state.catalog),
-        runner=settings.runner,
-        trials=settings.trials,
-        seed=settings.seed,
-        timeout_ms=settings.timeout_ms,
-        max_bytes=settings.max_bytes,
-        jobs=settings.jobs,
-        retries=settings.retries,
         min_accuracy=state.config.min_accuracy,
         min_skill_f1=state.config.min_skill_f1,
-        record=record,
-        keep_going=settings.keep_going,
-        outputs=(record, run.out / "report.json"),
-        env=run.runner_env,
+        **run_fields(state.settings, record, run.out, run.runner_env),
     )
-    console.group(f"skill-evals routing ({len(state.catalog)} skills, {state.config.cases})")
-    console.info(f"evaluating routing ({reason})")
-    if simulated.is_simulated_command(settings.runner):
-        console.info(f"note: routing: {simulated.NOTICE}")
-    printer = None if run.quiet else ProgressPrinter(console.err)
-    try:
-        report = run_route(options, progress=printer)
-    except KeyboardInterrupt:
+    title = f"skill-evals routing ({len(state.catalog)} skills, {state.config.cases})"
+    intro = f"evaluating routing ({reason})"
+    with entry_group(console, title, intro, ROUTING_NAME, state.settings.runner):
+        report = run_with_progress(
+            console, run.quiet, lambda progress: run_route(options, progress=progress)
+        )
+    if report is None:
         text = f"interrupted during its evaluation; finished observations are in {record.name}"
         return routing_entry(state, "skipped", text, INTERRUPTED)
-    finally:
-        if printer is not None:
-            printer.close()
-        console.endgroup()
-    code = int(report.get("exitCode", 70))
-    console.info(f"routing: {report.get('status')} (exit {code})")
-    console.report_messages("routing", report, said=simulated.NOTICE)
+    code = say_result(console, ROUTING_NAME, report)
     return routing_entry(state, "evaluated", reason, code, report)
 
 

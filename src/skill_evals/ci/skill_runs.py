@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..agents import simulated
@@ -24,6 +25,7 @@ from .base_skills import CompareBase, compare_ref
 from .budget import TotalBudget
 from .changes import ChangeSet
 from .console import Console
+from .entry_run import entry_group, run_fields, run_with_progress, runner_env, say_result
 from .fingerprint import SkillState
 from .outputs import fresh_record
 from .selection import CiOptions, Workspace
@@ -68,15 +70,6 @@ def _entry(
     }
 
 
-# Credentials of the CI itself: a runner (an agent that reads untrusted prompts) never needs them.
-CI_SECRETS = ("GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
-
-
-def runner_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment handed to runners: the caller's minus the CI's own tokens."""
-    return {k: v for k, v in env.items() if k not in CI_SECRETS}
-
-
 def preflight_skills(chosen: Sequence[SkillState], env: Mapping[str, str]) -> None:
     """Decide configuration errors before any runner starts (exit 5)."""
     for state in chosen:
@@ -102,9 +95,6 @@ def evaluate_skills(
     """Evaluate each chosen skill with ``skill-evals test`` (its baseline, budget and cache)
     and return the report entries of every skill, unchanged ones included, in workspace
     order. ``answers`` collects answer texts per skill path for ``include-outputs``."""
-    from ..pipeline import TestOptions, run_test
-    from ..run.progress import ProgressPrinter
-
     chosen_paths = {s.path for s in chosen}
     entries: dict[str, dict[str, Any]] = {}
     for state in workspace.states:
@@ -112,128 +102,166 @@ def evaluate_skills(
             entries[state.path] = _entry(
                 state, "unchanged", changes.unchanged.get(state.path, "unchanged"), 0
             )
-    observations_dir = options.out / "observations"
+    runs = _SkillRuns(workspace, changes, options, env, console)
     interrupted = False
-    total = TotalBudget.of(workspace.config.budget_total)
-    ref = compare_ref(changes.base, options.choice.base, event_base_sha(env))
-    bases = CompareBase(workspace.root, workspace.config, ref)
-    cache = workspace.config.cache_settings(workspace.root)
     for state in chosen:
-        settings = state.location.settings
-        reason = changes.changed.get(state.path)
-        missing = settings.missing_env(env)
-        if interrupted:
-            entries[state.path] = _entry(state, "skipped", "not run: interrupted", INTERRUPTED)
-            continue
-        if missing:
-            code = UNAVAILABLE if options.fail_on_missing_secrets else 0
-            text = (
-                f"{state.name}: skipped, required environment variable(s) empty or unset: "
-                + ", ".join(missing)
-            )
-            console.warning(text)
-            entries[state.path] = _entry(state, "skipped", text, code)
-            continue
-        if state.location.cases is None:
-            looked = (
-                state.location.cases_configured
-                or "evals/cases.jsonl, evals/cases.yaml, cases.jsonl"
-            )
-            allowed = settings.allow_missing_cases
-            text = f"{state.name}: no cases file ({looked} in {state.path})" + (
-                "; allowed by allow-missing-cases"
-                if allowed
-                else "; add one or set allow-missing-cases: true"
-            )
-            entries[state.path] = _entry(state, "no-cases", text, 0 if allowed else NO_CASES_GATE)
-            continue
-        record = observations_dir / f"{safe_file_name(state.name)}.jsonl"
-        try:  # held until this process exits: no other run may write or clear it meanwhile
-            record.parent.mkdir(parents=True, exist_ok=True)
-            RecordLocks().take(record)
-            problem = fresh_record(record)
-        except InvalidInput as exc:
-            problem = str(exc)
-        except OSError as exc:
-            problem = str(exc.strerror)
+        entry = _not_run(state, interrupted, options, env, console)
+        if entry is None:
+            entry = runs.evaluate(state, answers)
+        entries[state.path] = entry
+        interrupted = interrupted or entry["exitCode"] == INTERRUPTED
+    workspace.messages.extend(runs.bases.messages)
+    return [entries[s.path] for s in workspace.states if s.path in entries]
+
+
+def _not_run(
+    state: SkillState,
+    interrupted: bool,
+    options: CiOptions,
+    env: Mapping[str, str],
+    console: Console,
+) -> dict[str, Any] | None:
+    """The entry of a chosen skill that is not evaluated (an interrupt before it, a missing
+    secret, no cases file); None for one that is."""
+    settings = state.location.settings
+    missing = settings.missing_env(env)
+    if interrupted:
+        return _entry(state, "skipped", "not run: interrupted", INTERRUPTED)
+    if missing:
+        code = UNAVAILABLE if options.fail_on_missing_secrets else 0
+        text = (
+            f"{state.name}: skipped, required environment variable(s) empty or unset: "
+            + ", ".join(missing)
+        )
+        console.warning(text)
+        return _entry(state, "skipped", text, code)
+    if state.location.cases is None:
+        looked = (
+            state.location.cases_configured or "evals/cases.jsonl, evals/cases.yaml, cases.jsonl"
+        )
+        allowed = settings.allow_missing_cases
+        text = f"{state.name}: no cases file ({looked} in {state.path})" + (
+            "; allowed by allow-missing-cases"
+            if allowed
+            else "; add one or set allow-missing-cases: true"
+        )
+        return _entry(state, "no-cases", text, 0 if allowed else NO_CASES_GATE)
+    return None
+
+
+def _prepare_record(record: Path) -> str | None:
+    """Why the skill's observations file cannot be written afresh (None: it can). The lock is
+    held until this process exits: no other run may write or clear it meanwhile."""
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        RecordLocks().take(record)
+        return fresh_record(record)
+    except InvalidInput as exc:
+        return str(exc)
+    except OSError as exc:
+        return str(exc.strerror)
+
+
+class _SkillRuns:
+    """The chosen skills' runs of one `ci` invocation: the budget they share, their base
+    versions, the cache and where their observations go."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        changes: ChangeSet,
+        options: CiOptions,
+        env: Mapping[str, str],
+        console: Console,
+    ) -> None:
+        self.workspace, self.changes, self.options = workspace, changes, options
+        self.env, self.console = env, console
+        self.total = TotalBudget.of(workspace.config.budget_total)
+        ref = compare_ref(changes.base, options.choice.base, event_base_sha(env))
+        self.bases = CompareBase(workspace.root, workspace.config, ref)
+        self.cache = workspace.config.cache_settings(workspace.root)
+
+    def evaluate(self, state: SkillState, answers: dict[str, Answers] | None) -> dict[str, Any]:
+        """Run ``skill-evals test`` for one skill and return its entry."""
+        settings, console = state.location.settings, self.console
+        reason = self.changes.changed.get(state.path)
+        record = self.options.out / "observations" / f"{safe_file_name(state.name)}.jsonl"
+        problem = _prepare_record(record)
         if problem is not None:
             text = f"{state.name}: cannot prepare observations/{record.name} ({problem})"
             console.error(text)
-            entries[state.path] = _entry(state, "skipped", text, INVALID)
-            continue
-        test_options = TestOptions(
-            skill=workspace.root / state.path,
-            cases=workspace.root / state.location.cases,
-            runner=settings.runner,
-            trials=settings.trials,
-            seed=settings.seed,
-            bootstrap_samples=settings.bootstrap_samples,
-            timeout_ms=settings.timeout_ms,
-            max_bytes=settings.max_bytes,
-            jobs=settings.jobs,
-            min_trigger_f1=settings.gates.min_trigger_f1,
-            min_uplift=settings.gates.min_uplift,
-            record=record,
-            keep_going=settings.keep_going,
-            retries=settings.retries,
-            require_verified_isolation=settings.require_verified_isolation,
-            outputs=(record, options.out / "report.json"),
-            env=runner_env(env),
-            scope=_scope(settings, total),
-            cache=cache,
-        )
-        console.group(f"skill-evals {state.name} ({state.path})")
-        console.info(f"evaluating {state.name} ({reason})")
-        if simulated.is_simulated_command(settings.runner):
-            console.info(f"note: {state.name}: {simulated.NOTICE}")
-        printer = None if options.quiet else ProgressPrinter(console.err)
+            return _entry(state, "skipped", text, INVALID)
         collected: dict[tuple[str, int, str], str] | None = (
             {} if settings.include_outputs and answers is not None else None
         )
-        with bases.baseline(state) as (baseline, note):
-            if note is not None:
-                console.info(f"{state.name}: {note}")
-                reason = join_clauses(reason, note)
-            if baseline is not None:
-                scope = dataclasses.replace(
-                    test_options.scope, baseline=baseline, compare=settings.gates.compare
-                )
-                test_options = dataclasses.replace(test_options, scope=scope)
-            elif settings.gates.compare.any_set:
-                # Nothing to compare with (a new skill, or compare: none): said, not failed.
-                skipped = "comparison gates skipped: no base version to compare with"
-                console.info(f"note: {state.name}: {skipped}")
-                reason = join_clauses(reason, skipped)
-            try:
-                report = run_test(test_options, progress=printer, answers=collected)
-            except KeyboardInterrupt:
-                # Ctrl-C/SIGTERM outside the runner's own handling (loading, hashing,
-                # scoring): stop here, still write the outputs. What finished is in the
-                # observations file.
-                text = "interrupted during its evaluation; finished observations are in " + (
-                    f"observations/{record.name}"
-                )
-                entries[state.path] = _entry(state, "skipped", text, INTERRUPTED)
-                interrupted = True
-                continue
-            finally:
-                if printer is not None:
-                    printer.close()
-                console.endgroup()
-        total.spend(report)
-        code = int(report.get("exitCode", 70))
-        console.info(f"{state.name}: {report.get('status')} (exit {code})")
-        # Why it did not pass belongs in the log too (an invalid cases line, too few cases,
-        # runner failures), not only inside the artifact, each message with its own severity.
-        # Messages never hold prompts, outputs or runner stderr (docs/report.md).
-        console.report_messages(state.name, report, said=simulated.NOTICE)
-        entries[state.path] = _entry(state, "evaluated", reason, code, report)
+        title = f"skill-evals {state.name} ({state.path})"
+        intro = f"evaluating {state.name} ({reason})"
+        with (
+            entry_group(console, title, intro, state.name, settings.runner),
+            self.bases.baseline(state) as (baseline, note),
+        ):
+            reason = self._compare_note(state, baseline, note, reason)
+            options = self._options(state, record, baseline)
+            report = run_with_progress(
+                console,
+                self.options.quiet,
+                lambda progress: _run_test(options, progress, collected),
+            )
+        if report is None:
+            # What finished is in the observations file; the outputs are still written.
+            text = "interrupted during its evaluation; finished observations are in " + (
+                f"observations/{record.name}"
+            )
+            return _entry(state, "skipped", text, INTERRUPTED)
+        self.total.spend(report)
+        code = say_result(console, state.name, report)
         if collected is not None and answers is not None:
             answers[state.path] = collected
-        if code == INTERRUPTED:
-            interrupted = True
-    workspace.messages.extend(bases.messages)
-    return [entries[s.path] for s in workspace.states if s.path in entries]
+        return _entry(state, "evaluated", reason, code, report)
+
+    def _compare_note(
+        self, state: SkillState, baseline: Path | None, note: str | None, reason: str | None
+    ) -> str | None:
+        """Say which base version the skill is compared with, or that there is none; the
+        entry's reason with it."""
+        if note is not None:
+            self.console.info(f"{state.name}: {note}")
+            reason = join_clauses(reason, note)
+        if baseline is None and state.location.settings.gates.compare.any_set:
+            # Nothing to compare with (a new skill, or compare: none): said, not failed.
+            skipped = "comparison gates skipped: no base version to compare with"
+            self.console.info(f"note: {state.name}: {skipped}")
+            reason = join_clauses(reason, skipped)
+        return reason
+
+    def _options(self, state: SkillState, record: Path, baseline: Path | None) -> Any:
+        """The TestOptions of one skill's run."""
+        from ..pipeline import TestOptions
+
+        settings = state.location.settings
+        scope = _scope(settings, self.total)
+        if baseline is not None:
+            scope = dataclasses.replace(scope, baseline=baseline, compare=settings.gates.compare)
+        assert state.location.cases is not None  # skills without cases are not run
+        return TestOptions(
+            skill=self.workspace.root / state.path,
+            cases=self.workspace.root / state.location.cases,
+            bootstrap_samples=settings.bootstrap_samples,
+            min_trigger_f1=settings.gates.min_trigger_f1,
+            min_uplift=settings.gates.min_uplift,
+            require_verified_isolation=settings.require_verified_isolation,
+            scope=scope,
+            cache=self.cache,
+            **run_fields(settings, record, self.options.out, runner_env(self.env)),
+        )
+
+
+def _run_test(
+    options: Any, progress: Any, collected: dict[tuple[str, int, str], str] | None
+) -> dict[str, Any]:
+    from ..pipeline import run_test
+
+    return run_test(options, progress=progress, answers=collected)
 
 
 def _scope(settings: SkillSettings, total: TotalBudget) -> ArmOptions:
