@@ -13,7 +13,6 @@ MAX_LINES = 400
 # Modules over the bound today, each with its length: the test fails when one grows, and when
 # one shrinks to the bound (remove its entry then). Only ever remove entries.
 OVER_THE_BOUND = {
-    "skill_evals/plan/settle.py": 421,
     "skill_evals/report/text.py": 401,
 }
 

@@ -30,10 +30,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 
 from ..run.observations import Key, Observation, RunnerFailure
-from ..score.compare import f1_fraction
 from ..score.gates import (
     LOADING,
     MAX_F1_DROP,
@@ -43,12 +41,12 @@ from ..score.gates import (
     TRIGGER_F1,
     UPLIFT,
 )
-from ..score.stats import Interval, bootstrap_interval, percentiles_of, resample_sums_many
+from ..score.stats import Interval, bootstrap_interval
 from ..suite.cases import Case, CaseSuite
+from .settle_bounds import Bounds, f1_difference_bounds, pass_differences, trigger_verdict
 from .settle_state import ArmCounts, SettleGates, SettleState, gate_outcome
 
 Verdict = dict[str, bool | None]  # gate key → passed (None: undefined, exit 7)
-Bounds = tuple[float | None, float | None]  # (lower, upper) of an interval
 DRAWS_PER_CHECK = 2_000_000
 
 
@@ -200,7 +198,7 @@ class Settler:
             else:
                 open_binary = True
         if gates.min_trigger_f1 is not None:
-            trigger = self._trigger(state, gates.min_trigger_f1)
+            trigger = trigger_verdict(state, gates.min_trigger_f1)
             if trigger is not None:
                 verdict[TRIGGER_F1] = trigger[0]
             elif state.tp + state.fp == 0:
@@ -261,15 +259,6 @@ class Settler:
             verdict.update(found)
         return verdict, open_binary
 
-    def _trigger(self, s: SettleState, threshold: float) -> tuple[bool | None] | None:
-        """(the settled verdict,) of --min-trigger-f1, or None while it is open."""
-        best = f1_fraction(s.tp + s.rem_pos, s.fp, s.fn)
-        worst = f1_fraction(s.tp, s.fp + s.rem_neg, s.fn + s.rem_pos)
-        outcomes = {None if f is None else float(f) >= threshold for f in (best, worst)}
-        if s.tp + s.fp == 0:
-            outcomes.add(None)  # no run triggered yet: an undefined F1 is still reachable
-        return (outcomes.pop(),) if len(outcomes) == 1 else None
-
     @staticmethod
     def _due(last: int | None, version: int, work: int, force: bool) -> bool:
         """Whether a bootstrap last computed at version ``last`` must be re-computed now: it
@@ -316,7 +305,7 @@ class Settler:
         last = self._memo[name][0] if name in self._memo else None
         work = self.samples * len(s.task_units)
         if name not in self._frozen and self._due(last, version, work, force):
-            diffs = self._pass_differences(s, other, side == "best")
+            diffs = pass_differences(s, other, side == "best")
             interval = bootstrap_interval(diffs, self.samples, self.seed) if diffs else None
             self._memo[name] = (version, interval)
         elif name not in self._frozen and self._memo[name][0] != version:
@@ -337,19 +326,6 @@ class Settler:
             self._frozen.add(name)
         return results
 
-    def _pass_differences(self, s: SettleState, other: str, best: bool) -> list[Fraction]:
-        mine, theirs = s.arms["with"], s.arms[other]
-        diffs: list[Fraction] = []
-        for i in s.task_units:
-            nw, no = mine.planned[i], theirs.planned[i]
-            if not nw or not no:
-                continue
-            rest_w, rest_o = nw - mine.observed[i], no - theirs.observed[i]
-            pw = mine.passed[i] + (rest_w if best else 0)
-            po = theirs.passed[i] + (0 if best else rest_o)
-            diffs.append(Fraction(pw, nw) - Fraction(po, no))
-        return diffs
-
     def _f1_family(
         self, s: SettleState, gates: dict[str, tuple[float, bool]], force: bool
     ) -> Verdict | None:
@@ -358,7 +334,10 @@ class Settler:
         version = s.versions["f1"]
         last = self._f1_memo[0] if self._f1_memo is not None else None
         if self._due(last, version, work, force):
-            self._f1_memo = (version, self._f1_bounds(s))
+            self._f1_memo = (
+                version,
+                f1_difference_bounds(s, len(self._units), self.samples, self.seed),
+            )
         elif last != version:
             return None
         assert self._f1_memo is not None
@@ -374,48 +353,3 @@ class Settler:
                 return None
             verdict[key] = gate_outcome(w, threshold, drop)
         return verdict
-
-    def _f1_bounds(self, s: SettleState) -> tuple[Bounds, Bounds] | None:
-        """((lower, upper) best, (lower, upper) worst) of the F1 difference, or None when the
-        set of kept resamples is not yet fixed."""
-        w, b = s.arms["with"], s.arms["baseline"]
-        units = [i for i in range(len(self._units)) if w.planned[i] and b.planned[i]]
-        if not units:
-            return ((None, None), (None, None))
-
-        def col(values: list[int]) -> list[int]:
-            return [values[i] for i in units]
-
-        vectors = [
-            # best: with's remaining runs right, baseline's wrong
-            [w.tp[i] + w.rem_pos[i] for i in units], col(w.fp), col(w.fn),
-            col(b.tp), [b.fp[i] + b.rem_neg[i] for i in units],
-            [b.fn[i] + b.rem_pos[i] for i in units],
-            # worst: the opposite
-            col(w.tp), [w.fp[i] + w.rem_neg[i] for i in units],
-            [w.fn[i] + w.rem_pos[i] for i in units],
-            [b.tp[i] + b.rem_pos[i] for i in units], col(b.fp), col(b.fn),
-            # definedness: planned positives, observed triggers, remaining runs, per arm
-            col(w.pos), [w.tp[i] + w.fp[i] for i in units],
-            [w.rem_pos[i] + w.rem_neg[i] for i in units],
-            col(b.pos), [b.tp[i] + b.fp[i] for i in units],
-            [b.rem_pos[i] + b.rem_neg[i] for i in units],
-        ]  # fmt: skip
-        best: list[Fraction] = []
-        worst: list[Fraction] = []
-        for sums in resample_sums_many(vectors, self.samples, self.seed):
-            for pos, trig, rem in (sums[12:15], sums[15:18]):
-                if pos and not trig and rem:
-                    return None
-            fb_w, fb_b = f1_fraction(*sums[0:3]), f1_fraction(*sums[3:6])
-            fw_w, fw_b = f1_fraction(*sums[6:9]), f1_fraction(*sums[9:12])
-            if fb_w is None or fb_b is None or fw_w is None or fw_b is None:
-                continue  # undefined in every completion: dropped in every one
-            best.append(fb_w - fb_b)
-            worst.append(fw_w - fw_b)
-        return _bounds(best), _bounds(worst)
-
-
-def _bounds(values: list[Fraction]) -> Bounds:
-    found = percentiles_of(values)
-    return (None, None) if found is None else (float(found[0]), float(found[1]))
