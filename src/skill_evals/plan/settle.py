@@ -219,39 +219,24 @@ class Settler:
         is still open), or None while an F1 comparison gate is open. A pass-rate gate ends
         passed or failed (whether its interval exists is fixed by the plan), so an open one
         does not matter once another gate has failed; an F1 gate may still end undefined."""
-        gates = self.gates
+        gates, compare = self.gates, self.gates.compare
+        families: list[tuple[str, str, dict[str, tuple[float, bool]]]] = []
+        if gates.min_uplift is not None:
+            families.append(("uplift", "without", {UPLIFT: (gates.min_uplift, False)}))
+        pass_gates = _set_gates(
+            MAX_PASS_DROP, compare.max_pass_drop, MIN_PASS_GAIN, compare.min_pass_gain
+        )
+        if pass_gates:
+            families.append(("pass", "baseline", pass_gates))
         verdict: Verdict = {}
         open_binary = False
-        if gates.min_uplift is not None:
-            found = self._pass_family(
-                state, "uplift", "without", {UPLIFT: (gates.min_uplift, False)}, force
-            )
+        for family, other, chosen in families:
+            found = self._pass_family(state, family, other, chosen, force)
             if found is None:
                 open_binary = True
             else:
                 verdict.update(found)
-        pass_gates = {
-            key: (threshold, key == MAX_PASS_DROP)
-            for key, threshold in (
-                (MAX_PASS_DROP, gates.compare.max_pass_drop),
-                (MIN_PASS_GAIN, gates.compare.min_pass_gain),
-            )
-            if threshold is not None
-        }
-        if pass_gates:
-            found = self._pass_family(state, "pass", "baseline", pass_gates, force)
-            if found is None:
-                open_binary = True
-            else:
-                verdict.update(found)
-        f1_gates = {
-            key: (threshold, key == MAX_F1_DROP)
-            for key, threshold in (
-                (MAX_F1_DROP, gates.compare.max_f1_drop),
-                (MIN_F1_GAIN, gates.compare.min_f1_gain),
-            )
-            if threshold is not None
-        }
+        f1_gates = _set_gates(MAX_F1_DROP, compare.max_f1_drop, MIN_F1_GAIN, compare.min_f1_gain)
         if f1_gates:
             found = self._f1_family(state, f1_gates, force)
             if found is None:
@@ -353,3 +338,12 @@ class Settler:
                 return None
             verdict[key] = gate_outcome(w, threshold, drop)
         return verdict
+
+
+def _set_gates(
+    drop_key: str, drop: float | None, gain_key: str, gain: float | None
+) -> dict[str, tuple[float, bool]]:
+    """The comparison gates of one figure that are set: key → (threshold, whether it bounds
+    a drop)."""
+    given = ((drop_key, drop, True), (gain_key, gain, False))
+    return {key: (threshold, is_drop) for key, threshold, is_drop in given if threshold is not None}

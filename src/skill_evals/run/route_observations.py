@@ -9,6 +9,7 @@ exit 5 naming the key and line.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidInput
 from ..suite.cases import CaseSuite
@@ -49,29 +50,45 @@ def load_route_observations(path: Path, suite: CaseSuite, trials: int) -> list[O
                 f"{path}:{line}: duplicate observation caseId {_show(case_id)} trial {trial} "
                 f"(first on line {lines[key]})"
             )
-        if value.get("variant") != "with":
-            raise InvalidInput(
-                f"{path}:{line}: key 'variant' must be \"with\" (a routing run has the whole "
-                "catalog installed; there is no without variant)"
-            )
-        body = {k: v for k, v in value.items() if k not in _RECORD_KEYS}
-        try:
-            fields = parse_runner_object(body, "with")
-        except ContractError as exc:
-            named = describe_key(exc.key) if exc.key is not None else None
-            where = f" ({named})" if named else ""
-            raise InvalidInput(f"{path}:{line}: {exc}{where}") from None
-        found[key] = Observation(
-            case_id=case_id,
-            trial=trial,
-            variant="with",
-            invoked_skills=fields["invoked_skills"],
-            output=fields["output"],
-            exit_code=fields["exit_code"],
-            meta=fields["meta"],
-            warnings=fields.get("warnings", ()),
-        )
+        found[key] = _observation(path, line, value, case_id, trial)
         lines[key] = line
+    _check_complete(path, suite, trials, found)
+    return [found[(case.id, t)] for case in suite.cases for t in range(1, trials + 1)]
+
+
+def _observation(
+    path: Path, line: int, value: dict[str, Any], case_id: str, trial: int
+) -> Observation:
+    """The routing observation of one record (exit 5 for another variant or a runner field
+    that breaks the contract)."""
+    if value.get("variant") != "with":
+        raise InvalidInput(
+            f"{path}:{line}: key 'variant' must be \"with\" (a routing run has the whole "
+            "catalog installed; there is no without variant)"
+        )
+    body = {k: v for k, v in value.items() if k not in _RECORD_KEYS}
+    try:
+        fields = parse_runner_object(body, "with")
+    except ContractError as exc:
+        named = describe_key(exc.key) if exc.key is not None else None
+        where = f" ({named})" if named else ""
+        raise InvalidInput(f"{path}:{line}: {exc}{where}") from None
+    return Observation(
+        case_id=case_id,
+        trial=trial,
+        variant="with",
+        invoked_skills=fields["invoked_skills"],
+        output=fields["output"],
+        exit_code=fields["exit_code"],
+        meta=fields["meta"],
+        warnings=fields.get("warnings", ()),
+    )
+
+
+def _check_complete(
+    path: Path, suite: CaseSuite, trials: int, found: dict[tuple[str, int], Observation]
+) -> None:
+    """Exit 5 naming the first case × trial without an observation."""
     missing = [
         (case.id, t)
         for case in suite.cases
@@ -85,4 +102,3 @@ def load_route_observations(path: Path, suite: CaseSuite, trials: int) -> list[O
             f"{path}: missing observation caseId {_show(first_id)} trial {first_trial}{more}; "
             f"every case × trial 1..{trials} needs exactly one"
         )
-    return [found[(case.id, t)] for case in suite.cases for t in range(1, trials + 1)]
