@@ -24,6 +24,7 @@ from ..score.stats import Mulberry32
 from ..suite.cases import CaseSuite
 
 ARM_VAR = "SKILL_EVALS_ARM"
+ROUTING_ARM = "routing"  # the one arm of a routing run (the route report names it too)
 AUTO = "auto"
 TWO_ARMS: tuple[Variant, ...] = ("with", "without")
 

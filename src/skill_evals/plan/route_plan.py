@@ -17,13 +17,12 @@ from ..cache.key import canonical_json
 from ..cache.run import check_cache_dir
 from ..errors import EvidenceUnavailable
 from ..report.outputs import HeldOutputs
-from ..report.route_report import ARM
 from ..run.execute import ExecutionPlan, ExecutionResult
 from ..run.route_observations import load_route_observations
 from ..run.runner import split_command
 from ..suite.catalog import Catalog
 from ..suite.route_cases import RouteSuite
-from .arms import ARM_VAR, Arm
+from .arms import ARM_VAR, ROUTING_ARM, Arm
 from .files import RunFiles, check_outputs, check_outputs_outside, resumed_observations
 from .run_settings import RunSettings, require_units, runner_notes
 
@@ -61,7 +60,7 @@ def check_catalog_outputs(catalog: Catalog, files: RunFiles, held: HeldOutputs |
 
 def routing_env(catalog: Catalog) -> dict[str, str | None]:
     """What every routing invocation's environment adds to (None: removes from) the caller's."""
-    return {ARM_VAR: ARM, SKILL_DIRS_VAR: catalog.env_value(), "EVALGATE_SKILL_DIR": None}
+    return {ARM_VAR: ROUTING_ARM, SKILL_DIRS_VAR: catalog.env_value(), "EVALGATE_SKILL_DIR": None}
 
 
 def catalog_sha256(catalog: Catalog) -> str:
@@ -101,7 +100,7 @@ def plan_route(
     execution = run.execution_plan(
         command,
         engine,
-        ARM,
+        ROUTING_ARM,
         catalog.skills[0].path,  # unused: EVALGATE_SKILL_DIR is removed
         files.record,
         resumed,
