@@ -8,7 +8,7 @@ prompts, agent outputs or runner stderr: only ids, counts, names and figures.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..codes import (
@@ -19,11 +19,13 @@ from ..codes import (
 )
 from ..messages import Messages, failures_message, runner_warnings
 from ..plan.arms import ArmPlan
+from ..plan.settle import Verdict
 from ..run.execute import ExecutionResult
-from ..run.observations import VARIANTS
+from ..run.observations import RunnerFailure
 from ..run.records import gc_paused
 from ..run.regex import RegexPool
 from ..score.compare import comparison_gates, comparison_section
+from ..score.figures import Figures, measure
 from ..score.gates import (
     ALL_GATES,
     GateOutcome,
@@ -36,17 +38,11 @@ from ..score.scoring import (
     ISOLATION_UNVERIFIED,
     attempted_not_loaded,
     baseline_passes,
-    build_grid,
     case_result,
     failure_order,
-    isolation_unverified,
-    judge_tasks,
     load_states,
-    loading_violations,
     meta_sums,
-    task_section,
     task_unit_count,
-    trigger_section,
     why_f1_undefined,
 )
 from ..suite.cases import MIN_UNITS, CaseSuite
@@ -109,37 +105,72 @@ def _evaluate(
     baseline: Skill | None,
     baseline_changed: bool,
 ) -> Report:
-    trials = settings.trials
-    grid = build_grid(suite, trials, result.observations)
-    observed = [obs for row in grid.values() for obs in row if obs is not None]
-    trigger, triggered = trigger_section(suite, skill.name, grid)
-    with RegexPool() as matcher:
-        task_results = judge_tasks(suite, grid, matcher)
-    task_passes = {
-        (case_id, variant): passes
-        for case_id, result in task_results.items()
-        for variant, passes in result.passes.items()
-    }
-    task = task_section(suite, settings.bootstrap_samples, settings.seed, task_passes, grid)
-    violations = loading_violations(suite, grid)
-    unverified, without_runs = isolation_unverified(suite, grid, skill.name)
-    # Per-case evidence states only when some runner reported evidence (custom runners need not).
-    evidence = any(obs.evidence for obs in observed)
-    failures = sorted(result.failures, key=failure_order(suite))
-    others = [o for o in result.observations if o.variant == "baseline"]
-    expected = (
-        result.planned if result.planned is not None else len(suite.cases) * trials * len(VARIANTS)
+    figures = measure(
+        suite, skill.name, settings.trials, settings.bootstrap_samples, settings.seed, result
     )
-    observed_count = len(observed) + len(others)
-    missing = expected - observed_count
+    failures = sorted(result.failures, key=failure_order(suite))
     stopped = result.stopped
     settled = result.settled if stopped is not None else None
-
     codes: list[int] = []
     notes = Messages()  # most important first: errors as found, then warnings and notes
+    _void_evidence(codes, notes, failures)
+    _void_changed(codes, notes, skill, skill_changed, baseline, baseline_changed)
+    _void_interrupted(codes, notes, figures, result, failures, settled)
+    comparison = _comparison(skill, suite, settings, result, figures, baseline)
+    outcomes = _judged_gates(suite, settings, result, figures, comparison, codes)
+    _gate_notes(codes, notes, outcomes, suite, settings, figures)
+    _loading_notes(codes, notes, settings, figures)
+    for message in [*result.messages, *runner_warnings([*figures.observed, *figures.others])]:
+        notes.warning(message)  # result.messages: e.g. a workspace that could not be kept
+    for message in [*messages, *run_notes(arm_plan, stopped, settled, settings.seed)]:
+        notes.note(message)
+
+    report = envelope(combine(codes))
+    gates: dict[str, dict[str, Any] | None] = {key: None for key in ALL_GATES}
+    gates.update({o.key: o.report for o in outcomes})
+    report.update(
+        {
+            "skill": skill_block(skill),
+            "baseline": baseline_block(baseline),
+            "cases": cases_block(suite),
+            "settings": settings_block(settings),
+            "arms": (arm_plan or ArmPlan(arms=("with", "without"))).report_block(),
+            "trigger": figures.trigger,
+            "task": figures.task,
+            "comparison": comparison,
+            "loading": {
+                "violations": figures.violations,
+                "attemptedNotLoaded": attempted_not_loaded(suite, figures.grid, skill.name),
+                "isolationUnverified": len(figures.unverified),
+                "unverified": figures.unverified,
+            },
+            "runner": _runner_block(result, failures, figures, settled),
+            "gates": gates,
+            "caseResults": _case_results(suite, skill.name, figures),
+            "messages": notes.texts(),
+            "messageSeverities": notes.severities(),
+            "coverage": {"observed": figures.observed_count, "planned": figures.expected},
+        }
+    )
+    return report
+
+
+def _void_evidence(codes: list[int], notes: Messages, failures: Sequence[RunnerFailure]) -> None:
+    """Runner failures make the evidence void (exit 7)."""
     if failures:
         codes.append(UNAVAILABLE)
         notes.append(failures_message(failures))
+
+
+def _void_changed(
+    codes: list[int],
+    notes: Messages,
+    skill: Skill,
+    skill_changed: bool,
+    baseline: Skill | None,
+    baseline_changed: bool,
+) -> None:
+    """A skill or baseline directory edited during the run makes the evidence void (exit 7)."""
     for label, path, changed in (
         ("skill", skill.path, skill_changed),
         ("baseline", baseline.path if baseline is not None else None, baseline_changed),
@@ -151,6 +182,19 @@ def _evaluate(
                 f"the last invocation): the evidence is void; do not edit the {label} while it "
                 "is evaluated"
             )
+
+
+def _void_interrupted(
+    codes: list[int],
+    notes: Messages,
+    figures: Figures,
+    result: ExecutionResult,
+    failures: Sequence[RunnerFailure],
+    settled: Verdict | None,
+) -> None:
+    """An interrupt (130), a budget reached before the verdict settled, or observations that
+    are missing for another reason (7)."""
+    missing, expected, stopped = figures.missing, figures.expected, result.stopped
     if result.interrupted:
         codes.append(INTERRUPTED)
         notes.append(
@@ -169,21 +213,47 @@ def _evaluate(
         codes.append(UNAVAILABLE)
         notes.append(f"{missing} of {expected} observation(s) are missing: the evidence is void")
 
-    outcomes = _gate_outcomes(suite, settings, trigger, task)
-    comparison = None
-    if baseline is not None:
-        with RegexPool() as matcher:
-            comparison = comparison_section(
-                suite,
-                skill.name,
-                trials,
-                result.observations,
-                baseline_passes(suite, trials, result.observations, task_passes, matcher),
-                settings.bootstrap_samples,
-                settings.seed,
-                baseline.directory_sha256 == skill.directory_sha256,
-            )
+
+def _comparison(
+    skill: Skill,
+    suite: CaseSuite,
+    settings: Settings,
+    result: ExecutionResult,
+    figures: Figures,
+    baseline: Skill | None,
+) -> dict[str, Any] | None:
+    """The report's ``comparison`` with the baseline, or None without one."""
+    if baseline is None:
+        return None
+    trials = settings.trials
+    with RegexPool() as matcher:
+        return comparison_section(
+            suite,
+            skill.name,
+            trials,
+            result.observations,
+            baseline_passes(suite, trials, result.observations, figures.task_passes, matcher),
+            settings.bootstrap_samples,
+            settings.seed,
+            baseline.directory_sha256 == skill.directory_sha256,
+        )
+
+
+def _judged_gates(
+    suite: CaseSuite,
+    settings: Settings,
+    result: ExecutionResult,
+    figures: Figures,
+    comparison: dict[str, Any] | None,
+    codes: list[int],
+) -> list[GateOutcome]:
+    """Every configured gate's outcome: settled by an early stop where it was, and partial
+    (no verdict) when the run rests on part of the plan."""
+    outcomes = _gate_outcomes(suite, settings, figures.trigger, figures.task)
+    if comparison is not None:
         outcomes += comparison_gates(comparison, settings.compare)
+    stopped = result.stopped
+    settled = result.settled if stopped is not None else None
     if settled is not None and stopped is not None:
         not_run = stopped.planned - stopped.after
         outcomes = [
@@ -191,7 +261,20 @@ def _evaluate(
         ]
     provisional = combine([*codes, *(o.code for o in outcomes if o.code is not None)])
     settled_keys = set(settled) if settled is not None and stopped is not None else None
-    outcomes = partial_outcomes(outcomes, settled_keys, provisional, observed_count, expected)
+    return partial_outcomes(
+        outcomes, settled_keys, provisional, figures.observed_count, figures.expected
+    )
+
+
+def _gate_notes(
+    codes: list[int],
+    notes: Messages,
+    outcomes: Sequence[GateOutcome],
+    suite: CaseSuite,
+    settings: Settings,
+    figures: Figures,
+) -> None:
+    """Each gate's code and message; and an ungated uplift that rests on too few units."""
     for outcome in outcomes:
         if outcome.code is not None:
             codes.append(outcome.code)
@@ -199,39 +282,40 @@ def _evaluate(
             notes.note(outcome.message)
         elif outcome.message is not None:
             notes.append(outcome.message)
+    task = figures.task
     if settings.min_uplift is None and task is not None and task["insufficient"]:
         notes.note(
             f"uplift rests on {task_unit_count(suite)} independent case(s) with a task check "
             f"(fewer than {MIN_UNITS}): reported, but too few to gate on"
         )
 
-    if violations:
+
+def _loading_notes(codes: list[int], notes: Messages, settings: Settings, figures: Figures) -> None:
+    """Loading violations fail the run (exit 1); an unverified isolation is a warning, or
+    exit 7 with --require-verified-isolation."""
+    if figures.violations:
         codes.append(GATE_FAILED)
         notes.append(
-            f"{len(violations)} loading violation(s): a required skill was not loaded or a "
-            "forbidden one was; see loading.violations"
+            f"{len(figures.violations)} loading violation(s): a required skill was not loaded "
+            "or a forbidden one was; see loading.violations"
         )
-
-    if unverified:
-        line = ISOLATION_UNVERIFIED.format(count=len(unverified), runs=without_runs)
+    if figures.unverified:
+        line = ISOLATION_UNVERIFIED.format(count=len(figures.unverified), runs=figures.without_runs)
         if settings.require_verified_isolation:
             codes.append(UNAVAILABLE)
             notes.error(line)
         else:
             notes.warning(line)
-    for message in result.messages:  # e.g. a workspace that could not be kept
-        notes.warning(message)
-    for message in runner_warnings([*observed, *others]):
-        notes.warning(message)
-    for message in messages:
-        notes.note(message)
-    for message in run_notes(arm_plan, stopped, settled, settings.seed):
-        notes.note(message)
 
-    exit_code = combine(codes)
-    report = envelope(exit_code)
-    gates: dict[str, dict[str, Any] | None] = {key: None for key in ALL_GATES}
-    gates.update({o.key: o.report for o in outcomes})
+
+def _runner_block(
+    result: ExecutionResult,
+    failures: Sequence[RunnerFailure],
+    figures: Figures,
+    settled: Verdict | None,
+) -> dict[str, Any]:
+    """The report's ``runner``: invocations, failures, time, meta sums, the ledger and an
+    early stop."""
     runner: dict[str, Any] = {
         "invocations": result.invocations,
         "failures": [
@@ -239,12 +323,13 @@ def _evaluate(
             for f in failures
         ],
         "wallMs": round(result.wall_ms),
-        "meta": meta_sums([*observed, *others]),
+        "meta": meta_sums([*figures.observed, *figures.others]),
         "retried": result.retried,
     }
     if result.ledger is not None:
         runner["ledger"] = result.ledger
         runner["cached"] = result.ledger["cached"]
+    stopped = result.stopped
     if stopped is not None:
         runner["stoppedEarly"] = {
             "after": stopped.after,
@@ -252,35 +337,18 @@ def _evaluate(
             "reason": stopped.reason,
             "settled": settled is not None,
         }
-    report.update(
-        {
-            "skill": skill_block(skill),
-            "baseline": baseline_block(baseline),
-            "cases": cases_block(suite),
-            "settings": settings_block(settings),
-            "arms": (arm_plan or ArmPlan(arms=("with", "without"))).report_block(),
-            "trigger": trigger,
-            "task": task,
-            "comparison": comparison,
-            "loading": {
-                "violations": violations,
-                "attemptedNotLoaded": attempted_not_loaded(suite, grid, skill.name),
-                "isolationUnverified": len(unverified),
-                "unverified": unverified,
-            },
-            "runner": runner,
-            "gates": gates,
-            "caseResults": [
-                case_result(case, triggered[case.id], task_results.get(case.id))
-                | ({"loadState": load_states(grid, case.id, skill.name)} if evidence else {})
-                for case in suite.cases
-            ],
-            "messages": notes.texts(),
-            "messageSeverities": notes.severities(),
-            "coverage": {"observed": observed_count, "planned": expected},
-        }
-    )
-    return report
+    return runner
+
+
+def _case_results(suite: CaseSuite, skill_name: str, figures: Figures) -> list[dict[str, Any]]:
+    """The report's ``caseResults``; per-case evidence states only when some runner reported
+    evidence (custom runners need not)."""
+    evidence = any(obs.evidence for obs in figures.observed)
+    return [
+        case_result(case, figures.triggered[case.id], figures.task_results.get(case.id))
+        | ({"loadState": load_states(figures.grid, case.id, skill_name)} if evidence else {})
+        for case in suite.cases
+    ]
 
 
 def _gate_outcomes(
