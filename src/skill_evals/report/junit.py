@@ -32,7 +32,8 @@ from ..messages import severities_of
 from .diagnosis import gate_partial
 from .junit_comparison import comparison_case, scope_properties
 from .junit_xml import Suite, junit_time, note_properties, serialise
-from .text import LIST_LIMIT, fmt, fmt_p, fmt_signed, fmt_threshold, task_failures
+from .numbers import fmt, fmt_p, fmt_signed, fmt_threshold
+from .text import LIST_LIMIT, task_failures
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from .comparison import COMPARISON_KEYS, GATE_LABELS, comparison_lines, scope_notes
 from .junit_xml import Suite
-from .text import fmt_signed, fmt_threshold
+from .numbers import fmt_signed, fmt_threshold
 
 
 def scope_properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:

@@ -10,14 +10,10 @@ from ..escaping.invisible import escape_table
 from .cells import STATUS_ICON
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
+from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold
 from .text import (
     LIST_LIMIT,
     efficiency_summary,
-    fmt,
-    fmt_p,
-    fmt_pct,
-    fmt_signed,
-    fmt_threshold,
     limited,
     next_steps,
     skill_name,
@@ -84,6 +80,25 @@ def _gate_cell(report: Mapping[str, Any], gate: object, label: str, sign: str = 
 
 def render_markdown(report: dict[str, Any], fallback_name: str | None = None) -> str:
     """Render one test report as Markdown (``fallback_name`` as for render_text)."""
+    lines = _summary_lines(report, fallback_name)
+    lines += _partial_lines(report)
+    lines += _trigger_lines(report)
+    lines += _uplift_lines(report)
+    compared = comparison_lines(report)
+    if compared:
+        lines += ["#### Compared with the baseline", ""]
+        lines += [f"- {_esc(line)}" for line in compared]
+        lines.append("")
+    ledger = ledger_summary(report_ledger(report))
+    if ledger:
+        lines += [f"Ledger: {_esc(ledger)}.", ""]
+    lines += _gate_lines(report)
+    lines += _sections(report)
+    return "\n".join(lines) + "\n"
+
+
+def _summary_lines(report: Mapping[str, Any], fallback_name: str | None) -> list[str]:
+    """The heading, the verdict summary and the one-row summary table."""
     status = str(report.get("status"))
     name = _esc(skill_name(report, fallback_name))
     partial = partial_note(report)
@@ -91,12 +106,6 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
         " (stopped early)" if settled_stop(report) else f" ({partial})" if partial else ""
     )
     icon = STATUS_ICON.get(status, _esc(status))
-    lines = [
-        f"### {name}: {icon} (exit {report.get('exitCode')})",
-        "",
-        _esc(verdict_summary(report)),
-        "",
-    ]
     trigger = report.get("trigger")
     task = report.get("task")
     runner = report.get("runner") or {}
@@ -106,7 +115,11 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
     runs_cell = "n/a" if runs is None else str(runs)
     if failures:
         runs_cell += f" ({len(failures)} failed)"
-    lines += [
+    return [
+        f"### {name}: {icon} (exit {report.get('exitCode')})",
+        "",
+        _esc(verdict_summary(report)),
+        "",
         "| skill | status | trigger F1 | uplift [95% interval] | p-value | runs |",
         "| --- | --- | --- | --- | --- | --- |",
         (
@@ -117,74 +130,86 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
         ),
         "",
     ]
+
+
+def _partial_lines(report: Mapping[str, Any]) -> list[str]:
+    """A quote saying the figures rest on part of the plan (and whether the verdict stands)."""
+    partial = partial_note(report)
     if partial and settled_stop(report):
-        lines += [
+        return [
             f"> **{partial[0].upper()}{partial[1:]}** — the verdict is the result; the figures "
             "rest on the invocations that ran.",
             "",
         ]
-    elif partial:
-        lines += [f"> **Partial figures** — {partial}: they are not the result.", ""]
-    if isinstance(trigger, Mapping):
-        lines += [
-            "#### Trigger",
-            "",
-            "| TP | FP | FN | TN | precision | recall | F1 |",
-            "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-            f"| {trigger.get('tp')} | {trigger.get('fp')} | {trigger.get('fn')} | "
-            f"{trigger.get('tn')} | {fmt(trigger.get('precision'))} | "
-            f"{fmt(trigger.get('recall'))} | {fmt(trigger.get('f1'))} |",
-            "",
-        ]
-    if isinstance(task, Mapping):
-        interval = task.get("interval") or {}
-        sign = task.get("signTest") or {}
-        lines += [
-            f"#### Uplift ({task.get('units')} independent units with a task check)",
-            "",
-            "| variant | passed | total | pass rate |",
-            "| --- | ---: | ---: | ---: |",
-        ]
-        for variant in ("with", "without"):
-            rate = task.get(variant) or {}
-            lines.append(
-                f"| {variant} | {rate.get('passed')} | {rate.get('total')} | "
-                f"{fmt_pct(rate.get('passRate'))} |"
-            )
-        lines += [
-            "",
-            f"Difference {fmt_signed(task.get('difference'))}, 95% interval "
-            f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}] "
-            f"(percentile bootstrap over units, {interval.get('samples')} samples, "
-            f"seed {interval.get('seed')}). Sign test: {sign.get('positive')} better, "
-            f"{sign.get('negative')} worse, {sign.get('ties')} tied, "
-            f"p = {fmt_p(sign.get('pValue'))}.",
-            "",
-        ]
-        efficiency = efficiency_summary(task)
-        if efficiency:
-            lines += [f"Efficiency (medians): {_esc(efficiency)}.", ""]
-        if task.get("insufficient"):
-            lines += ["> Fewer than 10 independent units: reported, not a basis for a gate.", ""]
-    compared = comparison_lines(report)
-    if compared:
-        lines += ["#### Compared with the baseline", ""]
-        lines += [f"- {_esc(line)}" for line in compared]
-        lines.append("")
-    ledger = ledger_summary(report_ledger(report))
-    if ledger:
-        lines += [f"Ledger: {_esc(ledger)}.", ""]
+    if partial:
+        return [f"> **Partial figures** — {partial}: they are not the result.", ""]
+    return []
+
+
+def _trigger_lines(report: Mapping[str, Any]) -> list[str]:
+    trigger = report.get("trigger")
+    if not isinstance(trigger, Mapping):
+        return []
+    return [
+        "#### Trigger",
+        "",
+        "| TP | FP | FN | TN | precision | recall | F1 |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {trigger.get('tp')} | {trigger.get('fp')} | {trigger.get('fn')} | "
+        f"{trigger.get('tn')} | {fmt(trigger.get('precision'))} | "
+        f"{fmt(trigger.get('recall'))} | {fmt(trigger.get('f1'))} |",
+        "",
+    ]
+
+
+def _uplift_lines(report: Mapping[str, Any]) -> list[str]:
+    """Pass rates, the difference with its interval and sign test, efficiency."""
+    task = report.get("task")
+    if not isinstance(task, Mapping):
+        return []
+    interval = task.get("interval") or {}
+    sign = task.get("signTest") or {}
+    lines = [
+        f"#### Uplift ({task.get('units')} independent units with a task check)",
+        "",
+        "| variant | passed | total | pass rate |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for variant in ("with", "without"):
+        rate = task.get(variant) or {}
+        lines.append(
+            f"| {variant} | {rate.get('passed')} | {rate.get('total')} | "
+            f"{fmt_pct(rate.get('passRate'))} |"
+        )
+    lines += [
+        "",
+        f"Difference {fmt_signed(task.get('difference'))}, 95% interval "
+        f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}] "
+        f"(percentile bootstrap over units, {interval.get('samples')} samples, "
+        f"seed {interval.get('seed')}). Sign test: {sign.get('positive')} better, "
+        f"{sign.get('negative')} worse, {sign.get('ties')} tied, "
+        f"p = {fmt_p(sign.get('pValue'))}.",
+        "",
+    ]
+    efficiency = efficiency_summary(task)
+    if efficiency:
+        lines += [f"Efficiency (medians): {_esc(efficiency)}.", ""]
+    if task.get("insufficient"):
+        lines += ["> Fewer than 10 independent units: reported, not a basis for a gate.", ""]
+    return lines
+
+
+def _gate_lines(report: Mapping[str, Any]) -> list[str]:
+    """The table of the configured gates."""
     gates = report.get("gates") or {}
     gate_rows = [
         row
         for key, (label, sign, _option) in GATE_LABELS.items()
         if (row := _gate_cell(report, gates.get(key), label, sign))
     ]
-    if gate_rows:
-        lines += ["#### Gates", "", "| gate | value | result |", "| --- | ---: | --- |"]
-        lines += [*gate_rows, ""]
-    lines += _sections(report)
-    return "\n".join(lines) + "\n"
+    if not gate_rows:
+        return []
+    return ["#### Gates", "", "| gate | value | result |", "| --- | ---: | --- |", *gate_rows, ""]
 
 
 def _sections(report: Mapping[str, Any]) -> list[str]:

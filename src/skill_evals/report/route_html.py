@@ -12,8 +12,8 @@ from typing import Any
 from .diagnosis import gate_partial, partial_note, sections
 from .html import CSP
 from .html_base import escape_html
+from .numbers import fmt, fmt_threshold
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
-from .text import fmt, fmt_threshold
 
 _e = escape_html
 

@@ -20,7 +20,7 @@ from typing import Any
 from .diagnosis import gate_partial
 from .junit import not_run_reason, render_junit
 from .junit_xml import Suite, note_properties
-from .text import fmt, fmt_threshold
+from .numbers import fmt, fmt_threshold
 
 SUITE_NAME = "routing"
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from ..escaping.terminal import terminal_safe
 from .diagnosis import gate_partial, partial_note, sections
-from .text import LIST_LIMIT, STATUS_WORD, fmt, fmt_threshold, is_number, limited
+from .numbers import fmt, fmt_threshold, is_number
+from .text import LIST_LIMIT, STATUS_WORD, limited
 
 Esc = Callable[[object], str]
 SHOWN_COLLISIONS = 5

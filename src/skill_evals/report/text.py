@@ -1,8 +1,8 @@
 """Human text report: verdict line, trigger and uplift tables, next steps.
 
-The helpers here (number formats, the verdict summary, the next-step list) are shared with the
-Markdown renderer so both show the same figures. They read only the report dict (docs/report.md),
-which holds no prompts, outputs or stderr.
+The helpers here (the verdict summary, the next-step list) are shared with the Markdown
+renderer so both show the same figures (numbers.py writes each number). They read only the
+report dict (docs/report.md), which holds no prompts, outputs or stderr.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .comparison import (
     report_ledger,
 )
 from .diagnosis import gate_partial, partial_note, partial_suffix, sections
+from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold, is_number
 
 LIST_LIMIT = 20
 
@@ -33,36 +34,6 @@ STATUS_WORD = {
 
 
 # ------------------------------------------------------------------------------ formatting
-
-
-def is_number(value: object) -> bool:
-    """A JSON number (bools are not numbers)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def fmt(value: object, digits: int = 3) -> str:
-    """A metric with ``digits`` decimals; ``n/a`` for null (undefined is never shown as 0)."""
-    return f"{value:.{digits}f}" if is_number(value) else "n/a"
-
-
-def fmt_signed(value: object, digits: int = 3) -> str:
-    """A difference with its sign."""
-    return f"{value:+.{digits}f}" if is_number(value) else "n/a"
-
-
-def fmt_pct(value: object) -> str:
-    """A rate as a percentage."""
-    return f"{value * 100:.1f}%" if is_number(value) else "n/a"  # type: ignore[operator]
-
-
-def fmt_p(value: object) -> str:
-    """A p-value: 4 significant digits, never rounded to 0."""
-    return format(value, ".4g") if is_number(value) else "n/a"
-
-
-def fmt_threshold(value: object) -> str:
-    """A gate threshold as the user typed it (shortest repr)."""
-    return repr(value) if is_number(value) else "n/a"
 
 
 def clean(text: object) -> str:
@@ -262,111 +233,134 @@ def render_text(report: dict[str, Any], fallback_name: str | None = None) -> str
         "",
     ]
     partial = partial_note(report)
-    gates = report.get("gates") or {}
-    trigger = report.get("trigger")
-    if isinstance(trigger, Mapping):
-        lines.append("Trigger (with-variant observations" + (f"; {partial})" if partial else ")"))
-        lines += _table(
-            [
-                ["TP", "FP", "FN", "TN", "precision", "recall", "F1"],
-                [
-                    str(trigger.get("tp")),
-                    str(trigger.get("fp")),
-                    str(trigger.get("fn")),
-                    str(trigger.get("tn")),
-                    fmt(trigger.get("precision")),
-                    fmt(trigger.get("recall")),
-                    fmt(trigger.get("f1")),
-                ],
-            ]
-        )
-        gate = _gate_line(report, gates.get("minTriggerF1"), "F1")
-        if gate:
-            lines.append(gate)
-        lines.append("")
-    task = report.get("task")
-    if isinstance(task, Mapping):
-        lines.append(
-            f"Uplift ({task.get('units')} independent unit(s) with a task check"
-            + (f"; {partial})" if partial else ")")
-        )
-        rows = [["variant", "passed", "total", "pass rate"]]
-        for variant in ("with", "without"):
-            rate = task.get(variant) or {}
-            rows.append(
-                [
-                    variant,
-                    str(rate.get("passed")),
-                    str(rate.get("total")),
-                    fmt_pct(rate.get("passRate")),
-                ]
-            )
-        lines += _table(rows)
-        interval = task.get("interval") or {}
-        lines.append(
-            f"  difference {fmt_signed(task.get('difference'))}, "
-            f"95% interval [{fmt_signed(interval.get('lower'))}, "
-            f"{fmt_signed(interval.get('upper'))}] (percentile bootstrap over units, "
-            f"{interval.get('samples')} samples, seed {interval.get('seed')})"
-        )
-        sign = task.get("signTest") or {}
-        lines.append(
-            f"  sign test: {sign.get('positive')} unit(s) better with the skill, "
-            f"{sign.get('negative')} worse, {sign.get('ties')} tied; "
-            f"two-sided p = {fmt_p(sign.get('pValue'))}"
-        )
-        efficiency = efficiency_summary(task)
-        if efficiency:
-            lines.append(f"  efficiency (medians): {efficiency}")
-        if task.get("insufficient"):
-            lines.append("  insufficient: fewer than 10 independent units — not a basis for a gate")
-        gate = _gate_line(report, gates.get("minUplift"), "uplift lower bound")
-        if gate:
-            lines.append(gate)
-        lines.append("")
-    elif isinstance(trigger, Mapping):
-        lines.append("Uplift: no case has a task check (add `task` to cases to measure it)")
-        gate = _gate_line(report, gates.get("minUplift"), "uplift lower bound")
-        if gate:
-            lines.append(gate)
-        lines.append("")
-    compared = comparison_lines(report)
-    if compared:
-        lines.append("Compared with the baseline (baseline → this version; with − baseline)")
-        lines += [f"  {line}" for line in compared]
-        for key in COMPARISON_KEYS:
-            gate = _gate_line(report, gates.get(key), GATE_LABELS[key][0], GATE_LABELS[key][1])
-            if gate:
-                lines.append(gate)
-        lines.append("")
-    runner = report.get("runner")
-    if isinstance(runner, Mapping):
-        failures = runner.get("failures") or []
-        violations = (report.get("loading") or {}).get("violations") or []
-        wall = runner.get("wallMs")
-        line = (
-            f"Runs: {runner.get('invocations')} invocation(s) in this run, "
-            f"{len(failures)} runner failure(s), {len(violations)} loading violation(s)"
-        )
-        if isinstance(wall, (int, float)):
-            line += f", {wall / 1000:.1f} s"
-        meta = runner.get("meta") or {}
-        if is_number(meta.get("costUsd")):
-            line += f", ${meta['costUsd']:.4f}"
-        tokens = [meta.get("inputTokens"), meta.get("outputTokens")]
-        if any(is_number(t) for t in tokens):
-            line += f", tokens in/out {tokens[0] if is_number(tokens[0]) else 'n/a'}/" + (
-                f"{tokens[1] if is_number(tokens[1]) else 'n/a'}"
-            )
-        if partial:
-            line += f"; the figures above are {partial}"
-        lines.append(line)
-        ledger = ledger_summary(report_ledger(report))
-        if ledger:
-            lines.append(f"  ledger: {ledger}")
-        lines.append("")
+    lines += _trigger_lines(report, partial)
+    lines += _uplift_lines(report, partial)
+    lines += _comparison_lines(report)
+    lines += _runs_lines(report, partial)
     lines += _sections(report)
     return "\n".join(lines) + "\n"
+
+
+def _within(title: str, partial: str) -> str:
+    """``title)`` or ``title; partial: k of n, not decided)``."""
+    return title + (f"; {partial})" if partial else ")")
+
+
+def _gate_lines(report: Mapping[str, Any], key: str, label: str, sign: str = "≥") -> list[str]:
+    gate = _gate_line(report, (report.get("gates") or {}).get(key), label, sign)
+    return [gate] if gate else []
+
+
+def _trigger_lines(report: Mapping[str, Any], partial: str) -> list[str]:
+    """The trigger table and its gate."""
+    trigger = report.get("trigger")
+    if not isinstance(trigger, Mapping):
+        return []
+    lines = [_within("Trigger (with-variant observations", partial)]
+    lines += _table(
+        [
+            ["TP", "FP", "FN", "TN", "precision", "recall", "F1"],
+            [
+                str(trigger.get("tp")),
+                str(trigger.get("fp")),
+                str(trigger.get("fn")),
+                str(trigger.get("tn")),
+                fmt(trigger.get("precision")),
+                fmt(trigger.get("recall")),
+                fmt(trigger.get("f1")),
+            ],
+        ]
+    )
+    return [*lines, *_gate_lines(report, "minTriggerF1", "F1"), ""]
+
+
+def _uplift_lines(report: Mapping[str, Any], partial: str) -> list[str]:
+    """The pass rates with and without the skill, the difference with its interval, the sign
+    test and the efficiency; or that no case has a task check."""
+    task = report.get("task")
+    if not isinstance(task, Mapping):
+        if not isinstance(report.get("trigger"), Mapping):
+            return []  # stopped before scoring
+        return [
+            "Uplift: no case has a task check (add `task` to cases to measure it)",
+            *_gate_lines(report, "minUplift", "uplift lower bound"),
+            "",
+        ]
+    lines = [_within(f"Uplift ({task.get('units')} independent unit(s) with a task check", partial)]
+    rows = [["variant", "passed", "total", "pass rate"]]
+    for variant in ("with", "without"):
+        rate = task.get(variant) or {}
+        rows.append(
+            [
+                variant,
+                str(rate.get("passed")),
+                str(rate.get("total")),
+                fmt_pct(rate.get("passRate")),
+            ]
+        )
+    lines += _table(rows)
+    interval = task.get("interval") or {}
+    lines.append(
+        f"  difference {fmt_signed(task.get('difference'))}, "
+        f"95% interval [{fmt_signed(interval.get('lower'))}, "
+        f"{fmt_signed(interval.get('upper'))}] (percentile bootstrap over units, "
+        f"{interval.get('samples')} samples, seed {interval.get('seed')})"
+    )
+    sign = task.get("signTest") or {}
+    lines.append(
+        f"  sign test: {sign.get('positive')} unit(s) better with the skill, "
+        f"{sign.get('negative')} worse, {sign.get('ties')} tied; "
+        f"two-sided p = {fmt_p(sign.get('pValue'))}"
+    )
+    efficiency = efficiency_summary(task)
+    if efficiency:
+        lines.append(f"  efficiency (medians): {efficiency}")
+    if task.get("insufficient"):
+        lines.append("  insufficient: fewer than 10 independent units — not a basis for a gate")
+    return [*lines, *_gate_lines(report, "minUplift", "uplift lower bound"), ""]
+
+
+def _comparison_lines(report: Mapping[str, Any]) -> list[str]:
+    """The comparison with the baseline and its gates."""
+    compared = comparison_lines(report)
+    if not compared:
+        return []
+    lines = ["Compared with the baseline (baseline → this version; with − baseline)"]
+    lines += [f"  {line}" for line in compared]
+    for key in COMPARISON_KEYS:
+        lines += _gate_lines(report, key, GATE_LABELS[key][0], GATE_LABELS[key][1])
+    return [*lines, ""]
+
+
+def _runs_lines(report: Mapping[str, Any], partial: str) -> list[str]:
+    """What ran: invocations, failures, violations, time, cost, tokens and the ledger."""
+    runner = report.get("runner")
+    if not isinstance(runner, Mapping):
+        return []
+    failures = runner.get("failures") or []
+    violations = (report.get("loading") or {}).get("violations") or []
+    wall = runner.get("wallMs")
+    line = (
+        f"Runs: {runner.get('invocations')} invocation(s) in this run, "
+        f"{len(failures)} runner failure(s), {len(violations)} loading violation(s)"
+    )
+    if isinstance(wall, (int, float)):
+        line += f", {wall / 1000:.1f} s"
+    meta = runner.get("meta") or {}
+    if is_number(meta.get("costUsd")):
+        line += f", ${meta['costUsd']:.4f}"
+    tokens = [meta.get("inputTokens"), meta.get("outputTokens")]
+    if any(is_number(t) for t in tokens):
+        line += f", tokens in/out {tokens[0] if is_number(tokens[0]) else 'n/a'}/" + (
+            f"{tokens[1] if is_number(tokens[1]) else 'n/a'}"
+        )
+    if partial:
+        line += f"; the figures above are {partial}"
+    lines = [line]
+    ledger = ledger_summary(report_ledger(report))
+    if ledger:
+        lines.append(f"  ledger: {ledger}")
+    return [*lines, ""]
 
 
 def _sections(report: Mapping[str, Any]) -> list[str]:
