@@ -5,11 +5,13 @@ or runner stderr."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import __version__
 from ..codes import INSUFFICIENT, INTERRUPTED, INVALID, STATUS_BY_CODE, UNAVAILABLE
+from ..messages import Failed
 from ..score.compare import CompareGates
 from ..suite.cases import CaseSuite
 from ..suite.skill import Skill
@@ -39,9 +41,10 @@ class Settings:
     require_verified_isolation: bool = False
 
 
-def envelope(status_code: int) -> Report:
+def envelope(status_code: int, schema_version: int = SCHEMA_VERSION) -> Report:
+    """The fields every report starts with: schema version, tool, status and exit code."""
     return {
-        "schemaVersion": SCHEMA_VERSION,
+        "schemaVersion": schema_version,
         "tool": {"name": "skill-evals", "version": __version__},
         "status": STATUS_BY_CODE[status_code],
         "exitCode": status_code,
@@ -60,12 +63,25 @@ def baseline_block(baseline: Skill | None) -> dict[str, Any] | None:
     """The report's ``baseline`` (and the identity part of ``skill``): name, path, hashes."""
     if baseline is None:
         return None
+    return identity_block(baseline)
+
+
+def identity_block(skill: Skill) -> dict[str, Any]:
+    """A skill's name, path and hashes, as every report names a skill."""
     return {
-        "name": baseline.name,
-        "path": str(baseline.path),
-        "skillMdSha256": baseline.skill_md_sha256,
-        "directorySha256": baseline.directory_sha256,
+        "name": skill.name,
+        "path": str(skill.path),
+        "skillMdSha256": skill.skill_md_sha256,
+        "directorySha256": skill.directory_sha256,
     }
+
+
+def failure_items(failures: Iterable[Failed]) -> list[dict[str, Any]]:
+    """The report's ``runner.failures``: where each invocation failed and why."""
+    return [
+        {"caseId": f.case_id, "trial": f.trial, "variant": f.variant, "reason": f.reason}
+        for f in failures
+    ]
 
 
 def cases_block(suite: CaseSuite | None) -> dict[str, Any] | None:

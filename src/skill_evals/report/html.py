@@ -116,6 +116,16 @@ def _bars(skills: list[dict[str, Any]]) -> str:
     )
 
 
+def _base_text(base: Mapping[str, Any]) -> str:
+    """What the changes were found against: a git commit, the lock file, or why none."""
+    if base.get("mode") == "git":
+        sha = _e(str(base.get("sha", ""))[:12])
+        return f"against {_e(base.get('source', 'base'))} <code>{sha}</code>"
+    if base.get("mode") == "lock":
+        return f"against the lock file <code>{_e(base.get('lockFile', ''))}</code>"
+    return _e(base.get("reason") or base.get("mode") or "")
+
+
 def render_test_html(
     report: dict[str, Any], name: str, path: str, answers: Answers | None = None
 ) -> str:
@@ -160,12 +170,6 @@ def render_html(
         if ci_report.get("simulated")
         else ""
     )
-    base_text = _e(base.get("reason") or base.get("mode") or "")
-    if base.get("mode") == "git":
-        sha = _e(str(base.get("sha", ""))[:12])
-        base_text = f"against {_e(base.get('source', 'base'))} <code>{sha}</code>"
-    elif base.get("mode") == "lock":
-        base_text = f"against the lock file <code>{_e(base.get('lockFile', ''))}</code>"
     table = (
         "<table><tr><th>Skill</th><th>Path</th><th>Status</th><th>Trigger F1</th>"
         "<th>Uplift [95% CI]</th><th>p-value</th><th>Runs</th></tr>\n"
@@ -181,7 +185,7 @@ def render_html(
         for s in skills
         if s.get("status") != "unchanged"
     )
-    changes = "" if base.get("mode") == "test" else f"<p>Changes found {base_text}.</p>"
+    changes = "" if base.get("mode") == "test" else f"<p>Changes found {_base_text(base)}.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

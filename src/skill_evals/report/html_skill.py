@@ -79,6 +79,8 @@ def _trigger_marks(values: object, expect: object) -> str:
 def skill_section(
     skill: dict[str, Any], answers: Answers | None = None, budget: AnswerBudget | None = None
 ) -> str:
+    """One skill of a CI report: its heading, then (when it was evaluated) what its report
+    says, section by section, and the per-case table."""
     report = skill.get("report") if isinstance(skill.get("report"), dict) else None
     parts = [
         f'<h2 id="skill-{anchor(skill)}">{_e(skill.get("name"))} {badge(skill_status(skill))}</h2>',
@@ -90,19 +92,39 @@ def skill_section(
         parts.append(f"<p>{_e(skill['reason'])}</p>")
     if report is None:
         return "\n".join(parts)
-    found = sections(report)
+    parts += _partial_parts(report)
+    parts += _diagnosis_parts(report)
+    parts.append(_gate_list(report))
+    parts.append(_list("Compared with the baseline", [_e(x) for x in comparison_lines(report)]))
+    ledger = ledger_summary(report_ledger(report))
+    if ledger:
+        parts.append(f"<p>Ledger: {_e(ledger)}</p>")
+    parts += _trigger_parts(report)
+    parts += _loading_parts(report)
+    parts += _case_parts(report, answers, budget or AnswerBudget())
+    return "\n".join(p for p in parts if p)
+
+
+def _partial_parts(report: dict[str, Any]) -> list[str]:
+    """A note that the figures rest on part of the plan (and whether the verdict stands)."""
     partial = partial_note(report)
     if partial and settled_stop(report):
-        parts.append(
+        return [
             f"<p class='note'><strong>Stopped early</strong> ({_e(partial)}): the verdict is "
             "the result; the figures rest on the invocations that ran.</p>"
-        )
-    elif partial:
-        parts.append(
+        ]
+    if partial:
+        return [
             f"<p class='note'><strong>Partial figures</strong> ({_e(partial)}): the run did not "
             "complete, so they are not the result.</p>"
-        )
-    parts.append(_list("What failed", [f'<span class="bad">{_e(m)}</span>' for m in found.failed]))
+        ]
+    return []
+
+
+def _diagnosis_parts(report: dict[str, Any]) -> list[str]:
+    """What failed, runner failures by reason, warnings and notes."""
+    found = sections(report)
+    parts = [_list("What failed", [f'<span class="bad">{_e(m)}</span>' for m in found.failed])]
     if found.failures:
         rows = "".join(
             f'<tr><td>{_e(g.reason)}</td><td class="num">{g.count}</td>'
@@ -116,6 +138,11 @@ def skill_section(
         )
     parts.append(_list("Warnings", [f'<span class="warn">{_e(m)}</span>' for m in found.warnings]))
     parts.append(_list("Notes", [_e(m) for m in found.notes]))
+    return parts
+
+
+def _gate_list(report: dict[str, Any]) -> str:
+    """Each configured gate: its value against its threshold and the verdict."""
     gates = report.get("gates") or {}
     gate_items = []
     for key, (label, _sign, _option) in GATE_LABELS.items():
@@ -130,12 +157,13 @@ def skill_section(
                 f"{fmt_num(gate.get('threshold'))}: "
                 f"{verdict}</span>"
             )
-    parts.append(_list("Gates", gate_items))
-    parts.append(_list("Compared with the baseline", [_e(x) for x in comparison_lines(report)]))
-    ledger = ledger_summary(report_ledger(report))
-    if ledger:
-        parts.append(f"<p>Ledger: {_e(ledger)}</p>")
+    return _list("Gates", gate_items)
+
+
+def _trigger_parts(report: dict[str, Any]) -> list[str]:
+    """The trigger table, the missed and the false triggers."""
     trigger = report.get("trigger") or {}
+    parts = []
     if trigger:
         parts.append(
             "<table><tr><th>TP</th><th>FP</th><th>FN</th><th>TN</th><th>precision</th>"
@@ -149,20 +177,21 @@ def skill_section(
             )
             + "</tr></table>"
         )
-    parts.append(
-        _list(
-            "Missed triggers",
-            [f"<code>{_e(c)}</code>" for c in trigger.get("missedTriggerCaseIds") or []],
-        )
-    )
-    parts.append(
-        _list(
-            "False triggers",
-            [f"<code>{_e(c)}</code>" for c in trigger.get("falseTriggerCaseIds") or []],
-        )
-    )
-    violations = (report.get("loading") or {}).get("violations") or []
-    parts.append(
+    for title, key in (
+        ("Missed triggers", "missedTriggerCaseIds"),
+        ("False triggers", "falseTriggerCaseIds"),
+    ):
+        parts.append(_list(title, [f"<code>{_e(c)}</code>" for c in trigger.get(key) or []]))
+    return parts
+
+
+def _loading_parts(report: dict[str, Any]) -> list[str]:
+    """Loading violations, loads tried and not made, and each runner failure."""
+    loading = report.get("loading") or {}
+    violations = loading.get("violations") or []
+    attempted = loading.get("attemptedNotLoaded") or []
+    failures = (report.get("runner") or {}).get("failures") or []
+    return [
         _list(
             "Loading violations",
             [
@@ -171,17 +200,11 @@ def skill_section(
                 f"forbidden {_names(v.get('forbidden'))}"
                 for v in violations
             ],
-        )
-    )
-    attempted = (report.get("loading") or {}).get("attemptedNotLoaded") or []
-    parts.append(
+        ),
         _list(
             "Tried to load the skill, not loaded",
             [f"<code>{_e(c)}</code>" for c in attempted],
-        )
-    )
-    failures = (report.get("runner") or {}).get("failures") or []
-    parts.append(
+        ),
         _list(
             "Runner failures",
             [
@@ -189,42 +212,47 @@ def skill_section(
                 f"{_e(f.get('variant'))}: {_e(f.get('reason'))}"
                 for f in failures
             ],
-        )
-    )
+        ),
+    ]
+
+
+def _case_parts(report: dict[str, Any], answers: Answers | None, budget: AnswerBudget) -> list[str]:
+    """The per-case table (answers in it only with ``answers``: --include-outputs)."""
     cases = report.get("caseResults") or []
-    if cases:
-        shown = answers is not None
-        budget = budget or AnswerBudget()
-        rows = "".join(
-            "<tr>"
-            f"<td><code>{_e(c.get('id'))}</code></td>"
-            f'<td class="num">{_e(c.get("line"))}</td>'
-            f"<td>{'yes' if c.get('expectTrigger') else 'no'}</td>"
-            f"<td>{_trigger_marks(c.get('triggered'), c.get('expectTrigger'))}</td>"
-            f"<td>{_marks(c.get('with'))}</td>"
-            f"<td>{_marks(c.get('without'))}</td>"
-            f"<td>{_state_marks(c.get('loadState'))}</td>"
-            f"<td>{_failed_check(c.get('failedCheck'))}</td>"
-            + (
-                f"<td>{case_answers(str(c.get('id')), c.get('triggered') or [], answers, budget)}"
-                "</td>"
-                if answers is not None
-                else ""
-            )
-            + "</tr>"
-            for c in cases
+    if not cases:
+        return []
+    rows = "".join(_case_row(c, answers, budget) for c in cases)
+    parts = [
+        f"<details open><summary>Per-case detail ({len(cases)} cases)</summary>"
+        "<table><tr><th>case</th><th>line</th><th>should trigger</th>"
+        "<th>skill loaded (per trial)</th><th>task with</th><th>task without</th>"
+        "<th>load evidence</th><th>first failing check</th>"
+        + ("<th>answers (--include-outputs)</th>" if answers is not None else "")
+        + f"</tr>{rows}</table></details>"
+    ]
+    if budget.cut_short:
+        parts.append("<p class='note'>Some answers were left out: the page is full.</p>")
+    return parts
+
+
+def _case_row(c: dict[str, Any], answers: Answers | None, budget: AnswerBudget) -> str:
+    return (
+        "<tr>"
+        f"<td><code>{_e(c.get('id'))}</code></td>"
+        f'<td class="num">{_e(c.get("line"))}</td>'
+        f"<td>{'yes' if c.get('expectTrigger') else 'no'}</td>"
+        f"<td>{_trigger_marks(c.get('triggered'), c.get('expectTrigger'))}</td>"
+        f"<td>{_marks(c.get('with'))}</td>"
+        f"<td>{_marks(c.get('without'))}</td>"
+        f"<td>{_state_marks(c.get('loadState'))}</td>"
+        f"<td>{_failed_check(c.get('failedCheck'))}</td>"
+        + (
+            f"<td>{case_answers(str(c.get('id')), c.get('triggered') or [], answers, budget)}</td>"
+            if answers is not None
+            else ""
         )
-        parts.append(
-            f"<details open><summary>Per-case detail ({len(cases)} cases)</summary>"
-            "<table><tr><th>case</th><th>line</th><th>should trigger</th>"
-            "<th>skill loaded (per trial)</th><th>task with</th><th>task without</th>"
-            "<th>load evidence</th><th>first failing check</th>"
-            + ("<th>answers (--include-outputs)</th>" if shown else "")
-            + f"</tr>{rows}</table></details>"
-        )
-        if budget.cut_short:
-            parts.append("<p class='note'>Some answers were left out: the page is full.</p>")
-    return "\n".join(p for p in parts if p)
+        + "</tr>"
+    )
 
 
 def _failed_check(failed: object) -> str:

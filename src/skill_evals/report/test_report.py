@@ -53,6 +53,7 @@ from .blocks import (
     baseline_block,
     cases_block,
     envelope,
+    failure_items,
     settings_block,
     skill_block,
 )
@@ -318,10 +319,7 @@ def _runner_block(
     early stop."""
     runner: dict[str, Any] = {
         "invocations": result.invocations,
-        "failures": [
-            {"caseId": f.case_id, "trial": f.trial, "variant": f.variant, "reason": f.reason}
-            for f in failures
-        ],
+        "failures": failure_items(failures),
         "wallMs": round(result.wall_ms),
         "meta": meta_sums([*figures.observed, *figures.others]),
         "retried": result.retried,
