@@ -1,5 +1,5 @@
-"""The pieces every HTML page of skill-evals shares: the one HTML escaper, status colours,
-badges and anchors."""
+"""The pieces every HTML page of skill-evals shares: the document with its
+Content-Security-Policy, the one HTML escaper, status colours, badges and anchors."""
 
 from __future__ import annotations
 
@@ -8,6 +8,12 @@ from html import escape
 from typing import Any
 
 from ..escaping.terminal import terminal_safe
+
+# Nothing may load: no script, no external asset (inline styles and data: images only).
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
 
 STATUS_CLASS = {
     "pass": "ok",
@@ -36,3 +42,22 @@ def badge(status: str) -> str:
 def anchor(skill: dict[str, Any]) -> str:
     """A stable id for a skill's section (from its path, never its name)."""
     return hashlib.sha256(str(skill.get("path")).encode("utf-8")).hexdigest()[:12]
+
+
+def html_page(title: str, css: str, body: str) -> str:
+    """A self-contained HTML document: ``title`` and ``body`` already escaped HTML."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>{title}</title>
+<style>{css}</style>
+</head>
+<body>
+{body}
+</body>
+</html>
+"""

@@ -10,8 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .diagnosis import gate_partial, partial_note, sections
-from .html import CSP
-from .html_base import escape_html
+from .html_base import escape_html, html_page
 from .numbers import fmt, fmt_threshold
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
 
@@ -91,21 +90,31 @@ def routing_section(report: Mapping[str, Any]) -> str:
         parts.append(
             f"<p class='note'>Partial figures — {_e(partial)}: they are not the result.</p>"
         )
+    parts += [_per_skill_table(report), _gate_table(report), heat_map(report)]
+    parts += [_collision_list(report), *_diagnosis_parts(report), _case_table(report)]
+    return "\n".join(p for p in parts if p)
+
+
+def _per_skill_table(report: Mapping[str, Any]) -> str:
     per_skill = [_mapping(s) for s in report.get("perSkill") or []]
-    if per_skill:
-        rows = "".join(
-            f"<tr><td>{_e(s.get('name'))}</td><td class='num'>{_e(s.get('expectedBy'))}</td>"
-            f"<td class='num'>{_e(s.get('tp'))}</td><td class='num'>{_e(s.get('fp'))}</td>"
-            f"<td class='num'>{_e(s.get('fn'))}</td>"
-            f"<td class='num'>{fmt(s.get('precision'))}</td>"
-            f"<td class='num'>{fmt(s.get('recall'))}</td>"
-            f"<td class='num'>{fmt(s.get('f1'))}</td></tr>"
-            for s in per_skill
-        )
-        parts.append(
-            "<table><tr><th>Skill</th><th>Cases</th><th>TP</th><th>FP</th><th>FN</th>"
-            f"<th>Precision</th><th>Recall</th><th>F1</th></tr>{rows}</table>"
-        )
+    if not per_skill:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_e(s.get('name'))}</td><td class='num'>{_e(s.get('expectedBy'))}</td>"
+        f"<td class='num'>{_e(s.get('tp'))}</td><td class='num'>{_e(s.get('fp'))}</td>"
+        f"<td class='num'>{_e(s.get('fn'))}</td>"
+        f"<td class='num'>{fmt(s.get('precision'))}</td>"
+        f"<td class='num'>{fmt(s.get('recall'))}</td>"
+        f"<td class='num'>{fmt(s.get('f1'))}</td></tr>"
+        for s in per_skill
+    )
+    return (
+        "<table><tr><th>Skill</th><th>Cases</th><th>TP</th><th>FP</th><th>FN</th>"
+        f"<th>Precision</th><th>Recall</th><th>F1</th></tr>{rows}</table>"
+    )
+
+
+def _gate_table(report: Mapping[str, Any]) -> str:
     gates = _mapping(report.get("gates"))
     gate_rows = []
     for key, label in (("minAccuracy", "accuracy"), ("minSkillF1", "lowest skill F1")):
@@ -118,21 +127,27 @@ def routing_section(report: Mapping[str, Any]) -> str:
                 f"<td class='num'>{fmt(gate.get('value'))}{_e(gate_partial(gate, report))}</td>"
                 f"<td>{verdict}</td></tr>"
             )
-    if gate_rows:
-        parts.append(
-            "<table><tr><th>Gate</th><th>Value</th><th>Result</th></tr>"
-            f"{''.join(gate_rows)}</table>"
-        )
-    parts.append(heat_map(report))
+    if not gate_rows:
+        return ""
+    return f"<table><tr><th>Gate</th><th>Value</th><th>Result</th></tr>{''.join(gate_rows)}</table>"
+
+
+def _collision_list(report: Mapping[str, Any]) -> str:
     collisions = [_mapping(c) for c in report.get("collisions") or []]
-    if collisions:
-        collision_items = "".join(
-            f"<li>{_e(c.get('a'))} ↔ {_e(c.get('b'))}: {_e(c.get('count'))} observation(s) on "
-            f"cases {id_list(list(c.get('caseIds') or []), _e)}</li>"
-            for c in collisions[:SHOWN_COLLISIONS]
-        )
-        parts.append(f"<h3>Top collisions</h3><ul>{collision_items}</ul>")
+    if not collisions:
+        return ""
+    collision_items = "".join(
+        f"<li>{_e(c.get('a'))} ↔ {_e(c.get('b'))}: {_e(c.get('count'))} observation(s) on "
+        f"cases {id_list(list(c.get('caseIds') or []), _e)}</li>"
+        for c in collisions[:SHOWN_COLLISIONS]
+    )
+    return f"<h3>Top collisions</h3><ul>{collision_items}</ul>"
+
+
+def _diagnosis_parts(report: Mapping[str, Any]) -> list[str]:
+    """What failed, warnings, notes, runner failures by reason and what to do next."""
     found = sections(report)
+    parts = []
     for title, items in (
         ("What failed", found.failed),
         ("Warnings", found.warnings),
@@ -153,19 +168,23 @@ def routing_section(report: Mapping[str, Any]) -> str:
     steps = next_steps(report, _e)
     if steps:
         parts.append(f"<h3>What to do next</h3><ul>{''.join(f'<li>{s}</li>' for s in steps)}</ul>")
+    return parts
+
+
+def _case_table(report: Mapping[str, Any]) -> str:
     results = [_mapping(r) for r in report.get("caseResults") or []]
-    if results:
-        case_rows = "".join(
-            f"<tr><td>{_e(r.get('id'))}</td><td class='num'>{_e(r.get('line'))}</td>"
-            f"<td>{_e(', '.join(map(str, r.get('expect') or [])) or 'none')}</td>"
-            f"<td>{_loads(r)}</td></tr>"
-            for r in results
-        )
-        parts.append(
-            "<details><summary>Per case</summary><table><tr><th>Case</th><th>Line</th>"
-            f"<th>Expected</th><th>Loaded per trial</th></tr>{case_rows}</table></details>"
-        )
-    return "\n".join(p for p in parts if p)
+    if not results:
+        return ""
+    case_rows = "".join(
+        f"<tr><td>{_e(r.get('id'))}</td><td class='num'>{_e(r.get('line'))}</td>"
+        f"<td>{_e(', '.join(map(str, r.get('expect') or [])) or 'none')}</td>"
+        f"<td>{_loads(r)}</td></tr>"
+        for r in results
+    )
+    return (
+        "<details><summary>Per case</summary><table><tr><th>Case</th><th>Line</th>"
+        f"<th>Expected</th><th>Loaded per trial</th></tr>{case_rows}</table></details>"
+    )
 
 
 def _loads(result: Mapping[str, Any]) -> str:
@@ -182,22 +201,8 @@ def _loads(result: Mapping[str, Any]) -> str:
 def render_route_html(report: Mapping[str, Any]) -> str:
     """The whole route report as one self-contained HTML document."""
     status = _e(report.get("status"))
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>skill-evals routing: {status}</title>
-<style>{CSS}{HEAT_CSS}</style>
-</head>
-<body>
-<h1>skill-evals routing</h1>
-{routing_section(report)}
-</body>
-</html>
-"""
+    body = f"<h1>skill-evals routing</h1>\n{routing_section(report)}"
+    return html_page(f"skill-evals routing: {status}", CSS + HEAT_CSS, body)
 
 
 def ci_routing_html(entry: object) -> str:

@@ -72,19 +72,33 @@ def routing_markdown(
     partial = partial_note(report)
     if partial:
         lines += [f"> **Partial figures** — {_esc(partial)}: they are not the result.", ""]
+    lines += _per_skill_table(report)
+    lines += _gate_table(report)
+    if not compact:
+        lines += _matrix(report)
+    lines += _collision_list(report)
+    lines += _diagnosis_lines(report, compact)
+    return lines
+
+
+def _per_skill_table(report: Mapping[str, Any]) -> list[str]:
     per_skill = [_mapping(s) for s in report.get("perSkill") or []]
-    if per_skill:
-        lines += [
-            "| skill | cases | TP | FP | FN | precision | recall | F1 |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for s in per_skill:
-            lines.append(
-                f"| {_esc(s.get('name'))} | {s.get('expectedBy')} | {s.get('tp')} | "
-                f"{s.get('fp')} | {s.get('fn')} | {fmt(s.get('precision'))} | "
-                f"{fmt(s.get('recall'))} | {fmt(s.get('f1'))} |"
-            )
-        lines.append("")
+    if not per_skill:
+        return []
+    lines = [
+        "| skill | cases | TP | FP | FN | precision | recall | F1 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for s in per_skill:
+        lines.append(
+            f"| {_esc(s.get('name'))} | {s.get('expectedBy')} | {s.get('tp')} | "
+            f"{s.get('fp')} | {s.get('fn')} | {fmt(s.get('precision'))} | "
+            f"{fmt(s.get('recall'))} | {fmt(s.get('f1'))} |"
+        )
+    return [*lines, ""]
+
+
+def _gate_table(report: Mapping[str, Any]) -> list[str]:
     gates = _mapping(report.get("gates"))
     rows = [
         r
@@ -94,20 +108,29 @@ def routing_markdown(
         )
         if r
     ]
-    if rows:
-        lines += ["| gate | value | result |", "| --- | ---: | --- |", *rows, ""]
-    if not compact:
-        lines += _matrix(report)
+    if not rows:
+        return []
+    return ["| gate | value | result |", "| --- | ---: | --- |", *rows, ""]
+
+
+def _collision_list(report: Mapping[str, Any]) -> list[str]:
     collisions = [_mapping(c) for c in report.get("collisions") or []]
-    if collisions:
-        lines += ["#### Top collisions", ""]
-        for c in collisions[:SHOWN_COLLISIONS]:
-            lines.append(
-                f"- {_esc(c.get('a'))} ↔ {_esc(c.get('b'))}: {c.get('count')} observation(s) "
-                f"on cases {id_list(list(c.get('caseIds') or []), _esc)}"
-            )
-        lines.append("")
+    if not collisions:
+        return []
+    lines = ["#### Top collisions", ""]
+    for c in collisions[:SHOWN_COLLISIONS]:
+        lines.append(
+            f"- {_esc(c.get('a'))} ↔ {_esc(c.get('b'))}: {c.get('count')} observation(s) "
+            f"on cases {id_list(list(c.get('caseIds') or []), _esc)}"
+        )
+    return [*lines, ""]
+
+
+def _diagnosis_lines(report: Mapping[str, Any], compact: bool) -> list[str]:
+    """What failed, runner failures by reason, warnings and notes (not ``compact``), then
+    what to do next."""
     found = sections(report)
+    lines: list[str] = []
     if found.failed:
         lines += ["#### What failed", "", *[f"- {_esc(m)}" for m in limited(found.failed)], ""]
     if found.failures:

@@ -155,70 +155,85 @@ def render_route_text(report: Mapping[str, Any]) -> str:
         f"{verdict_summary(report)} (exit {report.get('exitCode')})",
         "",
     ]
-    partial = partial_note(report)
-    gates = _mapping(report.get("gates"))
     per_skill = [_mapping(s) for s in _list(report.get("perSkill"))]
     if per_skill:
-        lines.append(
-            "Per skill (every invocation had the whole catalog installed"
-            + (f"; {partial})" if partial else ")")
-        )
-        rows = [["skill", "cases", "TP", "FP", "FN", "precision", "recall", "F1"]]
-        for skill in per_skill:
-            rows.append(
-                [
-                    terminal_safe(skill.get("name")),
-                    str(skill.get("expectedBy")),
-                    str(skill.get("tp")),
-                    str(skill.get("fp")),
-                    str(skill.get("fn")),
-                    fmt(skill.get("precision")),
-                    fmt(skill.get("recall")),
-                    fmt(skill.get("f1")),
-                ]
-            )
-        lines += _table(rows)
-        coverage = _mapping(report.get("coverage"))
-        lines.append(
-            f"  accuracy {fmt(report.get('accuracy'))}: {coverage.get('correct')} of "
-            f"{coverage.get('observed')} observation(s) loaded exactly the expected skills; "
-            f"micro F1 {fmt(report.get('microF1'))}, macro F1 {fmt(report.get('macroF1'))}; "
-            f"{report.get('otherLoads')} load(s) outside the catalog"
-        )
-        for key, label in (("minAccuracy", "accuracy"), ("minSkillF1", "F1 of every skill")):
-            gate = _gate_line(report, gates.get(key), label)
-            if gate:
-                lines.append(gate)
-        lines.append("")
+        lines += _per_skill_lines(report, per_skill)
         lines += _matrix(report)
-    collisions = [_mapping(c) for c in _list(report.get("collisions"))]
-    if collisions:
-        lines.append("Top collisions (observations where one was expected and the other loaded)")
-        for c in collisions[:SHOWN_COLLISIONS]:
-            ids = id_list(_list(c.get("caseIds")), terminal_safe)
-            lines.append(
-                f"  - {terminal_safe(c.get('a'))} ↔ {terminal_safe(c.get('b'))}: "
-                f"{c.get('count')} observation(s) on cases {ids}"
-            )
-        lines.append("")
-    elif per_skill:
-        lines += ["Top collisions: none", ""]
-    runner = _mapping(report.get("runner"))
-    if runner:
-        ledger = _mapping(runner.get("ledger"))
-        line = (
-            f"Runs: {runner.get('invocations')} invocation(s) in this run"
-            f" ({ledger.get('resumed', 0)} resumed), {len(_list(runner.get('failures')))} "
-            "runner failure(s)"
-        )
-        wall = runner.get("wallMs")
-        if isinstance(wall, (int, float)):
-            line += f", {wall / 1000:.1f} s"
-        if is_number(ledger.get("costUsd")):
-            line += f", ${ledger['costUsd']:.4f}"
-        lines += [line, ""]
+    lines += _collision_lines(report, bool(per_skill))
+    lines += _runs_lines(report)
     lines += _sections(report)
     return "\n".join(lines) + "\n"
+
+
+def _per_skill_lines(report: Mapping[str, Any], per_skill: list[Mapping[str, Any]]) -> list[str]:
+    """The per-skill table, accuracy and F1 figures, and the gates."""
+    partial = partial_note(report)
+    lines = [
+        "Per skill (every invocation had the whole catalog installed"
+        + (f"; {partial})" if partial else ")")
+    ]
+    rows = [["skill", "cases", "TP", "FP", "FN", "precision", "recall", "F1"]]
+    for skill in per_skill:
+        rows.append(
+            [
+                terminal_safe(skill.get("name")),
+                str(skill.get("expectedBy")),
+                str(skill.get("tp")),
+                str(skill.get("fp")),
+                str(skill.get("fn")),
+                fmt(skill.get("precision")),
+                fmt(skill.get("recall")),
+                fmt(skill.get("f1")),
+            ]
+        )
+    lines += _table(rows)
+    coverage = _mapping(report.get("coverage"))
+    lines.append(
+        f"  accuracy {fmt(report.get('accuracy'))}: {coverage.get('correct')} of "
+        f"{coverage.get('observed')} observation(s) loaded exactly the expected skills; "
+        f"micro F1 {fmt(report.get('microF1'))}, macro F1 {fmt(report.get('macroF1'))}; "
+        f"{report.get('otherLoads')} load(s) outside the catalog"
+    )
+    gates = _mapping(report.get("gates"))
+    for key, label in (("minAccuracy", "accuracy"), ("minSkillF1", "F1 of every skill")):
+        gate = _gate_line(report, gates.get(key), label)
+        if gate:
+            lines.append(gate)
+    return [*lines, ""]
+
+
+def _collision_lines(report: Mapping[str, Any], scored: bool) -> list[str]:
+    """The top collisions; ``none`` when the run was scored (``scored``) and had none."""
+    collisions = [_mapping(c) for c in _list(report.get("collisions"))]
+    if not collisions:
+        return ["Top collisions: none", ""] if scored else []
+    lines = ["Top collisions (observations where one was expected and the other loaded)"]
+    for c in collisions[:SHOWN_COLLISIONS]:
+        ids = id_list(_list(c.get("caseIds")), terminal_safe)
+        lines.append(
+            f"  - {terminal_safe(c.get('a'))} ↔ {terminal_safe(c.get('b'))}: "
+            f"{c.get('count')} observation(s) on cases {ids}"
+        )
+    return [*lines, ""]
+
+
+def _runs_lines(report: Mapping[str, Any]) -> list[str]:
+    """What ran: invocations (resumed ones), failures, time and reported cost."""
+    runner = _mapping(report.get("runner"))
+    if not runner:
+        return []
+    ledger = _mapping(runner.get("ledger"))
+    line = (
+        f"Runs: {runner.get('invocations')} invocation(s) in this run"
+        f" ({ledger.get('resumed', 0)} resumed), {len(_list(runner.get('failures')))} "
+        "runner failure(s)"
+    )
+    wall = runner.get("wallMs")
+    if isinstance(wall, (int, float)):
+        line += f", {wall / 1000:.1f} s"
+    if is_number(ledger.get("costUsd")):
+        line += f", ${ledger['costUsd']:.4f}"
+    return [line, ""]
 
 
 def _sections(report: Mapping[str, Any]) -> list[str]:

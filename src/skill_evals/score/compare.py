@@ -178,7 +178,23 @@ def comparison_section(
     """The report's ``comparison``. ``passes``: (case id, arm) → task pass per trial (None
     where not observed) for the cases with a task check, arms with and baseline."""
     rows = _arm_rows(suite, observations, trials)
-    counts: dict[int, list[list[int]]] = {}  # unit → [[tp, fp, fn], [tp, fp, fn]]
+    return {
+        "aa": aa,
+        "trigger": _trigger_comparison(suite, skill_name, rows, samples, seed),
+        "task": _task_comparison(suite, passes, samples, seed),
+    }
+
+
+ArmCounts = list[list[int]]  # per arm (with, baseline): [tp, fp, fn]
+
+
+def _trigger_counts(
+    suite: CaseSuite,
+    skill_name: str,
+    rows: Mapping[str, Mapping[str, Sequence[Observation | None]]],
+) -> tuple[ArmCounts, list[tuple[Counts, Counts]]]:
+    """The arms' totals, and the counts of each unit observed in both arms (unit order)."""
+    counts: dict[int, ArmCounts] = {}  # unit → [[tp, fp, fn], [tp, fp, fn]]
     seen: dict[int, list[bool]] = {}  # unit → [has with obs, has baseline obs]
     totals = [[0, 0, 0], [0, 0, 0]]
     for case in suite.cases:
@@ -194,12 +210,25 @@ def comparison_section(
                 if slot >= 0:
                     unit[index][slot] += 1
                     totals[index][slot] += 1
-    metrics = [trigger_metrics(*totals[0]), trigger_metrics(*totals[1])]
     paired = [
         ((u[0][0], u[0][1], u[0][2]), (u[1][0], u[1][1], u[1][2]))
         for key, u in sorted(counts.items())
         if all(seen[key])
     ]
+    return totals, paired
+
+
+def _trigger_comparison(
+    suite: CaseSuite,
+    skill_name: str,
+    rows: Mapping[str, Mapping[str, Sequence[Observation | None]]],
+    samples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Trigger F1 with the skill and with the baseline, the paired difference with its
+    interval, and the trials whose trigger flipped."""
+    totals, paired = _trigger_counts(suite, skill_name, rows)
+    metrics = [trigger_metrics(*totals[0]), trigger_metrics(*totals[1])]
     if paired:
         lower, upper, undefined = f1_difference_interval(paired, samples, seed)
     else:
@@ -222,18 +251,13 @@ def comparison_section(
             if w is not None and b is not None
         )
     )
-    trigger = {
+    return {
         "with": {"tp": totals[0][0], "fp": totals[0][1], "fn": totals[0][2], "f1": f1_with},
         "baseline": {"tp": totals[1][0], "fp": totals[1][1], "fn": totals[1][2], "f1": f1_base},
         "units": len(paired),
         "f1Difference": difference,
         "interval": {**_interval(lower, upper, samples, seed), "undefinedResamples": undefined},
         "flips": trigger_flips,
-    }
-    return {
-        "aa": aa,
-        "trigger": trigger,
-        "task": _task_comparison(suite, passes, samples, seed),
     }
 
 

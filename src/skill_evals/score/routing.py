@@ -71,6 +71,53 @@ def _float(value: Fraction | None) -> float | None:
     return None if value is None else float(value)
 
 
+@dataclass
+class _Tally:
+    """Counts by catalog index (the last label, ``none``, is len(names)) as observations are
+    read: TP, FP, FN, how many cases expect each skill, the confusion cells and, per pair of
+    confused skills, the cases it happened on."""
+
+    size: int
+    tp: list[int] = field(init=False)
+    fp: list[int] = field(init=False)
+    fn: list[int] = field(init=False)
+    expected_by: list[int] = field(init=False)
+    counts: list[list[int]] = field(init=False)
+    pair_cases: dict[tuple[int, int], list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tp, self.fp, self.fn = [0] * self.size, [0] * self.size, [0] * self.size
+        self.expected_by = [0] * self.size
+        self.counts = [[0] * (self.size + 1) for _ in range(self.size + 1)]
+
+    def add(self, case_id: str, expect: set[int], loaded: set[int]) -> None:
+        """One observation of a case: E = ``expect``, L = ``loaded``."""
+        extra = loaded - expect
+        for s in loaded & expect:
+            self.tp[s] += 1
+        for s in extra:
+            self.fp[s] += 1
+        for s in expect - loaded:
+            self.fn[s] += 1
+        none, counts = self.size, self.counts
+        if not expect:
+            for w in extra:
+                counts[none][w] += 1
+            if not loaded:
+                counts[none][none] += 1
+            return
+        for e in expect:
+            if e in loaded:
+                counts[e][e] += 1
+            for w in extra:
+                counts[e][w] += 1
+                ids = self.pair_cases.setdefault((min(e, w), max(e, w)), [])
+                if not ids or ids[-1] != case_id:
+                    ids.append(case_id)
+            if e not in loaded and not extra:
+                counts[e][none] += 1
+
+
 def route_metrics(
     cases: Sequence[RouteCase],
     names: Sequence[str],
@@ -78,19 +125,12 @@ def route_metrics(
 ) -> RouteMetrics:
     """Score ``rows`` (case id → the observation of each trial, None where missing)."""
     index = {name: i for i, name in enumerate(names)}
-    none = len(names)
-    labels = (*names, NONE_LABEL)
-    counts = [[0] * len(labels) for _ in labels]
-    tp = [0] * len(names)
-    fp = [0] * len(names)
-    fn = [0] * len(names)
-    expected_by = [0] * len(names)
-    pair_cases: dict[tuple[int, int], list[str]] = {}
-    result = RouteMetrics(labels=labels, counts=counts)
+    tally = _Tally(len(names))
+    result = RouteMetrics(labels=(*names, NONE_LABEL), counts=tally.counts)
     for case in cases:
         expect = {index[e] for e in case.expect}
         for e in expect:
-            expected_by[e] += 1
+            tally.expected_by[e] += 1
         loaded_row: list[list[str] | None] = []
         right_row: list[bool | None] = []
         for obs in rows.get(case.id, ()):
@@ -106,49 +146,40 @@ def route_metrics(
             result.correct += is_right
             loaded_row.append([names[i] for i in sorted(loaded)])
             right_row.append(is_right)
-            extra = loaded - expect
-            for s in loaded & expect:
-                tp[s] += 1
-            for s in extra:
-                fp[s] += 1
-            for s in expect - loaded:
-                fn[s] += 1
-            if not expect:
-                for w in extra:
-                    counts[none][w] += 1
-                if not loaded:
-                    counts[none][none] += 1
-                continue
-            for e in expect:
-                if e in loaded:
-                    counts[e][e] += 1
-                for w in extra:
-                    counts[e][w] += 1
-                    pair = (min(e, w), max(e, w))
-                    ids = pair_cases.setdefault(pair, [])
-                    if not ids or ids[-1] != case.id:
-                        ids.append(case.id)
-                if e not in loaded and not extra:
-                    counts[e][none] += 1
+            tally.add(case.id, expect, loaded)
         result.loaded[case.id] = loaded_row
         result.right[case.id] = right_row
     if result.observed:
         result.accuracy = float(Fraction(result.correct, result.observed))
+    _f1_figures(result, names, tally)
+    result.collisions = _collisions(names, index, tally)
+    return result
+
+
+def _f1_figures(result: RouteMetrics, names: Sequence[str], tally: _Tally) -> None:
+    """Each skill's scores, micro and macro F1."""
     f1s: list[Fraction] = []
+    tp, fp, fn = tally.tp, tally.fp, tally.fn
     for i, name in enumerate(names):
         p, r, f1 = exact_f1(tp[i], fp[i], fn[i])
         if f1 is not None:
             f1s.append(f1)
         result.skills.append(
-            SkillScore(name, tp[i], fp[i], fn[i], _float(p), _float(r), _float(f1), expected_by[i])
+            SkillScore(
+                name, tp[i], fp[i], fn[i], _float(p), _float(r), _float(f1), tally.expected_by[i]
+            )
         )
     result.micro_f1 = _float(exact_f1(sum(tp), sum(fp), sum(fn))[2])
     result.macro_f1 = float(sum(f1s, Fraction(0)) / len(f1s)) if f1s else None
+
+
+def _collisions(names: Sequence[str], index: Mapping[str, int], tally: _Tally) -> list[Collision]:
+    """Pairs of skills confused with each other: largest first; ties in catalog order of a,
+    then b."""
+    counts = tally.counts
     collisions = [
         Collision(names[a], names[b], counts[a][b] + counts[b][a], tuple(ids))
-        for (a, b), ids in pair_cases.items()
+        for (a, b), ids in tally.pair_cases.items()
     ]
-    # Largest first; ties in catalog order of a, then b.
     collisions.sort(key=lambda c: (-c.count, index[c.a], index[c.b]))
-    result.collisions = collisions
-    return result
+    return collisions

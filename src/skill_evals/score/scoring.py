@@ -103,16 +103,12 @@ def judge_tasks(suite: CaseSuite, grid: Grid, matcher: RegexPool) -> dict[str, C
     }
 
 
-def task_section(
-    suite: CaseSuite,
-    samples: int,
-    seed: int,
-    task_passes: Mapping[tuple[str, str], Sequence[bool | None]],
-    grid: Grid,
-) -> dict[str, Any] | None:
-    task_cases = [c for c in suite.cases if c.task is not None]
-    if not task_cases:
-        return None  # never a zero uplift: there is nothing to measure
+def _task_counts(
+    task_cases: Sequence[Case], task_passes: Mapping[tuple[str, str], Sequence[bool | None]]
+) -> tuple[dict[str, list[int]], list[Fraction]]:
+    """Variant → [passed, total]; and each unit's paired difference of pass rates (with −
+    without), in case-file order of its first case (units are numbered that way), for the
+    units observed in both variants."""
     counts = {v: [0, 0] for v in VARIANTS}  # variant → [passed, total]
     # unit → variant → [passed, total]; a unit may hold several cases (equal prompts).
     units: dict[int, dict[str, list[int]]] = {}
@@ -126,13 +122,28 @@ def task_section(
             counts[variant][1] += total
             per_unit[variant][0] += passed
             per_unit[variant][1] += total
-    # Units in case-file order of their first case (units are numbered that way); a unit
-    # needs at least one observation of each variant to give a paired difference.
     differences: list[Fraction] = []
     for unit in sorted(units):
         w, wo = units[unit]["with"], units[unit]["without"]
         if w[1] and wo[1]:
             differences.append(Fraction(w[0], w[1]) - Fraction(wo[0], wo[1]))
+    return counts, differences
+
+
+def task_section(
+    suite: CaseSuite,
+    samples: int,
+    seed: int,
+    task_passes: Mapping[tuple[str, str], Sequence[bool | None]],
+    grid: Grid,
+) -> dict[str, Any] | None:
+    """The report's ``task``: pass rates with and without the skill, the paired uplift over
+    units with its bootstrap interval (``samples``, ``seed``) and sign test, and efficiency;
+    None when no case has a task check."""
+    task_cases = [c for c in suite.cases if c.task is not None]
+    if not task_cases:
+        return None  # never a zero uplift: there is nothing to measure
+    counts, differences = _task_counts(task_cases, task_passes)
     n = len(differences)
     if n:
         difference: float | None = float(sum(differences, Fraction(0)) / n)
