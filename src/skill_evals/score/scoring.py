@@ -109,7 +109,7 @@ def _task_counts(
     """Variant → [passed, total]; and each unit's paired difference of pass rates (with −
     without), in case-file order of its first case (units are numbered that way), for the
     units observed in both variants."""
-    counts = {v: [0, 0] for v in VARIANTS}  # variant → [passed, total]
+    counts: dict[str, list[int]] = {v: [0, 0] for v in VARIANTS}  # variant → [passed, total]
     # unit → variant → [passed, total]; a unit may hold several cases (equal prompts).
     units: dict[int, dict[str, list[int]]] = {}
     for case in task_cases:
