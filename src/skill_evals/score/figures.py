@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..checks import RegexPool
 from ..run.execute import ExecutionResult
 from ..run.observations import VARIANTS, Observation
+from ..run.regex import RegexPool
 from ..suite.cases import CaseSuite
 from .scoring import (
     Grid,
