@@ -144,3 +144,21 @@ def test_json_examples_in_the_cases_page_are_valid_cases(tmp_path: Path) -> None
         path = tmp_path / f"c{i}.jsonl"
         path.write_text(json.dumps(case) + "\n", encoding="utf-8")
         load_cases(path, "refund-policy")
+
+
+def test_architecture_page_names_every_package_and_path_it_lists() -> None:
+    """docs/architecture.md stays true: its tree names every package and top-level module of
+    src/skill_evals, and every source or test path it names exists."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    package = REPO / "src" / "skill_evals"
+    names = [
+        f"{entry.name}/" if entry.is_dir() else entry.name
+        for entry in sorted(package.iterdir())
+        if (entry.is_dir() and (entry / "__init__.py").exists())
+        or (entry.suffix == ".py" and entry.name not in {"__init__.py", "__main__.py"})
+    ]
+    missing = [name for name in names if name not in text]
+    assert not missing, f"docs/architecture.md does not name: {', '.join(missing)}"
+    named = re.findall(r"`((?:tests|[a-z_]+)/[\w/]*(?:\.py)?)`", text)
+    stale = [path for path in named if not (REPO / path).exists() and not (package / path).exists()]
+    assert not stale, f"docs/architecture.md names paths that do not exist: {', '.join(stale)}"
