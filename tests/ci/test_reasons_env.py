@@ -106,7 +106,7 @@ def test_a_command_that_only_mentions_the_simulation_still_needs_the_variables(
 
 
 def test_a_runner_reason_says_runner_once() -> None:
-    from skill_evals.run.runner import parse_runner_error, runner_reason
+    from skill_evals.run.runner_output import parse_runner_error, runner_reason
 
     assert runner_reason("runner: quota exhausted") == "runner: quota exhausted"
     assert runner_reason("Runner:  runner: x") == "runner: x"

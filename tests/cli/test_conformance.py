@@ -26,7 +26,7 @@ from skill_evals.report.blocks import Settings, error_report
 from skill_evals.report.markdown import escape_md, render_markdown
 from skill_evals.run.observations import ContractError
 from skill_evals.run.records import load_observations
-from skill_evals.run.runner import parse_stdout
+from skill_evals.run.runner_output import parse_stdout
 from skill_evals.suite.cases import load_cases
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 

@@ -17,7 +17,8 @@ from skill_evals.agents.registry import builtin_agent
 from skill_evals.pipeline import default_timeout_ms
 from skill_evals.run.execute import retry_delay
 from skill_evals.run.observations import RunnerFailure
-from skill_evals.run.runner import parse_runner_error, run_invocation, runner_reason
+from skill_evals.run.runner import run_invocation
+from skill_evals.run.runner_output import parse_runner_error, runner_reason
 from skill_evals.schemas import load_schema
 from tests.conftest import write_jsonl, write_skill
 from tests.run.test_execute import execute, make_plan

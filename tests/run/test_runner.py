@@ -17,10 +17,10 @@ from skill_evals.run.observations import Observation, RunnerFailure, Variant
 from skill_evals.run.runner import (
     InvocationSpec,
     invocation_env,
-    parse_stdout,
     run_invocation,
     split_command,
 )
+from skill_evals.run.runner_output import parse_stdout
 
 RUNNERS = Path(__file__).resolve().parents[1] / "runners"
 FAULTY = str(RUNNERS / "faulty.py")

@@ -22,7 +22,7 @@ from skill_evals.ci.config import parse_config
 from skill_evals.errors import InvalidInput
 from skill_evals.escaping.terminal import terminal_safe
 from skill_evals.run.records import load_observations, load_recorded
-from skill_evals.run.runner import parse_runner_error, parse_stdout
+from skill_evals.run.runner_output import parse_runner_error, parse_stdout
 from skill_evals.suite import jsonl
 from skill_evals.suite.cases import load_cases, normalize_prompt
 from skill_evals.suite.nfkc import nfkc

@@ -19,18 +19,18 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 
 from ..errors import EvalError
 from ..escaping.terminal import terminal_safe
-from ..plan.arms import run_order
+from ..plan.arms import Arm, run_order
 from ..plan.ledger import Ledger
 from ..plan.run_control import Stopped, retry_delay, signals_cancel
 from ..plan.settle import Settler, Verdict
 from ..score.task_results import task_passed
 from .execution_plan import ExecutionPlan, ExecutionResult, SettleSpec
-from .observations import Key, Observation, isolation_breach
+from .observations import Key, Observation, RunnerFailure, isolation_breach
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
@@ -64,16 +64,7 @@ def execute(
     started = time.monotonic()
     keys = plan.keys()
     arms = plan.arm_table()
-    wanted = set(keys)
-    resumed = {o.key: o for o in plan.resumed if o.key in wanted}
-    cases = plan.suite.by_id()
-    cached: dict[Key, Observation] = {}
-    if plan.cache is not None:
-        for key in keys:
-            if key not in resumed:
-                hit = plan.cache.lookup(cases[key[0]], key[1], arms[key[2]])
-                if hit is not None:
-                    cached[key] = hit
+    resumed, cached = _known(plan, keys, arms)
     # A resumed (or cached) `without` observation listing the skill (a hand-edited file)
     # breaches isolation exactly as in --observations: a failure, not re-run.
     known = {**resumed, **cached}
@@ -84,6 +75,45 @@ def execute(
     ledger = Ledger(arms)
     for key in known:
         ledger.reused(key[2], cached=key in cached)
+    sched = _run_workers(plan, progress, arms, keys, todo, known, cached, breaches, ledger)
+    if sched.error is not None:
+        if isinstance(sched.error, EvalError):
+            raise sched.error
+        raise RuntimeError("an invocation worker failed") from sched.error
+    return _result(sched, keys, known, breaches, started)
+
+
+def _known(
+    plan: ExecutionPlan, keys: Sequence[Key], arms: Mapping[str, Arm]
+) -> tuple[dict[Key, Observation], dict[Key, Observation]]:
+    """The planned observations that need no run: resumed ones, and the cache's hits for the
+    rest."""
+    wanted = set(keys)
+    resumed = {o.key: o for o in plan.resumed if o.key in wanted}
+    cases = plan.suite.by_id()
+    cached: dict[Key, Observation] = {}
+    if plan.cache is not None:
+        for key in keys:
+            if key not in resumed:
+                hit = plan.cache.lookup(cases[key[0]], key[1], arms[key[2]])
+                if hit is not None:
+                    cached[key] = hit
+    return resumed, cached
+
+
+def _run_workers(
+    plan: ExecutionPlan,
+    progress: Callable[[Progress], None] | None,
+    arms: Mapping[str, Arm],
+    keys: Sequence[Key],
+    todo: list[Key],
+    known: Mapping[Key, Observation],
+    cached: Mapping[Key, Observation],
+    breaches: Mapping[Key, RunnerFailure],
+    ledger: Ledger,
+) -> Scheduler:
+    """Run ``todo`` on ``plan.jobs`` worker threads until done, stopped or interrupted; the
+    scheduler holds what they did."""
     writer = RecordWriter(plan.record) if plan.record is not None else None
     with ExitStack() as stack:
         if writer is not None:
@@ -119,10 +149,18 @@ def execute(
                 thread.start()
             for thread in threads:
                 thread.join()  # interruptible: the signal handler runs meanwhile
-    if sched.error is not None:
-        if isinstance(sched.error, EvalError):
-            raise sched.error
-        raise RuntimeError("an invocation worker failed") from sched.error
+    return sched
+
+
+def _result(
+    sched: Scheduler,
+    keys: Sequence[Key],
+    known: Mapping[Key, Observation],
+    breaches: Mapping[Key, RunnerFailure],
+    started: float,
+) -> ExecutionResult:
+    """What the run gives back: observations and failures in plan order, the counts, and why
+    it stopped early (with the settled verdict) when it did."""
     interrupted = sched.cancel.is_set()
     found = {**known, **sched.observations}
     observations = [found[k] for k in keys if k in found and k not in breaches]
@@ -134,13 +172,13 @@ def execute(
     settled: Verdict | None = None
     if not interrupted and sched.stop_reason is not None and not_started:
         for key in not_started:
-            ledger.stopped(key[2])
+            sched.ledger.stopped(key[2])
         done = len(observations) + len(failures)
         stopped = Stopped(sched.stop_reason, done, len(keys), sched.started)
-        if settler is not None:
+        if sched.settler is not None:
             # Exact (never skipped): the stop was taken on a check of fewer observations, so
             # this one is settled too, with the same verdict; after a budget it may not be.
-            settled = settler.decide(settler.snapshot(), force=True)
+            settled = sched.settler.decide(sched.settler.snapshot(), force=True)
     return ExecutionResult(
         observations=observations,
         failures=failures,
@@ -151,7 +189,7 @@ def execute(
         not_run=len(keys) - len(observations) - len(failures),
         messages=sched.messages,
         planned=len(keys),
-        ledger=ledger.to_json(),
+        ledger=sched.ledger.to_json(),
         stopped=stopped,
         settled=settled,
     )

@@ -1,5 +1,6 @@
 """Running one invocation of a runner (docs/runner-contract.md): new process group, stdin
-prompt, timeout, byte cap, kill the whole group afterwards, parse the one-line contract.
+prompt, timeout, byte cap, kill the whole group afterwards, parse the one-line contract
+(runner_output.py).
 
 Owner: execution.
 
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import selectors
 import shlex
 import signal
@@ -22,12 +22,11 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import InvalidInput
-from ..suite.jsonl import loads_strict
-from .observations import ContractError, Echo, Observation, RunnerFailure, parse_runner_object
+from .observations import ContractError, Echo, Observation, RunnerFailure
 from .processes import ProcessSweeper, identity
+from .runner_output import RunnerError, parse_runner_error, parse_stdout
 
 READ_CHUNK = 65_536
 # After the direct child has exited (and its group was killed), how long to keep reading pipes
@@ -59,68 +58,6 @@ class InvocationResult:
     outcome: Observation | RunnerFailure
     elapsed_ms: float
     retryable: bool = False
-
-
-# A runner's own reason: {"runnerError": "<text>", "retryable": true|false} instead of an answer.
-RUNNER_ERROR_KEYS = ("runnerError", "retryable")
-RUNNER_REASON_CHARS = 300
-_RUNNER_ERROR_SHAPE = (
-    'stdout: a runnerError line must be {"runnerError": "<text>", "retryable": true|false}'
-)
-
-
-@dataclass(frozen=True)
-class RunnerError:
-    """What a runner said about its own failure: the reason (``runner: <text>``) and whether
-    the same invocation may be tried again."""
-
-    reason: str
-    retryable: bool
-
-
-def runner_reason(text: str) -> str:
-    """``runner: <text>`` on one line, cut at RUNNER_REASON_CHARS: blanks (line breaks and tabs
-    included) collapse to one space, and every control, format or separator character is
-    written ``\\uXXXX`` (the one rule of every output), so the reason is safe for terminals and
-    annotations and hides nothing."""
-    from ..escaping.terminal import terminal_safe
-
-    cleaned = terminal_safe(_BLANKS.sub(" ", text).strip(" "))
-    while cleaned.lower().startswith("runner:"):  # a reason says "runner:" once
-        cleaned = cleaned[len("runner:") :].lstrip()
-    if len(cleaned) > RUNNER_REASON_CHARS:
-        cleaned = cleaned[: RUNNER_REASON_CHARS - 1] + "…"
-    return f"runner: {cleaned or '(no reason given)'}"
-
-
-# Runs of blanks, U+2028/U+2029 excepted (str.split() counts them as blanks; they are shown).
-_BLANKS = re.compile(r"[^\S\u2028\u2029]+")
-
-
-def parse_runner_error(data: bytes) -> RunnerError | None:
-    """The runner's own reason when stdout is one runnerError line, else None (then stdout
-    is checked as an observation). A runnerError line of the wrong shape is a failure too."""
-    if b'"runnerError"' not in data:
-        return None  # the cheap test: every ordinary answer ends here
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    text = text.removesuffix("\n")
-    if "\n" in text:
-        return None
-    try:
-        value = loads_strict(text)
-    except ValueError:
-        return None
-    if not isinstance(value, dict) or "runnerError" not in value:
-        return None
-    message, retryable = value["runnerError"], value.get("retryable", False)
-    if not isinstance(message, str) or not isinstance(retryable, bool):
-        return RunnerError(_RUNNER_ERROR_SHAPE, False)
-    if any(key not in RUNNER_ERROR_KEYS for key in value):
-        return RunnerError(_RUNNER_ERROR_SHAPE, False)
-    return RunnerError(runner_reason(message), retryable)
 
 
 def _child_exited(pid: int) -> bool:
@@ -156,95 +93,134 @@ def _pump(
     sweeper: ProcessSweeper,
 ) -> _Outcome:
     """Feed stdin, read stdout/stderr until EOF or the child's exit; enforce timeout and cap."""
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    sel = selectors.DefaultSelector()
-    out_fd = proc.stdout.fileno()
-    err_fd = proc.stderr.fileno()
-    in_fd = proc.stdin.fileno()
-    stdout_chunks: list[bytes] = []
-    total = 0
-    pidfd = -1
-    open_pipes = 2
-    failure: str | None = None
-    child_gone = False
+    pump = _Pump(proc, prompt, deadline, spec, cancel, sweeper)
     try:
-        sel.register(out_fd, selectors.EVENT_READ, "out")
-        sel.register(err_fd, selectors.EVENT_READ, "err")
-        pending = memoryview(prompt)
-        if pending:
-            os.set_blocking(in_fd, False)
-            sel.register(in_fd, selectors.EVENT_WRITE, "in")
+        pump.open()
+        pump.loop()
+    finally:
+        pump.sel.close()
+        if pump.pidfd >= 0:
+            os.close(pump.pidfd)
+    return _Outcome(b"".join(pump.stdout_chunks), pump.failure)
+
+
+class _Pump:
+    """The I/O of one runner process: its stdin fed, its stdout kept and stderr only counted,
+    its exit watched (a pidfd, or a look every tick); ``failure`` once the loop gave up."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        prompt: bytes,
+        deadline: float,
+        spec: InvocationSpec,
+        cancel: threading.Event | None,
+        sweeper: ProcessSweeper,
+    ) -> None:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        self.spec = spec
+        self.cancel = cancel
+        self.sweeper = sweeper
+        self.deadline = deadline
+        self.sel = selectors.DefaultSelector()
+        self.out_fd = proc.stdout.fileno()
+        self.err_fd = proc.stderr.fileno()
+        self.in_fd = proc.stdin.fileno()
+        self.pending = memoryview(prompt)
+        self.stdout_chunks: list[bytes] = []
+        self.total = 0
+        self.pidfd = -1
+        self.open_pipes = 2
+        self.failure: str | None = None
+        self.child_gone = False
+
+    def open(self) -> None:
+        """Watch both output pipes, stdin while there is prompt left, and the child's exit."""
+        assert self.proc.stdin is not None
+        self.sel.register(self.out_fd, selectors.EVENT_READ, "out")
+        self.sel.register(self.err_fd, selectors.EVENT_READ, "err")
+        if self.pending:
+            os.set_blocking(self.in_fd, False)
+            self.sel.register(self.in_fd, selectors.EVENT_WRITE, "in")
         else:
-            proc.stdin.close()
+            self.proc.stdin.close()
         try:
-            pidfd = os.pidfd_open(proc.pid)
-            sel.register(pidfd, selectors.EVENT_READ, "exit")
+            self.pidfd = os.pidfd_open(self.proc.pid)
+            self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
         except (AttributeError, OSError):
-            pidfd = -1  # no pidfd: look at the child every tick instead
+            self.pidfd = -1  # no pidfd: look at the child every tick instead
+
+    def loop(self) -> None:
+        """Done when both pipes are at EOF and the child has exited (a runner may close its
+        stdout and still be working), or on timeout, cap or cancel."""
         # Without cancel or pidfd nothing needs a periodic look.
-        tick = TICK_SECONDS if (cancel is not None or pidfd < 0) else None
-        # Done when both pipes are at EOF and the child has exited (a runner may close its
-        # stdout and still be working), or on timeout, cap or cancel.
-        while open_pipes or not child_gone:
+        tick = TICK_SECONDS if (self.cancel is not None or self.pidfd < 0) else None
+        while self.open_pipes or not self.child_gone:
             now = time.monotonic()
-            if now >= deadline:
-                if not child_gone:
-                    failure = f"timed out after {spec.timeout_ms} ms"
-                break
-            if cancel is not None and cancel.is_set():
-                failure = "interrupted"
-                break
-            wait = deadline - now
+            if now >= self.deadline:
+                if not self.child_gone:
+                    self.failure = f"timed out after {self.spec.timeout_ms} ms"
+                return
+            if self.cancel is not None and self.cancel.is_set():
+                self.failure = "interrupted"
+                return
+            wait = self.deadline - now
             if tick is not None:
                 wait = min(wait, tick)
-            events: list[tuple[object, int]] = [(key.data, mask) for key, mask in sel.select(wait)]
-            if pidfd < 0 and not child_gone and _child_exited(proc.pid):
-                events.append(("exit", selectors.EVENT_READ))
-            for what, _mask in events:
+            events: list[object] = [key.data for key, _mask in self.sel.select(wait)]
+            if self.pidfd < 0 and not self.child_gone and _child_exited(self.proc.pid):
+                events.append("exit")
+            for what in events:
                 if what == "in":
-                    try:
-                        written = os.write(in_fd, pending[:READ_CHUNK])
-                    except BlockingIOError:
-                        continue
-                    except OSError:  # BrokenPipe: the runner does not read its stdin
-                        written = len(pending)
-                    pending = pending[written:]
-                    if not pending:
-                        sel.unregister(in_fd)
-                        with contextlib.suppress(OSError):
-                            proc.stdin.close()
+                    self._feed()
                 elif what == "exit":
-                    # The runner is done; whatever it left in its group goes now, and pipes held
-                    # open from outside the group get DRAIN_SECONDS more.
-                    child_gone = True
-                    if pidfd >= 0:
-                        sel.unregister(pidfd)
-                    sweeper.sweep(proc.pid, identity(spec.env))
-                    deadline = min(deadline, time.monotonic() + DRAIN_SECONDS)
-                else:
-                    fd = out_fd if what == "out" else err_fd
-                    try:
-                        chunk = os.read(fd, READ_CHUNK)
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        sel.unregister(fd)
-                        open_pipes -= 1
-                        continue
-                    total += len(chunk)
-                    if total > spec.max_bytes:
-                        failure = f"output exceeded {spec.max_bytes} bytes (stdout + stderr)"
-                        break
-                    if what == "out":
-                        stdout_chunks.append(chunk)
-                    # stderr is counted for the cap and otherwise discarded: never reported.
-            if failure is not None:
-                break
-    finally:
-        sel.close()
-        if pidfd >= 0:
-            os.close(pidfd)
-    return _Outcome(b"".join(stdout_chunks), failure)
+                    self._exited()
+                elif not self._read(self.out_fd if what == "out" else self.err_fd, what):
+                    return
+
+    def _feed(self) -> None:
+        """Write the next part of the prompt; close stdin once it is all written."""
+        assert self.proc.stdin is not None
+        try:
+            written = os.write(self.in_fd, self.pending[:READ_CHUNK])
+        except BlockingIOError:
+            return
+        except OSError:  # BrokenPipe: the runner does not read its stdin
+            written = len(self.pending)
+        self.pending = self.pending[written:]
+        if not self.pending:
+            self.sel.unregister(self.in_fd)
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+
+    def _exited(self) -> None:
+        """The runner is done; whatever it left in its group goes now, and pipes held open from
+        outside the group get DRAIN_SECONDS more."""
+        self.child_gone = True
+        if self.pidfd >= 0:
+            self.sel.unregister(self.pidfd)
+        self.sweeper.sweep(self.proc.pid, identity(self.spec.env))
+        self.deadline = min(self.deadline, time.monotonic() + DRAIN_SECONDS)
+
+    def _read(self, fd: int, what: object) -> bool:
+        """Read a chunk of stdout (kept) or stderr (counted for the cap and otherwise discarded:
+        never reported); False once the output passed the cap."""
+        try:
+            chunk = os.read(fd, READ_CHUNK)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.sel.unregister(fd)
+            self.open_pipes -= 1
+            return True
+        self.total += len(chunk)
+        if self.total > self.spec.max_bytes:
+            self.failure = f"output exceeded {self.spec.max_bytes} bytes (stdout + stderr)"
+            return False
+        if what == "out":
+            self.stdout_chunks.append(chunk)
+        return True
 
 
 def run_invocation(
@@ -259,21 +235,32 @@ def run_invocation(
     is the run's (execute() passes one that is a child subreaper); by default a fresh one."""
     sweeper = sweeper if sweeper is not None else ProcessSweeper()
     started = time.monotonic()
+    verdict = _run_once(spec, cancel, sweeper, started)
+    elapsed = (time.monotonic() - started) * 1000.0
+    if isinstance(verdict, Observation):
+        return InvocationResult(verdict, elapsed)
+    failure = RunnerFailure(spec.case_id, spec.trial, spec.variant, verdict.reason)
+    return InvocationResult(failure, elapsed, verdict.retryable)
 
-    def fail(reason: str, retryable: bool = False) -> InvocationResult:
-        failure = RunnerFailure(spec.case_id, spec.trial, spec.variant, reason)
-        return InvocationResult(failure, (time.monotonic() - started) * 1000.0, retryable)
 
+def _run_once(
+    spec: InvocationSpec,
+    cancel: threading.Event | None,
+    sweeper: ProcessSweeper,
+    started: float,
+) -> Observation | RunnerError:
+    """Start the runner, pump its I/O, clean up after it; its observation or why it failed."""
     if cancel is not None and cancel.is_set():
-        return fail("interrupted")
+        return RunnerError("interrupted", False)
     if not spec.argv:
-        return fail("cannot start: the runner command is empty")
+        return RunnerError("cannot start: the runner command is empty", False)
     try:
         proc = sweeper.spawn(spec.argv, spec.env)
     except OSError as exc:
-        return fail(f"cannot start {spec.argv[0]!r}: {exc.strerror or type(exc).__name__}")
+        reason = f"cannot start {spec.argv[0]!r}: {exc.strerror or type(exc).__name__}"
+        return RunnerError(reason, False)
     except (ValueError, subprocess.SubprocessError) as exc:  # e.g. a NUL byte in an argument
-        return fail(f"cannot start {spec.argv[0]!r}: {type(exc).__name__}")
+        return RunnerError(f"cannot start {spec.argv[0]!r}: {type(exc).__name__}", False)
     deadline = started + spec.timeout_ms / 1000.0
     try:
         outcome = _pump(proc, spec.prompt.encode("utf-8"), deadline, spec, cancel, sweeper)
@@ -287,21 +274,28 @@ def run_invocation(
         returncode = proc.wait()
         sweeper.release(proc.pid)
     if outcome.failure is not None:
-        return fail(outcome.failure)
-    reported = parse_runner_error(outcome.stdout)  # whatever the exit status
+        return RunnerError(outcome.failure, False)
+    return _answer(spec, outcome.stdout, returncode)
+
+
+def _answer(spec: InvocationSpec, stdout: bytes, returncode: int) -> Observation | RunnerError:
+    """What a runner that ran to the end answered: its own reason, a bad exit, a contract
+    breach, or its observation."""
+    reported = parse_runner_error(stdout)  # whatever the exit status
     if reported is not None:
-        return fail(reported.reason, reported.retryable)
+        return reported
     if returncode < 0:
-        return fail(f"killed by signal {_signal_name(-returncode)}")
+        return RunnerError(f"killed by signal {_signal_name(-returncode)}", False)
     if returncode > 0:
-        return fail(
-            f"exited with code {returncode} (a runner must exit 0; exitCode carries the task's)"
+        return RunnerError(
+            f"exited with code {returncode} (a runner must exit 0; exitCode carries the task's)",
+            False,
         )
     try:
-        fields = parse_stdout(outcome.stdout, spec.variant)
+        fields = parse_stdout(stdout, spec.variant)
     except ContractError as exc:
-        return fail(str(exc))
-    observation = Observation(
+        return RunnerError(str(exc), False)
+    return Observation(
         case_id=spec.case_id,
         trial=spec.trial,
         variant=spec.variant,
@@ -313,36 +307,6 @@ def run_invocation(
         tool_calls=fields["tool_calls"],
         warnings=fields.get("warnings", ()),
     )
-    return InvocationResult(observation, (time.monotonic() - started) * 1000.0)
-
-
-def parse_stdout(data: bytes, variant: Echo) -> dict[str, Any]:
-    """Check a runner's stdout: one strict-JSON object line (one final ``\\n`` allowed).
-
-    Returns parse_runner_object's fields; raises ContractError with a reason free of the output."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ContractError(f"stdout is not valid UTF-8 (byte {exc.start})") from None
-    if text.endswith("\n"):
-        text = text[:-1]
-    if not text.strip():
-        raise ContractError("stdout is empty; expected one JSON object line")
-    if "\n" in text:
-        raise ContractError(
-            f"stdout has more than one line ({text.count(chr(10)) + 1}); expected one JSON "
-            "object line (write logs to stderr)"
-        )
-    try:
-        value = loads_strict(text)
-    except ValueError as exc:
-        # loads_strict says "invalid JSON: <why>" for syntax errors; say "JSON" only once.
-        reason = str(exc).removeprefix("invalid JSON: ")
-        raise ContractError(f"stdout is not strict JSON: {reason}") from None
-    try:
-        return parse_runner_object(value, variant)
-    except ContractError as exc:
-        raise ContractError(f"stdout: {exc}") from None
 
 
 def invocation_env(

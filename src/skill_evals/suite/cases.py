@@ -129,90 +129,19 @@ def _should_lists(value: object, checker: CaseChecker) -> tuple[list[str], list[
 
 
 def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name: str) -> _Draft:
+    """One raw case validated field by field, in the order its errors are reported."""
     allowed = CASE_FIELDS + (YAML_ONLY_FIELDS if checker.fmt == "yaml" else ())
     checker.keys(raw, (), allowed)
-
-    if "id" not in raw:
-        raise checker.fail((), 'missing required field "id"')
-    case_id = raw["id"]
-    if not isinstance(case_id, str):
-        raise checker.wrong_type(("id",), "a string", case_id)
-    if not 1 <= len(case_id) <= MAX_ID_CHARS:
-        raise checker.fail(("id",), f"must be 1-{MAX_ID_CHARS} characters (has {len(case_id)})")
-    # isprintable() is False for every Cc character: one C-level test clears nearly every id.
-    if not case_id.isprintable() and any(unicodedata.category(ch) == "Cc" for ch in case_id):
-        # Ids end up in JUnit names and CI annotations, where a newline could inject lines.
-        raise checker.fail(("id",), "must not contain control characters (newline, tab, ...)")
-
-    if "prompt" not in raw:
-        raise checker.fail((), 'missing required field "prompt"')
-    prompt = raw["prompt"]
-    if not isinstance(prompt, str):
-        raise checker.wrong_type(("prompt",), "a string", prompt)
-    unit_key = normalize_prompt(prompt)
-    if not unit_key:
-        raise checker.fail(("prompt",), "must not be empty or whitespace only")
-
-    given = raw.get("expectTrigger")
-    if "expectTrigger" in raw and not isinstance(given, bool):
-        hint = ""
-        if checker.fmt == "yaml" and isinstance(given, str):
-            hint = " (YAML 1.1 words such as yes/no/on/off are strings here)"
-        raise checker.wrong_type(("expectTrigger",), f"true or false{hint}", given)
-
+    case_id = _case_id(raw, checker)
+    prompt, unit_key = _prompt(raw, checker)
+    given = _given_expect(raw, checker)
     task = parse_task(raw.get("task"), checker)
     fixture = checker.fixture(raw.get("fixture"))
     setup = checker.setup(raw.get("setup"))
-
-    include: list[str] = []
-    exclude: list[str] = []
-    loaded = raw.get("loaded")
-    if loaded is not None:
-        if not isinstance(loaded, dict):
-            raise checker.wrong_type(
-                ("loaded",), 'an object {"include": [...], "exclude": [...]}', loaded
-            )
-        checker.keys(loaded, ("loaded",), ("include", "exclude"))
-        include += checker.names(loaded, "include", ("loaded",))
-        exclude += checker.names(loaded, "exclude", ("loaded",))
-        if skill_name in include:
-            raise checker.fail(
-                ("loaded", "include"),
-                "names the skill under test; the without variant never loads it, so this "
-                "would always fail. Use expectTrigger: true instead",
-            )
-
-    expect: bool | None = given if isinstance(given, bool) else None
+    include, exclude = _loaded_lists(raw.get("loaded"), checker, skill_name)
+    expect = given
     if raw.get("should") is not None:
-        s_include, s_exclude, include_listed = _should_lists(raw["should"], checker)
-        in_include = skill_name in s_include
-        in_exclude = skill_name in s_exclude
-        if in_include and in_exclude:
-            raise checker.fail(
-                ("should",), "the skill under test is in both should_include and should_exclude"
-            )
-        derived: bool | None = None
-        if in_include:
-            derived = True
-        elif in_exclude or include_listed:
-            derived = False  # excluded, or should_include lists only other skills
-        if derived is None and expect is None:
-            raise checker.fail(
-                ("should",),
-                f"neither should_include nor should_exclude names the skill under test "
-                f"{safe_key(skill_name)} and expectTrigger is not set; name it in one of "
-                "the lists or set expectTrigger",
-            )
-        if derived is not None and expect is not None and derived != expect:
-            raise checker.fail(
-                ("expectTrigger",),
-                f"contradicts should (which means expectTrigger: {str(derived).lower()} for "
-                f"{safe_key(skill_name)})",
-            )
-        if expect is None:
-            expect = derived
-        include += [n for n in s_include if n != skill_name]
-        exclude += [n for n in s_exclude if n != skill_name]
+        expect = _apply_should(raw["should"], checker, skill_name, given, include, exclude)
     if expect is None:
         raise checker.fail((), 'missing required field "expectTrigger" (true or false)')
     if expect and skill_name in exclude:
@@ -224,11 +153,9 @@ def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name
         raise checker.fail(
             ("loaded",), f"{safe_key(sorted(both)[0])} is both required and forbidden"
         )
-
     tags: list[str] = []
     if raw.get("tags") is not None:
         tags = checker.string_list(raw["tags"], ("tags",), non_empty_items=False)
-
     return _Draft(
         id=case_id,
         prompt=prompt,
@@ -242,6 +169,111 @@ def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name
         fixture=fixture,
         setup=setup,
     )
+
+
+def _case_id(raw: dict[str, Any], checker: CaseChecker) -> str:
+    """``id``: 1-200 characters, none of them a control character."""
+    if "id" not in raw:
+        raise checker.fail((), 'missing required field "id"')
+    case_id = raw["id"]
+    if not isinstance(case_id, str):
+        raise checker.wrong_type(("id",), "a string", case_id)
+    if not 1 <= len(case_id) <= MAX_ID_CHARS:
+        raise checker.fail(("id",), f"must be 1-{MAX_ID_CHARS} characters (has {len(case_id)})")
+    # isprintable() is False for every Cc character: one C-level test clears nearly every id.
+    if not case_id.isprintable() and any(unicodedata.category(ch) == "Cc" for ch in case_id):
+        # Ids end up in JUnit names and CI annotations, where a newline could inject lines.
+        raise checker.fail(("id",), "must not contain control characters (newline, tab, ...)")
+    return case_id
+
+
+def _prompt(raw: dict[str, Any], checker: CaseChecker) -> tuple[str, str]:
+    """``prompt`` and its normalised form (the unit key), which must not be empty."""
+    if "prompt" not in raw:
+        raise checker.fail((), 'missing required field "prompt"')
+    prompt = raw["prompt"]
+    if not isinstance(prompt, str):
+        raise checker.wrong_type(("prompt",), "a string", prompt)
+    unit_key = normalize_prompt(prompt)
+    if not unit_key:
+        raise checker.fail(("prompt",), "must not be empty or whitespace only")
+    return prompt, unit_key
+
+
+def _given_expect(raw: dict[str, Any], checker: CaseChecker) -> bool | None:
+    """``expectTrigger`` when given (a boolean), else None."""
+    given = raw.get("expectTrigger")
+    if "expectTrigger" in raw and not isinstance(given, bool):
+        hint = ""
+        if checker.fmt == "yaml" and isinstance(given, str):
+            hint = " (YAML 1.1 words such as yes/no/on/off are strings here)"
+        raise checker.wrong_type(("expectTrigger",), f"true or false{hint}", given)
+    return given if isinstance(given, bool) else None
+
+
+def _loaded_lists(
+    loaded: object, checker: CaseChecker, skill_name: str
+) -> tuple[list[str], list[str]]:
+    """``loaded``'s include and exclude lists (empty without it); include may not name the
+    skill under test."""
+    include: list[str] = []
+    exclude: list[str] = []
+    if loaded is None:
+        return include, exclude
+    if not isinstance(loaded, dict):
+        raise checker.wrong_type(
+            ("loaded",), 'an object {"include": [...], "exclude": [...]}', loaded
+        )
+    checker.keys(loaded, ("loaded",), ("include", "exclude"))
+    include += checker.names(loaded, "include", ("loaded",))
+    exclude += checker.names(loaded, "exclude", ("loaded",))
+    if skill_name in include:
+        raise checker.fail(
+            ("loaded", "include"),
+            "names the skill under test; the without variant never loads it, so this "
+            "would always fail. Use expectTrigger: true instead",
+        )
+    return include, exclude
+
+
+def _apply_should(
+    should: object,
+    checker: CaseChecker,
+    skill_name: str,
+    expect: bool | None,
+    include: list[str],
+    exclude: list[str],
+) -> bool | None:
+    """The expectTrigger that ``should`` means (agreeing with a given one); the other skills it
+    names are added to ``include`` and ``exclude``."""
+    s_include, s_exclude, include_listed = _should_lists(should, checker)
+    in_include = skill_name in s_include
+    in_exclude = skill_name in s_exclude
+    if in_include and in_exclude:
+        raise checker.fail(
+            ("should",), "the skill under test is in both should_include and should_exclude"
+        )
+    derived: bool | None = None
+    if in_include:
+        derived = True
+    elif in_exclude or include_listed:
+        derived = False  # excluded, or should_include lists only other skills
+    if derived is None and expect is None:
+        raise checker.fail(
+            ("should",),
+            f"neither should_include nor should_exclude names the skill under test "
+            f"{safe_key(skill_name)} and expectTrigger is not set; name it in one of "
+            "the lists or set expectTrigger",
+        )
+    if derived is not None and expect is not None and derived != expect:
+        raise checker.fail(
+            ("expectTrigger",),
+            f"contradicts should (which means expectTrigger: {str(derived).lower()} for "
+            f"{safe_key(skill_name)})",
+        )
+    include += [n for n in s_include if n != skill_name]
+    exclude += [n for n in s_exclude if n != skill_name]
+    return derived if expect is None else expect
 
 
 def _jsonl_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:

@@ -130,39 +130,134 @@ def load_yaml(
     count its size against MAX_YAML_ALIAS_NODES; nesting is limited to MAX_YAML_DEPTH.
     ``lines`` receives the one-based line of every value by path (a mapping value: its key's
     line). Returns None for an empty document. Raises yaml.YAMLError or YamlValueError."""
-    counter = _LineCounter(text)
-    anchors: dict[str, tuple[object, int, int]] = {}  # value, nodes, scalar bytes
-    alias_budget = MAX_YAML_ALIAS_NODES
-    byte_limit = MAX_YAML_EXPANDED_BYTES
-    expanded_bytes = 0  # scalar bytes of the document with every alias written out
-    depth_limit = MAX_YAML_DEPTH
-    stack: list[_Frame] = []
-    root: object = None
-    documents = 0
+    builder = _Builder(text, loader, scalar, lines)
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.ScalarEvent):
+            builder.scalar(event)
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            builder.open(event)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            builder.close()
+        elif isinstance(event, yaml.AliasEvent):
+            builder.alias(event)
+        elif isinstance(event, yaml.DocumentStartEvent):
+            builder.document(event)
+    return builder.root
 
-    def place(line: int) -> tuple[YamlPath, int]:
+
+class _Builder:
+    """One document being built from parser events: its open containers, anchors, and what the
+    aliases have spent of their bounds. One method per kind of event."""
+
+    def __init__(
+        self,
+        text: str,
+        loader: Any,
+        scalar: Callable[[yaml.ScalarNode], object],
+        lines: dict[YamlPath, int] | None,
+    ) -> None:
+        self.counter = _LineCounter(text)
+        self.loader = loader
+        self.convert = scalar
+        self.lines = lines
+        self.anchors: dict[str, tuple[object, int, int]] = {}  # value, nodes, scalar bytes
+        self.alias_budget = MAX_YAML_ALIAS_NODES
+        self.expanded_bytes = 0  # scalar bytes of the document with every alias written out
+        self.stack: list[_Frame] = []
+        self.root: object = None
+        self.documents = 0
+
+    def scalar(self, event: yaml.ScalarEvent) -> None:
+        """A scalar: converted, its bytes counted against the expanded-size bound."""
+        node = yaml.ScalarNode(
+            _resolve_tag(self.loader, event),
+            event.value,
+            cast(Any, event.start_mark),  # the C parser's Mark type is not in the stubs
+            cast(Any, event.end_mark),
+            event.style,
+        )
+        line = self.counter.line(event.start_mark)
+        try:
+            value = self.convert(node)
+        except YamlValueError as exc:
+            raise YamlValueError(str(exc), line) from None
+        nbytes = _scalar_bytes(event.value)
+        self._spend_bytes(nbytes, line)  # only aliases can get a document this far
+        self._add(value, 1, line, event.anchor, nbytes)
+
+    def open(self, event: yaml.MappingStartEvent | yaml.SequenceStartEvent) -> None:
+        """A mapping or sequence starts: a new innermost container (tag and depth checked)."""
+        line = self.counter.line(event.start_mark)
+        if event.tag not in _COLLECTION_TAGS[type(event)]:
+            raise YamlValueError(f"unsupported YAML tag {event.tag}", line)
+        if len(self.stack) >= MAX_YAML_DEPTH:
+            raise YamlValueError(f"nested too deeply (over {MAX_YAML_DEPTH} levels)", line)
+        path, line = self._place(line) if self.stack else ((), line)
+        if self.lines is not None:
+            self.lines[path] = line
+        container: dict[str, object] | list[object] = (
+            {} if isinstance(event, yaml.MappingStartEvent) else []
+        )
+        frame = _Frame(container, path, self.counter.line(event.start_mark), event.anchor)
+        self.stack.append(frame)
+
+    def close(self) -> None:
+        """The innermost container ends: it becomes a value of the one around it."""
+        frame = self.stack.pop()
+        self._add(frame.container, frame.size, frame.line, frame.anchor, frame.nbytes)
+
+    def alias(self, event: yaml.AliasEvent) -> None:
+        """An alias: the anchored value again, its nodes and bytes spent from the bounds."""
+        line = self.counter.line(event.start_mark)
+        if event.anchor not in self.anchors:
+            raise YamlValueError(f"unknown or recursive alias *{event.anchor}", line)
+        value, size, nbytes = self.anchors[event.anchor]
+        self.alias_budget -= size
+        if self.alias_budget < 0:
+            raise YamlValueError(
+                f"aliases expand to more than {MAX_YAML_ALIAS_NODES} nodes; "
+                "write the data out instead",
+                line,
+            )
+        self._spend_bytes(nbytes, line)
+        self._add(value, size, line, None, nbytes)
+
+    def document(self, event: yaml.DocumentStartEvent) -> None:
+        """A document starts: only one is allowed."""
+        self.documents += 1
+        if self.documents > 1:
+            raise YamlValueError(
+                "expected a single YAML document", self.counter.line(event.start_mark)
+            )
+
+    def _spend_bytes(self, nbytes: int, line: int) -> None:
+        self.expanded_bytes += nbytes
+        if self.expanded_bytes > MAX_YAML_EXPANDED_BYTES:
+            raise YamlValueError(_too_large(MAX_YAML_EXPANDED_BYTES), line)
+
+    def _place(self, line: int) -> tuple[YamlPath, int]:
         """Path and line of the value about to be added to the innermost open container."""
-        frame = stack[-1]
+        frame = self.stack[-1]
         if isinstance(frame.container, list):
             return (*frame.path, len(frame.container)), line
         if frame.key is _NO_KEY:
             raise YamlValueError("mapping keys must be plain strings", line)
         return (*frame.path, frame.key), frame.key_line
 
-    def add(value: object, size: int, line: int, anchor: str | None, nbytes: int = 0) -> None:
-        nonlocal root
+    def _add(self, value: object, size: int, line: int, anchor: str | None, nbytes: int) -> None:
+        """Put a finished value in place: the root, a list item, a mapping key or its value."""
         if anchor is not None:
-            anchors[anchor] = (value, size, nbytes)
-        if not stack:
-            root = value
+            self.anchors[anchor] = (value, size, nbytes)
+        if not self.stack:
+            self.root = value
             return
-        frame = stack[-1]
+        frame = self.stack[-1]
         frame.size += size
         frame.nbytes += nbytes
         if isinstance(frame.container, list):
-            if lines is not None:
+            if self.lines is not None:
                 item_path = (*frame.path, len(frame.container))
-                lines[item_path] = line
+                self.lines[item_path] = line
             frame.container.append(value)
         elif frame.key is _NO_KEY:
             if not isinstance(value, str):
@@ -171,70 +266,11 @@ def load_yaml(
                 raise YamlValueError(f"duplicate key {value!r}", line)
             frame.key, frame.key_line = value, line
         else:
-            if lines is not None:
+            if self.lines is not None:
                 key_path = (*frame.path, frame.key)
-                lines[key_path] = frame.key_line
+                self.lines[key_path] = frame.key_line
             frame.container[cast("str", frame.key)] = value
             frame.key = _NO_KEY
-
-    for event in yaml.parse(text, Loader=loader):
-        if isinstance(event, yaml.ScalarEvent):
-            node = yaml.ScalarNode(
-                _resolve_tag(loader, event),
-                event.value,
-                cast(Any, event.start_mark),  # the C parser's Mark type is not in the stubs
-                cast(Any, event.end_mark),
-                event.style,
-            )
-            line = counter.line(event.start_mark)
-            try:
-                value = scalar(node)
-            except YamlValueError as exc:
-                raise YamlValueError(str(exc), line) from None
-            nbytes = _scalar_bytes(event.value)
-            expanded_bytes += nbytes
-            if expanded_bytes > byte_limit:  # only aliases can get a document this far
-                raise YamlValueError(_too_large(byte_limit), line)
-            add(value, 1, line, event.anchor, nbytes)
-        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-            line = counter.line(event.start_mark)
-            if event.tag not in _COLLECTION_TAGS[type(event)]:
-                raise YamlValueError(f"unsupported YAML tag {event.tag}", line)
-            if len(stack) >= depth_limit:
-                raise YamlValueError(f"nested too deeply (over {depth_limit} levels)", line)
-            path, line = place(line) if stack else ((), line)
-            if lines is not None:
-                lines[path] = line
-            container: dict[str, object] | list[object] = (
-                {} if isinstance(event, yaml.MappingStartEvent) else []
-            )
-            stack.append(_Frame(container, path, counter.line(event.start_mark), event.anchor))
-        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            frame = stack.pop()
-            add(frame.container, frame.size, frame.line, frame.anchor, frame.nbytes)
-        elif isinstance(event, yaml.AliasEvent):
-            line = counter.line(event.start_mark)
-            if event.anchor not in anchors:
-                raise YamlValueError(f"unknown or recursive alias *{event.anchor}", line)
-            value, size, nbytes = anchors[event.anchor]
-            alias_budget -= size
-            if alias_budget < 0:
-                raise YamlValueError(
-                    f"aliases expand to more than {MAX_YAML_ALIAS_NODES} nodes; "
-                    "write the data out instead",
-                    line,
-                )
-            expanded_bytes += nbytes
-            if expanded_bytes > byte_limit:
-                raise YamlValueError(_too_large(byte_limit), line)
-            add(value, size, line, None, nbytes)
-        elif isinstance(event, yaml.DocumentStartEvent):
-            documents += 1
-            if documents > 1:
-                raise YamlValueError(
-                    "expected a single YAML document", counter.line(event.start_mark)
-                )
-    return root
 
 
 def yaml_error_message(
