@@ -129,13 +129,7 @@ class OpenCode:
         ``.opencode/skills`` (or MCP), the configuration in the environment, and ``opencode run``
         under the retry guard."""
         ws, options = setup.workspace, setup.options
-        bundled = {name.lower() for name in BUNDLED_SKILLS}
-        for ref in (setup.tested, *setup.neighbours):
-            if ref.name.lower() in bundled:
-                raise RunnerSetupError(
-                    f"{ref.path}: skill name '{ref.name}' is a skill OpenCode ships itself; "
-                    "rename the skill (OpenCode would offer its own copy in both variants)"
-                )
+        _refuse_bundled_names(setup)
         providers, referenced = (
             load_provider_config(options.provider_config)
             if options.provider_config is not None
@@ -145,15 +139,7 @@ class OpenCode:
         env["TMPDIR"] = str(ws.tmp)
         env["PWD"] = str(ws.project)  # OpenCode takes its directory from PWD, not the cwd
         _git_root(ws.project, env)
-        mcp_command: list[str] | None = None
-        if options.delivery == "native":
-            for ref in setup.offered:
-                ws.install_skill(ref, ws.project / PROJECT_SKILLS)
-        elif setup.offered:
-            served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
-            mcp_command = [sys.executable, "-m", "skill_evals", "mcp-serve"]
-            for path in served:
-                mcp_command += ["--skill", str(path)]
+        mcp_command = _install_skills(setup)
         config_home = Path(env["XDG_CONFIG_HOME"]) / "opencode"
         _skip_plugin_install(config_home)
         if (ws.project / ".opencode").is_dir():
@@ -177,18 +163,7 @@ class OpenCode:
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
         setup.env.clear()
         setup.env.update(env)
-        # The guard is a stdlib-only script, run isolated (-I: no PYTHON* variables, no script
-        # dir on sys.path), so it works with whatever environment the agent gets.
-        guard = Path(__file__).with_name("opencode_guard.py")
-        argv = [sys.executable, "-I", str(guard), setup.binary, "run"]
-        argv += ["--format", "json", "--model", options.model, "--title", TITLE]
-        argv += ["--print-logs", "--log-level", "ERROR"]  # what opencode_guard watches
-        prompt = setup.invocation.prompt
-        command = explicit_command(prompt, _available(setup))
-        if command is not None:
-            argv += ["--command", command[0]]
-            prompt = command[1]  # the command's arguments
-        return Launch(argv=argv, stdin=prompt.encode("utf-8"))
+        return _launch(setup, options.model)
 
     def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
         """The last step's text, how it ended, usage; a void run when the model API failed,
@@ -270,3 +245,48 @@ def run(
     """Run OpenCode once for ``invocation`` in isolation and report the runner contract's
     result."""
     return run_agent(PLUGIN, invocation, options, environ)
+
+
+def _refuse_bundled_names(setup: RunSetup) -> None:
+    """A skill named like one OpenCode ships is refused: OpenCode would offer its own copy in
+    both variants."""
+    bundled = {name.lower() for name in BUNDLED_SKILLS}
+    for ref in (setup.tested, *setup.neighbours):
+        if ref.name.lower() in bundled:
+            raise RunnerSetupError(
+                f"{ref.path}: skill name '{ref.name}' is a skill OpenCode ships itself; "
+                "rename the skill (OpenCode would offer its own copy in both variants)"
+            )
+
+
+def _install_skills(setup: RunSetup) -> list[str] | None:
+    """The offered skills under ``.opencode/skills``, or (MCP delivery) served by our MCP
+    server: its command line then, else None."""
+    ws = setup.workspace
+    if setup.options.delivery == "native":
+        for ref in setup.offered:
+            ws.install_skill(ref, ws.project / PROJECT_SKILLS)
+        return None
+    if not setup.offered:
+        return None
+    served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
+    mcp_command = [sys.executable, "-m", "skill_evals", "mcp-serve"]
+    for path in served:
+        mcp_command += ["--skill", str(path)]
+    return mcp_command
+
+
+def _launch(setup: RunSetup, model: str) -> Launch:
+    """``opencode run`` under the retry guard; an explicit ``/skill`` prompt as its command."""
+    # The guard is a stdlib-only script, run isolated (-I: no PYTHON* variables, no script
+    # dir on sys.path), so it works with whatever environment the agent gets.
+    guard = Path(__file__).with_name("opencode_guard.py")
+    argv = [sys.executable, "-I", str(guard), setup.binary, "run"]
+    argv += ["--format", "json", "--model", model, "--title", TITLE]
+    argv += ["--print-logs", "--log-level", "ERROR"]  # what opencode_guard watches
+    prompt = setup.invocation.prompt
+    command = explicit_command(prompt, _available(setup))
+    if command is not None:
+        argv += ["--command", command[0]]
+        prompt = command[1]  # the command's arguments
+    return Launch(argv=argv, stdin=prompt.encode("utf-8"))

@@ -169,25 +169,8 @@ def build_config(
         "lsp": False,
         "formatter": False,
         "instructions": [],
-        "permission": {
-            "read": "allow",
-            "edit": "allow",
-            "glob": "allow",
-            "grep": "allow",
-            "list": "allow",
-            "bash": "allow",
-            "skill": "allow",
-            "todowrite": "allow",
-            "task": "deny",
-            "webfetch": "deny",
-            "websearch": "deny",
-            "question": "deny",
-            "doom_loop": "deny",
-            "external_directory": "deny",
-        },
+        "permission": _permissions(read_only),
     }
-    if read_only:
-        config["permission"].update(edit="deny", bash="deny")
     if shell is not None:
         config["shell"] = str(shell)
     if providers:
@@ -204,3 +187,27 @@ def build_config(
             }
         }
     return config
+
+
+def _permissions(read_only: bool) -> dict[str, str]:
+    """What the agent may do: everything inside the workspace (with ``read_only`` no edits and
+    no commands), nothing outside it, no web, subagents, questions or loop prompts."""
+    permission = {
+        "read": "allow",
+        "edit": "allow",
+        "glob": "allow",
+        "grep": "allow",
+        "list": "allow",
+        "bash": "allow",
+        "skill": "allow",
+        "todowrite": "allow",
+        "task": "deny",
+        "webfetch": "deny",
+        "websearch": "deny",
+        "question": "deny",
+        "doom_loop": "deny",
+        "external_directory": "deny",
+    }
+    if read_only:
+        permission.update(edit="deny", bash="deny")
+    return permission

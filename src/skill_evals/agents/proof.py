@@ -148,47 +148,91 @@ def prove(
     texts = {skill.name: skill for skill in skills}
     known = frozenset(texts) | available | frozenset(aliases)
     folders = [*texts, *(a for a in aliases if a not in texts)]
-    agent = reader.name
     found: list[Load] = []
     for call in reader.tool_calls(events):
-        at = call.done if call.done is not None else call.order[0]
-        loaded: set[str] = set()
-        named: set[str] = set()
-        native = reader.skill_tool(call)
-        if native is not None:
-            state = _state(call, call.ok and call.done is not None)
-            found.append(
-                Load(native, "native", agent, f"{label(call.name)} tool", at, state, call.order)
-            )
-            named.add(native)
-            if state == "loaded":
-                loaded.add(native)
-        target = _mcp_target(call, patterns)
-        if target is not None:
-            skill, source = target
-            shown = call.ok and call.done is not None and _holds(call.result, texts.get(skill))
-            found.append(Load(skill, "mcp", agent, source, at, _state(call, shown), call.order))
-            named.add(skill)
-            if shown:
-                loaded.add(skill)
-        delivery: Delivery = "native" if call.name == INJECTED else "read"
-        for skill in skills_shown(call.result, list(skills)):
-            if skill not in loaded:
-                source = INJECTED if call.name == INJECTED else f"{label(call.name)} result"
-                found.append(Load(skill, delivery, agent, source, at, "loaded", call.order))
-                loaded.add(skill)
-        for text in _strings(call.input):
-            paths = skills_named(text, None if any_skill_md else known)
-            for folder in [*paths, *folders_named(text, folders)]:
-                skill = aliases.get(folder, folder)
-                if skill not in loaded and skill not in named:
-                    state = _named_state(call)
-                    tool = label(call.name)
-                    source = f"{tool} result" if state == "unverified" else tool
-                    found.append(Load(skill, "read", agent, source, at, state, call.order))
-                    named.add(skill)
+        loaded: set[str] = set()  # the skills this call proves loaded
+        named: set[str] = set()  # and those it names, loaded or not
+        found += _tool_loads(reader, call, patterns, texts, loaded, named)
+        found += _shown_loads(reader.name, call, skills, loaded)
+        in_paths = None if any_skill_md else known
+        found += _named_reads(reader.name, call, in_paths, folders, aliases, loaded, named)
     found += reader.explicit(events, prompt, available)
     return sorted(found, key=lambda load: load.order)
+
+
+def _at(call: ToolCall) -> int:
+    """Where a call counts: when it completed, else when it started."""
+    return call.done if call.done is not None else call.order[0]
+
+
+def _tool_loads(
+    reader: TranscriptReader,
+    call: ToolCall,
+    patterns: EvidencePatterns,
+    texts: Mapping[str, SkillText],
+    loaded: set[str],
+    named: set[str],
+) -> list[Load]:
+    """A call of the agent's skill tool, and an MCP skill load or resource read."""
+    found: list[Load] = []
+    agent, at = reader.name, _at(call)
+    native = reader.skill_tool(call)
+    if native is not None:
+        state = _state(call, call.ok and call.done is not None)
+        found.append(
+            Load(native, "native", agent, f"{label(call.name)} tool", at, state, call.order)
+        )
+        named.add(native)
+        if state == "loaded":
+            loaded.add(native)
+    target = _mcp_target(call, patterns)
+    if target is not None:
+        skill, source = target
+        shown = call.ok and call.done is not None and _holds(call.result, texts.get(skill))
+        found.append(Load(skill, "mcp", agent, source, at, _state(call, shown), call.order))
+        named.add(skill)
+        if shown:
+            loaded.add(skill)
+    return found
+
+
+def _shown_loads(
+    agent: str, call: ToolCall, skills: Sequence[SkillText], loaded: set[str]
+) -> list[Load]:
+    """The skills whose content a call's result holds (an injected skill: a native load)."""
+    found: list[Load] = []
+    delivery: Delivery = "native" if call.name == INJECTED else "read"
+    for skill in skills_shown(call.result, list(skills)):
+        if skill not in loaded:
+            source = INJECTED if call.name == INJECTED else f"{label(call.name)} result"
+            found.append(Load(skill, delivery, agent, source, _at(call), "loaded", call.order))
+            loaded.add(skill)
+    return found
+
+
+def _named_reads(
+    agent: str,
+    call: ToolCall,
+    in_paths: frozenset[str] | None,
+    folders: Sequence[str],
+    aliases: Mapping[str, str],
+    loaded: set[str],
+    named: set[str],
+) -> list[Load]:
+    """The skills a call's input names by a SKILL.md path or a folder (reads not proven by
+    their content); ``in_paths`` None: every SKILL.md path names a skill."""
+    found: list[Load] = []
+    for text in _strings(call.input):
+        paths = skills_named(text, in_paths)
+        for folder in [*paths, *folders_named(text, folders)]:
+            skill = aliases.get(folder, folder)
+            if skill not in loaded and skill not in named:
+                state = _named_state(call)
+                tool = label(call.name)
+                source = f"{tool} result" if state == "unverified" else tool
+                found.append(Load(skill, "read", agent, source, _at(call), state, call.order))
+                named.add(skill)
+    return found
 
 
 def runner_evidence(

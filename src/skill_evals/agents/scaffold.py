@@ -14,12 +14,12 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..escaping.terminal import terminal_safe
 from ..run.observations import MAX_TOOL_CALLS
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, SkillRef, skill_ref
-from .content import index_skills, not_unique_warnings
+from .content import SkillText, index_skills, not_unique_warnings
 from .environment import agent_env, find_binary
 from .evidence import (
     MAX_TRANSCRIPT_BYTES,
@@ -184,19 +184,38 @@ def run_agent(
             launch = agent.prepare(setup)
             if project is not None:
                 added = tree(ws.project) - before
-            started = time.monotonic()
-            data, status, stopped = execute(launch, setup)
-            finished = Finished(status, (time.monotonic() - started) * 1000.0, stopped)
-            if launch.epilogue is not None:
-                extra = launch.epilogue()
-                data += extra
-                with (ws.root / TRANSCRIPT_FILE).open("ab") as kept:
-                    kept.write(extra)
-            save_transcript(data, invocation, caller_env)
+            data, finished = _launch(launch, setup)
         finally:
             if project is not None:
                 remove_added(ws.project, tree(ws.project) - before if added is None else added)
-    events = parse_lines(data)
+    return _agent_result(agent, parse_lines(data), setup, finished, skills)
+
+
+def _launch(launch: Launch, setup: RunSetup) -> tuple[bytes, Finished]:
+    """Run the prepared agent: its transcript (the epilogue's lines appended, kept in the
+    workspace and saved where the caller asked) and how it ended."""
+    started = time.monotonic()
+    data, status, stopped = execute(launch, setup)
+    finished = Finished(status, (time.monotonic() - started) * 1000.0, stopped)
+    if launch.epilogue is not None:
+        extra = launch.epilogue()
+        data += extra
+        with (setup.workspace.root / TRANSCRIPT_FILE).open("ab") as kept:
+            kept.write(extra)
+    save_transcript(data, setup.invocation, setup.caller_env)
+    return data, finished
+
+
+def _agent_result(
+    agent: Agent,
+    events: list[dict[str, Any]],
+    setup: RunSetup,
+    finished: Finished,
+    skills: Sequence[SkillText],
+) -> AgentResult:
+    """The runner-contract answer: the agent's output and meta, the loads its transcript
+    proves, what was offered, its tool calls."""
+    invocation, options = setup.invocation, setup.options
     outcome = agent.finish(events, setup, finished)
     offered = [ref.name for ref in (*setup.offered, *setup.fixture_skills)]
     available = frozenset([*offered, *outcome.offered, *setup.aliases])

@@ -24,9 +24,10 @@ from ..errors import InvalidInput
 from ..escaping.terminal import terminal_safe
 from ..pipeline import is_builtin_runner
 from ..plan.arms import Arm, ArmPlan, parse_arms
+from ..run.observations import Key
 from ..run.runner import split_command
-from ..suite.cases import load_cases
-from ..suite.skill import load_skill
+from ..suite.cases import CaseSuite, load_cases
+from ..suite.skill import Skill, load_skill
 from .base_skills import BaseSkills
 from .fingerprint import SkillState
 
@@ -135,6 +136,22 @@ def estimate_skill(
     if cache is None:
         result.note = None if cache_settings is None else "the runner command cannot be cached"
         return result
+    _count_cached(result, cache, skill, suite, keys, base, bases)
+    _expect_usage(result, cache, settings.budget.invocations)
+    return result
+
+
+def _count_cached(
+    result: SkillEstimate,
+    cache: ObservationCache,
+    skill: Skill,
+    suite: CaseSuite,
+    keys: Sequence[Key],
+    base: SkillState | None,
+    bases: BaseSkills | None,
+) -> None:
+    """Count the planned invocations the cache already holds, per arm (the base version's as
+    the run will offer it; a base that cannot be materialised is said in the note)."""
     arms = {
         "with": Arm("with", "with", skill.path, skill.directory_sha256),
         "without": Arm("without", "without", skill.path, None),
@@ -153,6 +170,11 @@ def estimate_skill(
             offered = arms.get(name)
             if offered is not None and cache.lookup(cases[case_id], trial, offered) is not None:
                 result.cached[name] = result.cached.get(name, 0) + 1
+
+
+def _expect_usage(result: SkillEstimate, cache: ObservationCache, cap: int | None) -> None:
+    """The expected tokens and cost of what is left to run, from the cache's means; a budget
+    that would stop the run early is said in the note."""
     to_run = {arm: n - result.cached.get(arm, 0) for arm, n in result.planned.items()}
     means = _means(cache)
     result.input_tokens = _expected(to_run, means, "inputTokens")
@@ -160,11 +182,9 @@ def estimate_skill(
     result.cost_usd = _expected(to_run, means, "costUsd")
     if result.cost_usd is None and result.to_run:
         result.note = "no cached observation reports its cost: cost unknown"
-    cap = settings.budget.invocations
     if cap is not None and result.to_run > cap:
         capped = f"its budget stops the run after {cap} invocation(s)"
         result.note = f"{result.note}; {capped}" if result.note else capped
-    return result
 
 
 def _open(

@@ -250,12 +250,36 @@ def iter_jsonl_values(
     without building a Record per line (the observations loader reads ~10^5 lines per run)."""
     record_cap = MAX_RECORD_BYTES
     bound = max_records
+    count = 0  # non-blank records seen so far
+    parse = _parse_record
+    for base, lines in _line_batches(chunks, path):
+        # Hot loop: a line that neither starts with whitespace nor ends in "\r" (nearly
+        # all of them) skips the "\r"/blank handling, which would copy it.
+        # Empty lines never reach Python: compress() hands out only the non-empty ones (a file
+        # of newlines would otherwise cost one loop turn per byte).
+        for index in compress(range(len(lines)), lines):
+            raw = lines[index]
+            if raw[0] in _JSON_WS or raw[-1] == 13:
+                if raw.endswith(b"\r"):
+                    raw = raw[:-1]
+                if not raw.strip(_JSON_WS):
+                    continue  # blank: counted toward the file cap only
+            count += 1
+            at = base + index + 1
+            if len(raw) > record_cap or (bound is not None and count > bound):
+                _check_record(len(raw), at, count, path, record_cap, bound)
+            yield at, parse(raw, at, path)
+
+
+def _line_batches(chunks: Iterable[bytes], path: Path) -> Iterator[tuple[int, list[bytes]]]:
+    """The lines of ``chunks``, a chunk's worth at a time, each batch with the number of lines
+    before it; a leading BOM removed, and the last line (after the final "\n") a batch of its
+    own. The record cap holds while reading: a huge unterminated line is never buffered."""
+    record_cap = MAX_RECORD_BYTES
     pending = b""
     lineno = 0  # lines seen so far
-    count = 0  # non-blank records seen so far
     at_start = True
     long_blank = False  # the current line is whitespace only and longer than record_cap
-    parse = _parse_record
     for chunk in chunks:
         data = pending + chunk if pending else chunk
         if at_start:
@@ -272,7 +296,6 @@ def iter_jsonl_values(
             if (lines[0] if lines else pending).strip(_JSON_WS):
                 raise InvalidInput(f"{path}:{lineno + 1}: record exceeds {record_cap} bytes")
             long_blank = not lines
-        # Enforce the record cap while reading: never buffer a huge unterminated line.
         if len(pending) > record_cap + 1:
             if pending.strip(_JSON_WS):
                 raise InvalidInput(
@@ -280,32 +303,11 @@ def iter_jsonl_values(
                 )
             pending = b""  # a long blank line is still just blank; keep only that fact
             long_blank = True
-        # Hot loop: a line that neither starts with whitespace nor ends in "\r" (nearly
-        # all of them) skips the "\r"/blank handling, which would copy it.
-        # Empty lines never reach Python: compress() hands out only the non-empty ones (a file
-        # of newlines would otherwise cost one loop turn per byte).
-        base = lineno
+        yield lineno, lines
         lineno += len(lines)
-        for index in compress(range(len(lines)), lines):
-            raw = lines[index]
-            if raw[0] in _JSON_WS or raw[-1] == 13:
-                if raw.endswith(b"\r"):
-                    raw = raw[:-1]
-                if not raw.strip(_JSON_WS):
-                    continue  # blank: counted toward the file cap only
-            count += 1
-            at = base + index + 1
-            if len(raw) > record_cap or (bound is not None and count > bound):
-                _check_record(len(raw), at, count, path, record_cap, bound)
-            yield at, parse(raw, at, path)
     if at_start and pending.startswith(_BOM):
         pending = pending[len(_BOM) :]
-    lineno += 1
-    if pending.endswith(b"\r"):
-        pending = pending[:-1]
-    if pending and pending.strip(_JSON_WS):
-        _check_record(len(pending), lineno, count + 1, path, record_cap, bound)
-        yield lineno, parse(pending, lineno, path)
+    yield lineno, [pending]
 
 
 def _check_record(

@@ -67,73 +67,85 @@ def _name_problems(name: str, dir_name: str) -> list[str]:
 
 
 def _field_problems(front: dict[str, object], dir_name: str) -> list[Problem]:
-    problems: list[Problem] = []
+    """Every problem of the frontmatter's fields, in the order of the rules."""
+    problems = [
+        Problem(f"unknown frontmatter key {_show(key)}; allowed keys are {', '.join(ALLOWED_KEYS)}")
+        for key in front
+        if key not in ALLOWED_KEYS
+    ]
+    problems += _name_field(front.get("name"), dir_name)
+    problems += _description_field(front.get("description"))
+    if "compatibility" in front:
+        problems += _compatibility_field(front["compatibility"])
+    for key in ("license", "allowed-tools"):
+        if key in front and not isinstance(front[key], str):
+            problems.append(Problem(f"{key!r} must be a string"))
+    if "metadata" in front:
+        problems += _metadata_field(front["metadata"])
+    return problems
 
-    def error(message: str) -> None:
-        problems.append(Problem(message))
 
-    for key in front:
-        if key not in ALLOWED_KEYS:
-            error(
-                f"unknown frontmatter key {_show(key)}; allowed keys are {', '.join(ALLOWED_KEYS)}"
-            )
-
-    name = front.get("name")
+def _name_field(name: object, dir_name: str) -> list[Problem]:
+    """``name``: required, a string, following the naming rules."""
     if name is None:
-        error("missing required key 'name'")
-    elif not isinstance(name, str):
-        error("'name' must be a string")
-    else:
-        for message in _name_problems(name, dir_name):
-            error(message)
+        return [Problem("missing required key 'name'")]
+    if not isinstance(name, str):
+        return [Problem("'name' must be a string")]
+    return [Problem(message) for message in _name_problems(name, dir_name)]
 
-    description = front.get("description")
+
+def _description_field(description: object) -> list[Problem]:
+    """``description``: required, 1-1024 characters, not blank (angle brackets: a warning)."""
     if description is None:
-        error("missing required key 'description'")
-    elif not isinstance(description, str):
-        error("'description' must be a string")
-    else:
-        if not description.strip() or len(description) > MAX_DESCRIPTION_CHARS:
-            error(
+        return [Problem("missing required key 'description'")]
+    if not isinstance(description, str):
+        return [Problem("'description' must be a string")]
+    problems: list[Problem] = []
+    if not description.strip() or len(description) > MAX_DESCRIPTION_CHARS:
+        problems.append(
+            Problem(
                 f"'description' must be 1-{MAX_DESCRIPTION_CHARS} characters and not blank "
                 f"(it has {len(description)})"
             )
-        if "<" in description or ">" in description:
-            problems.append(
-                Problem(
-                    "'description' contains '<' or '>': Anthropic's skill upload refuses them "
-                    "(a rule of that upload, not of the Agent Skills specification)",
-                    "warning",
-                )
+        )
+    if "<" in description or ">" in description:
+        problems.append(
+            Problem(
+                "'description' contains '<' or '>': Anthropic's skill upload refuses them "
+                "(a rule of that upload, not of the Agent Skills specification)",
+                "warning",
             )
+        )
+    return problems
 
-    if "compatibility" in front:
-        compatibility = front["compatibility"]
-        if not isinstance(compatibility, str):
-            error("'compatibility' must be a string")
-        elif not compatibility:
-            error(f"'compatibility' must not be empty (1-{MAX_COMPATIBILITY_CHARS} characters)")
-        elif len(compatibility) > MAX_COMPATIBILITY_CHARS:
-            error(
+
+def _compatibility_field(compatibility: object) -> list[Problem]:
+    """``compatibility`` when given: a string of 1-500 characters."""
+    if not isinstance(compatibility, str):
+        return [Problem("'compatibility' must be a string")]
+    if not compatibility:
+        return [
+            Problem(f"'compatibility' must not be empty (1-{MAX_COMPATIBILITY_CHARS} characters)")
+        ]
+    if len(compatibility) > MAX_COMPATIBILITY_CHARS:
+        return [
+            Problem(
                 f"'compatibility' must be at most {MAX_COMPATIBILITY_CHARS} characters "
                 f"(it has {len(compatibility)})"
             )
+        ]
+    return []
 
-    for key in ("license", "allowed-tools"):
-        if key in front and not isinstance(front[key], str):
-            error(f"{key!r} must be a string")
 
-    if "metadata" in front:
-        metadata = front["metadata"]
-        if not isinstance(metadata, dict):
-            error("'metadata' must be a mapping of string keys to string values")
-        else:
-            for key, value in metadata.items():
-                if not isinstance(value, str):
-                    error(
-                        f"'metadata' value of {_show(key)} must be a string, not a list or mapping"
-                    )
-    return problems
+def _metadata_field(metadata: object) -> list[Problem]:
+    """``metadata`` when given: a mapping of string values."""
+    if not isinstance(metadata, dict):
+        return [Problem("'metadata' must be a mapping of string keys to string values")]
+    return [
+        Problem(f"'metadata' value of {_show(key)} must be a string, not a list or mapping")
+        for key, value in metadata.items()
+        if not isinstance(value, str)
+    ]
 
 
 def frontmatter_problems(md: Path, dir_name: str, text: str) -> list[Problem]:
