@@ -12,9 +12,7 @@ PACKAGE = SRC / "skill_evals"
 MAX_LINES = 400
 # Modules over the bound today, each with its length: the test fails when one grows, and when
 # one shrinks to the bound (remove its entry then). Only ever remove entries.
-OVER_THE_BOUND = {
-    "skill_evals/report/text.py": 401,
-}
+OVER_THE_BOUND: dict[str, int] = {}
 
 
 def _modules() -> dict[str, Path]:
