@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..escaping.invisible import escape_table
@@ -216,8 +216,7 @@ def _sections(report: Mapping[str, Any]) -> list[str]:
     """What failed, runner failures by reason, warnings, notes, then what to do next."""
     found = sections(report)
     lines: list[str] = []
-    if found.failed:
-        lines += ["#### What failed", "", *[f"- {_esc(m)}" for m in limited(found.failed)], ""]
+    lines += md_bullet_list("What failed", found.failed, _esc)
     if found.failures:
         total = sum(g.count for g in found.failures)
         lines += [
@@ -231,15 +230,30 @@ def _sections(report: Mapping[str, Any]) -> list[str]:
             for g in found.failures[:LIST_LIMIT]
         ]
         lines.append("")
-    for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
-        if items:
-            lines += [f"#### {title}", "", *[f"- {_esc(m)}" for m in limited(items)], ""]
+    lines += md_bullet_list("Warnings", found.warnings, _esc)
+    lines += md_bullet_list("Notes", found.notes, _esc)
     steps = next_steps(report, _esc)
-    lines += ["#### What to do next", ""]
+    return lines + md_next_steps(
+        steps, report.get("exitCode") == 0, "Nothing: the evidence clears every configured gate."
+    )
+
+
+def md_bullet_list(title: str, items: Sequence[str], esc: Callable[[object], str]) -> list[str]:
+    """A ``####`` heading, then one ``- item`` line each through ``esc`` (at most LIST_LIMIT);
+    nothing when there are no items."""
+    if not items:
+        return []
+    return [f"#### {title}", "", *[f"- {esc(m)}" for m in limited(items)], ""]
+
+
+def md_next_steps(steps: Sequence[str], passed: bool, nothing: str) -> list[str]:
+    """``What to do next``: the steps, else ``nothing`` for a run that passed, else to fix
+    what failed."""
+    lines = ["#### What to do next", ""]
     if steps:
         lines += [f"- {step}" for step in steps]
-    elif report.get("exitCode") == 0:
-        lines.append("Nothing: the evidence clears every configured gate.")
+    elif passed:
+        lines.append(nothing)
     else:
         lines.append("Fix what failed (above), then run again.")
     return lines

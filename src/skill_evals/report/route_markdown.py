@@ -9,6 +9,7 @@ from typing import Any
 
 from .cells import STATUS_ICON
 from .diagnosis import gate_partial, partial_note, sections
+from .markdown import md_bullet_list, md_next_steps
 from .md_text import md_number, md_text
 from .numbers import fmt, fmt_threshold
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
@@ -131,8 +132,7 @@ def _diagnosis_lines(report: Mapping[str, Any], compact: bool) -> list[str]:
     what to do next."""
     found = sections(report)
     lines: list[str] = []
-    if found.failed:
-        lines += ["#### What failed", "", *[f"- {_esc(m)}" for m in limited(found.failed)], ""]
+    lines += md_bullet_list("What failed", found.failed, _esc)
     if found.failures:
         lines += ["#### Runner failures", "", "| reason | count | first | what to do |"]
         lines.append("| --- | ---: | --- | --- |")
@@ -142,18 +142,15 @@ def _diagnosis_lines(report: Mapping[str, Any], compact: bool) -> list[str]:
             for g in found.failures[:LIST_LIMIT]
         ]
         lines.append("")
-    for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
-        if items and not compact:
-            lines += [f"#### {title}", "", *[f"- {_esc(m)}" for m in limited(items)], ""]
-    steps = next_steps(report, _esc)
-    lines += ["#### What to do next", ""]
-    if steps:
-        lines += [f"- {step}" for step in limited(steps)]
-    elif report.get("exitCode") == 0:
-        lines.append("Nothing: every prompt loaded exactly the expected skills.")
-    else:
-        lines.append("Fix what failed (above), then run again.")
-    return lines
+    if not compact:
+        lines += md_bullet_list("Warnings", found.warnings, _esc)
+        lines += md_bullet_list("Notes", found.notes, _esc)
+    steps = limited(next_steps(report, _esc))
+    return lines + md_next_steps(
+        steps,
+        report.get("exitCode") == 0,
+        "Nothing: every prompt loaded exactly the expected skills.",
+    )
 
 
 def render_route_markdown(report: Mapping[str, Any]) -> str:

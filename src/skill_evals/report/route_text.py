@@ -14,7 +14,7 @@ from typing import Any
 from ..escaping.terminal import terminal_safe
 from .diagnosis import gate_partial, partial_note, sections
 from .numbers import fmt, fmt_threshold, is_number
-from .text import LIST_LIMIT, STATUS_WORD, limited
+from .text import LIST_LIMIT, STATUS_WORD, bullet_list, limited, next_step_lines
 
 Esc = Callable[[object], str]
 SHOWN_COLLISIONS = 5
@@ -239,8 +239,7 @@ def _runs_lines(report: Mapping[str, Any]) -> list[str]:
 def _sections(report: Mapping[str, Any]) -> list[str]:
     found = sections(report)
     lines: list[str] = []
-    if found.failed:
-        lines += ["What failed", *[f"  - {terminal_safe(m)}" for m in limited(found.failed)], ""]
+    lines += bullet_list("What failed", found.failed)
     if found.failures:
         lines.append("Runner failures (every one is in the JSON report's runner.failures)")
         for group in found.failures[:LIST_LIMIT]:
@@ -250,15 +249,10 @@ def _sections(report: Mapping[str, Any]) -> list[str]:
             )
             lines.append(f"    what to do: {group.advice}")
         lines.append("")
-    for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
-        if items:
-            lines += [title, *[f"  - {terminal_safe(m)}" for m in limited(items)], ""]
-    steps = next_steps(report, terminal_safe)
-    lines.append("What to do next")
-    if steps:
-        lines += [f"  - {step}" for step in limited(steps)]
-    elif report.get("exitCode") == 0:
-        lines.append("  nothing: every prompt loaded exactly the expected skills")
-    else:
-        lines.append("  fix what failed (above), then run again")
-    return lines
+    lines += bullet_list("Warnings", found.warnings) + bullet_list("Notes", found.notes)
+    steps = limited(next_steps(report, terminal_safe))
+    return lines + next_step_lines(
+        steps,
+        report.get("exitCode") == 0,
+        "nothing: every prompt loaded exactly the expected skills",
+    )

@@ -367,8 +367,7 @@ def _sections(report: Mapping[str, Any]) -> list[str]:
     """What failed, runner failures by reason, warnings, notes, then what to do next."""
     found = sections(report)
     lines: list[str] = []
-    if found.failed:
-        lines += ["What failed", *[f"  - {clean(m)}" for m in limited(found.failed)], ""]
+    lines += bullet_list("What failed", found.failed)
     if found.failures:
         total = sum(g.count for g in found.failures)
         lines.append(
@@ -381,15 +380,29 @@ def _sections(report: Mapping[str, Any]) -> list[str]:
         if len(found.failures) > LIST_LIMIT:
             lines.append(f"  … and {len(found.failures) - LIST_LIMIT} more reasons")
         lines.append("")
-    for title, items in (("Warnings", found.warnings), ("Notes", found.notes)):
-        if items:
-            lines += [title, *[f"  - {clean(m)}" for m in limited(items)], ""]
+    lines += bullet_list("Warnings", found.warnings) + bullet_list("Notes", found.notes)
     steps = next_steps(report, clean)
-    lines.append("What to do next")
+    return lines + next_step_lines(
+        steps, report.get("exitCode") == 0, "nothing: the evidence clears every configured gate"
+    )
+
+
+def bullet_list(title: str, items: Sequence[str]) -> list[str]:
+    """``title``, then one terminal-safe ``  - item`` line each (at most LIST_LIMIT) and a blank
+    line; nothing when there are no items."""
+    if not items:
+        return []
+    return [title, *[f"  - {clean(m)}" for m in limited(items)], ""]
+
+
+def next_step_lines(steps: Sequence[str], passed: bool, nothing: str) -> list[str]:
+    """``What to do next``: the steps, else ``nothing`` for a run that passed, else to fix
+    what failed."""
+    lines = ["What to do next"]
     if steps:
         lines += [f"  - {step}" for step in steps]
-    elif report.get("exitCode") == 0:
-        lines.append("  nothing: the evidence clears every configured gate")
+    elif passed:
+        lines.append(f"  {nothing}")
     else:
         lines.append("  fix what failed (above), then run again")
     return lines
