@@ -31,7 +31,7 @@ from typing import Any
 from ..messages import severities_of
 from .diagnosis import gate_partial
 from .junit_comparison import comparison_case, scope_properties
-from .junit_xml import Suite, junit_time, note_properties, serialise
+from .junit_xml import Suite, junit_time, note_properties, report_properties, serialise
 from .numbers import fmt, fmt_p, fmt_signed, fmt_threshold
 from .text import LIST_LIMIT, task_failures
 
@@ -49,23 +49,14 @@ class SuiteInput:
 
 def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
     skill = _mapping(report.get("skill"))
-    cases = _mapping(report.get("cases"))
-    settings = _mapping(report.get("settings"))
     gates = _mapping(report.get("gates"))
-    props: list[tuple[str, object]] = [
-        ("status", report.get("status")),
-        ("exitCode", report.get("exitCode")),
-        ("tool.version", _mapping(report.get("tool")).get("version")),
+    identity: list[tuple[str, object]] = [
         ("skill.path", skill.get("path")),
         ("skillMdSha256", skill.get("skillMdSha256")),
         ("directorySha256", skill.get("directorySha256")),
-        ("cases.path", cases.get("path")),
-        ("cases.sha256", cases.get("sha256")),
-        ("mode", settings.get("mode")),
-        ("trials", settings.get("trials")),
-        ("seed", settings.get("seed")),
-        ("bootstrapSamples", settings.get("bootstrapSamples")),
     ]
+    props = report_properties(report, identity)
+    props.append(("bootstrapSamples", _mapping(report.get("settings")).get("bootstrapSamples")))
     for key, label in (("minTriggerF1", "min-trigger-f1"), ("minUplift", "min-uplift")):
         props.append((label, _mapping(gates.get(key)).get("threshold")))
     props += scope_properties(report)

@@ -57,6 +57,29 @@ def junit_time(seconds: object) -> str:
     return f"{value:.3f}" if math.isfinite(value) and value >= 0 else "0.000"
 
 
+def report_properties(
+    report: Mapping[str, Any], identity: list[tuple[str, object]]
+) -> list[tuple[str, object]]:
+    """The properties every report's suite starts with: status, exit code, the tool's version,
+    what identifies the tested skill (``identity``), the case file and the run's settings."""
+    cases, settings = _mapping(report.get("cases")), _mapping(report.get("settings"))
+    return [
+        ("status", report.get("status")),
+        ("exitCode", report.get("exitCode")),
+        ("tool.version", _mapping(report.get("tool")).get("version")),
+        *identity,
+        ("cases.path", cases.get("path")),
+        ("cases.sha256", cases.get("sha256")),
+        ("mode", settings.get("mode")),
+        ("trials", settings.get("trials")),
+        ("seed", settings.get("seed")),
+    ]
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def note_properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
     """Properties for the notes every output carries: a run with the simulated runner says
     its figures are artefacts of word matching (a passing suite has no message of its own)."""

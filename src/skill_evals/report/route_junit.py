@@ -19,7 +19,7 @@ from typing import Any
 
 from .diagnosis import gate_partial
 from .junit import not_run_reason, render_junit
-from .junit_xml import Suite, note_properties
+from .junit_xml import Suite, note_properties, report_properties
 from .numbers import fmt, fmt_threshold
 
 SUITE_NAME = "routing"
@@ -30,18 +30,9 @@ def _mapping(value: object) -> Mapping[str, Any]:
 
 
 def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
-    cases = _mapping(report.get("cases"))
-    settings = _mapping(report.get("settings"))
     gates = _mapping(report.get("gates"))
-    props: list[tuple[str, object]] = [
-        ("status", report.get("status")),
-        ("exitCode", report.get("exitCode")),
-        ("tool.version", _mapping(report.get("tool")).get("version")),
-        ("cases.path", cases.get("path")),
-        ("cases.sha256", cases.get("sha256")),
-        ("mode", settings.get("mode")),
-        ("trials", settings.get("trials")),
-        ("seed", settings.get("seed")),
+    props = report_properties(report, [])
+    props += [
         ("min-accuracy", _mapping(gates.get("minAccuracy")).get("threshold")),
         ("min-skill-f1", _mapping(gates.get("minSkillF1")).get("threshold")),
     ]

@@ -32,6 +32,7 @@ from .gates import (
     num,
     undecided,
 )
+from .scoring import rate_block
 from .stats import (
     bootstrap_interval,
     exact_f1,
@@ -144,14 +145,6 @@ def _arm_rows(
         if row[obs.variant][obs.trial - 1] is None:
             row[obs.variant][obs.trial - 1] = obs
     return rows
-
-
-def _rate(passed: int, total: int) -> dict[str, Any]:
-    return {
-        "passed": passed,
-        "total": total,
-        "passRate": float(Fraction(passed, total)) if total else None,
-    }
 
 
 def _interval(lower: float | None, upper: float | None, samples: int, seed: int) -> dict[str, Any]:
@@ -308,8 +301,8 @@ def _task_comparison(
         "units": len(differences),
         "insufficient": len(units) < MIN_UNITS,
         "flips": flips,
-        "with": _rate(*totals["with"]),
-        "baseline": _rate(*totals["baseline"]),
+        "with": rate_block(*totals["with"]),
+        "baseline": rate_block(*totals["baseline"]),
         "difference": point,
         "interval": _interval(lower, upper, samples, seed),
         "signTest": {

@@ -158,8 +158,8 @@ def task_section(
         # Decided by the case file (as before the run), not by how many units a void run
         # happened to observe: missing observations are reported as exit 7 / 130 instead.
         "insufficient": task_unit_count(suite) < MIN_UNITS,
-        "with": _rate(*counts["with"]),
-        "without": _rate(*counts["without"]),
+        "with": rate_block(*counts["with"]),
+        "without": rate_block(*counts["without"]),
         "difference": difference,
         "interval": {
             "level": INTERVAL_LEVEL,
@@ -179,7 +179,8 @@ def task_section(
     }
 
 
-def _rate(passed: int, total: int) -> dict[str, Any]:
+def rate_block(passed: int, total: int) -> dict[str, Any]:
+    """A pass rate as the report gives it: passed, total, and the rate (null for no total)."""
     return {
         "passed": passed,
         "total": total,
