@@ -31,7 +31,14 @@ from typing import Any
 from ..messages import severities_of
 from .diagnosis import gate_partial
 from .junit_comparison import comparison_case, scope_properties
-from .junit_xml import Suite, junit_time, note_properties, report_properties, serialise
+from .junit_xml import (
+    Suite,
+    evaluation_error,
+    junit_time,
+    note_properties,
+    report_properties,
+    serialise,
+)
 from .numbers import fmt, fmt_p, fmt_signed, fmt_threshold
 from .text import LIST_LIMIT, task_failures
 
@@ -277,13 +284,7 @@ def _skill_suite(name: str, report: Mapping[str, Any]) -> Suite:
     if report.get("exitCode") in (5, 6, 7, 130) and not has_error:
         # The errors explain the exit code; warnings and notes follow them.
         ranked = sorted(severities_of(report), key=lambda item: item[0] != "error")
-        messages = [text for _, text in ranked]
-        suite.result(
-            suite.case("evaluation"),
-            "error",
-            messages[0] if messages else f"status {report.get('status')}",
-            "\n".join(messages),
-        )
+        evaluation_error(suite, report, [text for _, text in ranked])
     return suite
 
 

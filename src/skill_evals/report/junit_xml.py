@@ -137,6 +137,17 @@ class Suite:
         return suite
 
 
+def evaluation_error(suite: Suite, report: Mapping[str, Any], messages: list[str]) -> None:
+    """The ``evaluation`` error testcase that explains an exit code (5, 6, 7, 130) no other
+    testcase explains: the first message, all of them as its text."""
+    suite.result(
+        suite.case("evaluation"),
+        "error",
+        messages[0] if messages else f"status {report.get('status')}",
+        "\n".join(messages),
+    )
+
+
 def serialise(root: ET.Element) -> str:
     """Every attribute and text through the sanitiser, then the document with its declaration."""
     for element in root.iter():

@@ -19,7 +19,7 @@ from typing import Any
 
 from .diagnosis import gate_partial
 from .junit import not_run_reason, render_junit
-from .junit_xml import Suite, note_properties, report_properties
+from .junit_xml import Suite, evaluation_error, note_properties, report_properties
 from .numbers import fmt, fmt_threshold
 
 SUITE_NAME = "routing"
@@ -136,13 +136,7 @@ def routing_suite(report: Mapping[str, Any]) -> Suite:
     has_error = _case_tests(suite, report)
     has_error = _gate_tests(suite, report) or has_error
     if report.get("exitCode") in (5, 6, 7, 130) and not has_error:
-        messages = [str(m) for m in report.get("messages") or []]
-        suite.result(
-            suite.case("evaluation"),
-            "error",
-            messages[0] if messages else f"status {report.get('status')}",
-            "\n".join(messages),
-        )
+        evaluation_error(suite, report, [str(m) for m in report.get("messages") or []])
     return suite
 
 
