@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from ..cli.common import fail
-from ..cli.options import compose, option
+from ..cli.options import compose, file_option, option
 from ..escaping.terminal import terminal_safe
 
 DEFAULT_OUT = "skill-evals-report"
@@ -29,14 +29,7 @@ def say(text: str, err: bool = False) -> None:
 
 def config_option(help_text: str) -> Callable[[F], F]:
     """``--config FILE`` (keyword argument ``config``)."""
-    return click.option(
-        "--config",
-        "config",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        metavar="FILE",
-        help=help_text,
-    )
+    return file_option("--config", "config", help_text=help_text)
 
 
 def base_option(help_text: str) -> Callable[[F], F]:
@@ -46,14 +39,7 @@ def base_option(help_text: str) -> Callable[[F], F]:
 
 def lock_option(help_text: str) -> Callable[[F], F]:
     """``--lock FILE`` (keyword argument ``lock_file``)."""
-    return click.option(
-        "--lock",
-        "lock_file",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        metavar="FILE",
-        help=help_text,
-    )
+    return file_option("--lock", "lock_file", help_text=help_text)
 
 
 _SELECTION = [

@@ -85,6 +85,28 @@ def compose(decorators: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
     return apply
 
 
+def file_option(*decls: str, help_text: str) -> Callable[[F], F]:
+    """An optional ``FILE`` option: a path that is not a directory, none by default."""
+    return click.option(
+        *decls,
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help=help_text,
+    )
+
+
+def dir_option(*decls: str, help_text: str) -> Callable[[F], F]:
+    """An optional ``DIR`` option: a path that is not a file, none by default."""
+    return click.option(
+        *decls,
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        metavar="DIR",
+        help=help_text,
+    )
+
+
 def report_file_option(name: str, what: str) -> Callable[[F], F]:
     """``--report FILE``, ``--junit FILE``, …: also write ``what`` to FILE."""
     return click.option(

@@ -17,6 +17,7 @@ from ..agents.registry import ENTRIES as AGENT_ENTRIES
 from ..escaping.terminal import terminal_safe
 from .common import fail
 from .helptext import CONTEXT, epilog
+from .options import file_option
 
 
 @click.group(
@@ -131,13 +132,10 @@ def _run_agent(agent: str, **kwargs: Any) -> None:
 
 # Options that only some runners take (listed in their registry entry's extra_options).
 _EXTRA_OPTIONS = {
-    "provider-config": click.option(
+    "provider-config": file_option(
         "--provider-config",
         "provider_config",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        metavar="FILE",
-        help="JSON file merged as OpenCode's `provider` section (a custom provider). "
+        help_text="JSON file merged as OpenCode's `provider` section (a custom provider). "
         "Default: none.",
     ),
     "read-only": click.option(
@@ -228,13 +226,10 @@ def runner_simulated() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="A skill whose content to look for in tool results (repeatable).",
 )
-@click.option(
+@file_option(
     "--config",
     "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    metavar="FILE",
-    help="A .skill-evals.yml whose evidence.toolPatterns / evidence.uriPatterns also count "
+    help_text="A .skill-evals.yml whose evidence.toolPatterns / evidence.uriPatterns also count "
     "as loads. Default: none.",
 )
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
 from .common import FloatRange
-from .options import compose
+from .options import compose, dir_option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,12 +37,9 @@ def _compare_gate(name: str, kind: FloatRange, fails_when: str) -> Callable[[F],
 
 
 _OPTIONS = [
-    click.option(
+    dir_option(
         "--baseline",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        metavar="DIR",
-        help="Another version of the same skill (its SKILL.md has the same name) to compare "
+        help_text="Another version of the same skill (its SKILL.md has the same name) to compare "
         "with, e.g. the one on the main branch: adds the baseline arm and the report's "
         "comparison. The skill itself gives an A/A run. Default: none.",
     ),

@@ -15,7 +15,7 @@ from ..agents import registry as agent_registry
 from .cache_options import cache_options, cache_settings
 from .common import fail
 from .helptext import CONTEXT, epilog
-from .options import compose, option, report_file_option
+from .options import compose, dir_option, option, report_file_option
 from .reports import run_and_write, write_reports
 from .scope_options import arm_options, scope_options
 
@@ -106,12 +106,9 @@ _OPTIONS = [
         "not be matched to its text (isolation unverified). Default: off (a warning).",
     ),
     option("--quiet", "-q", help="No progress on stderr (the simulation note stays)."),
-    click.option(
+    dir_option(
         "--keep-workspaces",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        metavar="DIR",
-        help="Move each invocation's workspace to DIR/<case>/<trial>/<variant>/ instead of "
+        help_text="Move each invocation's workspace to DIR/<case>/<trial>/<variant>/ instead of "
         "deleting it (debugging; DIR must be new or empty, outside the skill). Default: none.",
     ),
     cache_options,
