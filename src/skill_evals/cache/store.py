@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InvalidInput
-from ..run.observations import ContractError, Observation, Variant, parse_runner_object
+from ..run.observations import (
+    ContractError,
+    Observation,
+    Variant,
+    observation_from,
+    parse_runner_object,
+)
 from ..run.workspace import safe_name
 from ..suite.cases import Case
 from ..suite.jsonl import MAX_RECORD_BYTES
@@ -222,19 +228,7 @@ class ObservationCache:
         except ContractError as exc:
             self._warn(f"cache {self.directory}: an entry is not a valid observation ({exc})")
             return None
-        observation = Observation(
-            case_id=case.id,
-            trial=trial,
-            variant=arm.name,
-            invoked_skills=fields["invoked_skills"],
-            output=fields["output"],
-            exit_code=fields["exit_code"],
-            meta=fields["meta"],
-            evidence=fields.get("evidence", ()),
-            tool_calls=fields["tool_calls"],
-            warnings=fields.get("warnings", ()),
-            cached=True,
-        )
+        observation = observation_from(fields, (case.id, trial, arm.name), cached=True)
         count = len(case.task.checks) if case.task is not None else 0
         if checks is not None and len(checks[0]) == count and count:
             observation = replace(observation, checks=checks[0], reasons=checks[1])

@@ -14,50 +14,58 @@ from typing import ClassVar
 CHECK_SECONDS = 10.0
 
 
+class _Named:
+    """A check whose short name for reasons is its name alone."""
+
+    name: ClassVar[str]
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons: the check."""
+        return self.name
+
+
+class _ToolCheck:
+    """A check about calls of one tool: its label names the check and the tool."""
+
+    name: ClassVar[str]
+    tool: str
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return f"{self.name} {self.tool}"
+
+
 @dataclass(frozen=True)
-class ExitCode:
+class ExitCode(_Named):
     """The task's exit code equals ``expected``."""
 
     name: ClassVar[str] = "exit_code"
     workspace: ClassVar[bool] = False
     expected: int
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons: the check and what it looks at."""
-        return self.name
-
 
 @dataclass(frozen=True)
-class IncludesAll:
+class IncludesAll(_Named):
     """Exit code 0 and the output contains every string."""
 
     name: ClassVar[str] = "includes_all"
     workspace: ClassVar[bool] = False
     expected: tuple[str, ...]
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return self.name
-
 
 @dataclass(frozen=True)
-class JsonEquals:
+class JsonEquals(_Named):
     """Exit code 0 and the output is strict JSON structurally equal to ``expected``."""
 
     name: ClassVar[str] = "json_equals"
     workspace: ClassVar[bool] = False
     expected: object
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return self.name
-
 
 @dataclass(frozen=True)
-class OutputMatches:
+class OutputMatches(_Named):
     """Exit code 0 and the pattern is found in the output."""
 
     name: ClassVar[str] = "output_matches"
@@ -65,14 +73,9 @@ class OutputMatches:
     pattern: str
     flags: str = ""
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return self.name
-
 
 @dataclass(frozen=True)
-class ToolCalled:
+class ToolCalled(_ToolCheck):
     """The number of completed matching tool calls lies in [minimum, maximum]."""
 
     name: ClassVar[str] = "tool_called"
@@ -82,25 +85,15 @@ class ToolCalled:
     minimum: int = 1
     maximum: int | None = None
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return f"{self.name} {self.tool}"
-
 
 @dataclass(frozen=True)
-class ToolNotCalled:
+class ToolNotCalled(_ToolCheck):
     """No completed tool call matches."""
 
     name: ClassVar[str] = "tool_not_called"
     workspace: ClassVar[bool] = False
     tool: str
     input: dict[str, object] | None = None
-
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return f"{self.name} {self.tool}"
 
 
 @dataclass(frozen=True)
@@ -182,31 +175,21 @@ class JsonFileEquals(_FileCheck):
 
 
 @dataclass(frozen=True)
-class ChangesWithin:
+class ChangesWithin(_Named):
     """Every file created, modified or deleted since setup lies within ``paths``."""
 
     name: ClassVar[str] = "changes_within"
     workspace: ClassVar[bool] = True
     paths: tuple[str, ...]
 
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return self.name
-
 
 @dataclass(frozen=True)
-class Unchanged:
+class Unchanged(_Named):
     """None of ``paths`` changed since setup."""
 
     name: ClassVar[str] = "unchanged"
     workspace: ClassVar[bool] = True
     paths: tuple[str, ...]
-
-    @property
-    def label(self) -> str:
-        """A short name for reasons."""
-        return self.name
 
 
 @dataclass(frozen=True)

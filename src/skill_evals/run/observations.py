@@ -208,6 +208,29 @@ def parse_runner_object(value: object, expected_variant: Echo) -> dict[str, Any]
     return fields
 
 
+def observation_from(
+    fields: Mapping[str, Any],
+    key: tuple[str, int, Variant],
+    checks: tuple[bool, ...] | None = None,
+    cached: bool = False,
+) -> Observation:
+    """The Observation of ``key`` from :func:`parse_runner_object`'s fields."""
+    return Observation(
+        case_id=key[0],
+        trial=key[1],
+        variant=key[2],
+        invoked_skills=fields["invoked_skills"],
+        output=fields["output"],
+        exit_code=fields["exit_code"],
+        meta=fields["meta"],
+        evidence=fields.get("evidence", ()),
+        tool_calls=fields["tool_calls"],
+        warnings=fields.get("warnings", ()),
+        checks=checks,
+        cached=cached,
+    )
+
+
 def parse_warnings(raw: object) -> tuple[str, ...]:
     """``warnings``: at most MAX_WARNINGS strings of at most MAX_WARNING_CHARS characters each
     (ContractError naming the bad one, never its text)."""

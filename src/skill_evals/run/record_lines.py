@@ -19,6 +19,7 @@ from .observations import (
     Observation,
     ToolCall,
     Variant,
+    observation_from,
     parse_cached,
     parse_checks,
     parse_evidence,
@@ -83,20 +84,7 @@ def record_observation(
         named = describe_key(exc.key) if exc.key is not None else None
         where = f" ({named})" if named else ""
         raise InvalidInput(f"{path}:{line}: {exc}{where}") from None
-    return Observation(
-        case_id=key[0],
-        trial=key[1],
-        variant=key[2],
-        invoked_skills=fields["invoked_skills"],
-        output=fields["output"],
-        exit_code=fields["exit_code"],
-        meta=fields["meta"],
-        evidence=fields.get("evidence", ()),
-        tool_calls=fields["tool_calls"],
-        warnings=fields.get("warnings", ()),
-        checks=checks,
-        cached=cached,
-    )
+    return observation_from(fields, key, checks, cached)
 
 
 def valid_observation(value: dict[str, Any]) -> Observation | None:

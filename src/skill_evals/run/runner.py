@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidInput
-from .observations import ContractError, Echo, Observation, RunnerFailure
+from .observations import ContractError, Echo, Observation, RunnerFailure, observation_from
 from .processes import ProcessSweeper, identity
 from .runner_output import RunnerError, parse_runner_error, parse_stdout
 
@@ -84,26 +84,6 @@ class _Outcome:
     failure: str | None  # timeout / cap / interrupted, decided while reading
 
 
-def _pump(
-    proc: subprocess.Popen[bytes],
-    prompt: bytes,
-    deadline: float,
-    spec: InvocationSpec,
-    cancel: threading.Event | None,
-    sweeper: ProcessSweeper,
-) -> _Outcome:
-    """Feed stdin, read stdout/stderr until EOF or the child's exit; enforce timeout and cap."""
-    pump = _Pump(proc, prompt, deadline, spec, cancel, sweeper)
-    try:
-        pump.open()
-        pump.loop()
-    finally:
-        pump.sel.close()
-        if pump.pidfd >= 0:
-            os.close(pump.pidfd)
-    return _Outcome(b"".join(pump.stdout_chunks), pump.failure)
-
-
 class _Pump:
     """The I/O of one runner process: its stdin fed, its stdout kept and stderr only counted,
     its exit watched (a pidfd, or a look every tick); ``failure`` once the loop gave up."""
@@ -134,6 +114,18 @@ class _Pump:
         self.open_pipes = 2
         self.failure: str | None = None
         self.child_gone = False
+
+    def run(self) -> _Outcome:
+        """Feed stdin, read stdout/stderr until EOF or the child's exit; enforce timeout and
+        cap."""
+        try:
+            self.open()
+            self.loop()
+        finally:
+            self.sel.close()
+            if self.pidfd >= 0:
+                os.close(self.pidfd)
+        return _Outcome(b"".join(self.stdout_chunks), self.failure)
 
     def open(self) -> None:
         """Watch both output pipes, stdin while there is prompt left, and the child's exit."""
@@ -263,7 +255,7 @@ def _run_once(
         return RunnerError(f"cannot start {spec.argv[0]!r}: {type(exc).__name__}", False)
     deadline = started + spec.timeout_ms / 1000.0
     try:
-        outcome = _pump(proc, spec.prompt.encode("utf-8"), deadline, spec, cancel, sweeper)
+        outcome = _Pump(proc, spec.prompt.encode("utf-8"), deadline, spec, cancel, sweeper).run()
     finally:
         # Always: whatever the runner left behind dies, then the runner itself is reaped.
         sweeper.sweep(proc.pid, identity(spec.env))
@@ -295,18 +287,7 @@ def _answer(spec: InvocationSpec, stdout: bytes, returncode: int) -> Observation
         fields = parse_stdout(stdout, spec.variant)
     except ContractError as exc:
         return RunnerError(str(exc), False)
-    return Observation(
-        case_id=spec.case_id,
-        trial=spec.trial,
-        variant=spec.variant,
-        invoked_skills=fields["invoked_skills"],
-        output=fields["output"],
-        exit_code=fields["exit_code"],
-        meta=fields["meta"],
-        evidence=fields.get("evidence", ()),
-        tool_calls=fields["tool_calls"],
-        warnings=fields.get("warnings", ()),
-    )
+    return observation_from(fields, (spec.case_id, spec.trial, spec.variant))
 
 
 def invocation_env(
