@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+from ..run.processes import pid_alive
 from ..suite.walks import copy_tree, remove_tree, walk
 from .base import RunnerSetupError, SkillRef
 
@@ -70,16 +71,6 @@ def workspaces(parent: Path) -> list[Path]:
         return []
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale_workspaces(tmp: Path | None = None) -> list[Path]:
     """Remove workspaces left behind by runners that were killed (their owner process is gone).
 
@@ -91,7 +82,7 @@ def sweep_stale_workspaces(tmp: Path | None = None) -> list[Path]:
             pid = int((candidate / OWNER_FILE).read_text(encoding="ascii"))
         except (OSError, ValueError):
             continue
-        if pid != os.getpid() and not _alive(pid) and remove_tree(candidate):
+        if pid != os.getpid() and not pid_alive(pid) and remove_tree(candidate):
             removed.append(candidate)  # one that cannot be removed is skipped, never fatal
     return removed
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
-from ..suite.jsonl import loads_strict
+from ..suite.jsonl import file_kind, loads_strict
 
 MAX_JSON_DEPTH = 64
 _CHUNK = 1 << 20
@@ -21,18 +21,6 @@ _CHUNK = 1 << 20
 
 class UntrustedFileError(InvalidInput):
     """A file that cannot be used; str() names it and says why (never its contents)."""
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def read_bounded(path: Path, what: str, max_bytes: int, *, follow_symlinks: bool = True) -> bytes:
@@ -55,7 +43,7 @@ def read_bounded(path: Path, what: str, max_bytes: int, *, follow_symlinks: bool
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise UntrustedFileError(
-                f"{path}: {what} must be a regular file, but it is {_kind(st.st_mode)}"
+                f"{path}: {what} must be a regular file, but it is {file_kind(st.st_mode)}"
             )
         if st.st_size > max_bytes:
             raise UntrustedFileError(

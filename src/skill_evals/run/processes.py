@@ -126,6 +126,18 @@ def _identity_of(pid: int) -> tuple[str, ...] | None:
     return found if any(found) else None
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts: it cannot be signalled,
+    but it is there)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def identity(env: Mapping[str, str]) -> tuple[str, ...]:
     """The values that mark an invocation's processes (``env`` is the runner's environment)."""
     return tuple(env.get(name, "") for name in IDENTITY_VARS)

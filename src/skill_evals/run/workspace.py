@@ -30,6 +30,7 @@ from ..checks.snapshot import Snapshot, SnapshotProblem, take_snapshot
 from ..suite.fixtures import ROOT_PREFIX
 from ..suite.walks import TreeTooLarge, copy_tree, remove_tree, walk
 from .helper_commands import describe_exit, run_quiet, scrubbed_env, substitute
+from .processes import pid_alive
 
 SETUP_SECONDS = 60.0
 
@@ -63,16 +64,6 @@ def copy_fixture(source: Path, target: Path) -> None:
 # ------------------------------------------------------------------------------ removal
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_stale_roots(tmp: Path) -> list[str]:
     """Remove workspace roots whose engine process is gone (it was killed outright). A root
     that cannot be removed is skipped: the warnings returned name it (it never blocks a run)."""
@@ -92,7 +83,7 @@ def sweep_stale_roots(tmp: Path) -> list[str]:
         except OSError:
             continue
         pid = int(match.group(1))
-        stale = owner == os.getuid() and pid != os.getpid() and not _pid_alive(pid)
+        stale = owner == os.getuid() and pid != os.getpid() and not pid_alive(pid)
         if stale and not remove_tree(candidate):
             warnings.append(stale_root_warning(candidate))
     return warnings

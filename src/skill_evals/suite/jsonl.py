@@ -43,7 +43,8 @@ class Record:
     value: dict[str, Any]
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, for a message ("a FIFO", "a symlink", …)."""
     if stat.S_ISLNK(mode):
         return "a symlink"
     if stat.S_ISDIR(mode):
@@ -72,7 +73,7 @@ def check_regular_file(path: Path, what: str = "file") -> None:
 def _check_stat(path: Path, what: str, st: os.stat_result) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise InvalidInput(
-            f"{path}: {what} must be a regular file, but it is {_file_kind(st.st_mode)}"
+            f"{path}: {what} must be a regular file, but it is {file_kind(st.st_mode)}"
         )
     if st.st_size > MAX_FILE_BYTES:
         raise InvalidInput(
