@@ -32,7 +32,7 @@ from .gates import (
     num,
     undecided,
 )
-from .scoring import rate_block
+from .scoring import interval_block, rate_block
 from .stats import (
     bootstrap_interval,
     exact_f1,
@@ -41,9 +41,6 @@ from .stats import (
     sign_test,
     trigger_metrics,
 )
-
-LEVEL = 0.95
-METHOD = "percentile-bootstrap"
 
 
 @dataclass(frozen=True)
@@ -147,17 +144,6 @@ def _arm_rows(
     return rows
 
 
-def _interval(lower: float | None, upper: float | None, samples: int, seed: int) -> dict[str, Any]:
-    return {
-        "level": LEVEL,
-        "lower": lower,
-        "upper": upper,
-        "method": METHOD,
-        "samples": samples,
-        "seed": seed,
-    }
-
-
 def comparison_section(
     suite: CaseSuite,
     skill_name: str,
@@ -249,7 +235,10 @@ def _trigger_comparison(
         "baseline": {"tp": totals[1][0], "fp": totals[1][1], "fn": totals[1][2], "f1": f1_base},
         "units": len(paired),
         "f1Difference": difference,
-        "interval": {**_interval(lower, upper, samples, seed), "undefinedResamples": undefined},
+        "interval": {
+            **interval_block(lower, upper, samples, seed),
+            "undefinedResamples": undefined,
+        },
         "flips": trigger_flips,
     }
 
@@ -304,7 +293,7 @@ def _task_comparison(
         "with": rate_block(*totals["with"]),
         "baseline": rate_block(*totals["baseline"]),
         "difference": point,
-        "interval": _interval(lower, upper, samples, seed),
+        "interval": interval_block(lower, upper, samples, seed),
         "signTest": {
             "positive": signs.positive,
             "negative": signs.negative,

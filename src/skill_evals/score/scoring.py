@@ -16,9 +16,8 @@ from ..suite.cases import MIN_UNITS, Case, CaseSuite
 from .stats import bootstrap_interval, sign_test, trigger_metrics
 from .task_results import CaseTask, efficiency_section, judge_case
 
+# Every interval of the report: a 95% percentile bootstrap.
 INTERVAL_LEVEL = 0.95
-
-
 INTERVAL_METHOD = "percentile-bootstrap"
 
 
@@ -161,14 +160,7 @@ def task_section(
         "with": rate_block(*counts["with"]),
         "without": rate_block(*counts["without"]),
         "difference": difference,
-        "interval": {
-            "level": INTERVAL_LEVEL,
-            "lower": lower,
-            "upper": upper,
-            "method": INTERVAL_METHOD,
-            "samples": samples,
-            "seed": seed,
-        },
+        "interval": interval_block(lower, upper, samples, seed),
         "signTest": {
             "positive": signs.positive,
             "negative": signs.negative,
@@ -176,6 +168,20 @@ def task_section(
             "pValue": signs.p_value,
         },
         "efficiency": efficiency_section(suite, grid),
+    }
+
+
+def interval_block(
+    lower: float | None, upper: float | None, samples: int, seed: int
+) -> dict[str, Any]:
+    """A bootstrap interval as the report gives it: level, bounds, method, samples, seed."""
+    return {
+        "level": INTERVAL_LEVEL,
+        "lower": lower,
+        "upper": upper,
+        "method": INTERVAL_METHOD,
+        "samples": samples,
+        "seed": seed,
     }
 
 
