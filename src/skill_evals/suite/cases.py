@@ -132,8 +132,8 @@ def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name
     """One raw case validated field by field, in the order its errors are reported."""
     allowed = CASE_FIELDS + (YAML_ONLY_FIELDS if checker.fmt == "yaml" else ())
     checker.keys(raw, (), allowed)
-    case_id = _case_id(raw, checker)
-    prompt, unit_key = _prompt(raw, checker)
+    case_id = parse_case_id(raw, checker)
+    prompt, unit_key = parse_prompt(raw, checker)
     given = _given_expect(raw, checker)
     task = parse_task(raw.get("task"), checker)
     fixture = checker.fixture(raw.get("fixture"))
@@ -171,7 +171,7 @@ def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name
     )
 
 
-def _case_id(raw: dict[str, Any], checker: CaseChecker) -> str:
+def parse_case_id(raw: dict[str, Any], checker: CaseChecker) -> str:
     """``id``: 1-200 characters, none of them a control character."""
     if "id" not in raw:
         raise checker.fail((), 'missing required field "id"')
@@ -187,7 +187,7 @@ def _case_id(raw: dict[str, Any], checker: CaseChecker) -> str:
     return case_id
 
 
-def _prompt(raw: dict[str, Any], checker: CaseChecker) -> tuple[str, str]:
+def parse_prompt(raw: dict[str, Any], checker: CaseChecker) -> tuple[str, str]:
     """``prompt`` and its normalised form (the unit key), which must not be empty."""
     if "prompt" not in raw:
         raise checker.fail((), 'missing required field "prompt"')

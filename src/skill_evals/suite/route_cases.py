@@ -9,7 +9,6 @@ are shared with cases.py. Every ``expect`` name must be a catalog skill.
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from ..errors import InvalidInput
 from .case_objects import CaseChecker, jsonl_case_objects, yaml_case_objects
-from .cases import MAX_ID_CHARS, Case, CaseSuite, normalize_prompt
+from .cases import Case, CaseSuite, parse_case_id, parse_prompt
 from .catalog import Catalog, catalog_dirs, load_catalog
 from .jsonl import read_regular_file
 
@@ -72,23 +71,8 @@ def _names_hint(catalog: Sequence[str]) -> str:
 def _parse(raw: dict[str, Any], checker: CaseChecker, catalog: Sequence[str]) -> dict[str, Any]:
     """Validate one raw routing case; returns its fields (errors name file, line and field)."""
     checker.keys(raw, (), ROUTE_FIELDS)
-    if "id" not in raw:
-        raise checker.fail((), 'missing required field "id"')
-    case_id = raw["id"]
-    if not isinstance(case_id, str):
-        raise checker.wrong_type(("id",), "a string", case_id)
-    if not 1 <= len(case_id) <= MAX_ID_CHARS:
-        raise checker.fail(("id",), f"must be 1-{MAX_ID_CHARS} characters (has {len(case_id)})")
-    if any(unicodedata.category(ch) == "Cc" for ch in case_id):
-        raise checker.fail(("id",), "must not contain control characters (newline, tab, ...)")
-    if "prompt" not in raw:
-        raise checker.fail((), 'missing required field "prompt"')
-    prompt = raw["prompt"]
-    if not isinstance(prompt, str):
-        raise checker.wrong_type(("prompt",), "a string", prompt)
-    unit_key = normalize_prompt(prompt)
-    if not unit_key:
-        raise checker.fail(("prompt",), "must not be empty or whitespace only")
+    case_id = parse_case_id(raw, checker)
+    prompt, unit_key = parse_prompt(raw, checker)
     if "expect" not in raw:
         raise checker.fail(
             (), 'missing required field "expect" (the skills that should load; [] for none)'
