@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -70,16 +71,10 @@ def ci(
     --out; exits with the most severe code over the evaluated skills (5 > 6 > 7 > 1 > 0)."""
     if ctx.invoked_subcommand is not None:
         return
-    from ..errors import EvalError
     from .gate import run_ci
 
     options = ci_options(kwargs, out, comment, fail_on_missing_secrets, quiet)
-    try:
-        with sigterm_interrupts():
-            code = run_ci(options, dict(os.environ))
-    except EvalError as exc:
-        fail(str(exc), exc.exit_code)
-    sys.exit(code)
+    _exit_with(lambda: run_ci(options, dict(os.environ)))
 
 
 @ci.command(
@@ -151,7 +146,6 @@ def ci_plan(estimate: bool, **kwargs: Any) -> None:
 def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> None:
     """Combine several shards' output directories DIRS (each from `ci --only`) into one
     report.json, summary, JUnit file, comment and exit code."""
-    from ..errors import EvalError
     from .console import Console
     from .merge import merge
 
@@ -160,12 +154,7 @@ def ci_merge(dirs: tuple[Path, ...], out: Path, comment: bool, quiet: bool) -> N
     resolved_out = out.resolve()
     if any(d.resolve() == resolved_out for d in dirs):
         fail(f"--out {out}: must differ from the shard directories")
-    try:
-        with sigterm_interrupts():
-            code = merge(list(dirs), out, env, comment, console)
-    except EvalError as exc:
-        fail(str(exc), exc.exit_code)
-    sys.exit(code)
+    _exit_with(lambda: merge(list(dirs), out, env, comment, console))
 
 
 @ci.command(
@@ -227,3 +216,16 @@ def ci_comment(report: Path, pr: int | None, head_sha: str | None, run_id: str |
     result = github.post_comment(body, env, number=pr, head_sha=head_sha)
     prefix = "" if result.action in ("created", "updated") else "warning: "
     say(f"skill-evals: {prefix}{result.message}", err=True)
+
+
+def _exit_with(step: Callable[[], int]) -> NoReturn:
+    """Run a gate step with SIGTERM as an interrupt and exit with its code (an EvalError: its
+    message and exit code)."""
+    from ..errors import EvalError
+
+    try:
+        with sigterm_interrupts():
+            code = step()
+    except EvalError as exc:
+        fail(str(exc), exc.exit_code)
+    sys.exit(code)
