@@ -4,7 +4,7 @@ Markdown escaper; the rest are figures and fixed words."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..report.comparison import (
@@ -79,21 +79,23 @@ def ledger_table(skills: Sequence[Mapping[str, Any]]) -> list[str]:
 def comparison_bullets(skills: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per skill with a baseline: ``F1 0.82 → 0.91 (+0.09 [+0.02, +0.15]) ▲ better`` and the
     pass rate alike."""
-    lines: list[str] = []
-    for skill in skills:
-        report = _report(skill)
-        found = comparison_lines(report) if report is not None else []
-        if found:
-            lines.append(f"- {_esc(skill.get('name', '?'))}: " + "; ".join(_esc(x) for x in found))
+    lines = _per_skill(skills, comparison_lines)
     return ["Compared with the baseline (baseline → this version):", "", *lines] if lines else []
 
 
 def scope_bullets(skills: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per skill: ``isolation spot-checked on k of n cases``, ``stopped early: …``."""
+    return _per_skill(skills, scope_notes)
+
+
+def _per_skill(
+    skills: Sequence[Mapping[str, Any]], lines_of: Callable[[Mapping[str, Any]], list[str]]
+) -> list[str]:
+    """One bullet per skill whose report gives ``lines_of`` anything: its name, then them."""
     lines: list[str] = []
     for skill in skills:
         report = _report(skill)
-        notes = scope_notes(report) if report is not None else []
-        if notes:
-            lines.append(f"- {_esc(skill.get('name', '?'))}: " + "; ".join(_esc(n) for n in notes))
+        found = lines_of(report) if report is not None else []
+        if found:
+            lines.append(f"- {_esc(skill.get('name', '?'))}: " + "; ".join(_esc(x) for x in found))
     return lines
