@@ -17,8 +17,8 @@ from ..report.cells import STATUS_ICON as REPORT_STATUS_ICON
 from ..report.cells import fmt_num, fmt_signed, skill_status
 from ..report.diagnosis import sections
 from ..report.md_text import fork_safe, md_number
+from ..report.next_steps import task_failures
 from ..report.route_markdown import ci_routing_markdown
-from ..report.text import task_failures
 from .summary_chart import pass_rate_chart
 from .summary_scope import comparison_bullets, ledger_table, scope_bullets
 

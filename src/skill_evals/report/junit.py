@@ -39,8 +39,9 @@ from .junit_xml import (
     report_properties,
     serialise,
 )
+from .lists import LIST_LIMIT
+from .next_steps import task_failures
 from .numbers import fmt, fmt_p, fmt_signed, fmt_threshold
-from .text import LIST_LIMIT, task_failures
 
 
 @dataclass(frozen=True)

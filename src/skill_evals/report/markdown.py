@@ -10,16 +10,10 @@ from ..escaping.invisible import escape_table
 from .cells import STATUS_ICON
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
+from .lists import LIST_LIMIT, limited
+from .next_steps import next_steps
 from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold
-from .text import (
-    LIST_LIMIT,
-    efficiency_summary,
-    limited,
-    next_steps,
-    skill_name,
-    uplift_summary,
-    verdict_summary,
-)
+from .text import efficiency_summary, skill_name, uplift_summary, verdict_summary
 
 # Characters with a Markdown/GFM/HTML meaning anywhere in a line: backslash first so the
 # escapes added for the others are not escaped again. `&` stops entity references, `$` GitHub

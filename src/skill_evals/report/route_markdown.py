@@ -9,11 +9,11 @@ from typing import Any
 
 from .cells import STATUS_ICON
 from .diagnosis import gate_partial, partial_note, sections
+from .lists import LIST_LIMIT, limited
 from .markdown import md_bullet_list, md_next_steps
 from .md_text import md_number, md_text
 from .numbers import fmt, fmt_threshold
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
-from .text import LIST_LIMIT, limited
 
 MATRIX_MAX_LABELS = 30  # a wider table is unreadable in a PR: the HTML report has it all
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from ..escaping.terminal import terminal_safe
 from .diagnosis import gate_partial, partial_note, sections
+from .lists import LIST_LIMIT, limited
 from .numbers import fmt, fmt_threshold, is_number
-from .text import LIST_LIMIT, STATUS_WORD, bullet_list, limited, next_step_lines
+from .text import STATUS_WORD, bullet_list, next_step_lines
 
 Esc = Callable[[object], str]
 SHOWN_COLLISIONS = 5

@@ -7,7 +7,7 @@ report dict (docs/report.md), which holds no prompts, outputs or stderr.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..escaping.terminal import terminal_safe
@@ -19,9 +19,9 @@ from .comparison import (
     report_ledger,
 )
 from .diagnosis import gate_partial, partial_note, partial_suffix, sections
+from .lists import LIST_LIMIT, limited
+from .next_steps import next_steps
 from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold, is_number
-
-LIST_LIMIT = 20
 
 STATUS_WORD = {
     "pass": "PASS",
@@ -39,14 +39,6 @@ STATUS_WORD = {
 def clean(text: object) -> str:
     """A user-controlled string made safe for a terminal (see :func:`terminal_safe`)."""
     return terminal_safe(text)
-
-
-def limited(items: Sequence[str], limit: int = LIST_LIMIT) -> list[str]:
-    """At most ``limit`` items, plus a line saying how many more the JSON report has."""
-    shown = list(items[:limit])
-    if len(items) > limit:
-        shown.append(f"… and {len(items) - limit} more (see the JSON report)")
-    return shown
 
 
 # ------------------------------------------------------------------------ shared summaries
@@ -89,66 +81,6 @@ def verdict_summary(report: Mapping[str, Any]) -> str:
     )
 
 
-def next_steps(
-    report: Mapping[str, Any],
-    esc: Callable[[object], str],
-    code: Callable[[str], str] | None = None,
-) -> list[str]:
-    """What to do next about the cases, one item per line (without bullet), user strings
-    through ``esc``: missed and false triggers, loading violations. (Messages and runner
-    failures have their own sections, see :func:`diagnosis.sections`.)"""
-    code = code or (lambda s: s)
-    steps: list[str] = []
-    cases = {c.get("id"): c for c in report.get("caseResults") or []}
-
-    def where(case_id: str) -> str:
-        line = (cases.get(case_id) or {}).get("line")
-        return f"{code(esc(case_id))} (line {line})" if line else code(esc(case_id))
-
-    trigger = report.get("trigger") or {}
-    missed = [str(c) for c in trigger.get("missedTriggerCaseIds") or []]
-    if missed:
-        steps.append(
-            "Missed trigger — expected to load the skill but it did not in at least one trial; "
-            "make the description cover these prompts: "
-            + ", ".join(limited([where(c) for c in missed]))
-        )
-    false = [str(c) for c in trigger.get("falseTriggerCaseIds") or []]
-    if false:
-        steps.append(
-            "False trigger — loaded the skill although it should not have; narrow the "
-            "description: " + ", ".join(limited([where(c) for c in false]))
-        )
-    violations = (report.get("loading") or {}).get("violations") or []
-    for v in limited([_violation(v, esc, code) for v in violations]):
-        steps.append(f"Loading violation: {v}")
-    failed_tasks = [
-        f"{where(str(t['caseId']))} trial {t['trial']}: {esc(t['reason'])}"
-        for t in task_failures(report)
-    ]
-    for item in limited(failed_tasks):
-        steps.append(f"Task failed with the skill: {item}")
-    return steps
-
-
-def task_failures(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Cases whose task failed with the skill: caseId, line, trial and the first failing
-    check's short reason (which never holds file contents, outputs or prompts)."""
-    found = []
-    for case in report.get("caseResults") or []:
-        failed = case.get("failedCheck") if isinstance(case, Mapping) else None
-        if isinstance(failed, Mapping) and failed.get("variant") == "with":
-            found.append(
-                {
-                    "caseId": case.get("id"),
-                    "line": case.get("line"),
-                    "trial": failed.get("trial"),
-                    "reason": failed.get("reason"),
-                }
-            )
-    return found
-
-
 def _figures(figures: object, signed: bool) -> str | None:
     if not isinstance(figures, Mapping):
         return None
@@ -181,17 +113,6 @@ def efficiency_summary(task: Mapping[str, Any]) -> str | None:
         if text:
             parts.append(f"{label} {text}")
     return "; ".join(parts) if parts else None
-
-
-def _violation(
-    v: Mapping[str, Any], esc: Callable[[object], str], code: Callable[[str], str]
-) -> str:
-    parts = [f"{code(esc(v.get('caseId')))} trial {v.get('trial')} {v.get('variant')}"]
-    if v.get("missing"):
-        parts.append("not loaded: " + ", ".join(code(esc(n)) for n in v["missing"]))
-    if v.get("forbidden"):
-        parts.append("loaded but excluded: " + ", ".join(code(esc(n)) for n in v["forbidden"]))
-    return "; ".join(parts)
 
 
 # ----------------------------------------------------------------------------------- render
