@@ -32,7 +32,7 @@ from .gates import (
     num,
     undecided,
 )
-from .scoring import interval_block, rate_block
+from .scoring import interval_block, rate_block, sign_test_block
 from .stats import (
     bootstrap_interval,
     exact_f1,
@@ -294,12 +294,7 @@ def _task_comparison(
         "baseline": rate_block(*totals["baseline"]),
         "difference": point,
         "interval": interval_block(lower, upper, samples, seed),
-        "signTest": {
-            "positive": signs.positive,
-            "negative": signs.negative,
-            "ties": signs.ties,
-            "pValue": signs.p_value,
-        },
+        "signTest": sign_test_block(signs),
     }
 
 

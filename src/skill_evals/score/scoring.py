@@ -13,7 +13,7 @@ from typing import Any
 from ..run.observations import ARMS, META_KEYS, VARIANTS, Observation, RunnerFailure
 from ..run.regex import RegexPool
 from ..suite.cases import MIN_UNITS, Case, CaseSuite
-from .stats import bootstrap_interval, sign_test, trigger_metrics
+from .stats import SignTest, bootstrap_interval, sign_test, trigger_metrics
 from .task_results import CaseTask, efficiency_section, judge_case
 
 # Every interval of the report: a 95% percentile bootstrap.
@@ -161,12 +161,7 @@ def task_section(
         "without": rate_block(*counts["without"]),
         "difference": difference,
         "interval": interval_block(lower, upper, samples, seed),
-        "signTest": {
-            "positive": signs.positive,
-            "negative": signs.negative,
-            "ties": signs.ties,
-            "pValue": signs.p_value,
-        },
+        "signTest": sign_test_block(signs),
         "efficiency": efficiency_section(suite, grid),
     }
 
@@ -182,6 +177,16 @@ def interval_block(
         "method": INTERVAL_METHOD,
         "samples": samples,
         "seed": seed,
+    }
+
+
+def sign_test_block(signs: SignTest) -> dict[str, Any]:
+    """An exact sign test as the report gives it: the counts of each sign and the p-value."""
+    return {
+        "positive": signs.positive,
+        "negative": signs.negative,
+        "ties": signs.ties,
+        "pValue": signs.p_value,
     }
 
 
