@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import yaml
 
+from ..errors import InvalidInput
 from .yamldoc import YamlValueError, load_yaml, yaml_error_message
 
 
@@ -77,3 +79,13 @@ def parse_frontmatter(text: str) -> tuple[dict[str, object], str]:
     if not isinstance(value, dict):
         raise ValueError("frontmatter must be a YAML mapping of keys to values")
     return value, body
+
+
+def decode_skill_md(md: Path, data: bytes) -> str:
+    """The text of SKILL.md's bytes; InvalidInput (exit 5) naming the line when it is not
+    UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(f"{md}:{line}: invalid UTF-8; save SKILL.md as UTF-8") from None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvalidInput
+from .frontmatter import decode_skill_md
 from .frontmatter import parse_frontmatter as parse_frontmatter
 from .jsonl import MAX_FILE_BYTES
 from .skill_rules import frontmatter_problems
@@ -180,14 +181,6 @@ def _check_skill_dir(path: Path) -> Path:
     return root
 
 
-def _decode_skill_md(md: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InvalidInput(f"{md}:{line}: invalid UTF-8; save SKILL.md as UTF-8") from None
-
-
 def load_skill(path: Path) -> Skill:
     """Load and hash the skill at ``path`` (a directory holding a regular file SKILL.md).
 
@@ -198,7 +191,7 @@ def load_skill(path: Path) -> Skill:
     dir_hash, md_bytes = _directory_hash(root, keep=b"SKILL.md")
     if md_bytes is None:  # pragma: no cover - _check_skill_dir saw it a moment ago
         raise InvalidInput(f"{md}: missing; a skill directory must hold SKILL.md")
-    text = _decode_skill_md(md, md_bytes)
+    text = decode_skill_md(md, md_bytes)
     try:
         front, body = parse_frontmatter(text)
     except ValueError:

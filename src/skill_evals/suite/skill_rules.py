@@ -15,7 +15,7 @@ from typing import Literal
 
 from ..errors import InvalidInput
 from .cases import DEFAULT_CASES_FILES, MIN_UNITS, load_cases
-from .frontmatter import parse_frontmatter, split_frontmatter
+from .frontmatter import decode_skill_md, parse_frontmatter, split_frontmatter
 from .jsonl import MAX_FILE_BYTES
 from .nfkc import nfkc
 from .walks import TreeTooLarge, walk
@@ -166,14 +166,6 @@ def frontmatter_problems(md: Path, dir_name: str, text: str) -> list[Problem]:
     ]
 
 
-def _decode(md: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InvalidInput(f"{md}:{line}: invalid UTF-8; save SKILL.md as UTF-8") from None
-
-
 def _skill_md(path: Path) -> tuple[Path, str] | Problem:
     """SKILL.md of the directory ``path`` and its text, or the problem that prevents reading it."""
     md = path / "SKILL.md"
@@ -197,7 +189,7 @@ def _skill_md(path: Path) -> tuple[Path, str] | Problem:
     if md_st.st_size > MAX_FILE_BYTES:
         return Problem(f"{md}: larger than {MAX_FILE_BYTES} bytes")
     try:
-        return md, _decode(md, md.read_bytes())
+        return md, decode_skill_md(md, md.read_bytes())
     except OSError as exc:
         return Problem(f"{md}: cannot read ({exc.strerror})")
     except InvalidInput as exc:
