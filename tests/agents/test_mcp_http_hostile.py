@@ -301,7 +301,9 @@ def test_a_client_that_never_reads_is_dropped_at_the_write_deadline(
     start: Start, tmp_path: Path
 ) -> None:
     big = SkillServer.from_dirs([write_skill(tmp_path / "big", "big", body="x" * 12_000_000)])
-    httpd = start(big, max_connections=1, write_timeout=0.5, queue_timeout=0.1)
+    # The write deadline leaves the busy slot time enough for the second client to be refused
+    # on a loaded machine (at 0.5 s the slot was sometimes freed first, and the client served).
+    httpd = start(big, max_connections=1, write_timeout=2, queue_timeout=0.1)
     call = json.dumps(
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "load_big_skill"}}
     ).encode()
@@ -313,7 +315,7 @@ def test_a_client_that_never_reads_is_dropped_at_the_write_deadline(
         _wait_until(lambda: _busy(httpd))  # the only slot is answering, and blocked
         status, body = _exchange(_address(httpd), _head("0"))
         assert status == 503 and b"too many connections" in body
-        _wait_until(lambda: len(httpd.slots) == 0)  # the write deadline freed it
+        _wait_until(lambda: len(httpd.slots) == 0, timeout=10)  # the write deadline freed it
     _ok(_address(httpd))
 
 
