@@ -92,9 +92,10 @@ def test_a_second_run_on_the_same_record_file_exits_5(project: dict[str, Path]) 
     record.parent.mkdir()
     (root / "alias").symlink_to(record.parent)
     log = project["log"]
-    # The first run: slow invocations, so it is still running when the others start.
+    # The first run: slow invocations, so it is still running when the others start and end
+    # (at 0.4 s an invocation it sometimes finished first on a loaded machine).
     first = subprocess.Popen(
-        run_args(project, str(record), str(record), "--sleep", "0.4", "--log", str(log)),
+        run_args(project, str(record), str(record), "--sleep", "1.5", "--log", str(log)),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env_for(project["tmp"]),
