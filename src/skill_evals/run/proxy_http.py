@@ -1,0 +1,375 @@
+"""The HTTP/1.1 forwarding of the credential proxy (standard library only).
+
+One :class:`ProxyServer` listens on 127.0.0.1 and forwards ``GET``/``POST`` requests under its
+secret path prefix to one upstream, with the caller's credentials replaced by the real one. Every
+read is bounded: request heads 64 KiB (431), bodies 32 MiB (413), 64 connections at once (503),
+upstream connect 30 s, 300 s without an upstream byte or 600 s per request. Responses stream back
+chunk by chunk (server-sent events arrive as the upstream sends them). Nothing is logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .proxy_request import Reject, header, parse_headers, read_body, read_head
+
+MAX_CONNECTIONS = 64
+CONNECT_TIMEOUT_S = 30.0
+IDLE_TIMEOUT_S = 300.0
+REQUEST_DEADLINE_S = 600.0
+_CHUNK = 64 * 1024
+_HOP_BY_HOP = frozenset(
+    {
+        "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+        "trailer", "trailers", "transfer-encoding", "upgrade", "proxy-connection",
+    }
+)  # fmt: skip
+# Incoming headers the proxy never forwards: the caller's credentials (the placeholder), and the
+# ones it sets itself.
+_DROPPED = frozenset({"x-api-key", "authorization", "x-goog-api-key", "host", "content-length"})
+_UNREACHABLE = json.dumps({"error": "skill-evals proxy: upstream unreachable"}).encode()
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where requests go and which credential they carry."""
+
+    scheme: str
+    host: str
+    port: int
+    base_path: str
+    style: str
+    secret: str = field(repr=False)
+
+    @classmethod
+    def from_url(cls, url: str, style: str, secret: str) -> Upstream:
+        """Split an ``http(s)://`` upstream URL (validated by the caller)."""
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        return cls(parts.scheme, parts.hostname or "", port, parts.path.rstrip("/"), style, secret)
+
+    @property
+    def netloc(self) -> str:
+        """The ``Host`` header value."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+@dataclass
+class _Request:
+    method: str
+    rest: str  # path and query after the prefix
+    headers: list[tuple[str, str]]
+    body: bytes
+    keep_alive: bool
+
+
+def _without_key(query: str) -> list[str]:
+    return [
+        part
+        for part in query.split("&")
+        if part and urllib.parse.unquote_plus(part.split("=", 1)[0]) != "key"
+    ]
+
+
+def _forward_headers(request: _Request, upstream: Upstream) -> list[tuple[str, str]]:
+    listed = {
+        token.strip().lower()
+        for token in (header(request.headers, "connection") or "").split(",")
+        if token.strip()
+    }
+    dropped = _HOP_BY_HOP | _DROPPED | listed | {"expect"}
+    kept = [(k, v) for k, v in request.headers if k.lower() not in dropped]
+    kept.insert(0, ("Host", upstream.netloc))
+    return kept
+
+
+def _upstream_target(request: _Request, upstream: Upstream) -> tuple[str, list[tuple[str, str]]]:
+    """The upstream path and headers, the real credential set in the upstream's style."""
+    path, _, query = request.rest.partition("?")
+    had_key = any(
+        urllib.parse.unquote_plus(p.split("=", 1)[0]) == "key" for p in query.split("&") if p
+    )
+    params = _without_key(query)
+    headers = _forward_headers(request, upstream)
+    style = upstream.style
+    if style == "key-query" or (style == "x-goog-api-key" and had_key):
+        params.append("key=" + urllib.parse.quote(upstream.secret, safe=""))
+    elif style == "x-api-key":
+        headers.append(("x-api-key", upstream.secret))
+    elif style == "bearer":
+        headers.append(("Authorization", "Bearer " + upstream.secret))
+    else:
+        headers.append(("x-goog-api-key", upstream.secret))
+    target = (upstream.base_path + path) or "/"
+    if params:
+        target += "?" + "&".join(params)
+    return target, headers
+
+
+def _connect(upstream: Upstream) -> http.client.HTTPConnection:
+    conn: http.client.HTTPConnection
+    if upstream.scheme == "https":
+        context = ssl.create_default_context()
+        conn = http.client.HTTPSConnection(
+            upstream.host, upstream.port, timeout=CONNECT_TIMEOUT_S, context=context
+        )
+    else:
+        conn = http.client.HTTPConnection(upstream.host, upstream.port, timeout=CONNECT_TIMEOUT_S)
+    conn.connect()
+    assert conn.sock is not None
+    conn.sock.settimeout(IDLE_TIMEOUT_S)
+    return conn
+
+
+def _status_line(status: int, reason: str) -> bytes:
+    return f"HTTP/1.1 {status} {reason}\r\n".encode("latin-1")
+
+
+def _simple_response(status: int, reason: str, body: bytes, close: bool) -> bytes:
+    head = _status_line(status, reason)
+    head += b"Content-Type: application/json\r\n" if body else b""
+    head += f"Content-Length: {len(body)}\r\n".encode()
+    head += b"Connection: close\r\n" if close else b""
+    return head + b"\r\n" + body
+
+
+def _response_head(response: http.client.HTTPResponse, framing: str) -> bytes:
+    listed = {
+        t.strip().lower() for t in (response.getheader("connection") or "").split(",") if t.strip()
+    }
+    lines = [_status_line(response.status, response.reason or "")]
+    for name, value in response.getheaders():
+        lower = name.lower()
+        if lower in _HOP_BY_HOP or lower in listed or lower == "content-length":
+            continue
+        lines.append(f"{name}: {value}\r\n".encode("latin-1", "replace"))
+    if framing == "length":
+        lines.append(f"Content-Length: {response.length}\r\n".encode())
+    elif framing == "chunked":
+        lines.append(b"Transfer-Encoding: chunked\r\n")
+    return b"".join(lines) + b"\r\n"
+
+
+def _body_chunks(
+    response: http.client.HTTPResponse, sock: socket.socket, deadline: float
+) -> Iterator[bytes]:
+    """The upstream body as it arrives; stops (raising TimeoutError) past the request deadline
+    or after 300 s without a byte."""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("request deadline")
+        sock.settimeout(min(IDLE_TIMEOUT_S, remaining))
+        chunk = response.read1(_CHUNK)
+        if not chunk:
+            return
+        yield chunk
+
+
+def close_gently(sock: socket.socket) -> None:
+    """Close after an answer sent before the request was read: stop writing, read what the
+    client still sends (≤ 1 MiB, ≤ 1 s) so that it sees the answer rather than a reset."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(1)
+        for _ in range(16):
+            if not sock.recv(_CHUNK):
+                break
+    except OSError:
+        pass
+    finally:
+        sock.close()
+
+
+class _Connection:
+    """One client connection: requests are read, forwarded and answered in turn."""
+
+    def __init__(self, client: socket.socket, prefix: str, upstream: Upstream) -> None:
+        self._client = client
+        self._prefix = "/" + prefix + "/"
+        self._upstream = upstream
+        self._reader = client.makefile("rb")
+
+    def serve(self) -> None:
+        try:
+            while self._serve_one():
+                pass
+        except (OSError, TimeoutError, http.client.HTTPException):
+            pass
+        finally:
+            self._reader.close()
+
+    def _send_continue(self, headers: list[tuple[str, str]]) -> None:
+        if (header(headers, "expect") or "").lower() == "100-continue":
+            self._client.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _read_request(self) -> _Request | None:
+        lines = read_head(self._reader)
+        if lines is None:
+            return None
+        words = lines[0].decode("latin-1").split(" ")
+        if len(words) != 3 or not words[2].startswith("HTTP/1."):
+            raise Reject(400, "Bad Request")
+        method, target, version = words
+        headers = parse_headers(lines[1:])
+        if not target.startswith(self._prefix):
+            raise Reject(404, "Not Found")
+        if method not in ("GET", "POST"):
+            raise Reject(405, "Method Not Allowed")
+        body = read_body(self._reader, headers, lambda: self._send_continue(headers))
+        connection = (header(headers, "connection") or "").lower()
+        keep_alive = version == "HTTP/1.1" and "close" not in connection
+        return _Request(method, target[len(self._prefix) - 1 :], headers, body, keep_alive)
+
+    def _serve_one(self) -> bool:
+        try:
+            request = self._read_request()
+        except Reject as reject:
+            self._client.sendall(_simple_response(reject.status, reject.reason, b"", True))
+            close_gently(self._client)
+            return False
+        if request is None:
+            return False
+        return self._forward(request)
+
+    def _forward(self, request: _Request) -> bool:
+        deadline = time.monotonic() + REQUEST_DEADLINE_S
+        target, headers = _upstream_target(request, self._upstream)
+        try:
+            conn = _connect(self._upstream)
+        except OSError:
+            self._client.sendall(_simple_response(502, "Bad Gateway", _UNREACHABLE, True))
+            return False
+        sock = conn.sock  # getresponse() detaches it when the body ends with the connection
+        assert sock is not None
+        try:
+            conn.putrequest(request.method, target, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers:
+                conn.putheader(name, value)
+            if request.method == "POST" or request.body:
+                conn.putheader("Content-Length", str(len(request.body)))
+            conn.endheaders(request.body or None)
+            response = conn.getresponse()
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            self._client.sendall(_simple_response(502, "Bad Gateway", _UNREACHABLE, True))
+            return False
+        try:
+            return self._relay(response, sock, request.keep_alive, deadline)
+        finally:
+            conn.close()
+
+    def _relay(
+        self,
+        response: http.client.HTTPResponse,
+        sock: socket.socket,
+        keep_alive: bool,
+        deadline: float,
+    ) -> bool:
+        bodiless = response.status in (204, 304) or 100 <= response.status < 200
+        framing = "none" if bodiless else "length" if response.length is not None else "chunked"
+        head = _response_head(response, framing)
+        if not keep_alive:
+            head = head[:-2] + b"Connection: close\r\n\r\n"
+        self._client.sendall(head)
+        if bodiless:
+            return keep_alive
+        for chunk in _body_chunks(response, sock, deadline):
+            if framing == "chunked":
+                chunk = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+            self._client.sendall(chunk)
+        if framing == "chunked":
+            self._client.sendall(b"0\r\n\r\n")
+        return keep_alive
+
+
+class ProxyServer:
+    """One loopback server forwarding to one upstream; ``port`` is set by :meth:`start`."""
+
+    def __init__(self, prefix: str, upstream: Upstream) -> None:
+        self._prefix = prefix
+        self._upstream = upstream
+        self._listener: socket.socket | None = None
+        self._clients: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._refusals = threading.BoundedSemaphore(16)
+        self.port = 0
+
+    def start(self) -> None:
+        """Bind 127.0.0.1 on an ephemeral port and accept in a background thread."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        self._listener = listener
+        self.port = listener.getsockname()[1]
+        self._thread = threading.Thread(target=self._accept, name="credential-proxy", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        listener = self._listener
+        while listener is not None:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                full = len(self._clients) >= MAX_CONNECTIONS
+                if not full:
+                    self._clients.add(client)
+            if full:
+                self._refuse(client)
+                continue
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _refuse(self, client: socket.socket) -> None:
+        if not self._refusals.acquire(blocking=False):
+            client.close()  # a flood: no answer at all
+            return
+
+        def answer() -> None:
+            try:
+                client.settimeout(1)
+                client.sendall(_simple_response(503, "Service Unavailable", b"", True))
+                close_gently(client)
+            except OSError:
+                client.close()
+            finally:
+                self._refusals.release()
+
+        threading.Thread(target=answer, daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        client.settimeout(IDLE_TIMEOUT_S)
+        try:
+            _Connection(client, self._prefix, self._upstream).serve()
+        finally:
+            with self._lock:
+                self._clients.discard(client)
+            client.close()
+
+    def close(self) -> None:
+        """Stop accepting and cut every open connection."""
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            with contextlib.suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)
+            listener.close()
+        with self._lock:
+            clients = list(self._clients)
+        for client in clients:
+            with contextlib.suppress(OSError):
+                client.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
