@@ -252,11 +252,19 @@ def test_junit_structure_and_counts() -> None:
     assert isinstance(cases["uplift"].result[0], Failure)
     assert "0.150" in cases["uplift"].result[0].message
     assert isinstance(cases["loading[c02]"].result[0], Failure)
-    assert (skill.tests, skill.failures, skill.errors, skill.skipped) == (15, 5, 0, 0)
+    # one task[...] per case with a task check (c12 has none); c03, c05, c08, c11 failed
+    tasks = {n: c for n, c in cases.items() if n.startswith("task[")}
+    assert sorted(tasks) == [f"task[c{i:02d}]" for i in range(1, 12)]
+    failed = sorted(n for n, c in tasks.items() if c.result)
+    assert failed == ["task[c03]", "task[c05]", "task[c08]", "task[c11]"]
+    assert (
+        tasks["task[c03]"].result[0].message.startswith("with the skill: failed in trial(s) 2 of 2")
+    )
+    assert (skill.tests, skill.failures, skill.errors, skill.skipped) == (26, 9, 0, 0)
     skipped = suites[1]
     assert (skipped.tests, skipped.skipped) == (1, 1)
     assert isinstance(next(iter(skipped)).result[0], Skipped)
-    assert (root.tests, root.failures, root.errors, root.skipped) == (16, 5, 0, 1)
+    assert (root.tests, root.failures, root.errors, root.skipped) == (27, 9, 0, 1)
     props = {p.name: p.value for p in skill.properties()}
     assert props["skillMdSha256"] == "a" * 64
     assert props["directorySha256"] == "b" * 64
@@ -282,7 +290,10 @@ def test_junit_misroutes_without_a_failed_gate_are_not_failures() -> None:
     cases = _cases(suite)
     assert cases["trigger[c03]"].result == []
     assert "wrong in trial(s) 2" in (cases["trigger[c03]"].system_out or "")
-    assert (suite.failures, suite.errors) == (0, 0)
+    # only the task testcases of the cases whose task failed with the skill fail
+    failing = sorted(n for n, c in cases.items() if c.result)
+    assert failing == ["task[c03]", "task[c05]", "task[c08]", "task[c11]"]
+    assert (suite.failures, suite.errors) == (4, 0)
 
 
 def test_junit_runner_failures_are_errors() -> None:
@@ -341,7 +352,7 @@ def test_junit_written_file_is_readable(tmp_path: Path) -> None:
     path = tmp_path / "junit.xml"
     path.write_text(render_junit([("refund-policy", report_for(loaded=True), None)]), "utf-8")
     root = JUnitXml.fromfile(str(path))
-    assert next(iter(root)).failures == 1  # the loading violation
+    assert next(iter(root)).failures == 5  # the loading violation, four failed tasks
 
 
 # ------------------------------------------------------------------------------------- json

@@ -1,12 +1,15 @@
 """JUnit XML for one or many skill reports (``test --junit``, the CI gate's junit.xml).
 
-Mapping (decided so that a JUnit report action goes red exactly when the exit code says so):
+Mapping (decided so that a JUnit report action goes red when the exit code says so, and marks
+the very case a reviewer must fix):
 
 - ``trigger[<case id>]`` per case: ``<failure>`` when the trigger gate failed and this case was
   misrouted in at least one trial; ``<error>`` when a runner failed on this case; ``<skipped
   message="not run: …">`` when none of the case's observations ran (fail-fast after a runner
   failure, an interrupt, a stopped run). Misroutes without a failed gate are noted in
   ``system-out`` only.
+- ``task[<case id>]`` per case with a task check (report/junit_task.py): failure when the task
+  failed with the skill in a trial that ran, whatever the gates say.
 - ``trigger``: the F1 gate itself (failure when it failed; error when F1 is undefined while gated
   or the figure is partial — the run stopped before every invocation ran: never a pass).
 - ``uplift``: failure when the uplift gate failed; error when it cannot be decided (no task
@@ -31,6 +34,7 @@ from typing import Any
 from ..messages import severities_of
 from .diagnosis import gate_partial
 from .junit_comparison import comparison_case, scope_properties
+from .junit_task import task_cases
 from .junit_xml import (
     Suite,
     evaluation_error,
@@ -275,6 +279,7 @@ def _skill_suite(name: str, report: Mapping[str, Any]) -> Suite:
     case_results = report.get("caseResults")
     if isinstance(case_results, list):
         has_error = _case_suite(suite, report, case_results)
+        has_error = task_cases(suite, report, case_results, not_run_reason) or has_error
     trigger = report.get("trigger")
     if isinstance(trigger, Mapping):
         has_error = _trigger_case(suite, report, trigger) or has_error
@@ -313,10 +318,11 @@ def render_junit(
     or None).
 
     <testsuites name="skill-evals"> → one <testsuite> per skill with properties (hashes, trials,
-    seed, thresholds) → testcases ``trigger[<case id>]``, ``uplift``, ``loading[<case id>]`` on
-    violation. Gate failures are <failure>, runner failures <error>, skipped skills and cases
-    that did not run <skipped>; ``time`` always present. ``extra``: suites built elsewhere
-    (the routing suite, route/render_junit.py) with the report whose wall time they take."""
+    seed, thresholds) → testcases ``trigger[<case id>]``, ``task[<case id>]``, ``uplift``,
+    ``loading[<case id>]`` on violation. Gate failures are <failure>, runner failures <error>,
+    skipped skills and cases that did not run <skipped>; ``time`` always present. ``extra``:
+    suites built elsewhere (the routing suite, route/render_junit.py) with the report whose wall
+    time they take."""
     root = ET.Element("testsuites", name="skill-evals")
     totals = {"tests": 0, "failures": 0, "errors": 0}
     total_time = 0.0

@@ -1,0 +1,72 @@
+"""The ``task[<case id>]`` testcases of a skill's JUnit suite: one per case with a task check.
+
+So that a per-case JUnit annotator marks the case a reviewer must fix, not the suite's
+aggregate ``uplift`` testcase:
+
+- ``<failure>`` when the ``with`` arm failed its task in at least one trial that ran; the
+  message names the failing trials and the first failing check's reason (never an output or a
+  prompt);
+- ``<error>`` when every ``with`` observation of the case is a runner failure;
+- ``<skipped message="not run: …">`` when no ``with`` observation of the case ran;
+- else it passes. ``without`` results never fail it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .junit_xml import Suite
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _with_failures(report: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    """Runner failures of the ``with`` arm by case id."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
+    for failure in _mapping(report.get("runner")).get("failures") or []:
+        if isinstance(failure, Mapping) and failure.get("variant") == "with":
+            found.setdefault(str(failure.get("caseId")), []).append(failure)
+    return found
+
+
+def _failure_message(passes: Sequence[object], failed_check: Mapping[str, Any]) -> str:
+    trials = [str(i + 1) for i, passed in enumerate(passes) if passed is False]
+    message = f"with the skill: failed in trial(s) {', '.join(trials)} of {len(passes)}"
+    if failed_check.get("variant") == "with" and failed_check.get("reason"):
+        message += f"; first failing check: {failed_check.get('reason')}"
+    return message
+
+
+def task_cases(
+    suite: Suite,
+    report: Mapping[str, Any],
+    case_results: Sequence[object],
+    not_run: Callable[[Mapping[str, Any]], str],
+) -> bool:
+    """Add ``task[<id>]`` for every case with a task check, in case-file order; ``not_run``
+    gives the reason of a case that did not run. Returns True when one holds an error."""
+    runner_failures = _with_failures(report)
+    has_error = False
+    for result in case_results:
+        if not isinstance(result, Mapping) or not isinstance(result.get("with"), list):
+            continue  # no task check: no task testcase
+        cid = str(result.get("id"))
+        passes: list[object] = result["with"]
+        tc = suite.case(f"task[{cid}]")
+        if False in passes:
+            message = _failure_message(passes, _mapping(result.get("failedCheck")))
+            suite.result(tc, "failure", message)
+        elif any(p is True for p in passes):
+            continue
+        elif cid in runner_failures:
+            reasons = "; ".join(
+                f"trial {f.get('trial')}: {f.get('reason')}" for f in runner_failures[cid]
+            )
+            suite.result(tc, "error", f"runner failure with the skill: {reasons}")
+            has_error = True
+        else:
+            suite.result(tc, "skipped", not_run(report))
+    return has_error
