@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .agents.exposed import runner_neighbours
+from .agents.registry import builtin_agent
 from .cache.run import suite_paths
 from .cache.settings import CacheSettings
 from .errors import EvalError, InvalidInput
@@ -111,6 +112,7 @@ class TestOptions(_RunOptions):
     without run is exit 7."""
 
     skill: Path
+    agent: str | None = None  # --agent: the frontmatter profile (default: the runner's agent)
     bootstrap_samples: int = 10_000
     min_trigger_f1: float | None = None
     min_uplift: float | None = None
@@ -123,6 +125,11 @@ class TestOptions(_RunOptions):
         return super().run_settings(
             retry_delay=self.retry_delay, keep_workspaces=self.keep_workspaces, **more
         )
+
+    @property
+    def profile(self) -> str | None:
+        """The agent profile of the frontmatter check: --agent, else a built-in runner's agent."""
+        return self.agent or builtin_agent(self.runner)
 
     def gates(self) -> GateSettings:
         """The gates and the bootstrap that judges them."""
@@ -216,7 +223,7 @@ def run_test(
         check_modes(options.runner, files)
         locks.take(files.record, files.resume)  # before F is read; held to the end
         check_runner_only(files, run, options.scope)
-        skill = load_skill(options.skill)
+        skill = load_skill(options.skill, options.profile)
         baseline = load_checked_baseline(skill, files, run, options.scope, held)
         suite = load_cases(options.cases, skill.name)
         plan = plan_test(skill, baseline, suite, files, run, options.scope, options.gates())

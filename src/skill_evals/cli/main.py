@@ -6,7 +6,6 @@ Heavy modules are imported inside the commands so that `skill-evals --help` star
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import NoReturn
 
 import click
@@ -42,29 +41,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-# ------------------------------------------------------------------------------------ validate
-
-
-@cli.command(
-    context_settings=CONTEXT,
-    short_help="Check skills against the Agent Skills format (exit 1 on any error).",
-    epilog=epilog("skill-evals validate skills/*", "docs/inputs.md#skills"),
-)
-@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
-def validate(dirs: tuple[Path, ...]) -> None:
-    """Check each skill directory DIRS against the Agent Skills format: print every problem as
-    PATH: message; exit 1 if any is an error, 0 otherwise (warnings do not fail)."""
-    from ..suite.skill_rules import check_skill
-
-    problems = [p for d in dirs for p in check_skill(d)]
-    for problem in problems:
-        click.echo(terminal_safe(problem.text))  # one problem per line, whatever the path holds
-    errors = sum(1 for p in problems if p.severity == "error")
-    if not errors:
-        click.echo(f"{len(dirs)} skill(s) valid")
-    sys.exit(1 if errors else 0)
-
-
 @cli.command(
     context_settings=CONTEXT,
     short_help="Print the exit codes and what each means.",
@@ -87,8 +63,10 @@ cli.add_command(lock)
 cli.add_command(changed)
 
 from .route import route  # noqa: E402  (the click command only; lazy inside)
+from .validate import validate  # noqa: E402  (the click command only; lazy inside)
 
 cli.add_command(route)
+cli.add_command(validate)
 
 from .runners import evidence, mcp_serve, runner  # noqa: E402  (click commands only)
 from .test import test  # noqa: E402  (the click command only; lazy inside)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..agents import registry as agent_registry
+from ..suite.agent_profiles import PROFILES
 from .cache_options import cache_options, cache_settings
 from .common import fail
 from .helptext import CONTEXT, epilog
@@ -57,6 +58,14 @@ _OPTIONS = [
         "anything. No default: give this or --runner.",
     ),
     option("--trials", help="Runs per case and variant."),
+    click.option(
+        "--agent",
+        type=click.Choice(PROFILES),
+        default=None,
+        help="The agent whose documented frontmatter fields the skill may use (claude-code: "
+        "when_to_use, paths, ...). Default: the agent of a built-in runner, else the Agent "
+        "Skills specification alone.",
+    ),
     option(
         "--format",
         "fmt",

@@ -181,8 +181,9 @@ def _check_skill_dir(path: Path) -> Path:
     return root
 
 
-def load_skill(path: Path) -> Skill:
-    """Load and hash the skill at ``path`` (a directory holding a regular file SKILL.md).
+def load_skill(path: Path, profile: str | None = None) -> Skill:
+    """Load and hash the skill at ``path`` (a directory holding a regular file SKILL.md); its
+    frontmatter is checked with the agent ``profile``'s extra fields (None: the specification).
 
     Raises InvalidInput (exit 5) with a clear message otherwise."""
     root = _check_skill_dir(path)
@@ -206,5 +207,9 @@ def load_skill(path: Path) -> Skill:
         frontmatter=front,
         skill_md_sha256=hashlib.sha256(md_bytes).hexdigest(),
         directory_sha256=dir_hash,
-        warnings=tuple(p.text for p in frontmatter_problems(md, root.name, text)),
+        warnings=tuple(
+            p.text
+            for p in frontmatter_problems(md, root.name, text, profile)
+            if p.severity != "info"
+        ),
     )

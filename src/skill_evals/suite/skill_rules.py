@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import InvalidInput
+from .agent_profiles import extra_fields, info_line
 from .cases import DEFAULT_CASES_FILES, MIN_UNITS, load_cases
 from .frontmatter import decode_skill_md, parse_frontmatter, split_frontmatter
 from .jsonl import MAX_FILE_BYTES
+from .listing import ListedSkill
 from .nfkc import nfkc
 from .walks import TreeTooLarge, walk
 
@@ -26,13 +28,13 @@ MAX_DESCRIPTION_CHARS = 1024
 MAX_COMPATIBILITY_CHARS = 500
 _SHOWN = 80  # a name or key quoted in a message is cut to this many characters
 
-Severity = Literal["error", "warning"]
+Severity = Literal["error", "warning", "info"]
 
 
 @dataclass(frozen=True)
 class Problem:
     """One finding: ``text`` is the printed line, ``PATH: message`` (``PATH: warning: …`` for
-    a warning)."""
+    a warning, ``PATH: info: …`` for an info line)."""
 
     text: str
     severity: Severity = "error"
@@ -66,18 +68,39 @@ def _name_problems(name: str, dir_name: str) -> list[str]:
     return problems
 
 
-def _field_problems(front: dict[str, object], dir_name: str) -> list[Problem]:
+def _key_problems(front: dict[str, object], profile: str | None) -> list[Problem]:
+    """Keys beyond the specification: an agent profile's own fields (an info line, or an error
+    for a wrong value); any other key is an error."""
+    extra = extra_fields(profile)
+    allowed = ", ".join((*ALLOWED_KEYS, *(k for k in extra if k not in ALLOWED_KEYS)))
+    problems = []
+    for key, value in front.items():
+        check = extra.get(key)
+        if check is not None:
+            wrong = check(value)
+            if wrong is not None:
+                problems.append(Problem(f"{key!r} {wrong} (a Claude Code field)"))
+            elif key not in ALLOWED_KEYS:
+                problems.append(Problem(info_line(key), "info"))
+        elif key not in ALLOWED_KEYS:
+            problems.append(
+                Problem(f"unknown frontmatter key {_show(key)}; allowed keys are {allowed}")
+            )
+    return problems
+
+
+def _field_problems(
+    front: dict[str, object], dir_name: str, profile: str | None = None
+) -> list[Problem]:
     """Every problem of the frontmatter's fields, in the order of the rules."""
-    problems = [
-        Problem(f"unknown frontmatter key {_show(key)}; allowed keys are {', '.join(ALLOWED_KEYS)}")
-        for key in front
-        if key not in ALLOWED_KEYS
-    ]
+    problems = _key_problems(front, profile)
     problems += _name_field(front.get("name"), dir_name)
     problems += _description_field(front.get("description"))
     if "compatibility" in front:
         problems += _compatibility_field(front["compatibility"])
     for key in ("license", "allowed-tools"):
+        if key in extra_fields(profile):
+            continue
         if key in front and not isinstance(front[key], str):
             problems.append(Problem(f"{key!r} must be a string"))
     if "metadata" in front:
@@ -148,8 +171,11 @@ def _metadata_field(metadata: object) -> list[Problem]:
     ]
 
 
-def frontmatter_problems(md: Path, dir_name: str, text: str) -> list[Problem]:
-    """The Agent Skills rules for the frontmatter of ``text`` (the contents of ``md``)."""
+def frontmatter_problems(
+    md: Path, dir_name: str, text: str, profile: str | None = None
+) -> list[Problem]:
+    """The Agent Skills rules for the frontmatter of ``text`` (the contents of ``md``), with the
+    extra fields of the agent ``profile`` (None: the specification alone)."""
     stripped = text.removeprefix("\ufeff")
     try:
         if split_frontmatter(stripped) is None:
@@ -157,13 +183,14 @@ def frontmatter_problems(md: Path, dir_name: str, text: str) -> list[Problem]:
         front, _ = parse_frontmatter(text)
     except ValueError as exc:
         return [Problem(f"{md}: {exc}")]
-    found = _field_problems(front, dir_name)
-    return [
-        Problem(
-            f"{md}: {p.text}" if p.severity == "error" else f"{md}: warning: {p.text}", p.severity
-        )
-        for p in found
-    ]
+    found = _field_problems(front, dir_name, profile)
+    return [Problem(_located(md, p), p.severity) for p in found]
+
+
+def _located(md: Path, problem: Problem) -> str:
+    if problem.severity == "warning":
+        return f"{md}: warning: {problem.text}"
+    return f"{md}: {problem.text}"
 
 
 def _skill_md(path: Path) -> tuple[Path, str] | Problem:
@@ -230,9 +257,10 @@ def _bound_problem(path: Path) -> Problem | None:
     return None
 
 
-def check_skill(path: Path) -> list[Problem]:
-    """Every problem of the skill directory ``path``: SKILL.md against the Agent Skills format,
-    then its cases file (the first of evals/cases.jsonl, evals/cases.yaml, cases.jsonl)."""
+def check_skill(path: Path, profile: str | None = None) -> list[Problem]:
+    """Every problem of the skill directory ``path``: SKILL.md against the Agent Skills format
+    (with the agent ``profile``'s fields), then its cases file (the first of evals/cases.jsonl,
+    evals/cases.yaml, cases.jsonl)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -247,7 +275,7 @@ def check_skill(path: Path) -> list[Problem]:
         return [bound]
     md, text = found
     dir_name = path.resolve().name
-    problems = frontmatter_problems(md, dir_name, text)
+    problems = frontmatter_problems(md, dir_name, text, profile)
     try:
         front, _ = parse_frontmatter(text)
     except ValueError:
@@ -260,3 +288,18 @@ def check_skill(path: Path) -> list[Problem]:
 def validate_skill(path: Path) -> list[str]:
     """Every problem of ``path`` as a printed line (``PATH: message``); empty when valid."""
     return [problem.text for problem in check_skill(path)]
+
+
+def listed_skill(path: Path) -> ListedSkill | None:
+    """The skill at ``path`` as an agent's listing sees it (name and frontmatter); None when its
+    SKILL.md cannot be read or parsed (``check_skill`` reports why)."""
+    found = _skill_md(path) if os.path.isdir(path) else None
+    if found is None or isinstance(found, Problem):
+        return None
+    md, text = found
+    try:
+        front, _ = parse_frontmatter(text)
+    except ValueError:
+        return None
+    name = front.get("name")
+    return ListedSkill(name if isinstance(name, str) and name else path.resolve().name, md, front)
