@@ -1,6 +1,6 @@
 #!/usr/bin/env sh
 # Run the refund-policy suite through the real Claude Code, isolated per invocation.
-# Needs: the `claude` CLI on PATH (npm i -g @anthropic-ai/claude-code) and ANTHROPIC_API_KEY.
+# Needs: the `claude` CLI on PATH (npm install -g @anthropic-ai/claude-code@2.1.328, Node ≥ 22) and ANTHROPIC_API_KEY.
 # The skill is offered only in the `with` variant; bugfix-workflow-like neighbours passed with
 # --with-skill are offered in both, so routing is tested against competition.
 set -eu

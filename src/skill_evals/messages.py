@@ -103,13 +103,18 @@ def runner_warnings(observations: Iterable[Warned]) -> list[str]:
 
 def stderr_warnings(report: Mapping[str, Any]) -> list[str]:
     """The report's warnings that are also printed on stderr (``skill-evals: warning: …``):
-    what a runner warned about, and skills no content can prove loaded."""
+    what a runner warned about, skills no content can prove loaded, and an agent CLI that is
+    not a tested release."""
     return [
-        m for m in by_severity(report, "warning") if m.startswith("runner: ") or NOT_UNIQUE in m
+        m
+        for m in by_severity(report, "warning")
+        if m.startswith("runner: ") or NOT_UNIQUE in m or UNTESTED_VERSION in m
     ]
 
 
 NOT_UNIQUE = " characters are unique to it (shared with "
+# In the line of an agent CLI that is not a tested release (agents/versions.py).
+UNTESTED_VERSION = ", results may differ; install it: "
 
 
 def severities_of(report: Mapping[str, Any]) -> list[tuple[Severity, str]]:

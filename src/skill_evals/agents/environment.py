@@ -53,8 +53,9 @@ def agent_env(caller: Mapping[str, str], home: Path, allowed: Iterable[str] = ()
     return env
 
 
-def find_binary(explicit: str | None, name: str, env: Mapping[str, str]) -> str:
-    """The agent binary: ``--bin`` if given, else ``name`` on PATH."""
+def find_binary(explicit: str | None, name: str, env: Mapping[str, str], hint: str = "") -> str:
+    """The agent binary: ``--bin`` if given, else ``name`` on PATH. ``hint`` ends the reason
+    of a binary not found (how to install the tested release)."""
     if explicit:
         if os.sep in explicit:
             if not os.access(explicit, os.X_OK):
@@ -65,7 +66,7 @@ def find_binary(explicit: str | None, name: str, env: Mapping[str, str]) -> str:
         found = shutil.which(name, path=env.get("PATH"))
     if not found:
         raise RunnerSetupError(
-            f"'{explicit or name}' not found on PATH; install it or pass --bin PATH"
+            f"'{explicit or name}' not found on PATH; install it or pass --bin PATH{hint}"
         )
     return found
 

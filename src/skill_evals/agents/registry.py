@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,6 +27,13 @@ class Entry:
     module: str  # the module under skill_evals.agents defining PLUGIN
     summary: str  # one line for `skill-evals runner --help`
     doc: str  # its page under docs/agents/
+    package: str  # the agent's npm package
+    # The release the end-to-end tests run (the pin in .ci/agents/package.json). The tested
+    # range runs from it to ``tested_through`` (inclusive), by default every later release of
+    # the same major.minor; it widens only when the tests ran on those versions (the agent's
+    # page records it).
+    tested: str
+    node: str | None  # ``engines.node`` of the tested release (None: it needs no Node)
     # Options only this runner takes, beyond the shared ones (names as on the command line).
     extra_options: tuple[str, ...] = ()
     # Skills the agent ships and offers in both variants: a tested skill of one of these names
@@ -37,6 +45,26 @@ class Entry:
     # Runs the agent in the engine's workspace (SKILL_EVALS_WORKSPACE) and lets it edit files
     # and run commands there; offers --read-only for the private read-only project instead.
     works: bool = False
+
+    tested_through: str | None = None
+
+    @property
+    def tested_range(self) -> str:
+        """``2.1.328 – 2.1.x`` (or up to ``tested_through``)."""
+        low = self.tested
+        high = self.tested_through or ".".join(low.split(".")[:2]) + ".x"
+        return f"{low} – {high}"
+
+    @property
+    def node_label(self) -> str | None:
+        """The lowest Node the tested release installs on: ``22`` for ``>=22.0.0``, ``20.6``
+        for ``>=20.6.0``; None when it needs no Node."""
+        if self.node is None:
+            return None
+        parts = [p for p in re.split(r"[^0-9]+", self.node) if p][:3]
+        while len(parts) > 1 and int(parts[-1]) == 0:
+            parts.pop()
+        return ".".join(str(int(p)) for p in parts)
 
     def load(self) -> Agent:
         """The agent plug-in (imports its module)."""
@@ -51,6 +79,9 @@ ENTRIES: tuple[Entry, ...] = (
         "claude_code",
         "Claude Code (`claude -p --verbose --output-format stream-json`), isolated.",
         "claude-code.md",
+        package="@anthropic-ai/claude-code",
+        tested="2.1.328",
+        node=">=22.0.0",
         catalog=True,
         works=True,
     ),
@@ -59,6 +90,9 @@ ENTRIES: tuple[Entry, ...] = (
         "codex",
         "Codex (`codex exec --json`), isolated.",
         "codex.md",
+        package="@openai/codex",
+        tested="0.169.0",
+        node=">=16",
         catalog=True,
         works=True,
     ),
@@ -67,6 +101,9 @@ ENTRIES: tuple[Entry, ...] = (
         "pi",
         "pi (`pi --mode json --no-skills`), isolated.",
         "pi.md",
+        package="@mariozechner/pi-coding-agent",
+        tested="0.73.1",
+        node=">=20.6.0",
         catalog=True,
         works=True,
     ),
@@ -75,6 +112,9 @@ ENTRIES: tuple[Entry, ...] = (
         "opencode",
         "OpenCode (`opencode run --format json`), isolated.",
         "opencode.md",
+        package="opencode-ai",
+        tested="1.18.33",
+        node=None,
         extra_options=("provider-config",),
         bundled_skills=("customize-opencode",),
         catalog=True,
@@ -85,6 +125,9 @@ ENTRIES: tuple[Entry, ...] = (
         "gemini",
         "Gemini CLI (`gemini --output-format stream-json`), isolated.",
         "gemini.md",
+        package="@google/gemini-cli",
+        tested="0.61.0",
+        node=">=20",
         bundled_skills=("skill-creator", "antigravity-support"),
         catalog=True,
         works=True,

@@ -31,6 +31,7 @@ from .evidence import (
 )
 from .proof import INJECTED, prove, runner_evidence
 from .protocol import Agent, Finished, Launch, RunSetup
+from .versions import missing_hint, runner_check
 from .workspace import Workspace, remove_added, tree
 
 # When set, every agent runner copies the run's JSON event stream to
@@ -162,7 +163,10 @@ def run_agent(
     removed before this returns. Raises RunnerSetupError for a void run."""
     caller_env = os.environ if environ is None else environ
     agent.check(options, caller_env)
-    binary = find_binary(options.bin, agent.binary, caller_env)
+    binary = find_binary(options.bin, agent.binary, caller_env, missing_hint(agent.name))
+    line = runner_check(agent.name, binary, caller_env)
+    if line is not None:
+        print(f"skill-evals: warning: {terminal_safe(line)}", file=sys.stderr)
     tested, neighbours = skill_refs(invocation, options)
     project = invocation.workspace if works and not options.read_only else None
     with Workspace(options.fixture, keep=options.keep_workspace, project=project) as ws:

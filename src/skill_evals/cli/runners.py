@@ -5,6 +5,7 @@ Heavy modules are imported inside the commands so that `skill-evals --help` star
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -33,6 +34,21 @@ def runner() -> None:
     """Built-in runners to pass to `skill-evals test --runner` (or `runner:` in
     .skill-evals.yml): each runs a real agent in a fresh, isolated workspace per invocation,
     or (`simulated`) answers offline without a model."""
+
+
+def _tested_versions() -> str:
+    """The help's list of each agent's tested release, npm package and the Node it needs."""
+    lines = ["\b", "Tested agent CLI versions (another release runs, with a warning):"]
+    for item in AGENT_ENTRIES:
+        node = f"Node ≥ {item.node_label}" if item.node_label else "any Node"
+        lines.append(
+            f"  {item.name:<12} npm install -g {item.package}@{item.tested}  ({node}; "
+            f"tested {item.tested_range})"
+        )
+    return "\n".join(lines)
+
+
+runner.help = f"{inspect.cleandoc(runner.help or '')}\n\n{_tested_versions()}"
 
 
 def _agent_options(func: Any) -> Any:

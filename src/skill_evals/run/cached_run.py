@@ -5,12 +5,14 @@ notes, warnings and misses)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..agents.exposed import exposure_warnings
+from ..agents.versions import VERSION_CHECKED_VAR, engine_check, is_agent_runner
 from ..cache.run import finish_cache, open_cache
 from ..cache.settings import CacheSettings
 from .execute import ExecutionPlan, ExecutionResult, Progress, execute
@@ -40,6 +42,20 @@ class Ran:
     cache_misses: list[dict[str, Any]] | None  # runner.cacheMisses (None without a cache)
 
 
+_checked: dict[tuple[tuple[str, ...], str | None], str | None] = {}
+
+
+def _version_lines(plan: ExecutionPlan) -> list[str]:
+    """The agent version warning of a built-in agent runner, checked once per runner command
+    and PATH in this process (``ci`` runs many skills with one runner)."""
+    env = plan.base_env if plan.base_env is not None else os.environ
+    key = (tuple(plan.command), env.get("PATH"))
+    if key not in _checked:
+        _checked[key] = engine_check(plan.command, env)
+    line = _checked[key]
+    return [] if line is None else [line]
+
+
 def run_plan(
     plan: ExecutionPlan,
     cache: CacheUse | None,
@@ -51,7 +67,11 @@ def run_plan(
     store = None
     if cache is not None:
         store = open_cache(cache.settings, cache.builtin, plan.command, cache.scope, cache.excluded)
-    exposure = exposure_warnings(watched)
+    exposure = [*_version_lines(plan), *exposure_warnings(watched)]
+    if is_agent_runner(plan.command):  # checked here: each invocation need not check again
+        plan = dataclasses.replace(
+            plan, extra_env={**(plan.extra_env or {}), VERSION_CHECKED_VAR: "1"}
+        )
     try:
         result = execute(dataclasses.replace(plan, cache=store), progress)
     finally:
