@@ -10,7 +10,7 @@ money is spent on a run that cannot pass.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +20,7 @@ from .cache.run import suite_paths
 from .cache.settings import CacheSettings
 from .errors import EvalError, InvalidInput
 from .plan.files import RunFiles, check_modes
+from .plan.judge_plan import plan_judging
 from .plan.route_plan import CACHE_SCOPE, catalog_warnings, check_catalog_outputs, plan_route
 from .plan.run_settings import RunSettings, default_timeout_ms, is_builtin_runner
 from .plan.scope import ArmOptions
@@ -31,11 +32,14 @@ from .plan.test_plan import (
     plan_test,
 )
 from .report.blocks import Report, Settings, error_report
+from .report.judge_report import add_judging
 from .report.outputs import HeldOutputs
 from .report.route_report import RouteSettings, build_route_report, route_error_report
 from .report.test_report import build_test_report
 from .run.cached_run import CacheUse, Ran, run_plan
 from .run.execute import ExecutionResult, Progress
+from .run.judge_phase import judge_result
+from .run.judging import Judging
 from .run.record_lock import RecordLocks
 from .run.route_progress import RouteProgress
 from .suite.cases import CaseSuite, load_cases
@@ -119,6 +123,23 @@ class TestOptions(_RunOptions):
     keep_workspaces: Path | None = None  # move each invocation's workspace here
     retry_delay: Callable[[int], float] | None = None  # backoff (seconds before re-run n)
     scope: ArmOptions = field(default_factory=ArmOptions)  # arms, baseline, budget, settle
+    judge: str | None = None  # the default judge of judge checks (docs/judging.md)
+    judge_timeout_ms: int = 120_000
+    max_judge_calls: int | None = None
+
+    def judging(self, suite: CaseSuite) -> Judging | None:
+        """The run's judging (None without judge checks); exit 5 for a check without a
+        judge."""
+        return plan_judging(
+            suite,
+            self.judge,
+            timeout_ms=self.judge_timeout_ms,
+            max_bytes=self.max_bytes,
+            retries=self.retries,
+            max_calls=self.max_judge_calls,
+            env=self.env,
+            retry_delay=self.retry_delay,
+        )
 
     def run_settings(self, **more: Any) -> RunSettings:
         """How each invocation runs."""
@@ -226,13 +247,17 @@ def run_test(
         skill = load_skill(options.skill, options.profile)
         baseline = load_checked_baseline(skill, files, run, options.scope, held)
         suite = load_cases(options.cases, skill.name)
+        judging = options.judging(suite)
         plan = plan_test(skill, baseline, suite, files, run, options.scope, options.gates())
         ran = None
         if plan.execution is not None:
             cache = _cache_use(run, skill.name, suite_paths(suite, skill.path))
             watched = [skill.path, *runner_neighbours(run.runner)]
-            ran = run_plan(plan.execution, cache, watched, progress)
+            execution = replace(plan.execution, judging=judging)
+            ran = run_plan(execution, cache, watched, progress)
         result = _result(ran, plan.recorded)
+        if judging is not None:
+            result = judge_result(result, suite, judging, options.jobs)
         if answers is not None:
             answers.update((obs.key, obs.output) for obs in result.observations)
         report = build_test_report(
@@ -248,7 +273,7 @@ def run_test(
         )
         if ran is not None and ran.cache_misses is not None:
             report["runner"]["cacheMisses"] = ran.cache_misses
-        return report
+        return add_judging(report, judging)
     except EvalError as exc:
         return error_report(exc.exit_code, str(exc), settings, skill, suite)
     finally:

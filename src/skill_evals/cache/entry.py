@@ -47,12 +47,12 @@ def entry_problem(value: dict[str, Any]) -> str | None:
 
 def stored_checks(
     raw: object, raw_reasons: object
-) -> tuple[tuple[bool, ...], tuple[str | None, ...] | None] | None:
+) -> tuple[tuple[bool | None, ...], tuple[str | None, ...] | None] | None:
     """An entry's stored check verdicts and reasons (None when it has none); ContractError
-    when they are not an array of booleans."""
+    when they are not an array of booleans (``null`` for a judge check not judged)."""
     if raw is None:
         return None
-    if not isinstance(raw, list) or not all(isinstance(item, bool) for item in raw):
+    if not isinstance(raw, list) or not all(item is None or isinstance(item, bool) for item in raw):
         raise ContractError("wrong-typed key 'checks': must be an array of booleans")
     reasons: tuple[str | None, ...] | None = None
     if isinstance(raw_reasons, list) and len(raw_reasons) == len(raw):

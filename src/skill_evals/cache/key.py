@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..checks.judge_model import Judge
 from ..errors import InvalidInput
 from ..suite.cases import Case
 from ..suite.skill import directory_sha256
@@ -153,11 +154,18 @@ def _canonical(value: object) -> Any:
 
 
 def task_definition(case: Case) -> Any:
-    """The task as it enters the key: its checks when one reads the workspace, else None."""
+    """The task as it enters the key: its checks when one reads the workspace or a judge check
+    is shown workspace files, else None. Of a judge check only ``include`` enters (when it
+    names files): a new rubric, scale, threshold or judge re-judges, it never re-runs."""
     task = case.task
-    if task is None or not task.workspace:
+    if task is None or not (task.workspace or task.judge_files):
         return None
-    return _canonical(task.checks)
+    return [_judge_part(c) if isinstance(c, Judge) else _canonical(c) for c in task.checks]
+
+
+def _judge_part(check: Judge) -> dict[str, Any]:
+    files = [item for item in check.include if item.startswith("files:")]
+    return {"check": check.name, "include": files} if files else {"check": check.name}
 
 
 def canonical_json(value: object) -> bytes:

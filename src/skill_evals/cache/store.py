@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import InvalidInput
+from ..run.judge_records import split_judge
 from ..run.observations import (
     ContractError,
     Observation,
@@ -223,17 +224,21 @@ class ObservationCache:
     ) -> Observation | None:
         value = entry.value
         try:
-            fields = parse_runner_object(value["observation"], arm.echo)  # type: ignore[arg-type]
+            body, judged, judge_files = split_judge(value["observation"])
+            fields = parse_runner_object(body, arm.echo)  # type: ignore[arg-type]
             checks = stored_checks(value.get("checks"), value.get("reasons"))
         except ContractError as exc:
             self._warn(f"cache {self.directory}: an entry is not a valid observation ({exc})")
             return None
         observation = observation_from(fields, (case.id, trial, arm.name), cached=True)
+        observation.judged, observation.judge_files = judged, judge_files
         count = len(case.task.checks) if case.task is not None else 0
         if checks is not None and len(checks[0]) == count and count:
             observation = replace(observation, checks=checks[0], reasons=checks[1])
         elif case.task is not None and case.task.workspace:
             return None  # the workspace verdicts are missing: run it again
+        if case.task is not None and case.task.judge_files and judge_files is None:
+            return None  # the files its judge checks are shown are missing: run it again
         return observation
 
     def _load(self) -> dict[str, Entry]:

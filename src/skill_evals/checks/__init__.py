@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .files import WorkspaceView, judge_workspace
+from .judge_model import Judge
 from .model import PASSED, Check, Outcome, Task
 from .observed import Matcher, json_equal, judge_observation, subset_match
 from .parse import parse_task
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from ..run.observations import Observation
 
 __all__ = [
+    "NOT_CALLED",
     "PASSED",
     "Check",
     "Matcher",
@@ -30,6 +32,8 @@ __all__ = [
 ]
 
 NOT_JUDGED = Outcome(False, "no result for this check")
+# A judge check whose judge was not asked: the task failed before it (or it is not judged yet).
+NOT_CALLED = Outcome(False, "judge: not judged (the task failed before it)")
 
 
 def judge_task(
@@ -40,7 +44,9 @@ def judge_task(
     from the verdicts the observation carries (``checks``, with ``reasons`` when known)."""
     outcomes: list[Outcome] = []
     for index, check in enumerate(task.checks):
-        if not check.workspace:
+        if isinstance(check, Judge):
+            outcomes.append(judged(obs, index))
+        elif not check.workspace:
             outcomes.append(judge_observation(check, obs, matcher))
         elif view is not None:
             outcomes.append(judge_workspace(check, view, matcher))
@@ -49,9 +55,17 @@ def judge_task(
     return tuple(outcomes)
 
 
+def judged(obs: Observation, index: int) -> Outcome:
+    """A judge check's verdict as the engine stored it with the observation."""
+    checks = obs.checks
+    if checks is None or index >= len(checks) or checks[index] is None:
+        return NOT_CALLED
+    return recorded(Judge(""), checks, obs.reasons, index)
+
+
 def recorded(
     check: Check,
-    checks: Sequence[bool] | None,
+    checks: Sequence[bool | None] | None,
     reasons: Sequence[str | None] | None,
     index: int,
 ) -> Outcome:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
+from .judge_model import Judge
+
 # How long one check may take (a `command` has its own timeoutMs instead).
 CHECK_SECONDS = 10.0
 
@@ -222,7 +224,7 @@ WorkspaceCheck = (
     | Unchanged
     | Command
 )
-Check = ObservationCheck | WorkspaceCheck
+Check = ObservationCheck | WorkspaceCheck | Judge
 
 CHECK_NAMES = (
     "exit_code",
@@ -240,6 +242,7 @@ CHECK_NAMES = (
     "tool_called",
     "tool_not_called",
     *BUDGETS,
+    "judge",
 )
 
 
@@ -258,6 +261,16 @@ class Task:
     def needs_snapshot(self) -> bool:
         """Whether a check compares the workspace with its state after setup."""
         return any(isinstance(check, (ChangesWithin, Unchanged)) for check in self.checks)
+
+    @cached_property
+    def judged(self) -> tuple[int, ...]:
+        """The indexes of its model-graded checks (judged after the others, by a judge)."""
+        return tuple(i for i, check in enumerate(self.checks) if isinstance(check, Judge))
+
+    @cached_property
+    def judge_files(self) -> bool:
+        """Whether a judge check is shown workspace files (captured after the run)."""
+        return any(isinstance(check, Judge) and check.file_globs for check in self.checks)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from .judge_parse import JUDGE_FIELDS, parse_judge
 from .model import (
     BUDGETS,
     CHECK_NAMES,
@@ -57,6 +58,7 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "tool_called": (("tool",), ("input", "min", "max")),
     "tool_not_called": (("tool",), ("input",)),
     **{name: (("value",), ()) for name in BUDGETS},
+    "judge": JUDGE_FIELDS,
 }
 
 
@@ -116,6 +118,8 @@ def parse_check(raw: dict[str, Any], where: Where, report: Reporter) -> Check:
     for field in required:
         if field not in raw:
             raise report.fail(where, f'missing "{field}" (needed by {name})')
+    if name == "judge":
+        return parse_judge(raw, where, report)
     fields = _Fields(raw, where, report)
     if name == "exit_code":
         return ExitCode(fields.integer("expected"))

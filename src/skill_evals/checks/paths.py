@@ -153,3 +153,36 @@ def read_text(root: Path, rel: str, max_bytes: int | None = None) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise PathProblem("not UTF-8 text") from None
+
+
+def read_prefix(root: Path, rel: str, limit: int) -> tuple[bytes, bool]:
+    """The first ``limit`` bytes of the regular file at ``rel`` (never following a symlink)
+    and whether it holds more; PathProblem when it is no regular file."""
+    opened = _open_parent(root, rel)
+    if isinstance(opened, Found):
+        raise PathProblem(describe(opened))
+    dir_fd, name = opened
+    try:
+        try:
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            raise PathProblem(describe(_classify(dir_fd, name, exc))) from None
+    finally:
+        os.close(dir_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise PathProblem(describe(Found(_kind(info.st_mode))))
+        chunks: list[bytes] = []
+        total = 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        data = b"".join(chunks)
+        return data[:limit], len(data) > limit
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)

@@ -64,6 +64,26 @@ _SPECS: dict[str, dict[str, Any]] = {
         "metavar": "DIR",
     },
     "--cache-max-age": {"metavar": "AGE"},
+    "--judge": {
+        "default": None,
+        "metavar": "CMD",
+        "help": "The judge of the judge checks, run once per request; split like a shell, run "
+        "without one (docs/judging.md). Built in: 'skill-evals judge anthropic|openai --model "
+        "M'. A check's own judge field overrides it. Default: none.",
+    },
+    "--judge-timeout-ms": {
+        "type": click.IntRange(1, 600_000),
+        "default": 120_000,
+        "help": "Per judge request: kill the judge after this many milliseconds (a runner "
+        "failure of the judged observation).",
+    },
+    "--max-judge-calls": {
+        "type": click.IntRange(1, 10_000_000),
+        "default": None,
+        "metavar": "N",
+        "help": "Start no judge process after N (retries included); --max-invocations never "
+        "counts them, --max-cost-usd counts both. Default: no limit.",
+    },
 }
 
 

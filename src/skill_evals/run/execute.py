@@ -131,6 +131,8 @@ def _run_workers(
             plan, arms, todo, len(known), len(keys), writer, progress, workspaces, regex
         )
         sched.sweeper = sweeper
+        if plan.judging is not None:  # its judges die with the run's interrupt, as runners do
+            plan.judging.cancel, plan.judging.sweeper = sched.cancel, sweeper
         for warning in workspaces.warnings:  # a stale root that could not be removed
             print(f"skill-evals: warning: {terminal_safe(warning)}", file=sys.stderr)
             sched.messages.append(warning)

@@ -14,6 +14,7 @@ from ..plan.run_control import Budget, InvocationCache, Stopped
 from ..plan.settle import Verdict
 from ..plan.settle_state import SettleGates
 from ..suite.cases import CaseSuite
+from .judging import Judging
 from .observations import VARIANTS, Key, Observation, RunnerFailure, Variant
 from .records import plan_keys
 
@@ -61,6 +62,7 @@ class ExecutionPlan:
     budget: Budget | None = None
     settle: SettleSpec | None = None
     cache: InvocationCache | None = None
+    judging: Judging | None = None  # the judge checks' judge, when the suite has any
 
     def arm_table(self) -> dict[str, Arm]:
         """Arm name → Arm for every arm this plan runs."""

@@ -35,7 +35,8 @@ MAX_EVIDENCE_ITEMS = 1000
 _MAX_EVIDENCE_TEXT = 300  # characters of an evidence item's skill or source
 # Keys of a recorded line besides the runner's: "checks" is computed by the engine.
 # "cached" marks an observation reused from the cache (docs/cost.md), not run by this run.
-RECORD_KEYS = ("caseId", "trial", "checks", "cached")
+# "judge" holds the judge's verdicts per judged check, "judgeFiles" the files it was shown.
+RECORD_KEYS = ("caseId", "trial", "checks", "cached", "judge", "judgeFiles")
 MAX_TOOL_CALLS = 10_000
 REQUIRED_RUNNER_KEYS = ("variant", "invokedSkills", "output", "exitCode")
 MAX_SAFE_INTEGER = 9_007_199_254_740_991
@@ -78,11 +79,15 @@ class Observation:
     warnings: tuple[str, ...] = ()
     # One verdict per check of the case's task, computed by the engine after the run (or read
     # from a record); None when not known.
-    checks: tuple[bool, ...] | None = None
+    checks: tuple[bool | None, ...] | None = None
     # Why each check failed (None where it passed); kept in memory only, never recorded.
     reasons: tuple[str | None, ...] | None = None
     # Reused from the cache (--cache) rather than run; recorded as "cached": true.
     cached: bool = False
+    # The judge's verdicts of its judged checks ({"check", "key", "score", "pass", "reason"}).
+    judged: tuple[Mapping[str, Any], ...] = ()
+    # The workspace files its judge checks were shown ({"path", "text", "truncated"}).
+    judge_files: tuple[Mapping[str, Any], ...] | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -111,6 +116,10 @@ class Observation:
             record["checks"] = list(self.checks)
         if self.cached:
             record["cached"] = True
+        if self.judged:
+            record["judge"] = [dict(entry) for entry in self.judged]
+        if self.judge_files is not None:
+            record["judgeFiles"] = [dict(item) for item in self.judge_files]
         return record
 
 
@@ -211,7 +220,7 @@ def parse_runner_object(value: object, expected_variant: Echo) -> dict[str, Any]
 def observation_from(
     fields: Mapping[str, Any],
     key: tuple[str, int, Variant],
-    checks: tuple[bool, ...] | None = None,
+    checks: tuple[bool | None, ...] | None = None,
     cached: bool = False,
 ) -> Observation:
     """The Observation of ``key`` from :func:`parse_runner_object`'s fields."""
@@ -303,9 +312,9 @@ def parse_tool_calls(raw: object) -> tuple[ToolCall, ...]:
     return tuple(calls)
 
 
-def parse_checks(raw: object) -> tuple[bool, ...]:
-    """A record's ``checks``: an array of booleans."""
-    if not isinstance(raw, list) or not all(isinstance(item, bool) for item in raw):
+def parse_checks(raw: object) -> tuple[bool | None, ...]:
+    """A record's ``checks``: an array of booleans (``null`` for a judge check not judged)."""
+    if not isinstance(raw, list) or not all(item is None or isinstance(item, bool) for item in raw):
         raise ContractError("wrong-typed key 'checks': must be an array of booleans")
     return tuple(raw)
 

@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..suite.cases import Case
 from ..suite.jsonl import describe_key
+from .judge_records import split_judge
 from .observations import (
     ARMS,
     MAX_SAFE_INTEGER,
@@ -80,11 +81,15 @@ def record_observation(
         fields = parse_runner_object(body, echo)
         checks = parse_checks(value["checks"]) if "checks" in value else None
         cached = parse_cached(value["cached"]) if "cached" in value else False
+        _, judged, judge_files = split_judge(value)
     except ContractError as exc:
         named = describe_key(exc.key) if exc.key is not None else None
         where = f" ({named})" if named else ""
         raise InvalidInput(f"{path}:{line}: {exc}{where}") from None
-    return observation_from(fields, key, checks, cached)
+    observation = observation_from(fields, key, checks, cached)
+    if judged or judge_files is not None:
+        observation.judged, observation.judge_files = judged, judge_files
+    return observation
 
 
 def valid_observation(value: dict[str, Any]) -> Observation | None:
@@ -147,7 +152,7 @@ _Optional = tuple[
     tuple[dict[str, str], ...],
     tuple[ToolCall, ...],
     tuple[str, ...],
-    tuple[bool, ...] | None,
+    tuple[bool | None, ...] | None,
     bool,
 ]
 
@@ -158,7 +163,7 @@ def _optional_fields(value: dict[str, Any]) -> _Optional | None:
     keys = _REQUIRED_KEYS
     meta: dict[str, float] = {}
     tool_calls: tuple[ToolCall, ...] = ()
-    checks: tuple[bool, ...] | None = None
+    checks: tuple[bool | None, ...] | None = None
     cached = False
     evidence: tuple[dict[str, str], ...] = ()
     warnings: tuple[str, ...] = ()
@@ -201,10 +206,21 @@ def checks_problem(observation: Observation, case: Case) -> str | None:
                 f"key 'checks' is missing: this case has workspace checks, so each of its "
                 f"observations needs one boolean per check ({count})"
             )
-        return None
+        return judge_files_problem(observation, case)
     if len(observation.checks) != count:
         return (
             f"key 'checks' has {len(observation.checks)} value(s); the case's task has "
             f"{count} check(s)"
+        )
+    return judge_files_problem(observation, case)
+
+
+def judge_files_problem(observation: Observation, case: Case) -> str | None:
+    """Why an observation cannot be judged: a judge check is shown workspace files and the
+    line holds no ``judgeFiles`` (the workspace is gone)."""
+    if case.task is not None and case.task.judge_files and observation.judge_files is None:
+        return (
+            "key 'judgeFiles' is missing: a judge check of this case is shown workspace "
+            "files (include files:<glob>), so each observation needs the files it was shown"
         )
     return None

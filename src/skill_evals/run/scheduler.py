@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable, Mapping
 
 from ..checks import WorkspaceView, judge_task
+from ..checks.judge_files import capture
+from ..checks.judge_model import Judge
 from ..plan.arms import ARM_VAR, Arm
 from ..plan.ledger import Ledger
 from ..plan.run_control import StopReason, retry_delay
@@ -126,6 +128,11 @@ class Scheduler:
             with self.lock:
                 self.running -= 1
             return  # interrupted by our own cancel: not the runner's failure, just not run
+        judge_failure = None
+        if isinstance(outcome, Observation) and self.plan.judging is not None:
+            outcome, judge_failure = self.plan.judging.judge(
+                self.cases[case_id], outcome, self.regex
+            )
         with self.lock:
             if isinstance(outcome, Observation):
                 if self.writer is not None:
@@ -133,13 +140,20 @@ class Scheduler:
                 self.observations[key] = outcome
                 if self.plan.cache is not None:
                     self.plan.cache.store(self.cases[case_id], trial, arm, outcome)
-            else:
+            if judge_failure is not None and isinstance(outcome, Observation):
+                # Recorded and cached all the same, never scored.
+                self.ledger.ran(arm_name, attempts, outcome)
+                outcome = RunnerFailure(case_id, trial, arm_name, judge_failure)
+                self.observations.pop(key, None)
+                attempts = 0
+            if isinstance(outcome, RunnerFailure):
                 self.failures[key] = outcome
                 if not self.plan.keep_going:
                     self.stop_starting = True
-            self.ledger.ran(
-                arm_name, attempts, outcome if isinstance(outcome, Observation) else None
-            )
+            if attempts:
+                self.ledger.ran(
+                    arm_name, attempts, outcome if isinstance(outcome, Observation) else None
+                )
             if self.settler is not None:
                 self.settler.observe(key, outcome)
             self.done += 1
@@ -272,6 +286,10 @@ class Scheduler:
         breach = isolation_breach(outcome, self.plan.skill_name)
         if breach is not None:
             return breach, result.elapsed_ms, False
+        if case.task is not None and case.task.judge_files:
+            globs = [check.file_globs for check in case.task.checks if isinstance(check, Judge)]
+            files = capture(prepared.workspace, globs)
+            outcome = dataclasses.replace(outcome, judge_files=tuple(files))
         if case.task is not None:
             view = WorkspaceView(prepared.workspace, self.base_env, prepared.before, self.cancel)
             outcomes = judge_task(case.task, outcome, self.regex, view)

@@ -1,0 +1,40 @@
+"""Model-graded checks: ``judge`` grades one answer against a rubric.
+Its verdicts come from a judge program (docs/judging.md), computed by the engine after the run
+and kept with each observation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+MAX_RUBRIC_CHARS = 20_000
+MAX_JUDGE_FILES = 20  # files one include captures at most
+MAX_JUDGE_FILE_BYTES = 65_536  # a captured file is cut here
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A model-graded check: the judge's ``score`` within ``scale`` passes at ``threshold``
+    (without a threshold, the judge's own ``pass``). ``include``: ``output`` and/or
+    ``files:<glob>`` (what the judge is shown). ``command``: the check's own judge (argv)."""
+
+    name: ClassVar[str] = "judge"
+    workspace: ClassVar[bool] = False
+    rubric: str
+    scale: tuple[float, float] = (0.0, 1.0)
+    threshold: float | None = None
+    include: tuple[str, ...] = ("output",)
+    command: tuple[str, ...] | None = None
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return self.name
+
+    @property
+    def file_globs(self) -> tuple[str, ...]:
+        """The ``files:<glob>`` entries of ``include``, without the prefix."""
+        return tuple(item[len("files:") :] for item in self.include if item.startswith("files:"))
+
+
+JudgeCheck = Judge

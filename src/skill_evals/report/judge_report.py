@@ -1,0 +1,24 @@
+"""The judging's part of a `test` report: ``judge`` (null without judge checks) and
+``runner.ledger.judge``, kept apart from the runner's own figures (docs/judging.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..run.judging import Judging
+
+
+def add_judging(report: dict[str, Any], judging: Judging | None) -> dict[str, Any]:
+    """``report`` with its judge blocks (and the budget's message when it stopped judging)."""
+    report["judge"] = judging.ledger.report_block() if judging is not None else None
+    if judging is None:
+        return report
+    runner = report.get("runner")
+    if isinstance(runner, dict) and isinstance(runner.get("ledger"), dict):
+        runner["ledger"]["judge"] = judging.ledger.ledger_block()
+    if judging.budget_hit:
+        reason = judging.budget_reason().removeprefix("judge: ")
+        messages = report.setdefault("messages", [])
+        if reason not in messages:
+            messages.append(reason)
+    return report

@@ -1,0 +1,79 @@
+"""The judge's part of a recorded observation (records, --observations, the cache): ``judge``,
+one entry per judged check, and ``judgeFiles``, the workspace files its checks were shown.
+Malformed parts are ContractErrors naming the key, never its value."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .observations import ContractError
+
+MAX_ENTRIES = 100  # one per check at most
+MAX_FILES = 2000  # 20 per check
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_ABSOLUTE = ("check", "key", "score", "pass", "reason", "meta")
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def parse_judge_entries(raw: object) -> tuple[dict[str, Any], ...]:
+    """``judge``: an array of verdict entries."""
+    if not isinstance(raw, list) or len(raw) > MAX_ENTRIES:
+        raise ContractError(f"wrong-typed key 'judge': must be an array of at most {MAX_ENTRIES}")
+    entries: list[dict[str, Any]] = []
+    for index, item in enumerate(raw):
+        where = f"judge[{index}]"
+        if not isinstance(item, dict) or any(key not in _ABSOLUTE for key in item):
+            raise ContractError(f"wrong-typed key '{where}': an object of {', '.join(_ABSOLUTE)}")
+        check, key = item.get("check"), item.get("key")
+        if type(check) is not int or not 0 <= check < MAX_ENTRIES:
+            raise ContractError(f"wrong-typed key '{where}.check': must be a check index")
+        if not isinstance(key, str) or not _HEX64.fullmatch(key):
+            raise ContractError(f"wrong-typed key '{where}.key': must be a SHA-256 in hex")
+        if not _number(item.get("score")) or not isinstance(item.get("pass"), bool):
+            raise ContractError(f"wrong-typed key '{where}': needs a number score and a bool pass")
+        if not isinstance(item.get("reason"), str) or len(item["reason"]) > 300:
+            raise ContractError(f"wrong-typed key '{where}.reason': a string of ≤ 300 characters")
+        meta = item.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise ContractError(f"wrong-typed key '{where}.meta': must be an object")
+        entries.append(dict(item))
+    return tuple(entries)
+
+
+def parse_judge_files(raw: object) -> tuple[dict[str, Any], ...]:
+    """``judgeFiles``: an array of ``{"path", "text", "truncated"}``."""
+    if not isinstance(raw, list) or len(raw) > MAX_FILES:
+        raise ContractError(
+            f"wrong-typed key 'judgeFiles': must be an array of at most {MAX_FILES}"
+        )
+    files: list[dict[str, Any]] = []
+    for index, item in enumerate(raw):
+        ok = (
+            isinstance(item, dict)
+            and set(item) == {"path", "text", "truncated"}
+            and isinstance(item["path"], str)
+            and isinstance(item["text"], str)
+            and isinstance(item["truncated"], bool)
+        )
+        if not ok:
+            raise ContractError(
+                f"wrong-typed key 'judgeFiles[{index}]': must be {{path, text, truncated}}"
+            )
+        files.append(dict(item))
+    return tuple(files)
+
+
+def split_judge(
+    value: Mapping[str, Any],
+) -> tuple[dict[str, Any], tuple[dict[str, Any], ...], tuple[dict[str, Any], ...] | None]:
+    """A line's object without its judge keys, and those keys parsed."""
+    body = {k: v for k, v in value.items() if k not in ("judge", "judgeFiles")}
+    entries = parse_judge_entries(value["judge"]) if "judge" in value else ()
+    files = parse_judge_files(value["judgeFiles"]) if "judgeFiles" in value else None
+    return body, entries, files

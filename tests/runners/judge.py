@@ -1,0 +1,86 @@
+"""A scripted judge for tests: logs each request it receives and decides from markers.
+
+argv: LOG [--mode MODE]. Each request is appended to LOG as one JSON line (with the judge's
+environment names under "_env"). Absolute requests: the answer's output and files' text are
+searched for a marker — ``[[score=X]]`` gives score X (pass when X ≥ the scale's middle),
+``GOOD`` score hi / pass, otherwise score lo / fail — and these make the judge misbehave:
+``[[judge-exit]]`` exits 3, ``[[judge-hang]]`` sleeps 60 s, ``[[judge-flood]]`` prints 2 MB,
+``[[judge-garbage]]`` prints a non-JSON line, ``[[judge-retry]]`` answers a retryable runnerError,
+``[[judge-outside]]`` a score outside the scale, ``[[judge-child]]`` leaves a child process
+(its pid appended to LOG + ".pids") that sleeps 60 s.
+Pairwise requests: the answer holding ``BETTER`` wins; ``--mode first`` always answers "a".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def _text(answer: dict) -> str:
+    parts = [answer.get("output") or ""]
+    parts += [f["text"] for f in answer.get("files", [])]
+    return "\n".join(parts)
+
+
+def _absolute(request: dict) -> dict:
+    text = _text(request["answer"])
+    lo, hi = request["scale"]
+    if "[[score=" in text:
+        score = float(text.split("[[score=", 1)[1].split("]]", 1)[0])
+    else:
+        score = hi if "GOOD" in text else lo
+    return {
+        "score": score,
+        "pass": score >= (lo + hi) / 2,
+        "reason": "GOOD found" if score >= (lo + hi) / 2 else "no GOOD\x1b[31m in the answer",
+        "meta": {"inputTokens": 10, "outputTokens": 2, "costUsd": 0.001},
+    }
+
+
+def _pairwise(request: dict, mode: str) -> dict:
+    if mode == "first":
+        return {"winner": "a", "reason": "first"}
+    a, b = "BETTER" in _text(request["a"]), "BETTER" in _text(request["b"])
+    winner = "a" if a and not b else "b" if b and not a else "tie"
+    return {"winner": winner, "reason": f"{winner} is better", "meta": {"inputTokens": 5}}
+
+
+def main() -> None:
+    log = sys.argv[1]
+    mode = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--mode" else "markers"
+    request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({**request, "_env": sorted(os.environ)}) + "\n")
+    text = _text(request["answer"]) if request["kind"] == "absolute" else ""
+    if "[[judge-exit]]" in text:
+        sys.exit(3)
+    if "[[judge-hang]]" in text:
+        time.sleep(60)
+    if "[[judge-flood]]" in text:
+        sys.stdout.write("x" * 2_000_000)
+        return
+    if "[[judge-garbage]]" in text:
+        print("SECRET-JUDGE-TEXT not json")
+        return
+    if "[[judge-retry]]" in text:
+        print(json.dumps({"runnerError": "overloaded, try later", "retryable": True}))
+        return
+    if "[[judge-child]]" in text:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        with open(log + ".pids", "a", encoding="utf-8") as handle:
+            handle.write(f"{child.pid}\n")
+    if request["kind"] == "absolute":
+        answer = _absolute(request)
+        if "[[judge-outside]]" in text:
+            answer["score"] = request["scale"][1] + 1
+    else:
+        answer = _pairwise(request, mode)
+    print(json.dumps(answer))
+
+
+if __name__ == "__main__":
+    main()

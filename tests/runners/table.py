@@ -1,0 +1,48 @@
+"""A table runner for tests: answers each (case, variant[, trial]) from a JSON table.
+
+argv: TABLE [LOG]. TABLE maps case id → variant → {"output", "exitCode", "invoke", "files"}
+(or a list of those, one per trial). ``invoke`` (default true for with): report the skill
+named in the table's "skill" key. ``files``: {relative path: text} written into the
+workspace. LOG, when given, gets one line "case trial variant" per invocation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    table = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    sys.stdin.buffer.read()
+    variant = os.environ["EVALGATE_SKILL_VARIANT"]
+    case_id = os.environ["EVALGATE_SKILL_CASE_ID"]
+    trial = int(os.environ["EVALGATE_SKILL_TRIAL"])
+    arm = os.environ.get("SKILL_EVALS_ARM", variant)
+    row = table["cases"][case_id]
+    cell = row.get(arm, row.get(variant))
+    if isinstance(cell, list):
+        cell = cell[(trial - 1) % len(cell)]
+    if len(sys.argv) > 2:
+        with open(sys.argv[2], "a", encoding="utf-8") as log:
+            log.write(f"{case_id} {trial} {arm}\n")
+    workspace = os.environ.get("SKILL_EVALS_WORKSPACE")
+    for rel, text in cell.get("files", {}).items():
+        assert workspace is not None
+        target = Path(workspace) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    invoked = cell.get("invoke", variant == "with")
+    answer = {
+        "variant": variant,
+        "invokedSkills": [table["skill"]] if invoked else [],
+        "output": cell.get("output", ""),
+        "exitCode": cell.get("exitCode", 0),
+    }
+    print(json.dumps(answer))
+
+
+if __name__ == "__main__":
+    main()
