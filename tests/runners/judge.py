@@ -1,6 +1,8 @@
 """A scripted judge for tests: logs each request it receives and decides from markers.
 
-argv: LOG [--mode MODE]. Each request is appended to LOG as one JSON line (with the judge's
+argv: [--mode MODE]; $JUDGE_LOG names the log (an environment variable, not an argument:
+an argument naming a file enters each request key by its content). Each request is appended
+to the log as one JSON line (with the judge's
 environment names under "_env"). Absolute requests: the answer's output and files' text are
 searched for a marker — ``[[score=X]]`` gives score X (pass when X ≥ the scale's middle),
 ``GOOD`` score hi / pass, otherwise score lo / fail — and these make the judge misbehave:
@@ -50,8 +52,8 @@ def _pairwise(request: dict, mode: str) -> dict:
 
 
 def main() -> None:
-    log = sys.argv[1]
-    mode = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--mode" else "markers"
+    log = os.environ["JUDGE_LOG"]
+    mode = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--mode" else "markers"
     request = json.loads(sys.stdin.buffer.read().decode("utf-8"))
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(json.dumps({**request, "_env": sorted(os.environ)}) + "\n")

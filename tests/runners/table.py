@@ -1,9 +1,11 @@
 """A table runner for tests: answers each (case, variant[, trial]) from a JSON table.
 
-argv: TABLE [LOG]. TABLE maps case id → variant → {"output", "exitCode", "invoke", "files"}
+argv: TABLE. TABLE maps case id → variant → {"output", "exitCode", "invoke", "files"}
 (or a list of those, one per trial). ``invoke`` (default true for with): report the skill
 named in the table's "skill" key. ``files``: {relative path: text} written into the
-workspace. LOG, when given, gets one line "case trial variant" per invocation.
+workspace. $TABLE_RUNNER_LOG, when set, gets one line "case trial variant" per invocation
+(an environment variable, not an argument: an argument naming a file enters the cache key by
+its content).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ def main() -> None:
     cell = row.get(arm, row.get(variant))
     if isinstance(cell, list):
         cell = cell[(trial - 1) % len(cell)]
-    if len(sys.argv) > 2:
-        with open(sys.argv[2], "a", encoding="utf-8") as log:
+    if os.environ.get("TABLE_RUNNER_LOG"):
+        with open(os.environ["TABLE_RUNNER_LOG"], "a", encoding="utf-8") as log:
             log.write(f"{case_id} {trial} {arm}\n")
     workspace = os.environ.get("SKILL_EVALS_WORKSPACE")
     for rel, text in cell.get("files", {}).items():

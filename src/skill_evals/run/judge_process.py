@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import secrets
+import signal
 import subprocess
 import threading
 import time
@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..checks.judge_verdict import Verdict, VerdictError, own_error, parse_verdict
-from .processes import HELPER_VAR, ProcessSweeper, engine_children, forget_child, start_child
+from .processes import ProcessSweeper, engine_children, forget_child, start_child
 from .runner import InvocationSpec, _Pump
 
 _DROPPED = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT")
@@ -68,8 +68,8 @@ class _JudgePump(_Pump):
     """The runner's pump; when the judge exits, its session and marked processes are killed
     as a helper command's are."""
 
-    mark = ""
-    before: set[tuple[int, int]] = set()  # noqa: RUF012 - set per instance before run()
+    mark: str
+    before: set[tuple[int, int]]
 
     def _exited(self) -> None:
         self.child_gone = True
@@ -91,7 +91,9 @@ def ask_once(
     scale_raw = request.get("scale")
     scale = (float(scale_raw[0]), float(scale_raw[1])) if isinstance(scale_raw, list) else None
     payload = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    mark = secrets.token_hex(16)
+    # No mark in its environment (it gets none of the engine's variables): what it leaves is
+    # found by its session and group and, once its parent is gone, as an orphan of the engine.
+    mark = ""
     before = engine_children()
     try:
         proc = start_child(
@@ -100,7 +102,7 @@ def ask_once(
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env={**spec.env, HELPER_VAR: mark},
+                env=dict(spec.env),
                 start_new_session=True,
                 bufsize=0,
             )
@@ -130,12 +132,19 @@ def ask_once(
     return _answer(outcome.stdout, code, kind, scale)
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def _answer(stdout: bytes, code: int, kind: str, scale: tuple[float, float] | None) -> Answer:
     own = own_error(stdout)
     if own is not None:
         return Answer(None, f"judge: {own}", own.retryable)
     if code < 0:
-        return Answer(None, f"judge: killed by signal {-code}")
+        return Answer(None, f"judge: killed by signal {_signal_name(-code)}")
     if code > 0:
         return Answer(None, f"judge: exited with code {code}")
     try:

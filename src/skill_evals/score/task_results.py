@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checks import Matcher, Task, judge_task
+from ..checks import NOT_CALLED, Matcher, Task, judge_task
 from ..checks.model import ExitCode
 from ..checks.observed import budget_figure
 from ..suite.cases import Case, CaseSuite
@@ -81,7 +81,8 @@ def judge_case(case: Case, row: Row, matcher: Matcher) -> CaseTask:
                 continue
             outcomes = judge_task(task, obs, matcher, None)
             for item, outcome in zip(per_check, outcomes, strict=True):
-                item[variant].append(outcome.passed)
+                # A judge check not asked (the task failed before it) is null, not false.
+                item[variant].append(None if outcome is NOT_CALLED else outcome.passed)
             passes.append(all(o.passed for o in outcomes))
             first = next((i for i, o in enumerate(outcomes) if not o.passed), None)
             if first is not None and variant not in failures:

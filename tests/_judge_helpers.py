@@ -1,0 +1,93 @@
+"""Shared by the judge tests: a skill, a case file with judge checks, a table runner and the
+scripted judge (tests/runners/judge.py), and the real CLI run as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import write_jsonl, write_skill
+
+RUNNERS = Path(__file__).resolve().parent / "runners"
+TABLE_RUNNER = RUNNERS / "table.py"
+JUDGE = RUNNERS / "judge.py"
+SKILL = "release-notes"
+DESCRIPTION = "Write release notes for a version from its changelog. Use when asked for notes."
+
+
+def make_suite(
+    root: Path,
+    rows: Mapping[str, Mapping[str, Any]],
+    task: Sequence[Mapping[str, Any]] | Mapping[str, Sequence[Mapping[str, Any]]],
+) -> dict[str, Path]:
+    """Write the skill, the cases (one per row, ``task`` for every case or per case id) and the
+    runner's table; return their paths."""
+    root.mkdir(parents=True, exist_ok=True)
+    skill = write_skill(root, SKILL, DESCRIPTION, "# Release notes\n\nTitle, summary, changes.\n")
+    cases = []
+    for case_id in rows:
+        case_task = task[case_id] if isinstance(task, Mapping) else task
+        prompt = f"Write the release notes of version 2.{len(cases)} for the widget library"
+        cases.append({"id": case_id, "prompt": prompt, "expectTrigger": True, "task": case_task})
+    write_jsonl(root / "cases.jsonl", cases)
+    (root / "table.json").write_text(json.dumps({"skill": SKILL, "cases": rows}), "utf-8")
+    return {"skill": skill, "cases": root / "cases.jsonl", "table": root / "table.json"}
+
+
+def runner_cmd(root: Path) -> str:
+    """The table runner over ``root``'s table (it logs to runner.log: :func:`run_cli`)."""
+    return f"{sys.executable} {TABLE_RUNNER} {root / 'table.json'}"
+
+
+def judge_cmd(root: Path, *more: str) -> str:
+    """The scripted judge (it logs each request to judge.log: :func:`run_cli`)."""
+    return " ".join([sys.executable, str(JUDGE), *more])
+
+
+def run_cli(
+    root: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``skill-evals ARGS`` in ``root``; the table runner and the judge log into ``root``."""
+    logs = {"TABLE_RUNNER_LOG": str(root / "runner.log"), "JUDGE_LOG": str(root / "judge.log")}
+    full = {**os.environ, **logs, **(env or {})}
+    return subprocess.run(
+        ["skill-evals", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def cli_args(root: Path, *more: str, runner: bool = True) -> list[str]:
+    """``test`` over ``root``'s suite with one trial, quiet."""
+    args = ["test", "--skill", SKILL, "--cases", "cases.jsonl", "--trials", "1", "-q"]
+    if runner:
+        args += ["--runner", runner_cmd(root)]
+    return [*args, *more]
+
+
+def judge_log(root: Path) -> list[dict[str, Any]]:
+    """The requests the scripted judge received (empty when none)."""
+    path = root / "judge.log"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def runner_log(root: Path) -> list[str]:
+    """The invocations the table runner answered."""
+    path = root / "runner.log"
+    return path.read_text("utf-8").splitlines() if path.exists() else []
+
+
+def report_of(path: Path) -> dict[str, Any]:
+    """A JSON report file."""
+    return json.loads(path.read_text("utf-8"))
