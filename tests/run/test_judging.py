@@ -64,7 +64,9 @@ def _mulberry32(seed: int) -> Any:
 
 def _bootstrap(values: list[float], samples: int, seed: int) -> tuple[float, float]:
     draw, n = _mulberry32(seed), len(values)
-    means = sorted(sum(values[math.floor(draw() * n)] for _ in range(n)) / n for _ in range(samples))
+    means = sorted(
+        sum(values[math.floor(draw() * n)] for _ in range(n)) / n for _ in range(samples)
+    )
     return means[math.floor(0.025 * (samples - 1))], means[math.ceil(0.975 * (samples - 1))]
 
 

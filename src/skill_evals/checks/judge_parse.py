@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import math
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .judge_files import glob_problem
 from .judge_model import MAX_RUBRIC_CHARS, Judge
-
-if TYPE_CHECKING:
-    from .parse import Reporter, Where
+from .reporting import Reporter, Where
 
 JUDGE_FIELDS = (("rubric",), ("scale", "threshold", "include", "judge"))
 

@@ -6,8 +6,7 @@ after the agent has run.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from .judge_parse import JUDGE_FIELDS, parse_judge
 from .model import (
@@ -31,6 +30,7 @@ from .model import (
     ToolNotCalled,
     Unchanged,
 )
+from .reporting import Reporter, Where
 
 MAX_SAFE_INTEGER = 9_007_199_254_740_991
 MAX_PATTERN_CHARS = 1000
@@ -39,7 +39,6 @@ MAX_CHECKS = 100  # per task: records carry one boolean per check
 MAX_TIMEOUT_MS = 600_000
 FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
-Where = tuple[object, ...]
 
 # The fields each check takes besides "check" (the first ones listed are required).
 FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -60,19 +59,6 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     **{name: (("value",), ()) for name in BUDGETS},
     "judge": JUDGE_FIELDS,
 }
-
-
-class Reporter(Protocol):
-    """How a check reports a problem: the cases loader's checker (file, line, field)."""
-
-    def fail(self, where: Where, reason: str) -> Exception:
-        """An input error at ``where`` inside the case."""
-
-    def wrong_type(self, where: Where, expected: str, value: object) -> Exception:
-        """An input error: ``value`` is not ``expected``."""
-
-    def keys(self, obj: dict[str, Any], where: Where, allowed: Sequence[str]) -> None:
-        """Raise for the first key of ``obj`` not in ``allowed``."""
 
 
 def parse_task(value: object, report: Reporter) -> Task | None:

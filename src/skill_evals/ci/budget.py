@@ -19,16 +19,19 @@ class TotalBudget:
 
     invocations: int | None = None
     cost_usd: float | None = None
+    judge_calls: int | None = None
 
     @classmethod
     def of(cls, budget: Budget) -> TotalBudget:
         """The whole total, before any skill ran."""
-        return cls(budget.invocations, budget.cost_usd)
+        return cls(budget.invocations, budget.cost_usd, budget.judge_calls)
 
     def for_skill(self, own: Budget) -> Budget:
         """The skill's budget: its own, capped by what is left of the total."""
         return Budget(
-            _least(own.invocations, self.invocations), _least(own.cost_usd, self.cost_usd)
+            _least(own.invocations, self.invocations),
+            _least(own.cost_usd, self.cost_usd),
+            _least(own.judge_calls, self.judge_calls),
         )
 
     def spend(self, report: Mapping[str, Any] | None) -> None:
@@ -43,6 +46,13 @@ class TotalBudget:
         cost = ledger.get("costUsd")
         if self.cost_usd is not None and isinstance(cost, (int, float)):
             self.cost_usd = max(0.0, self.cost_usd - float(cost))
+        judge = ledger.get("judge")
+        if isinstance(judge, Mapping):
+            calls, spent = judge.get("calls"), judge.get("costUsd")
+            if self.judge_calls is not None and isinstance(calls, int):
+                self.judge_calls = max(0, self.judge_calls - calls)
+            if self.cost_usd is not None and isinstance(spent, (int, float)):
+                self.cost_usd = max(0.0, self.cost_usd - float(spent))
 
 
 def _least(a: Any, b: Any) -> Any:

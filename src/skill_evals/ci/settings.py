@@ -73,6 +73,8 @@ class SkillSettings:
     budget: Budget = field(default_factory=Budget)  # per skill (budget: {invocations, cost-usd})
     compare_base: bool = False  # compare: base — the base commit's version as the baseline arm
     require_verified_isolation: bool = False  # an unverified without run → exit 7
+    judge: str | None = None  # the default judge of judge checks (docs/judging.md)
+    judge_timeout_ms: int = 120_000
 
     def missing_env(self, env: Mapping[str, str]) -> list[str]:
         """The ``require-env`` variables empty or unset in ``env``. None are required when the
@@ -86,13 +88,16 @@ class SkillSettings:
         """The settings that change results, hashed into the fingerprint (docs/ci.md): runner,
         trials, gates, seed — plus bootstrap-samples, which moves the interval the uplift gate
         reads. Timeouts, jobs and byte caps do not change what a healthy run measures."""
-        return {
+        settings: dict[str, Any] = {
             "runner": self.runner,
             "trials": self.trials,
             "gates": self.gates.to_json(),
             "seed": self.seed,
             "bootstrapSamples": self.bootstrap_samples,
         }
+        if self.judge is not None:  # only when set: configs without one keep their fingerprints
+            settings["judge"] = self.judge
+        return settings
 
 
 @dataclass(frozen=True)
@@ -177,6 +182,8 @@ SETTING_KEYS = {
     "arms": "arms",
     "stop-when-settled": "stop_when_settled",
     "require-verified-isolation": "require_verified_isolation",
+    "judge": "judge",
+    "judge-timeout-ms": "judge_timeout_ms",
 }
 
 
@@ -209,4 +216,8 @@ def apply_settings(base: SkillSettings, values: Mapping[str, Any]) -> SkillSetti
 
 def budget_of(raw: Mapping[str, Any]) -> Budget:
     """A ``budget`` / ``budget-total`` mapping (``invocations``, ``cost-usd``) as a Budget."""
-    return Budget(invocations=raw.get("invocations"), cost_usd=raw.get("cost-usd"))
+    return Budget(
+        invocations=raw.get("invocations"),
+        cost_usd=raw.get("cost-usd"),
+        judge_calls=raw.get("judge-calls"),
+    )

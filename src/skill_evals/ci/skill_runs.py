@@ -252,6 +252,9 @@ class _SkillRuns:
             require_verified_isolation=settings.require_verified_isolation,
             scope=scope,
             cache=self.cache,
+            judge=settings.judge,
+            judge_timeout_ms=settings.judge_timeout_ms,
+            max_judge_calls=self.total.for_skill(settings.budget).judge_calls,
             **run_fields(settings, record, self.options.out, runner_env(self.env)),
         )
 

@@ -28,6 +28,7 @@ class Budget:
 
     invocations: int | None = None
     cost_usd: float | None = None
+    judge_calls: int | None = None  # --max-judge-calls: judge processes (never invocations)
 
     def reached(self, started: int, spent_usd: float) -> bool:
         """Whether ``started`` runner processes or ``spent_usd`` reported dollars use it up."""

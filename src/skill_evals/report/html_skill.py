@@ -10,6 +10,7 @@ from .cells import fmt_num, skill_status
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .html_base import anchor, badge, escape_html
+from .judge_lines import judge_summary
 
 _e = escape_html
 
@@ -99,6 +100,9 @@ def skill_section(
     ledger = ledger_summary(report_ledger(report))
     if ledger:
         parts.append(f"<p>Ledger: {_e(ledger)}</p>")
+    judged = judge_summary(report)
+    if judged:
+        parts.append(f"<p>{_e(judged[0].upper() + judged[1:])}</p>")
     parts += _trigger_parts(report)
     parts += _loading_parts(report)
     parts += _case_parts(report, answers, budget or AnswerBudget())

@@ -10,6 +10,7 @@ from ..escaping.invisible import escape_table
 from .cells import STATUS_ICON
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
+from .judge_lines import judge_summary
 from .lists import LIST_LIMIT, limited
 from .next_steps import next_steps
 from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold
@@ -86,6 +87,9 @@ def render_markdown(report: dict[str, Any], fallback_name: str | None = None) ->
     ledger = ledger_summary(report_ledger(report))
     if ledger:
         lines += [f"Ledger: {_esc(ledger)}.", ""]
+    judged = judge_summary(report)
+    if judged:
+        lines += [f"{_esc(judged[0].upper() + judged[1:])}.", ""]
     lines += _gate_lines(report)
     lines += _sections(report)
     return "\n".join(lines) + "\n"

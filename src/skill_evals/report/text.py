@@ -19,6 +19,7 @@ from .comparison import (
     report_ledger,
 )
 from .diagnosis import gate_partial, partial_note, partial_suffix, sections
+from .judge_lines import judge_summary
 from .lists import LIST_LIMIT, limited
 from .next_steps import next_steps
 from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold, is_number
@@ -281,6 +282,9 @@ def _runs_lines(report: Mapping[str, Any], partial: str) -> list[str]:
     ledger = ledger_summary(report_ledger(report))
     if ledger:
         lines.append(f"  ledger: {ledger}")
+    judged = judge_summary(report)
+    if judged:
+        lines.append(f"  {judged}")
     return [*lines, ""]
 
 

@@ -106,7 +106,10 @@ def _load_observations(
     cases = suite.by_id()
     # The cases whose observations must carry `checks`; the others are checked only when
     # they carry some (one set lookup per line instead of a call).
-    workspace_cases = {c.id for c in suite.cases if c.task is not None and c.task.workspace}
+    # Cases whose verdicts need what only the run saw: workspace checks, files shown a judge.
+    workspace_cases = {
+        c.id for c in suite.cases if c.task is not None and (c.task.workspace or c.task.judge_files)
+    }
     filled = 0
     # The record just past the bound is still read: when it is reached, every key already has
     # its observation, so it is a duplicate, an extra trial or an unknown caseId, and that error

@@ -97,7 +97,9 @@ class Scheduler:
     def _budget_reached(self) -> bool:
         """Under the lock: whether the budget forbids another runner process; says why once."""
         budget = self.plan.budget
-        if budget is None or not budget.reached(self.started, self.ledger.spent_usd):
+        judging = self.plan.judging
+        spent = self.ledger.spent_usd + (judging.ledger.spent_usd if judging is not None else 0.0)
+        if budget is None or not budget.reached(self.started, spent):
             return False
         if self.stop_reason is None:
             self.stop_reason = "budget"
