@@ -76,6 +76,10 @@ cli.add_command(runner)
 cli.add_command(evidence)
 cli.add_command(mcp_serve)
 
+from .judges import judge  # noqa: E402  (the click command only; lazy inside)
+
+cli.add_command(judge)
+
 
 # ---------------------------------------------------------------------------------------- main
 

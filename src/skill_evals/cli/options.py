@@ -68,7 +68,8 @@ _SPECS: dict[str, dict[str, Any]] = {
         "default": None,
         "metavar": "CMD",
         "help": "The judge of the judge checks, run once per request; split like a shell, run "
-        "without one (docs/judging.md). A check's own judge field overrides it. Default: none.",
+        "without one (docs/judging.md). Built in: 'skill-evals judge anthropic|openai --model "
+        "M'. A check's own judge field overrides it. Default: none.",
     },
     "--judge-timeout-ms": {
         "type": click.IntRange(1, 600_000),
