@@ -28,7 +28,12 @@ skill-evals test --skill skills/release-notes --cases skills/release-notes/evals
     epilog=epilog(_EXAMPLE, "docs/judging.md"),
 )
 @click.argument("provider", type=click.Choice(["anthropic", "openai"]))
-@click.option("--model", metavar="M", default=None, help="The model to grade with (required).")
+@click.option(
+    "--model",
+    metavar="M",
+    default=None,
+    help="The model to grade with. No default: required (exit 5 without it).",
+)
 @click.option(
     "--max-tokens",
     type=click.IntRange(1, 64_000),
