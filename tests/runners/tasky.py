@@ -1,8 +1,9 @@
 """A runner whose task results are scripted per case and trial: `tasky.py SKILL [RULE]...`.
 
 Each RULE is `CASE:TRIALS:WHAT`: for the `with` variant of case CASE in the listed trials
-(comma-separated, or `*` for every trial), WHAT is `fail` (answers without the expected word) or
-`error` (a runnerError, exit 3, not retryable). Every other run answers `done ok` and, in `with`,
+(comma-separated, or `*` for every trial; CASE `*` for every case), WHAT is `fail` (answers
+without the expected word), `miss` (answers but does not load the skill) or `error` (a
+runnerError, exit 3, not retryable). Every other run answers `done ok` and, in `with`,
 reports SKILL as loaded; `without` runs answer `done` (no `ok`)."""
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ def main() -> None:
     sys.stdin.buffer.read()
     variant = os.environ["EVALGATE_SKILL_VARIANT"]
     case, trial = os.environ["EVALGATE_SKILL_CASE_ID"], os.environ["EVALGATE_SKILL_TRIAL"]
-    what = rules.get((case, trial)) or rules.get((case, "*")) if variant == "with" else None
+    keys = [(case, trial), (case, "*"), ("*", trial), ("*", "*")]
+    what = next((rules[k] for k in keys if k in rules), None) if variant == "with" else None
     if what == "error":
         print(json.dumps({"runnerError": "scripted failure", "retryable": False}))
         sys.exit(3)
     line = {
         "variant": variant,
-        "invokedSkills": [skill] if variant == "with" else [],
+        "invokedSkills": [skill] if variant == "with" and what != "miss" else [],
         "output": "done" if what == "fail" or variant != "with" else "done ok",
         "exitCode": 0,
     }

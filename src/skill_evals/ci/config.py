@@ -201,6 +201,14 @@ def validate_config(raw: object, source: str) -> None:
             f"{source}: $.routing.cases: give the routing case file relative to the repository "
             "root, with / separators and no .."
         )
+    history = raw.get("history")
+    if isinstance(history, str) and (
+        history.startswith("/") or "\\" in history or ".." in history.split("/")
+    ):
+        raise InvalidInput(
+            f"{source}: $.history: give the history file relative to the repository root, "
+            "with / separators and no .."
+        )
     for where, value in _cases_values(raw):
         if value.startswith("/") or "\\" in value:
             raise InvalidInput(
@@ -240,6 +248,7 @@ def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
         budget_total=budget_of(raw.get("budget-total", {})),
         cache=raw.get("cache"),
         cache_max_age=raw.get("cache-max-age", DEFAULT_CACHE_MAX_AGE),
+        history=raw.get("history"),
     )
 
 

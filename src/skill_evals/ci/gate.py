@@ -22,6 +22,7 @@ from .changes import ChangeSet
 from .console import Console, annotate
 from .entry_run import runner_env
 from .fingerprint import SkillState
+from .history import record_run
 from .outputs import build_report, prepare_out, write_outputs
 from .routing import RoutingRun, routing_decision, routing_result
 from .routing import preflight as routing_preflight
@@ -81,6 +82,12 @@ def run_ci(
     ci_report = build_report(exit_code, skills, changes.base, messages, changes.removed, routed)
     for message in ci_report["messages"]:
         console.info(message)
+    config = workspace.config
+    trends = record_run(
+        config.history, config.cache_dir, options.root, ci_report, env, console.warning
+    )
+    if trends is not None:
+        ci_report["trends"] = trends
     names = [state.name for state in workspace.states]
     write_outputs(
         ci_report, options.out, env, console, comment=options.comment, answers=answers, names=names

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +52,28 @@ def merge(
     ci_report = build_report(
         exit_code, ordered, info, list(dict.fromkeys(messages)), routing=routing
     )
+    trends = _merged_trends(shards)
+    if trends is not None:
+        ci_report["trends"] = trends
     names = repository_skill_names(Path.cwd())
     write_outputs(ci_report, out, env, console, comment=comment, names=names)
     annotate(ci_report, console)
     console.info(f"merged {len(dirs)} shard(s): {ci_report['status']} (exit {exit_code})")
     return exit_code
+
+
+def _merged_trends(shards: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+    """Each skill's trend from the shards that kept a history (the first shard naming a skill
+    wins), by skill name; None when no shard kept one."""
+    kept = [s["trends"] for s in shards if isinstance(s.get("trends"), list)]
+    if not kept:
+        return None
+    by_skill: dict[str, dict[str, Any]] = {}
+    for trends in kept:
+        for item in trends:
+            if isinstance(item, dict) and isinstance(item.get("skill"), str):
+                by_skill.setdefault(item["skill"], item)
+    return [by_skill[name] for name in sorted(by_skill)]
 
 
 def _copy_observations(source: Path, target: Path, console: Console) -> None:

@@ -119,6 +119,7 @@ def write_outputs(
     the checked-out repository, the only report strings the comment writes as plain text."""
     from ..report.html import render_html
     from ..report.route_html import ci_routing_html
+    from ..report.trends import trends_html, trends_of_report
     from .summary import render_comment, render_summary
 
     out.mkdir(parents=True, exist_ok=True)
@@ -130,7 +131,9 @@ def write_outputs(
         "summary.md": summary,
         "comment.md": render_comment(ci_report, url, names=names),
         "report.html": render_html(
-            ci_report, answers or None, ci_routing_html(ci_report.get("routing"))
+            ci_report,
+            answers or None,
+            trends_html(trends_of_report(ci_report)) + ci_routing_html(ci_report.get("routing")),
         ),
     }
     for name, text in files.items():

@@ -19,6 +19,7 @@ from ..report.diagnosis import sections
 from ..report.md_text import fork_safe, md_number
 from ..report.next_steps import task_failures
 from ..report.route_markdown import ci_routing_markdown
+from ..report.trends import trends_markdown, trends_of_report
 from .summary_chart import pass_rate_chart
 from .summary_scope import comparison_bullets, ledger_table, scope_bullets
 
@@ -213,7 +214,8 @@ def _base_line(ci_report: dict[str, Any]) -> str:
 
 
 def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES) -> str:
-    """The job summary: headline, verdict table, per failing skill what failed, the chart."""
+    """The job summary: headline, verdict table, per failing skill what failed, the chart,
+    then the trends of the history (when the run keeps one)."""
     skills = ci_report.get("skills") or []
     lines = ["## skill-evals", "", _headline(ci_report), "", _base_line(ci_report), ""]
     if ci_report.get("simulated"):
@@ -246,6 +248,9 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
     chart = pass_rate_chart(skills)
     if chart:
         lines += [*chart, ""]
+    trends = trends_of_report(ci_report)
+    if trends:
+        lines += [*trends_markdown(trends), ""]
     text = "\n".join(lines)
     return cut_bytes(text, max_bytes)
 
@@ -334,6 +339,9 @@ def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
     chart = pass_rate_chart(shown) if limit else []
     if chart:
         lines += ["", *chart]
+    trends = trends_of_report(ci_report) if limit else []
+    if trends:
+        lines += ["", *trends_markdown(trends)]
     if run_url:
         lines += ["", f"[Full report]({run_url})"]
     return "\n".join(lines) + "\n"
