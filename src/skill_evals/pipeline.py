@@ -137,6 +137,10 @@ class TestOptions(_RunOptions):
             max_bytes=self.max_bytes,
             retries=self.retries,
             max_calls=self.max_judge_calls,
+            trials=self.trials,
+            seed=self.seed,
+            baseline=self.scope.baseline is not None,
+            arms=self.scope.arms,
             env=self.env,
             retry_delay=self.retry_delay,
         )
@@ -254,6 +258,9 @@ def run_test(
             cache = _cache_use(run, skill.name, suite_paths(suite, skill.path))
             watched = [skill.path, *runner_neighbours(run.runner)]
             execution = replace(plan.execution, judging=judging)
+            if judging is not None and judging.draws:
+                # Preference is no pass rate: the settle bounds do not hold for it.
+                execution = replace(execution, settle=None)
             ran = run_plan(execution, cache, watched, progress)
         result = _result(ran, plan.recorded)
         if judging is not None:

@@ -118,6 +118,7 @@ def test_hand_computed_report() -> None:
         "difference": {"durationMs": None, "tokens": None, "costUsd": None},
     }
     assert report["task"] == {
+        "mode": "absolute",
         "units": 10,
         "insufficient": False,
         "with": {"passed": 16, "total": 22, "passRate": 16 / 22},

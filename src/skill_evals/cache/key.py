@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..checks.judge_model import Judge
+from ..checks.judge_model import Judge, JudgePairwise
 from ..errors import InvalidInput
 from ..suite.cases import Case
 from ..suite.skill import directory_sha256
@@ -160,10 +160,13 @@ def task_definition(case: Case) -> Any:
     task = case.task
     if task is None or not (task.workspace or task.judge_files):
         return None
-    return [_judge_part(c) if isinstance(c, Judge) else _canonical(c) for c in task.checks]
+    return [
+        _judge_part(c) if isinstance(c, (Judge, JudgePairwise)) else _canonical(c)
+        for c in task.checks
+    ]
 
 
-def _judge_part(check: Judge) -> dict[str, Any]:
+def _judge_part(check: Judge | JudgePairwise) -> dict[str, Any]:
     files = [item for item in check.include if item.startswith("files:")]
     return {"check": check.name, "include": files} if files else {"check": check.name}
 

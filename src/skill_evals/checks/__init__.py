@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .files import WorkspaceView, judge_workspace
-from .judge_model import Judge
+from .judge_model import Judge, JudgePairwise
 from .model import PASSED, Check, Outcome, Task
 from .observed import Matcher, json_equal, judge_observation, subset_match
 from .parse import parse_task
@@ -46,6 +46,8 @@ def judge_task(
     for index, check in enumerate(task.checks):
         if isinstance(check, Judge):
             outcomes.append(judged(obs, index))
+        elif isinstance(check, JudgePairwise):
+            outcomes.append(NOT_CALLED)  # relative: scored by preference, never pass/fail
         elif not check.workspace:
             outcomes.append(judge_observation(check, obs, matcher))
         elif view is not None:

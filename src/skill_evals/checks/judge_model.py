@@ -1,5 +1,6 @@
-"""Model-graded checks: ``judge`` grades one answer against a rubric.
-Its verdicts come from a judge program (docs/judging.md), computed by the engine after the run
+"""Model-graded checks: ``judge`` grades one answer against a rubric, ``judge_pairwise``
+prefers one of two answers.
+Their verdicts come from a judge program (docs/judging.md), computed by the engine after the run
 and kept with each observation."""
 
 from __future__ import annotations
@@ -37,4 +38,26 @@ class Judge:
         return tuple(item[len("files:") :] for item in self.include if item.startswith("files:"))
 
 
-JudgeCheck = Judge
+@dataclass(frozen=True)
+class JudgePairwise:
+    """A relative check: the judge compares the ``with`` answer with the compared arm's (both
+    orders asked, the first chosen by the seeded stream), scored by preference."""
+
+    name: ClassVar[str] = "judge_pairwise"
+    workspace: ClassVar[bool] = False
+    rubric: str
+    include: tuple[str, ...] = ("output",)
+    command: tuple[str, ...] | None = None
+
+    @property
+    def label(self) -> str:
+        """A short name for reasons."""
+        return self.name
+
+    @property
+    def file_globs(self) -> tuple[str, ...]:
+        """The ``files:<glob>`` entries of ``include``, without the prefix."""
+        return tuple(item[len("files:") :] for item in self.include if item.startswith("files:"))
+
+
+JudgeCheck = Judge | JudgePairwise

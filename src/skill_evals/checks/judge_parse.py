@@ -8,10 +8,11 @@ import shlex
 from typing import Any
 
 from .judge_files import glob_problem
-from .judge_model import MAX_RUBRIC_CHARS, Judge
+from .judge_model import MAX_RUBRIC_CHARS, Judge, JudgePairwise
 from .reporting import Reporter, Where
 
 JUDGE_FIELDS = (("rubric",), ("scale", "threshold", "include", "judge"))
+PAIRWISE_FIELDS = (("rubric",), ("include", "judge"))
 
 
 def parse_judge(raw: dict[str, Any], where: Where, report: Reporter) -> Judge:
@@ -22,6 +23,14 @@ def parse_judge(raw: dict[str, Any], where: Where, report: Reporter) -> Judge:
     include = parse_include(raw.get("include"), (*where, "include"), report)
     command = parse_judge_command(raw.get("judge"), (*where, "judge"), report)
     return Judge(rubric, scale, threshold, include, command)
+
+
+def parse_pairwise(raw: dict[str, Any], where: Where, report: Reporter) -> JudgePairwise:
+    """One ``judge_pairwise`` check object (its keys already checked against PAIRWISE_FIELDS)."""
+    rubric = _rubric(raw, where, report)
+    include = parse_include(raw.get("include"), (*where, "include"), report)
+    command = parse_judge_command(raw.get("judge"), (*where, "judge"), report)
+    return JudgePairwise(rubric, include, command)
 
 
 def _rubric(raw: dict[str, Any], where: Where, report: Reporter) -> str:

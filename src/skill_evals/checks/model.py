@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
 
-from .judge_model import Judge
+from .judge_model import Judge, JudgePairwise
 
 # How long one check may take (a `command` has its own timeoutMs instead).
 CHECK_SECONDS = 10.0
@@ -224,7 +224,7 @@ WorkspaceCheck = (
     | Unchanged
     | Command
 )
-Check = ObservationCheck | WorkspaceCheck | Judge
+Check = ObservationCheck | WorkspaceCheck | Judge | JudgePairwise
 
 CHECK_NAMES = (
     "exit_code",
@@ -243,6 +243,7 @@ CHECK_NAMES = (
     "tool_not_called",
     *BUDGETS,
     "judge",
+    "judge_pairwise",
 )
 
 
@@ -270,7 +271,15 @@ class Task:
     @cached_property
     def judge_files(self) -> bool:
         """Whether a judge check is shown workspace files (captured after the run)."""
-        return any(isinstance(check, Judge) and check.file_globs for check in self.checks)
+        return any(
+            isinstance(check, (Judge, JudgePairwise)) and check.file_globs for check in self.checks
+        )
+
+    @cached_property
+    def pairwise(self) -> JudgePairwise | None:
+        """Its ``judge_pairwise`` check (then the task's only one), or None."""
+        found = [check for check in self.checks if isinstance(check, JudgePairwise)]
+        return found[0] if found else None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .judge_parse import JUDGE_FIELDS, parse_judge
+from .judge_parse import JUDGE_FIELDS, PAIRWISE_FIELDS, parse_judge, parse_pairwise
 from .model import (
     BUDGETS,
     CHECK_NAMES,
@@ -58,6 +58,7 @@ FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "tool_not_called": (("tool",), ("input",)),
     **{name: (("value",), ()) for name in BUDGETS},
     "judge": JUDGE_FIELDS,
+    "judge_pairwise": PAIRWISE_FIELDS,
 }
 
 
@@ -106,6 +107,8 @@ def parse_check(raw: dict[str, Any], where: Where, report: Reporter) -> Check:
             raise report.fail(where, f'missing "{field}" (needed by {name})')
     if name == "judge":
         return parse_judge(raw, where, report)
+    if name == "judge_pairwise":
+        return parse_pairwise(raw, where, report)
     fields = _Fields(raw, where, report)
     if name == "exit_code":
         return ExitCode(fields.integer("expected"))

@@ -8,7 +8,9 @@ import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from ..checks.judge_model import Judge, JudgePairwise
 from ..errors import InvalidInput
+from ..run.judge_pairs import pair_draws
 from ..run.judging import JudgeSettings, Judging
 from ..suite.cases import CaseSuite
 
@@ -26,6 +28,29 @@ def split_judge(command: str | None) -> tuple[str, ...] | None:
     return tuple(argv)
 
 
+def check_pairwise(suite: CaseSuite, baseline: bool, arms: str | None) -> bool:
+    """Whether the suite is scored by preference (it has ``judge_pairwise`` checks); exit 5
+    when it mixes them with other task checks, or when no ``without`` arm is compared."""
+    pairwise = [c for c in suite.cases if c.task is not None and c.task.pairwise is not None]
+    if not pairwise:
+        return False
+    for case in suite.cases:
+        if case.task is not None and (case.task.pairwise is None or len(case.task.checks) > 1):
+            raise InvalidInput(
+                f"{suite.path}:{case.line}: field task: a suite with judge_pairwise checks "
+                "is scored by preference: every task must be one judge_pairwise check (put "
+                "other checks in another case file)"
+            )
+    if baseline:
+        raise InvalidInput(
+            "--baseline: judge_pairwise compares the with answers with the without answers; "
+            "run the comparison with absolute checks (judge) instead"
+        )
+    if arms is not None and arms != "auto" and "without" not in arms.split(","):
+        raise InvalidInput("--arms: judge_pairwise needs both the with and the without arm")
+    return True
+
+
 def plan_judging(
     suite: CaseSuite,
     command: str | None,
@@ -34,19 +59,28 @@ def plan_judging(
     max_bytes: int,
     retries: int,
     max_calls: int | None,
+    trials: int = 1,
+    seed: int = 42,
+    baseline: bool = False,
+    arms: str | None = None,
     env: Mapping[str, str] | None = None,
     retry_delay: Callable[[int], float] | None = None,
 ) -> Judging | None:
     """The run's judging, or None when no case has a judge check."""
     argv = split_judge(command)
-    judged = [case for case in suite.cases if case.task is not None and case.task.judged]
+    check_pairwise(suite, baseline, arms)
+    judged = [
+        case
+        for case in suite.cases
+        if case.task is not None and (case.task.judged or case.task.pairwise is not None)
+    ]
     if not judged:
         return None
     if argv is None:
         for case in judged:
             assert case.task is not None
-            for index in case.task.judged:
-                if getattr(case.task.checks[index], "command", None) is None:
+            for index, check in enumerate(case.task.checks):
+                if isinstance(check, (Judge, JudgePairwise)) and check.command is None:
                     raise InvalidInput(
                         f"{suite.path}:{case.line}: field task[{index}]: a judge check needs "
                         "a judge: give --judge CMD (config judge:), or the check's own judge "
@@ -62,4 +96,7 @@ def plan_judging(
         env=env,
         cwd=Path.cwd(),
     )
-    return Judging(settings)
+    judging = Judging(settings)
+    judging.draws = pair_draws(suite, trials, seed)
+    judging.ledger.used = True  # the report has a judge block
+    return judging

@@ -37,3 +37,22 @@ def judge_summary(report: Mapping[str, Any]) -> str | None:
         cost = spent.get("costUsd")
         text += f"; ${cost:.4f}" if _number(cost) else "; cost n/a"
     return text
+
+
+def pairwise_rows(task: Mapping[str, Any]) -> list[list[str]] | None:
+    """The preference table of a pairwise ``task`` (header first), None for an absolute one."""
+    counts = task.get("pairwise")
+    if task.get("mode") != "pairwise" or not isinstance(counts, Mapping):
+        return None
+    share = counts.get("preferenceShare")
+    return [
+        ["pairs", "with preferred", "without preferred", "ties", "inconsistent", "share"],
+        [
+            str(counts.get("pairs")),
+            str(counts.get("withPreferred")),
+            str(counts.get("otherPreferred")),
+            str(counts.get("ties")),
+            str(counts.get("inconsistent")),
+            f"{float(share) * 100:.1f}%" if isinstance(share, (int, float)) else "n/a",
+        ],
+    ]

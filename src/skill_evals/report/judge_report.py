@@ -10,9 +10,12 @@ from ..run.judging import Judging
 
 def add_judging(report: dict[str, Any], judging: Judging | None) -> dict[str, Any]:
     """``report`` with its judge blocks (and the budget's message when it stopped judging)."""
+    scored = report.get("judge")
     report["judge"] = judging.ledger.report_block() if judging is not None else None
     if judging is None:
         return report
+    if isinstance(report["judge"], dict) and isinstance(scored, dict):
+        report["judge"]["swapConsistency"] = scored.get("swapConsistency")
     runner = report.get("runner")
     if isinstance(runner, dict) and isinstance(runner.get("ledger"), dict):
         runner["ledger"]["judge"] = judging.ledger.ledger_block()

@@ -10,7 +10,7 @@ from ..escaping.invisible import escape_table
 from .cells import STATUS_ICON
 from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
-from .judge_lines import judge_summary
+from .judge_lines import judge_summary, pairwise_rows
 from .lists import LIST_LIMIT, limited
 from .next_steps import next_steps
 from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold
@@ -167,13 +167,17 @@ def _uplift_lines(report: Mapping[str, Any]) -> list[str]:
         return []
     interval = task.get("interval") or {}
     sign = task.get("signTest") or {}
-    lines = [
-        f"#### Uplift ({task.get('units')} independent units with a task check)",
-        "",
-        "| variant | passed | total | pass rate |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    for variant in ("with", "without"):
+    lines = [f"#### Uplift ({task.get('units')} independent units with a task check)", ""]
+    preference = pairwise_rows(task)
+    if preference is not None:
+        lines += [
+            "| " + " | ".join(preference[0]) + " |",
+            "| --- " * len(preference[0]) + "|",
+            "| " + " | ".join(preference[1]) + " |",
+        ]
+    else:
+        lines += ["| variant | passed | total | pass rate |", "| --- | ---: | ---: | ---: |"]
+    for variant in ("with", "without") if preference is None else ():
         rate = task.get(variant) or {}
         lines.append(
             f"| {variant} | {rate.get('passed')} | {rate.get('total')} | "

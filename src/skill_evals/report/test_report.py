@@ -151,6 +151,7 @@ def _evaluate(
             "messages": notes.texts(),
             "messageSeverities": notes.severities(),
             "coverage": {"observed": figures.observed_count, "planned": figures.expected},
+            "judge": {"swapConsistency": figures.swap_consistency} if figures.pairs else None,
         }
     )
     return report
@@ -345,6 +346,11 @@ def _case_results(suite: CaseSuite, skill_name: str, figures: Figures) -> list[d
     return [
         case_result(case, figures.triggered[case.id], figures.task_results.get(case.id))
         | ({"loadState": load_states(figures.grid, case.id, skill_name)} if evidence else {})
+        | (
+            {"preference": {"without": [pref for pref, _ in figures.pairs[case.id]]}}
+            if case.id in figures.pairs
+            else {}
+        )
         for case in suite.cases
     ]
 

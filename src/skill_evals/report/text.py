@@ -19,7 +19,7 @@ from .comparison import (
     report_ledger,
 )
 from .diagnosis import gate_partial, partial_note, partial_suffix, sections
-from .judge_lines import judge_summary
+from .judge_lines import judge_summary, pairwise_rows
 from .lists import LIST_LIMIT, limited
 from .next_steps import next_steps
 from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold, is_number
@@ -209,8 +209,8 @@ def _uplift_lines(report: Mapping[str, Any], partial: str) -> list[str]:
             "",
         ]
     lines = [_within(f"Uplift ({task.get('units')} independent unit(s) with a task check", partial)]
-    rows = [["variant", "passed", "total", "pass rate"]]
-    for variant in ("with", "without"):
+    rows = pairwise_rows(task) or [["variant", "passed", "total", "pass rate"]]
+    for variant in ("with", "without") if task.get("mode") != "pairwise" else ():
         rate = task.get(variant) or {}
         rows.append(
             [

@@ -30,6 +30,7 @@ from ..plan.run_control import Stopped, retry_delay, signals_cancel
 from ..plan.settle import Settler, Verdict
 from ..score.task_results import task_passed
 from .execution_plan import ExecutionPlan, ExecutionResult, SettleSpec
+from .judge_pairs import Pairs, judge_pairs
 from .observations import Key, Observation, RunnerFailure, isolation_breach
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
@@ -151,7 +152,33 @@ def _run_workers(
                 thread.start()
             for thread in threads:
                 thread.join()  # interruptible: the signal handler runs meanwhile
+            if sched.held:
+                _finish_pairs(sched, plan, known)
     return sched
+
+
+def _finish_pairs(sched: Scheduler, plan: ExecutionPlan, known: Mapping[Key, Observation]) -> None:
+    """Judge the pairs whose with observation this run made (unless interrupted), then record
+    and cache those observations with their verdicts; a judge failure is the with one's."""
+    judging = plan.judging
+    assert judging is not None
+    wanted = [(key[0], key[1]) for key in sched.held]
+    pairs: Pairs = {}
+    if not sched.cancel.is_set():
+        found = {**known, **sched.observations}
+        pairs = judge_pairs(judging, plan.suite, found, wanted, judging.draws, plan.jobs)
+    cases = plan.suite.by_id()
+    arms = plan.arm_table()
+    for key, held in sched.held.items():
+        obs, failure = pairs.get((key[0], key[1]), (held, None))
+        if sched.writer is not None:
+            sched.writer.write(obs)
+        if plan.cache is not None:
+            plan.cache.store(cases[key[0]], key[1], arms[key[2]], obs)
+        sched.observations[key] = obs
+        if failure is not None:
+            del sched.observations[key]
+            sched.failures[key] = RunnerFailure(key[0], key[1], key[2], failure)
 
 
 def _result(

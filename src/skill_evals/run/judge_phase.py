@@ -7,6 +7,7 @@ import dataclasses
 
 from ..suite.cases import CaseSuite
 from .execution_plan import ExecutionResult
+from .judge_pairs import judge_pairs
 from .judging import Judging, judge_all
 from .observations import RunnerFailure
 from .regex import RegexPool
@@ -24,10 +25,20 @@ def judge_result(
         for i, obs in enumerate(result.observations)
         if obs.key not in judging.judged and (task := cases[obs.case_id].task) and task.judged
     ]
-    if not pending:
+    wanted = [pair for pair in judging.draws if pair not in judging.pairs_judged]
+    if not pending and not wanted:
         return result
     with RegexPool() as matcher:
         judged = judge_all([(cases[o.case_id], o) for _, o in pending], judging, matcher, jobs)
+    if wanted:
+        found = {obs.key: obs for obs in result.observations}
+        with judging.sweeper.running():
+            pairs = judge_pairs(judging, suite, found, wanted, judging.draws, jobs)
+        position = {obs.key: i for i, obs in enumerate(result.observations)}
+        for (case_id, trial), outcome in pairs.items():
+            index = position[(case_id, trial, "with")]
+            pending.append((index, result.observations[index]))
+            judged.append(outcome)
     observations = list(result.observations)
     failed: set[int] = set()
     failures = list(result.failures)

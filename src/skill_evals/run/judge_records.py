@@ -15,6 +15,8 @@ MAX_ENTRIES = 100  # one per check at most
 MAX_FILES = 2000  # 20 per check
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ABSOLUTE = ("check", "key", "score", "pass", "reason", "meta")
+_PAIRWISE = ("check", "against", "asks", "preference")
+_ASK = {"key", "withAs", "winner", "reason"}
 
 
 def _number(value: object) -> bool:
@@ -28,6 +30,9 @@ def parse_judge_entries(raw: object) -> tuple[dict[str, Any], ...]:
     entries: list[dict[str, Any]] = []
     for index, item in enumerate(raw):
         where = f"judge[{index}]"
+        if isinstance(item, dict) and "against" in item:
+            entries.append(_pairwise(item, where))
+            continue
         if not isinstance(item, dict) or any(key not in _ABSOLUTE for key in item):
             raise ContractError(f"wrong-typed key '{where}': an object of {', '.join(_ABSOLUTE)}")
         check, key = item.get("check"), item.get("key")
@@ -44,6 +49,35 @@ def parse_judge_entries(raw: object) -> tuple[dict[str, Any], ...]:
             raise ContractError(f"wrong-typed key '{where}.meta': must be an object")
         entries.append(dict(item))
     return tuple(entries)
+
+
+def _pairwise(item: dict[str, Any], where: str) -> dict[str, Any]:
+    """A pairwise verdict entry."""
+    if set(item) != set(_PAIRWISE):
+        raise ContractError(f"wrong-typed key '{where}': an object of {', '.join(_PAIRWISE)}")
+    check, asks = item["check"], item["asks"]
+    if type(check) is not int or not 0 <= check < MAX_ENTRIES:
+        raise ContractError(f"wrong-typed key '{where}.check': must be a check index")
+    if item["against"] not in ("without", "baseline"):
+        raise ContractError(f"wrong-typed key '{where}.against': must be without or baseline")
+    if item["preference"] not in (-1, 0, 1) or isinstance(item["preference"], bool):
+        raise ContractError(f"wrong-typed key '{where}.preference': must be -1, 0 or 1")
+    if not isinstance(asks, list) or len(asks) != 2:
+        raise ContractError(f"wrong-typed key '{where}.asks': must hold the two asks")
+    for ask in asks:
+        ok = (
+            isinstance(ask, dict)
+            and set(ask) == _ASK
+            and isinstance(ask["key"], str)
+            and _HEX64.fullmatch(ask["key"]) is not None
+            and ask["withAs"] in ("a", "b")
+            and ask["winner"] in ("a", "b", "tie")
+            and isinstance(ask["reason"], str)
+            and len(ask["reason"]) <= 300
+        )
+        if not ok:
+            raise ContractError(f"wrong-typed key '{where}.asks': {{key, withAs, winner, reason}}")
+    return dict(item)
 
 
 def parse_judge_files(raw: object) -> tuple[dict[str, Any], ...]:

@@ -17,12 +17,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..cache.key import Uncacheable, canonical_json, runner_identity
 from ..checks import Matcher, judge_task
 from ..checks.judge_files import select
-from ..checks.judge_model import Judge
+from ..checks.judge_model import Judge, JudgePairwise
 from ..plan.run_control import retry_delay
 from ..suite.cases import Case
 from .judge_ledger import JudgeLedger
@@ -79,12 +79,14 @@ class Judging:
         self.ledger = JudgeLedger()
         self.budget_hit = False
         self.judged: set[tuple[str, int, str]] = set()  # observations judged by this run already
-        self._lock = threading.Lock()
+        self.pairs_judged: set[tuple[str, int]] = set()  # pairs judged by this run already
+        self.draws: dict[tuple[str, int], float] = {}  # each pair's draw (judge_pairs.py)
+        self.lock = threading.Lock()
         self._identities: dict[tuple[str, ...], Any] = {}
         base = settings.env if settings.env is not None else os.environ
         self._spec = JudgeSpec(settings.timeout_ms, settings.max_bytes, judge_env(base))
 
-    def argv(self, check: Judge) -> tuple[str, ...]:
+    def argv(self, check: Judge | JudgePairwise) -> tuple[str, ...]:
         """The judge of ``check``: its own, else the run's (validated before the run)."""
         argv = check.command or self.settings.command
         assert argv is not None, "a judge check without a judge is refused when planning"
@@ -92,7 +94,7 @@ class Judging:
 
     def request_key(self, argv: tuple[str, ...], request: Mapping[str, Any]) -> str:
         """The request's key: the judge by content and the request."""
-        with self._lock:
+        with self.lock:
             identity = self._identities.get(argv)
             if identity is None:
                 cwd = self.settings.cwd or Path.cwd()
@@ -144,7 +146,7 @@ class Judging:
             checks[index] = bool(passed)
             reasons[index] = None if passed else f"judge: {entry['reason'] or 'failed'}"
             blocked = blocked or not passed
-        with self._lock:
+        with self.lock:
             self.judged.add(obs.key)
         judged = dataclasses.replace(
             obs, checks=tuple(checks), reasons=tuple(reasons), judged=tuple(entries)
@@ -155,7 +157,7 @@ class Judging:
         self, argv: tuple[str, ...], request: Mapping[str, Any], key: str, index: int
     ) -> tuple[dict[str, Any] | None, str | None]:
         """Ask the judge (with retries, within the budget): the entry, or why not."""
-        answer = self._call(argv, request)
+        answer = self.call(argv, request)
         if answer.verdict is None:
             with self.ledger.lock:
                 self.ledger.failures += 1
@@ -182,7 +184,8 @@ class Judging:
             self.ledger.calls += 1
             return True
 
-    def _call(self, argv: tuple[str, ...], request: Mapping[str, Any]) -> Answer:
+    def call(self, argv: tuple[str, ...], request: Mapping[str, Any]) -> Answer:
+        """One request answered: judge processes started (with retries) within the budget."""
         delay = self.settings.retry_delay or retry_delay
         attempt = 0
         while True:
@@ -207,16 +210,17 @@ class Judging:
         return f"judge: judge budget reached after {self.settings.max_calls} judge calls"
 
 
-def judge_all(
-    items: Sequence[tuple[Case, Observation]], judging: Judging, matcher: Matcher, jobs: int
-) -> list[tuple[Observation, str | None]]:
-    """Judge observations that no worker judged (resumed, cached, recorded), ``jobs`` at a
-    time, in their order."""
-    results: list[tuple[Observation, str | None] | None] = [None] * len(items)
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def in_parallel(items: Sequence[T], work: Callable[[T], R], jobs: int) -> list[R]:
+    """``work`` over ``items`` on ``jobs`` threads, the results in the items' order."""
+    results: list[R | None] = [None] * len(items)
     lock = threading.Lock()
     position = 0
 
-    def work() -> None:
+    def worker() -> None:
         nonlocal position
         while True:
             with lock:
@@ -224,13 +228,20 @@ def judge_all(
                     return
                 mine = position
                 position += 1
-            case, obs = items[mine]
-            results[mine] = judging.judge(case, obs, matcher)
+            results[mine] = work(items[mine])
 
-    with judging.sweeper.running():
-        threads = [threading.Thread(target=work, daemon=True) for _ in range(max(1, jobs))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, jobs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     return [r for r in results if r is not None]
+
+
+def judge_all(
+    items: Sequence[tuple[Case, Observation]], judging: Judging, matcher: Matcher, jobs: int
+) -> list[tuple[Observation, str | None]]:
+    """Judge observations that no worker judged (resumed, cached, recorded), ``jobs`` at a
+    time, in their order."""
+    with judging.sweeper.running():
+        return in_parallel(items, lambda item: judging.judge(item[0], item[1], matcher), jobs)

@@ -15,9 +15,9 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 
-from ..checks import WorkspaceView, judge_task
+from ..checks import NOT_CALLED, WorkspaceView, judge_task
 from ..checks.judge_files import capture
-from ..checks.judge_model import Judge
+from ..checks.judge_model import Judge, JudgePairwise
 from ..plan.arms import ARM_VAR, Arm
 from ..plan.ledger import Ledger
 from ..plan.run_control import StopReason, retry_delay
@@ -77,6 +77,7 @@ class Scheduler:
         self.running = 0
         self.observations: dict[Key, Observation] = {}
         self.failures: dict[Key, RunnerFailure] = {}
+        self.held: dict[Key, Observation] = {}  # with observations waiting for their pair
         self.error: BaseException | None = None
         base = os.environ if plan.base_env is None else plan.base_env
         self.base_env: Mapping[str, str] = base
@@ -136,7 +137,10 @@ class Scheduler:
                 self.cases[case_id], outcome, self.regex
             )
         with self.lock:
-            if isinstance(outcome, Observation):
+            if isinstance(outcome, Observation) and self._holds(key):
+                self.held[key] = outcome  # written once its pair is judged (execute.py)
+                self.observations[key] = outcome
+            elif isinstance(outcome, Observation):
                 if self.writer is not None:
                     self.writer.write(outcome)  # before anything else sees it: nothing is lost
                 self.observations[key] = outcome
@@ -162,6 +166,16 @@ class Scheduler:
             self.running -= 1
             self._report(key, outcome, elapsed_ms)
         self.check_settled()
+
+    def _holds(self, key: Key) -> bool:
+        """Whether a with observation waits for its pairwise verdict before it is recorded."""
+        task = self.cases[key[0]].task
+        return (
+            key[2] == "with"
+            and self.plan.judging is not None
+            and task is not None
+            and task.pairwise is not None
+        )
 
     def _report(self, key: Key, outcome: Outcome, elapsed_ms: float) -> None:
         if self.progress is None:
@@ -289,7 +303,9 @@ class Scheduler:
         if breach is not None:
             return breach, result.elapsed_ms, False
         if case.task is not None and case.task.judge_files:
-            globs = [check.file_globs for check in case.task.checks if isinstance(check, Judge)]
+            globs = [
+                c.file_globs for c in case.task.checks if isinstance(c, (Judge, JudgePairwise))
+            ]
             files = capture(prepared.workspace, globs)
             outcome = dataclasses.replace(outcome, judge_files=tuple(files))
         if case.task is not None:
@@ -299,7 +315,7 @@ class Scheduler:
                 return None, result.elapsed_ms, False  # a verifier was interrupted: not judged
             outcome = dataclasses.replace(
                 outcome,
-                checks=tuple(o.passed for o in outcomes),
+                checks=tuple(None if o is NOT_CALLED else o.passed for o in outcomes),
                 reasons=tuple(o.reason for o in outcomes),
             )
         return outcome, result.elapsed_ms, False

@@ -11,6 +11,7 @@ from ..run.execute import ExecutionResult
 from ..run.observations import VARIANTS, Observation
 from ..run.regex import RegexPool
 from ..suite.cases import CaseSuite
+from .pairwise import is_pairwise, pairwise_section, preferences, swap_consistency
 from .scoring import (
     Grid,
     build_grid,
@@ -37,6 +38,9 @@ class Figures:
     task_passes: Mapping[tuple[str, str], Sequence[bool | None]]
     task: dict[str, Any] | None
     violations: list[dict[str, Any]]
+    # Pairwise suites: case id → (pref, asks agreed) per trial; the asks' swap consistency.
+    pairs: dict[str, Any]
+    swap_consistency: float | None
     unverified: list[dict[str, Any]]
     without_runs: int
     expected: int  # planned observations
@@ -67,6 +71,14 @@ def measure(
         for variant, passes in result.passes.items()
     }
     unverified, without_runs = isolation_unverified(suite, grid, skill)
+    pairwise = is_pairwise(suite)
+    pairs = preferences(suite, grid) if pairwise else {}
+    task: dict[str, Any] | None
+    if pairwise:  # scored by preference, never pass/fail
+        task_results = {k: v for k, v in task_results.items() if k not in pairs}
+        task = pairwise_section(suite, pairs, samples, seed)
+    else:
+        task = task_section(suite, samples, seed, task_passes, grid)
     return Figures(
         grid=grid,
         observed=[obs for row in grid.values() for obs in row if obs is not None],
@@ -75,8 +87,10 @@ def measure(
         triggered=triggered,
         task_results=task_results,
         task_passes=task_passes,
-        task=task_section(suite, samples, seed, task_passes, grid),
+        task=task,
         violations=loading_violations(suite, grid),
+        pairs=pairs,
+        swap_consistency=swap_consistency(pairs) if pairwise else None,
         unverified=unverified,
         without_runs=without_runs,
         expected=(

@@ -153,6 +153,7 @@ def task_section(
         difference = lower = upper = None
     signs = sign_test(differences)
     return {
+        "mode": "absolute",
         "units": n,
         # Decided by the case file (as before the run), not by how many units a void run
         # happened to observe: missing observations are reported as exit 7 / 130 instead.
