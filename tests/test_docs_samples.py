@@ -75,7 +75,8 @@ def test_a_sample_output_is_what_its_command_prints(
     where: str, command: str, sample: str, tmp_path: Path
 ) -> None:
     argv = shlex.split(command)
-    assert "skill-evals runner simulated" in command or "--observations" in argv, (
+    offline = argv[1] == "judge-check" and "examples/" in argv[argv.index("--judge") + 1]
+    assert "skill-evals runner simulated" in command or "--observations" in argv or offline, (
         f"{where}: a sample output must come from a command that runs offline"
     )
     # The commands name the bundled examples as `examples/...` (from the repository) or as

@@ -76,9 +76,11 @@ cli.add_command(runner)
 cli.add_command(evidence)
 cli.add_command(mcp_serve)
 
+from .judge_check import judge_check  # noqa: E402  (the click command only; lazy inside)
 from .judges import judge  # noqa: E402  (the click command only; lazy inside)
 
 cli.add_command(judge)
+cli.add_command(judge_check)
 
 
 # ---------------------------------------------------------------------------------------- main

@@ -1,5 +1,5 @@
 """Shipped JSON Schemas: report.schema.json, route-report.schema.json, ci-report.schema.json,
-config.schema.json."""
+config.schema.json, judge-check.schema.json."""
 
 from __future__ import annotations
 
