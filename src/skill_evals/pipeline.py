@@ -21,6 +21,7 @@ from .cache.settings import CacheSettings
 from .errors import EvalError, InvalidInput
 from .plan.files import RunFiles, check_modes
 from .plan.judge_plan import plan_judging
+from .plan.lint import LintFailed, LintResult, preflight
 from .plan.route_plan import CACHE_SCOPE, catalog_warnings, check_catalog_outputs, plan_route
 from .plan.run_settings import RunSettings, default_timeout_ms, is_builtin_runner
 from .plan.scope import ArmOptions
@@ -117,6 +118,7 @@ class TestOptions(_RunOptions):
 
     skill: Path
     agent: str | None = None  # --agent: the frontmatter profile (default: the runner's agent)
+    strict: bool = False  # --strict: a lint warning is exit 5 before any runner
     bootstrap_samples: int = 10_000
     min_trigger_f1: float | None = None
     min_uplift: float | None = None
@@ -233,16 +235,19 @@ def run_test(
     progress: Callable[[Progress], None] | None = None,
     held: HeldOutputs | None = None,
     answers: dict[tuple[str, int, str], str] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> Report:
     """Run one skill's evaluation and return its report (``report["exitCode"]`` is the exit).
 
     ``held`` receives the descriptors of outputs that are pipes or devices, opened by the
     checks before anything runs, for :func:`outputs.write_output`. ``answers``, when given,
     receives each scored observation's ``output`` by (case id, trial, variant): for the HTML
-    report's ``--include-outputs`` only, never for the report itself."""
+    report's ``--include-outputs`` only, never for the report itself. ``notice`` says the
+    pre-flight's lint warnings (on stderr), before anything runs."""
     settings, files, run = options.settings(), options.files(), options.run_settings()
     skill: Skill | None = None
     suite: CaseSuite | None = None
+    lint: LintResult | None = None
     locks = RecordLocks()
     try:
         check_modes(options.runner, files)
@@ -253,6 +258,7 @@ def run_test(
         suite = load_cases(options.cases, skill.name)
         judging = options.judging(suite)
         plan = plan_test(skill, baseline, suite, files, run, options.scope, options.gates())
+        lint = _preflight(options, skill, suite, notice)
         ran = None
         if plan.execution is not None:
             cache = _cache_use(run, skill.name, suite_paths(suite, skill.path))
@@ -280,11 +286,33 @@ def run_test(
         )
         if ran is not None and ran.cache_misses is not None:
             report["runner"]["cacheMisses"] = ran.cache_misses
-        return add_judging(report, judging)
+        return _with_lint(add_judging(report, judging), lint)
+    except LintFailed as exc:
+        return _with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), exc.result)
     except EvalError as exc:
-        return error_report(exc.exit_code, str(exc), settings, skill, suite)
+        return _with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), lint)
     finally:
         locks.release()
+
+
+def _preflight(
+    options: TestOptions, skill: Skill, suite: CaseSuite, notice: Callable[[str], None] | None
+) -> LintResult:
+    return preflight(
+        suite,
+        skill.name,
+        min_uplift=options.min_uplift,
+        timeout_ms=options.effective_timeout_ms,
+        strict=options.strict,
+        notice=notice,
+    )
+
+
+def _with_lint(report: Report, lint: LintResult | None) -> Report:
+    """The report with the pre-flight's findings as ``lint`` (when the suite was read)."""
+    if lint is not None:
+        report["lint"] = [problem.to_json() for problem in lint.problems]
+    return report
 
 
 def run_route(

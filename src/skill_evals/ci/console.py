@@ -63,6 +63,10 @@ class Console:
             elif message != said:
                 self.info(f"note: {label}: {message}")
 
+    def line(self, text: str) -> None:
+        """One line on stderr as it is (escaped; even with --quiet): a lint warning."""
+        self._write(self.err, terminal_safe(text))
+
     def command(self, line: str) -> None:
         """A workflow command on stdout."""
         self._write(self.out, line)

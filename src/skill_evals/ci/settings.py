@@ -75,6 +75,8 @@ class SkillSettings:
     require_verified_isolation: bool = False  # an unverified without run → exit 7
     judge: str | None = None  # the default judge of judge checks (docs/judging.md)
     judge_timeout_ms: int = 120_000
+    strict: bool = False  # a lint warning → exit 5 before any runner
+    agent: str | None = None  # the frontmatter profile; None: the runner's agent
 
     def missing_env(self, env: Mapping[str, str]) -> list[str]:
         """The ``require-env`` variables empty or unset in ``env``. None are required when the
@@ -185,6 +187,8 @@ SETTING_KEYS = {
     "require-verified-isolation": "require_verified_isolation",
     "judge": "judge",
     "judge-timeout-ms": "judge_timeout_ms",
+    "strict": "strict",
+    "agent": "agent",
 }
 
 

@@ -205,7 +205,7 @@ class _SkillRuns:
             report = run_with_progress(
                 console,
                 self.options.quiet,
-                lambda progress: _run_test(options, progress, collected),
+                lambda progress: _run_test(options, progress, collected, console.line),
             )
         if report is None:
             # What finished is in the observations file; the outputs are still written.
@@ -250,6 +250,8 @@ class _SkillRuns:
             min_trigger_f1=settings.gates.min_trigger_f1,
             min_uplift=settings.gates.min_uplift,
             require_verified_isolation=settings.require_verified_isolation,
+            strict=settings.strict,
+            agent=settings.agent,
             scope=scope,
             cache=self.cache,
             judge=settings.judge,
@@ -260,11 +262,14 @@ class _SkillRuns:
 
 
 def _run_test(
-    options: Any, progress: Any, collected: dict[tuple[str, int, str], str] | None
+    options: Any,
+    progress: Any,
+    collected: dict[tuple[str, int, str], str] | None,
+    notice: Any,
 ) -> dict[str, Any]:
     from ..pipeline import run_test
 
-    return run_test(options, progress=progress, answers=collected)
+    return run_test(options, progress=progress, answers=collected, notice=notice)
 
 
 def _scope(settings: SkillSettings, total: TotalBudget) -> ArmOptions:

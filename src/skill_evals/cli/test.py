@@ -117,6 +117,12 @@ _OPTIONS = [
         help="Exit 7 when a without run's command named the skill's files and its result could "
         "not be matched to its text (isolation unverified). Default: off (a warning).",
     ),
+    click.option(
+        "--strict",
+        is_flag=True,
+        help="Exit 5 before any runner starts when the suite's lint finds a warning "
+        "(skill-evals lint). Default: the warnings are printed and the run goes on.",
+    ),
     option("--quiet", "-q", help="No progress on stderr (the simulation note stays)."),
     dir_option(
         "--keep-workspaces",
@@ -158,9 +164,18 @@ def test(fmt: str, include_outputs: bool, quiet: bool, **given: Any) -> None:
     run_and_write(
         options.runner,
         quiet,
-        lambda progress, held: run_test(options, progress=progress, held=held, answers=answers),
+        lambda progress, held: run_test(
+            options, progress=progress, held=held, answers=answers, notice=_say
+        ),
         write,
     )
+
+
+def _say(line: str) -> None:
+    """A pre-flight lint warning, once on stderr (also with --quiet)."""
+    from ..escaping.terminal import terminal_safe
+
+    click.echo(terminal_safe(line), err=True)
 
 
 def _test_options(given: dict[str, Any], paths: dict[str, Path | None]) -> Any:
