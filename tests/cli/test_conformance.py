@@ -653,6 +653,7 @@ def test_report_sections_are_exactly_those_of_the_spec(setup: dict[str, Any]) ->
         "messages",
         "messageSeverities",  # additive: the severity of each message
         "coverage",  # additive: observations scored of those planned
+        "judge",  # additive: the judging of judge checks (null without any)
         "lint",  # additive: the pre-flight's lint findings
     ]
     assert set(report["task"]) == {
