@@ -996,3 +996,24 @@ def test_full_skill_evals_run_through_claude_code(
             loaded = loaded_names(claude_code.find_loads(events, None, SKILLS))
             expected = variant == "with" and case_id in triggered
             assert ("refund-policy" in loaded) == expected, (case_id, variant)
+
+
+def test_prefixed_skill_md_resource_reads_are_loads_other_files_are_not() -> None:
+    """``skill://[<prefix>/]<S>/SKILL.md`` whose result holds S's text is a load of S, by any
+    resource tool; a read of another file of S, or of a folder, is neither load nor attempt."""
+    refund = skill_md("refund-policy")
+
+    def result(tid: str, content: str) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": tid, "content": content}
+
+    uri = "skill://acme/support/refund-policy/SKILL.md"
+    events = [
+        _assistant(
+            _use("1", "ReadMcpResourceTool", {"server": "s", "uri": uri}),
+            _use("2", "ReadMcpResourceTool",
+                 {"server": "s", "uri": "skill://refund-policy/references/policy-details.md"}),
+            _use("3", "ReadMcpResourceTool", {"server": "s", "uri": "skill://refund-policy/"}),
+        ),  # fmt: skip
+        _user(result("1", refund), result("2", "details"), result("3", "a folder")),
+    ]
+    assert evidence(events) == [("refund-policy", "loaded", "mcp", f"mcp resource {uri}")]

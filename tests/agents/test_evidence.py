@@ -113,7 +113,8 @@ def test_a_pattern_capturing_an_empty_name_is_no_load() -> None:
         ("skill://under_score/SKILL.md", "under_score"),  # URIs carry the name as is
         ("skill://x/skill.md", None),
         ("skill://x/README.md", None),
-        ("skill://x/y/SKILL.md", None),
+        ("skill://x/y/SKILL.md", "y"),  # a prefix: the segment before SKILL.md
+        ("skill://x//SKILL.md", None),
         ("skill:///SKILL.md", None),
         ("skill://x/SKILL.md?raw", None),
         ("file:///repo/skills/x/SKILL.md", None),

@@ -131,13 +131,13 @@ def test_official_client_over_stdio(skills: list[Path]) -> None:
 def test_official_high_level_client_falls_back_from_discover_over_stdio(
     skills: list[Path],
 ) -> None:
-    # mode="auto" probes the 2026 `server/discover` first; we answer "method not found" and the
-    # client must fall back to the initialize handshake.
+    # mode="auto" probes the 2026 `server/discover` first; the server offers 2026-07-28, so the
+    # client speaks it (stateless requests; an older client falls back to initialize).
     params = StdioServerParameters(command=sys.executable, args=_server_args(skills[:1]))
 
     async def main() -> None:
         async with Client(params) as client:
-            assert client.protocol_version in SUPPORTED_PROTOCOL_VERSIONS
+            assert client.protocol_version in ("2026-07-28", *SUPPORTED_PROTOCOL_VERSIONS)
             result = await client.call_tool("load_refund_policy_skill", {})
             assert result.content[0].text == _md(skills[0])  # type: ignore[union-attr]
 
@@ -191,7 +191,7 @@ def test_official_client_over_streamable_http(skills: list[Path], http_url: str)
 def test_official_high_level_client_over_http(skills: list[Path], http_url: str) -> None:
     async def main() -> None:
         async with Client(http_url) as client:
-            assert client.protocol_version in SUPPORTED_PROTOCOL_VERSIONS
+            assert client.protocol_version in ("2026-07-28", *SUPPORTED_PROTOCOL_VERSIONS)
             tools = await client.list_tools()
             assert len(tools.tools) == 2
             read = await client.read_resource("skill://refund-policy/SKILL.md")
@@ -224,7 +224,9 @@ def server(skills: list[Path]) -> SkillServer:
 def test_initialize_echoes_a_supported_version(server: SkillServer, version: str) -> None:
     response = _init(server, Session(), version)
     assert response["result"]["protocolVersion"] == version
-    assert set(response["result"]["capabilities"]) == {"tools", "resources"}
+    capabilities = response["result"]["capabilities"]
+    assert set(capabilities) == {"tools", "resources", "extensions"}
+    assert capabilities["extensions"] == {"io.modelcontextprotocol/skills": {}}
 
 
 def test_initialize_answers_latest_for_an_unknown_version(server: SkillServer) -> None:
@@ -279,11 +281,15 @@ def test_unknown_method(server: SkillServer) -> None:
     }
 
 
-def test_discover_probe_is_method_not_found(server: SkillServer) -> None:
+def test_discover_offers_the_modern_and_legacy_versions(server: SkillServer) -> None:
     response = server.handle_message(
         {"jsonrpc": "2.0", "id": 7, "method": "server/discover", "params": {}}, Session()
     )
-    assert response is not None and response["error"]["code"] == -32601
+    assert response is not None
+    result = response["result"]
+    assert result["supportedVersions"] == ["2026-07-28", *SUPPORTED_PROTOCOL_VERSIONS]
+    assert result["resultType"] == "complete" and result["cacheScope"] == "private"
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "skill-evals"
 
 
 def test_notifications_get_no_response(server: SkillServer) -> None:

@@ -9,7 +9,7 @@ Matching rules (exact, case-sensitive):
   ``load_<name>_skill`` (or match a custom ``evidence.toolPatterns`` regex entirely); ``_`` in the
   captured name becomes ``-`` (skill names never contain ``_``; tool names cannot always carry
   ``-``).
-- MCP resource: the URI must be entirely ``skill://<name>/SKILL.md`` (or match a custom
+- MCP resource: the URI must be entirely ``skill://[<prefix>/]<name>/SKILL.md`` (or match a custom
   ``evidence.uriPatterns`` regex entirely); the captured name is used as is.
 - SKILL.md path: ``…/skills/<name>/SKILL.md``; with ``known`` given, only those names count.
 
@@ -93,7 +93,9 @@ class InvalidPattern(InvalidInput, ValueError):
 PATTERN_SECONDS = 2.0
 
 _DEFAULT_TOOL = re.compile(r"load_(?P<name>[A-Za-z0-9_-]+)_skill")
-_DEFAULT_URI = re.compile(r"skill://(?P<name>[^/]+)/SKILL\.md")
+# ``skill://[<prefix>/]<S>/SKILL.md``: any number of prefix segments, S the one before SKILL.md
+# (a server may serve skills under a path, as the Skills extension allows).
+_DEFAULT_URI = re.compile(r"skill://(?:[^/]+/)*(?P<name>[^/]+)/SKILL\.md")
 _SKILL_MD_PATH = re.compile(r"(?:^|/)skills/(?P<name>[^/]+)/SKILL\.md$")
 
 
@@ -216,7 +218,7 @@ def skill_from_tool(name: str, patterns: EvidencePatterns | None = None) -> str 
 
 
 def skill_from_uri(uri: str, patterns: EvidencePatterns | None = None) -> str | None:
-    """The skill a resource read loads (``skill://<name>/SKILL.md``), else None."""
+    """The skill a resource read loads (``skill://[<prefix>/]<name>/SKILL.md``), else None."""
     return (patterns or _NO_PATTERNS).first_name("uri", uri)
 
 

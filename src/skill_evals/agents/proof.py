@@ -223,6 +223,8 @@ def _named_reads(
     their content); ``in_paths`` None: every SKILL.md path names a skill."""
     found: list[Load] = []
     for text in _strings(call.input):
+        if text.startswith("skill://"):
+            continue  # an MCP resource: a load only as its SKILL.md (see _mcp_target)
         paths = skills_named(text, in_paths)
         for folder in [*paths, *folders_named(text, folders)]:
             skill = aliases.get(folder, folder)

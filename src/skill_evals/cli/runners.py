@@ -319,6 +319,13 @@ def mcp_serve(skills: tuple[Path, ...], http: str | None) -> None:
         server = mcp_server.SkillServer.from_dirs(list(skills))
     except ValueError as exc:
         fail(str(exc))
+    for served in server.skills:
+        if served.unlisted is not None:
+            click.echo(
+                f"mcp-serve: {terminal_safe(served.name)} is not listed in skills/list: "
+                f"{terminal_safe(served.unlisted)}",
+                err=True,
+            )
     if http is None:
         mcp_server.serve_stdio(server)
         return

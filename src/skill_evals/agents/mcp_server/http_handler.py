@@ -32,6 +32,7 @@ from .http_headers import (
     media_types,
     single_header,
 )
+from .http_modern import is_modern, refusal, status_of
 from .jsonrpc import (
     INVALID_REQUEST,
     SERVER_ERROR,
@@ -176,6 +177,10 @@ class McpRequestHandler(BaseHTTPRequestHandler):
         except MessageError as exc:
             self._send_json(400, parse_error(exc))
             return
+        if is_modern(payload):  # stateless: no session; Mcp-Session-Id is ignored
+            self._modern(payload, wants_json)
+            return
+        self._legacy_version()
         session_id = single_header(self.headers, "Mcp-Session-Id")
         is_initialize = isinstance(payload, dict) and payload.get("method") == "initialize"
         new_session_id: str | None = None
@@ -195,6 +200,22 @@ class McpRequestHandler(BaseHTTPRequestHandler):
                 raise HttpRefusal(404, "Not Found: unknown or ended session; initialize again")
             response = context.skill_server.handle_payload(payload, found)
         self._answer(response, wants_json, new_session_id)
+
+    def _modern(self, payload: dict[str, Any], wants_json: bool) -> None:
+        """A 2026-07-28 request: the header rules first, then the answer with its status."""
+        refused = refusal(self.headers, payload)
+        if refused is not None:
+            self._send_json(*refused)
+            return
+        response = self.server.context.skill_server.handle_payload(payload, Session())
+        if response is None:
+            self._send(202, b"", None)
+        elif wants_json:
+            self._send_json(status_of(response), response)
+        else:
+            event = b"event: message\ndata: " + encode_message(response) + b"\n\n"
+            headers = {"Cache-Control": "no-cache"}
+            self._send(status_of(response), event, "text/event-stream", headers)
 
     def _answer(self, response: Any, wants_json: bool, new_session_id: str | None) -> None:
         if response is None:  # notifications and responses only
@@ -265,6 +286,11 @@ class McpRequestHandler(BaseHTTPRequestHandler):
             origin_host = hostname(origin) if origin.startswith(("http://", "https://")) else None
             if origin_host is None or origin_host not in (allowed or LOOPBACK_HOSTS):
                 raise HttpRefusal(403, "Forbidden: Origin not allowed")
+        if self.command != "POST":  # a POST's body says its era: checked once it is read
+            self._legacy_version()
+
+    def _legacy_version(self) -> None:
+        """A legacy request's MCP-Protocol-Version, when given, is one initialize offers."""
         version = single_header(self.headers, "MCP-Protocol-Version")
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
             raise HttpRefusal(

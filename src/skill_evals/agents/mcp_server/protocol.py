@@ -21,7 +21,6 @@ from .jsonrpc import (
     INVALID_REQUEST,
     MAX_BATCH_MESSAGES,
     METHOD_NOT_FOUND,
-    RESOURCE_NOT_FOUND,
     MessageError,
     RpcError,
     decode_message,
@@ -30,10 +29,19 @@ from .jsonrpc import (
     short,
     valid_id,
 )
+from .modern import (
+    LEGACY_ONLY,
+    capabilities,
+    check_envelope,
+    discover,
+    finish,
+    modern_version,
+)
 from .skills import ServedSkill, load_skills
+from .skills_ext import get_skill, list_skills, read_file
 
-# Newest first. 2026-07-28 (stateless, ``server/discover``) is not offered: its probe gets
-# "method not found", and the official clients then fall back to ``initialize``.
+# The legacy era's versions, newest first (initialize negotiates one). The modern revision
+# 2026-07-28 is served statelessly, per request (modern.py).
 SUPPORTED_PROTOCOL_VERSIONS: tuple[str, ...] = (
     "2025-11-25",
     "2025-06-18",
@@ -65,7 +73,6 @@ class SkillServer:
     def __init__(self, skills: Sequence[ServedSkill]) -> None:
         self.skills: tuple[ServedSkill, ...] = tuple(skills)
         self._by_tool = {s.tool_name: s for s in self.skills}
-        self._by_uri = {s.uri: s for s in self.skills}
 
     @classmethod
     def from_dirs(cls, dirs: Sequence[Path]) -> SkillServer:
@@ -156,8 +163,12 @@ class SkillServer:
             return error_response(
                 msg_id, INVALID_PARAMS, f"Invalid params: {short(method)} takes an object"
             )
+        modern = method != "initialize" and modern_version(params) is not None
         try:
-            result = self._dispatch(method, params, session)
+            if modern:
+                result = self._modern(method, params)
+            else:
+                result = self._dispatch(method, params, session)
         except RpcError as exc:
             return error_response(msg_id, exc.code, exc.message, exc.data)
         except Exception as exc:  # a bug here must not kill the connection
@@ -175,7 +186,23 @@ class SkillServer:
         # notifications/cancelled: every request is answered at once, nothing to cancel.
         # Unknown notifications are ignored, as JSON-RPC requires (never answered).
 
-    def _dispatch(self, method: str, params: Mapping[str, Any], session: Session) -> Any:
+    def _modern(self, method: str, params: Mapping[str, Any]) -> Any:
+        """A stateless request of the 2026-07-28 era: no session, no initialize."""
+        check_envelope(params)
+        if method in LEGACY_ONLY:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method} (not in 2026-07-28)")
+        stateless = Session(protocol_version=LATEST_PROTOCOL_VERSION, initialized=True)
+        return finish(method, self._dispatch(method, params, stateless, modern=True))
+
+    def _dispatch(
+        self, method: str, params: Mapping[str, Any], session: Session, modern: bool = False
+    ) -> Any:
+        if method == "server/discover":
+            return finish(method, discover(SERVER_INSTRUCTIONS))
+        if method == "skills/list":
+            return finish(method, list_skills(self.skills, params))
+        if method == "skills/get":
+            return finish(method, get_skill(self.skills, params))
         if method == "initialize":
             return self._initialize(params, session)
         if method == "ping":
@@ -189,7 +216,7 @@ class SkillServer:
             _check_cursor(params)
             return {"resources": [self._resource(s, session) for s in self.skills]}
         if method == "resources/read":
-            return self._read_resource(params)
+            return read_file(self.skills, params, modern)
         if method == "resources/templates/list":
             _check_cursor(params)
             return {"resourceTemplates": []}
@@ -208,10 +235,7 @@ class SkillServer:
             server_info["title"] = "skill-evals skill server"
         return {
             "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": False},
-                "resources": {"subscribe": False, "listChanged": False},
-            },
+            "capabilities": capabilities(),
             "serverInfo": server_info,
             "instructions": SERVER_INSTRUCTIONS,
         }
@@ -260,17 +284,6 @@ class SkillServer:
         if _at_least(session.protocol_version or LATEST_PROTOCOL_VERSION, "2025-06-18"):
             resource["title"] = f"{skill.name} SKILL.md"
         return resource
-
-    def _read_resource(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params: resources/read needs a uri")
-        skill = self._by_uri.get(uri)
-        if skill is None:
-            # An error, never an empty or placeholder result: evidence must not read a
-            # "not found" answer as a load.
-            raise RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": short(uri)})
-        return {"contents": [{"uri": skill.uri, "mimeType": MIME_TYPE, "text": skill.text}]}
 
 
 def _check_cursor(params: Mapping[str, Any]) -> None:

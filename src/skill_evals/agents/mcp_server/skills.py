@@ -13,10 +13,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ...errors import InvalidInput
 from ...suite.jsonl import read_regular_file
 from ..base import RunnerSetupError, skill_ref
+from .catalog import ServedFile, file_uri, listing_problem, skill_entry, walk_skill
 
 # Names a tool name can carry and map back unambiguously (``load_<name>_skill``, ``-`` ↔ ``_``).
 _SERVABLE_NAME = re.compile(r"[A-Za-z0-9-]{1,117}")
@@ -40,14 +42,29 @@ class ServedSkill:
     description: str
     path: Path
     text: str
+    files: tuple[ServedFile, ...] = ()  # every served file, SKILL.md included (its text)
+    unlisted: str | None = None  # why skills/list leaves it out (None: listed)
 
     @property
     def tool_name(self) -> str:
+        """``load_<name>_skill``."""
         return tool_name_for(self.name)
 
     @property
     def uri(self) -> str:
+        """``skill://<name>/SKILL.md``."""
         return uri_for(self.name)
+
+    def file_at(self, uri: str) -> ServedFile | None:
+        """The served file whose URI is ``uri`` (SKILL.md's under its plain URI too)."""
+        for served in self.files:
+            if file_uri(self.name, served.path) == uri:
+                return served
+        return None
+
+    def entry(self) -> dict[str, Any]:
+        """The Skills extension's entry of a listed skill."""
+        return skill_entry(self.name, self.text, self.files)
 
 
 def load_skills(dirs: Sequence[Path]) -> tuple[ServedSkill, ...]:
@@ -93,4 +110,12 @@ def _load_one(path: Path) -> ServedSkill:
             f"{md}: skill name {ref.name!r} cannot be offered as MCP tool "
             "load_<name>_skill; use 1-117 characters of a-z, A-Z, 0-9 and '-'"
         )
-    return ServedSkill(name=ref.name, description=ref.description, path=ref.path, text=text)
+    walk = walk_skill(path, text.encode("utf-8"))
+    return ServedSkill(
+        name=ref.name,
+        description=ref.description,
+        path=ref.path,
+        text=text,
+        files=walk.files,
+        unlisted=listing_problem(ref.name, ref.description, text, walk),
+    )
