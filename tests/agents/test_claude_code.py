@@ -1010,10 +1010,13 @@ def test_prefixed_skill_md_resource_reads_are_loads_other_files_are_not() -> Non
     events = [
         _assistant(
             _use("1", "ReadMcpResourceTool", {"server": "s", "uri": uri}),
-            _use("2", "ReadMcpResourceTool",
-                 {"server": "s", "uri": "skill://refund-policy/references/policy-details.md"}),
+            _use(
+                "2",
+                "ReadMcpResourceTool",
+                {"server": "s", "uri": "skill://refund-policy/references/policy-details.md"},
+            ),
             _use("3", "ReadMcpResourceTool", {"server": "s", "uri": "skill://refund-policy/"}),
-        ),  # fmt: skip
+        ),
         _user(result("1", refund), result("2", "details"), result("3", "a folder")),
     ]
     assert evidence(events) == [("refund-policy", "loaded", "mcp", f"mcp resource {uri}")]

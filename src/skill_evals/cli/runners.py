@@ -312,7 +312,9 @@ def evidence(agent: str, skills: tuple[Path, ...], config_path: Path | None, fil
     help="Serve streamable HTTP on HOST:PORT. Default: stdio.",
 )
 def mcp_serve(skills: tuple[Path, ...], http: str | None) -> None:
-    """MCP server offering each skill as load_<name>_skill and skill://<name>/SKILL.md."""
+    """MCP server offering each skill as load_<name>_skill and skill://<name>/SKILL.md, every
+    file of it as a resource, and the Skills extension (skills/list, skills/get); it speaks the
+    legacy protocol versions through initialize and 2026-07-28 statelessly."""
     from ..agents import mcp_server
 
     try:

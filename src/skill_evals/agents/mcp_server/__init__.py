@@ -7,6 +7,10 @@ protocol is implemented with the standard library only:
 - ``jsonrpc``: bounded, strict decoding of one message (size, nesting, UTF-8, strict JSON);
 - ``skills``: the skill folders, each ``SKILL.md`` read once at start;
 - ``protocol``: the MCP methods (``initialize`` … ``resources/read``), transport-free;
+- ``modern``: the 2026-07-28 era (stateless ``_meta`` requests, ``server/discover``, results);
+- ``catalog``, ``core_yaml``, ``skills_ext``: the Skills extension (served files, listing rules,
+  ``Skill`` entries with YAML 1.2 core-schema frontmatter, ``skills/list``, ``skills/get``);
+- ``http_modern``: the 2026-07-28 HTTP header rules and statuses;
 - ``stdio``: one message per line on stdin/stdout;
 - ``http_transport``, ``http_handler``, ``http_headers``, ``connections``: streamable HTTP at
   ``POST /mcp`` with bounded connections, deadlines and strict headers.
