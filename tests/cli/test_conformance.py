@@ -665,6 +665,7 @@ def test_report_sections_are_exactly_those_of_the_spec(setup: dict[str, Any]) ->
         "interval",
         "signTest",
         "efficiency",
+        "mode",  # additive: absolute (pairwise for judge_pairwise suites)
     }
     assert set(report["task"]["interval"]) == {
         "level",
