@@ -221,3 +221,19 @@ def test_chromium_renders_the_charts(history: dict[str, Any], tmp_path: Path) ->
     page = (history["runs"][-1]["out"] / "report.html").as_uri()
     dom = _chromium(["--dump-dom", page], tmp_path / "profile")
     assert dom.count("<polyline") == 4 and 'data-series="uplift"' in dom
+
+
+def test_a_symlinked_history_is_never_written_through(tmp_path: Path) -> None:
+    """`history: FILE` naming a symlink (a pull request can commit one): a warning, the exit
+    code of the verdict, and the file it points to untouched."""
+    from .conftest import make_repo
+
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me\n", "utf-8")
+    config = "runner: skill-evals runner simulated\ntrials: 1\nhistory: trend.jsonl\n"
+    repo = make_repo(tmp_path / "repo", skills=("alpha",), config=config)
+    (repo / "trend.jsonl").symlink_to(target)
+    done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert target.read_text("utf-8") == "keep me\n"
+    assert "trend.jsonl" in done.stderr and "this run is not recorded" in done.stderr

@@ -11,10 +11,12 @@ rewritten (a temporary file in the same folder, then a rename) keeping each skil
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -207,6 +209,19 @@ def _rewrite(path: Path, records: Sequence[Mapping[str, Any]]) -> list[dict[str,
     return kept
 
 
+def _append(path: Path, data: bytes) -> None:
+    """Append ``data`` in one write to the regular file ``path`` (created when missing). A
+    symlink, FIFO or device there is never written through: OSError."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
 def update_history(
     path: Path, entries: Sequence[tuple[str, Mapping[str, Any]]], commit: str | None, warn: Warn
 ) -> list[dict[str, Any]]:
@@ -225,12 +240,7 @@ def update_history(
             counts[record["skill"]] = counts.get(record["skill"], 0) + 1
         if any(count > KEEP_PER_SKILL for count in counts.values()):
             records = _rewrite(path, records)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
-                     0o644)  # fmt: skip
-        try:
-            os.write(fd, b"".join(_line(r) for r in added))
-        finally:
-            os.close(fd)
+        _append(path, b"".join(_line(r) for r in added))
     except OSError as exc:
         warn(f"{path}: cannot write the history ({exc.strerror}); this run is not recorded")
         return records

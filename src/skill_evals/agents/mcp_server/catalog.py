@@ -11,6 +11,7 @@ still offered as a tool and a resource, and start-up says why it is not listed.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -134,7 +135,11 @@ def _shown(rel: str) -> str:
 
 def _read(path: Path, budget: int) -> bytes | None:
     """The file's bytes, or None when it holds more than ``budget`` bytes."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)  # never blocks on a FIFO swapped in after the walk looked
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(max(budget, 0) + 1)
     return None if len(data) > budget else data
