@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,21 @@ def test_ci_and_route_check_the_version_too(tmp_path: Path) -> None:
     )  # fmt: skip
     assert _warnings(route) == [f"skill-evals: warning: {line}"], route.stderr[-3000:]
     assert json.loads(route.stdout)["messages"].count(line) == 1
+
+
+def test_a_hanging_version_answer_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--version` that never answers is killed at the time bound: no version, one line."""
+    from skill_evals.agents import versions
+
+    hang = tmp_path / "claude"
+    hang.write_text("#!/bin/sh\nsleep 30\n", encoding="utf-8")
+    hang.chmod(0o755)
+    monkeypatch.setattr(versions, "TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    line = versions.version_warning(CLAUDE, str(hang), {"PATH": os.environ["PATH"]})
+    assert time.monotonic() - started < 5
+    assert line is not None and line.startswith(
+        f"claude-code: could not read the version of {hang};"
+    )
