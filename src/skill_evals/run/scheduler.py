@@ -136,6 +136,14 @@ class Scheduler:
             outcome, judge_failure = self.plan.judging.judge(
                 self.cases[case_id], outcome, self.regex
             )
+            if judge_failure is not None and self.cancel.is_set():
+                # Our own interrupt stopped the judge: recorded (a resume judges it), but
+                # neither scored nor a failure.
+                with self.lock:
+                    if self.writer is not None and not self._holds(key):
+                        self.writer.write(outcome)
+                    self.running -= 1
+                return
         with self.lock:
             if isinstance(outcome, Observation) and self._holds(key):
                 self.held[key] = outcome  # written once its pair is judged (execute.py)
