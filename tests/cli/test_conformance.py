@@ -657,7 +657,6 @@ def test_report_sections_are_exactly_those_of_the_spec(setup: dict[str, Any]) ->
         "lint",  # additive: the pre-flight's lint findings
     ]
     assert set(report["task"]) == {
-        "mode",  # additive: absolute, or pairwise for judge_pairwise suites
         "units",
         "insufficient",
         "with",

@@ -93,7 +93,19 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "r.html",
         "--bootstrap-samples",
         "2000",
-        env={"EVALGATE_SECRET": "x", "SKILL_EVALS_X": "y", "GITHUB_TOKEN": "t", "GH_TOKEN": "t"},
+        env={
+            "EVALGATE_SECRET": "x",
+            "SKILL_EVALS_X": "y",
+            "GITHUB_TOKEN": "t",
+            "GH_TOKEN": "t",
+            "GITHUB_OUTPUT": "/dev/null",
+            "GITHUB_STEP_SUMMARY": "/dev/null",
+            "ACTIONS_RUNTIME_TOKEN": "t",
+            "ACTIONS_ID_TOKEN_REQUEST_URL": "u",
+            "ACTIONS_CACHE_URL": "u",
+            "ACTIONS_RESULTS_URL": "u",
+            "JUDGE_KEEPS_THIS": "1",
+        },  # fmt: skip
     )
     return {"root": root, "done": done, "report": report_of(root / "r.json")}
 
@@ -120,7 +132,9 @@ def test_the_judge_saw_only_the_request_and_no_engine_variable(run: dict[str, An
     for request in requests:
         env = request.pop("_env")
         assert not [n for n in env if n.startswith(("EVALGATE_", "SKILL_EVALS_"))]
-        assert "GITHUB_TOKEN" not in env and "GH_TOKEN" not in env
+        dropped = {"GITHUB_TOKEN", "GH_TOKEN", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"}
+        assert not dropped & set(env) and not [n for n in env if n.startswith("ACTIONS_")]
+        assert "JUDGE_KEEPS_THIS" in env  # the caller's own variables stay
         assert set(request) == {"kind", "prompt", "rubric", "scale", "threshold", "answer"}
         assert request["kind"] == "absolute" and request["rubric"] == RUBRIC
         assert request["scale"] == [1, 5] and request["threshold"] == 3
