@@ -105,7 +105,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "ACTIONS_CACHE_URL": "u",
             "ACTIONS_RESULTS_URL": "u",
             "JUDGE_KEEPS_THIS": "1",
-        },  # fmt: skip
+        },
     )
     return {"root": root, "done": done, "report": report_of(root / "r.json")}
 
