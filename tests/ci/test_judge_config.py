@@ -3,11 +3,19 @@ skill in `overrides`, and `budget-total.judge-calls` shared by the skills in ord
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
 import pytest
 
 from skill_evals.ci.budget import TotalBudget
 from skill_evals.ci.config import parse_config
 from skill_evals.errors import InvalidInput
+from skill_evals.schemas import load_schema
+from tests._judge_helpers import TABLE_RUNNER, judge_cmd, judge_log, make_suite, run_cli
 
 CONFIG = b"""
 judge: python3 judges/strict.py
@@ -44,3 +52,31 @@ def test_the_total_judge_budget_is_shared_in_order() -> None:
 def test_bad_judge_settings_are_refused(bad: bytes) -> None:
     with pytest.raises(InvalidInput):
         parse_config(bad, "cfg")
+
+
+def test_ci_judges_with_the_configured_judge_and_shows_its_cost(tmp_path: Path) -> None:
+    rows = {f"c{i}": {"with": {"output": "GOOD"}, "without": {"output": "no"}} for i in range(10)}
+    make_suite(tmp_path / "skills", rows, [{"check": "judge", "rubric": "Good notes?"}])
+    evals = tmp_path / "skills" / "release-notes" / "evals"
+    evals.mkdir()
+    (tmp_path / "skills" / "cases.jsonl").rename(evals / "cases.jsonl")
+    table = tmp_path / "skills" / "table.json"
+    (tmp_path / ".skill-evals.yml").write_text(
+        f"runner: {sys.executable} {TABLE_RUNNER} {table}\ntrials: 1\n"
+        f"judge: {judge_cmd(tmp_path)}\ngates: {{min-uplift: 0.5}}\n",
+        "utf-8",
+    )
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.email=a@b", "-c", "user.name=n", "commit", "-qm", "init"],
+    ):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    done = run_cli(tmp_path, "ci", "--out", "out", "-q")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+    jsonschema.Draft202012Validator(load_schema("ci-report.schema.json")).validate(report)
+    (skill,) = report["skills"]
+    assert skill["report"]["judge"]["calls"] == 20 and len(judge_log(tmp_path)) == 20
+    summary = (tmp_path / "out" / "summary.md").read_text("utf-8")
+    assert "| release-notes | 20 | 0 | 0 | 200 / 40 | $0.0200 |" in summary

@@ -21,7 +21,7 @@ from ..report.next_steps import task_failures
 from ..report.route_markdown import ci_routing_markdown
 from ..report.trends import trends_markdown, trends_of_report
 from .summary_chart import pass_rate_chart
-from .summary_scope import comparison_bullets, ledger_table, scope_bullets
+from .summary_scope import comparison_bullets, judge_ledger_table, ledger_table, scope_bullets
 
 MARKER = "<!-- skill-evals -->"
 SUMMARY_MAX_BYTES = 1_000_000
@@ -258,7 +258,8 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
 def _scope_sections(skills: Sequence[dict[str, Any]]) -> list[str]:
     """Spot-check and early-stop notes, the baseline comparison, then the ledger."""
     lines: list[str] = []
-    for block in (scope_bullets(skills), comparison_bullets(skills), ledger_table(skills)):
+    blocks = (scope_bullets(skills), comparison_bullets(skills), ledger_table(skills))
+    for block in (*blocks, judge_ledger_table(skills)):
         if block:
             lines += [*block, ""]
     return lines

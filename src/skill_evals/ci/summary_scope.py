@@ -76,6 +76,36 @@ def ledger_table(skills: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def judge_ledger_table(skills: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the judges cost, per skill with judge checks, apart from the runs (empty when no
+    skill has any)."""
+    rows: list[str] = []
+    for skill in skills:
+        report = _report(skill)
+        ledger = report_ledger(report) if report is not None else None
+        judge = ledger.get("judge") if ledger is not None else None
+        if not isinstance(judge, Mapping):
+            continue
+        reused = (judge.get("cached") or 0) + (judge.get("resumed") or 0)
+        tokens = (
+            f"{_num(judge.get('inputTokens'), ',.0f')} / {_num(judge.get('outputTokens'), ',.0f')}"
+        )
+        cost = _num(judge.get("costUsd"), ".4f")
+        rows.append(
+            f"| {_esc(skill.get('name', '?'))} | {_int(judge, 'calls')} | {reused} "
+            f"| {_int(judge, 'retried')} | {tokens} | {cost if cost == '—' else '$' + cost} |"
+        )
+    if not rows:
+        return []
+    return [
+        "Judges (what the judge checks cost, apart from the runs):",
+        "",
+        "| Skill | Judge calls | Reused | Retried | Tokens in / out | Cost |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *rows,
+    ]
+
+
 def comparison_bullets(skills: Sequence[Mapping[str, Any]]) -> list[str]:
     """Per skill with a baseline: ``F1 0.82 → 0.91 (+0.09 [+0.02, +0.15]) ▲ better`` and the
     pass rate alike."""
