@@ -1,0 +1,165 @@
+"""`skill-evals improve`: the click command only — parse, run, print, exit (docs/improve.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..suite.agent_profiles import PROFILES
+from .common import FloatRange
+from .helptext import CONTEXT, epilog
+from .options import OUTPUT_PATH, option
+
+_EXAMPLE = """
+skill-evals improve --skill examples/improve/invoice-audit \\
+  --cases examples/improve/invoice-audit-cases.jsonl --runner 'skill-evals runner simulated' \\
+  --proposer 'python3 examples/proposers/keywords.py' --diff invoice-audit.diff
+"""
+
+
+@click.command(
+    "improve",
+    context_settings=CONTEXT,
+    short_help="Propose a better description and validate it on held-out cases.",
+    epilog=epilog(_EXAMPLE, "docs/improve.md"),
+)
+@click.option(
+    "--skill", required=True, type=click.Path(path_type=Path), help="The skill directory."
+)
+@option("--cases", help="The case file (docs/cases.md).")
+@click.option("--runner", required=True, metavar="CMD", help="The runner command, as for test.")
+@click.option(
+    "--proposer",
+    required=True,
+    metavar="CMD",
+    help="The proposer command: one JSON request on stdin, one line with a description back "
+    "(docs/improve.md; an offline example: examples/proposers/keywords.py).",
+)
+@click.option(
+    "--holdout",
+    type=FloatRange(0.1, 0.9),
+    default=0.4,
+    metavar="F",
+    help="Share of each label's units held out (never shown to the proposer).",
+)
+@click.option(
+    "--rounds", type=click.IntRange(1, 20), default=3, metavar="K", help="Proposer rounds at most."
+)
+@click.option(
+    "--min-gain",
+    type=FloatRange(0, 1),
+    default=0.05,
+    metavar="X",
+    help="Accept only a held-out F1 gain of at least X (and a lower bound above 0).",
+)
+@click.option(
+    "--body-chars",
+    type=click.IntRange(0, 100_000),
+    default=2000,
+    metavar="N",
+    help="Characters of the skill's body the proposer sees.",
+)
+@click.option(
+    "--proposer-timeout-ms",
+    type=click.IntRange(1, 600_000),
+    default=120_000,
+    metavar="N",
+    help="Kill a proposer call after N milliseconds.",
+)
+@click.option(
+    "--agent",
+    type=click.Choice(PROFILES),
+    default=None,
+    help="The agent whose listing entry cap a candidate must keep (claude-code: 1536). "
+    "Default: none, no cap.",
+)
+@click.option(
+    "--apply",
+    "apply_",
+    is_flag=True,
+    help="Rewrite SKILL.md with an accepted description (nothing else changes).",
+)
+@click.option(
+    "--diff",
+    type=OUTPUT_PATH,
+    default=None,
+    metavar="FILE",
+    help="Write the accepted description's diff to FILE. Default: none.",
+)
+@click.option(
+    "--report",
+    type=OUTPUT_PATH,
+    default=None,
+    metavar="FILE",
+    help="Also write the JSON report to FILE. Default: none.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("text", "json")),
+    default="text",
+    help="What stdout gets: the verdict and diff, or the JSON report.",
+)
+@option("--trials", help="Runs per case.")
+@option("--seed", help="Seed of the split and the bootstrap.")
+@click.option(
+    "--bootstrap-samples",
+    type=click.IntRange(1000, 1_000_000),
+    default=10_000,
+    help="Bootstrap resamples for the held-out interval.",
+)
+@option("--jobs", help="Runner processes at the same time.")
+@option(
+    "--timeout-ms",
+    help="Per invocation: kill the runner after this many milliseconds. Default: 30000.",
+)
+@option(
+    "--retries",
+    metavar="N",
+    help="Re-runs of a runner or proposer call that reports a retryable failure.",
+)
+@click.option(
+    "--max-invocations",
+    type=click.IntRange(1, 10_000_000),
+    default=None,
+    metavar="N",
+    help="Budget: runner processes at most, the held-out step reserved. Default: no limit.",
+)
+@click.option(
+    "--max-cost-usd",
+    type=FloatRange(0, 1_000_000, min_open=True),
+    default=None,
+    metavar="X",
+    help="Budget: reported dollars (runners and proposer) at most. Default: no limit.",
+)
+def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
+    """Try better descriptions for one skill: a proposer suggests them from the train cases'
+    failures, each valid one runs on train, and the best runs once on held-out cases next to
+    the original. Accepted (exit 0) only with a held-out F1 gain of at least --min-gain whose
+    bootstrap lower bound is above 0; else exit 1 and nothing changes."""
+    from ..escaping.terminal import terminal_safe
+    from ..improve.report import render_text
+    from ..improve.run import ImproveOptions, run_improve
+
+    timeout = given.pop("timeout_ms")
+    options = ImproveOptions(
+        apply=apply_, timeout_ms=timeout if timeout is not None else 30_000, **given
+    )
+    report = run_improve(options)
+    if options.report is not None:
+        try:
+            options.report.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            click.echo(
+                f"skill-evals: error: {options.report}: cannot write ({exc.strerror})", err=True
+            )
+    if report["exitCode"] not in (0, 1):
+        click.echo(f"skill-evals: error: {terminal_safe(report['decision']['reason'])}", err=True)
+    click.echo(
+        json.dumps(report, indent=2) if fmt == "json" else render_text(report), nl=fmt == "json"
+    )
+    sys.exit(int(report["exitCode"]))

@@ -1,0 +1,78 @@
+"""One description on a set of cases: every case × trial run in the ``with`` arm
+(``SKILL_EVALS_ARM=improve``) with the shared runner machinery, and what each trial loaded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import EvidenceUnavailable, Interrupted
+from ..plan.arms import ARM_VAR, Arm
+from ..plan.run_settings import RunSettings
+from ..run.cached_run import run_plan
+from ..run.observations import Key
+from ..suite.cases import Case, CaseSuite
+from ..suite.skill import directory_sha256
+from .figures import Trials
+
+IMPROVE_ARM = "improve"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Per case id, per trial: triggered and the skills it loaded; what it cost."""
+
+    results: dict[str, Trials]
+    invocations: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """Runs descriptions of one skill on subsets of one suite."""
+
+    run: RunSettings
+    command: tuple[str, ...]
+    skill_name: str
+    suite: CaseSuite
+
+    def evaluate(self, skill_dir: Path, cases: Sequence[Case]) -> Evaluation:
+        """Run every case × trial of ``cases`` with the skill at ``skill_dir``. A runner failure
+        is exit 7 (an improve run has no partial figures); an interrupt is 130."""
+        subset = CaseSuite(
+            path=self.suite.path,
+            sha256=self.suite.sha256,
+            cases=tuple(cases),
+            unit_count=len({c.unit for c in cases}),
+        )
+        planned: list[Key] = [  # report order: case-file order, then trial
+            (c.id, t, "with") for c in cases for t in range(1, self.run.trials + 1)
+        ]
+        plan = self.run.execution_plan(
+            self.command,
+            subset,
+            self.skill_name,
+            skill_dir,
+            None,
+            (),
+            variants=("with",),
+            arms=(Arm("with", "with", skill_dir, directory_sha256(skill_dir)),),
+            planned=planned,
+            extra_env={ARM_VAR: IMPROVE_ARM},
+        )
+        result = run_plan(plan, None, [skill_dir]).result
+        if result.interrupted:
+            raise Interrupted("interrupted")
+        if result.failures:
+            first = result.failures[0]
+            raise EvidenceUnavailable(
+                f"runner failed on case {first.case_id!r} trial {first.trial}: {first.reason}"
+            )
+        results: dict[str, list[tuple[bool, tuple[str, ...]]]] = {c.id: [] for c in cases}
+        cost = 0.0
+        for obs in sorted(result.observations, key=lambda o: o.trial):
+            loaded = tuple(obs.invoked_skills)
+            results[obs.case_id].append((self.skill_name in loaded, loaded))
+            cost += float(obs.meta.get("costUsd", 0.0) or 0.0)
+        return Evaluation(dict(results), result.invocations, cost)

@@ -1,0 +1,277 @@
+"""The improve loop: round 0 (the original on train), proposer rounds on train, then the best
+candidate once on held-out next to the original, and the decision."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvidenceUnavailable, InvalidInput
+from ..run.processes import ProcessSweeper
+from ..suite.cases import Case, CaseSuite
+from ..suite.frontmatter import parse_frontmatter
+from ..suite.skill import Skill
+from .edit import candidate_copy, description_problems, rewrite
+from .evaluate import Evaluator
+from .figures import Counts, Trials, difference_interval, f1, figures, total
+from .proposer import Proposal, ProposerSpec, propose, request
+from .split import Split
+
+
+@dataclass(frozen=True)
+class ImproveSettings:
+    """The loop's parameters (range-checked by the CLI)."""
+
+    rounds: int
+    min_gain: float
+    body_chars: int
+    entry_cap: int | None
+    trials: int
+    seed: int
+    bootstrap_samples: int
+    max_invocations: int | None
+    max_cost_usd: float | None
+
+
+@dataclass
+class Candidate:
+    """A description evaluated on train (round 0 is the original)."""
+
+    round: int
+    description: str
+    text: str  # the SKILL.md that carries it
+    train: Mapping[str, Trials]
+    counts: Counts
+
+    @property
+    def f1(self) -> Fraction:
+        value = f1(self.counts.tp, self.counts.fp, self.counts.fn)
+        return Fraction(0) if value is None else value
+
+
+@dataclass
+class Outcome:
+    """Everything the report needs."""
+
+    split: Split
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    original: Candidate | None = None
+    selected: Candidate | None = None
+    held_out: dict[str, dict[str, Trials]] = field(default_factory=dict)
+    interval: Any = None
+    accepted: bool = False
+    reason: str = ""
+    invocations: int = 0
+    proposer_calls: int = 0
+    cost_usd: float = 0.0
+    status: str = "unchanged"
+
+
+def _failures(candidate: Candidate, cases: tuple[Case, ...]) -> list[dict[str, Any]]:
+    found = []
+    for case in cases:
+        trials = candidate.train[case.id]
+        wrong = [triggered != case.expect_trigger for triggered, _ in trials]
+        if any(wrong):
+            found.append(
+                {
+                    "id": case.id,
+                    "prompt": case.prompt,
+                    "expectTrigger": case.expect_trigger,
+                    "trials": len(trials),
+                    "triggered": sum(1 for t, _ in trials if t),
+                    "loaded": [list(loaded) for _, loaded in trials],
+                }
+            )
+    return found
+
+
+class ImproveLoop:
+    """One `skill-evals improve` run."""
+
+    def __init__(
+        self,
+        skill: Skill,
+        suite: CaseSuite,
+        split: Split,
+        evaluator: Evaluator,
+        proposer: ProposerSpec,
+        settings: ImproveSettings,
+    ) -> None:
+        self.skill, self.suite, self.split = skill, suite, split
+        self.evaluator, self.proposer, self.settings = evaluator, proposer, settings
+        self.text = (skill.path / "SKILL.md").read_bytes().decode("utf-8")
+        front, body = parse_frontmatter(self.text)
+        when = front.get("when_to_use")
+        self.when_to_use = when if isinstance(when, str) else ""
+        self.body = body[: settings.body_chars]
+        self.outcome = Outcome(split)
+        self.sweeper = ProcessSweeper()
+
+    # ------------------------------------------------------------------------------ budgets
+
+    def _fits(self, invocations: int) -> bool:
+        """Whether ``invocations`` more fit beside the reserve of the held-out step."""
+        limit = self.settings.max_invocations
+        reserve = 2 * len(self.split.held_out) * self.settings.trials
+        if limit is not None and self.outcome.invocations + invocations + reserve > limit:
+            return False
+        cap = self.settings.max_cost_usd
+        return cap is None or self.outcome.cost_usd < cap
+
+    def _evaluate(self, directory: Path, cases: tuple[Case, ...]) -> dict[str, Trials]:
+        evaluation = self.evaluator.evaluate(directory, cases)
+        self.outcome.invocations += evaluation.invocations
+        self.outcome.cost_usd += evaluation.cost_usd
+        return evaluation.results
+
+    def _on_train(self, round_no: int, description: str, text: str, scratch: Path) -> Candidate:
+        train = self.split.train
+        if round_no == 0:
+            results = self._evaluate(self.skill.path, train)
+        else:
+            with candidate_copy(self.skill.path, text, scratch) as copy:
+                results = self._evaluate(copy, train)
+        return Candidate(round_no, description, text, results, total(train, results))
+
+    # ------------------------------------------------------------------------------- rounds
+
+    def run(self) -> Outcome:
+        """Run the loop; EvalErrors (5, 7, 130) propagate to the caller."""
+        with tempfile.TemporaryDirectory(prefix="skill-evals-improve-") as scratch_dir:
+            scratch = Path(scratch_dir)
+            original = self._on_train(0, self.skill.description, self.text, scratch)
+            self.outcome.original = original
+            best = original
+            candidates = [original]
+            for round_no in range(1, self.settings.rounds + 1):
+                if best.f1 == 1 or not self._fits(len(self.split.train) * self.settings.trials):
+                    break
+                entry = self._round(round_no, best, candidates, scratch)
+                self.outcome.rounds.append(entry)
+                newest = candidates[-1]
+                if entry["status"] == "evaluated" and newest.f1 > best.f1:
+                    best = newest
+            self._held_out_step(original, best, scratch)
+        return self.outcome
+
+    def _round(
+        self, round_no: int, best: Candidate, candidates: list[Candidate], scratch: Path
+    ) -> dict[str, Any]:
+        proposal = self._ask(round_no, best)
+        description = proposal.description
+        problems = description_problems(description, self.when_to_use, self.settings.entry_cap)
+        entry: dict[str, Any] = {"round": round_no, "description": description, "train": None}
+        if problems:
+            return {**entry, "status": "invalid", "problems": problems}
+        seen = {c.description for c in candidates} | {r["description"] for r in self.outcome.rounds}
+        if description in seen:
+            return {**entry, "status": "duplicate", "problems": []}
+        try:
+            text = rewrite(self.text, description)
+        except ValueError as exc:
+            return {**entry, "status": "invalid", "problems": [str(exc)]}
+        candidate = self._on_train(round_no, description, text, scratch)
+        candidates.append(candidate)
+        return {**entry, "status": "evaluated", "problems": [], "train": figures(candidate.counts)}
+
+    def _ask(self, round_no: int, best: Candidate) -> Proposal:
+        history = [
+            {k: r[k] for k in ("round", "status", "description", "problems", "train")}
+            for r in self.outcome.rounds
+        ]
+        skill = {
+            "name": self.skill.name,
+            "description": best.description,
+            "whenToUse": self.when_to_use,
+            "body": self.body,
+        }
+        limits = {"descriptionMaxChars": 1024, "entryMaxChars": self.settings.entry_cap}
+        asked = request(
+            round_no,
+            self.settings.rounds,
+            skill,
+            limits,
+            figures(best.counts),
+            _failures(best, self.split.train),
+            history,
+        )
+        self.outcome.proposer_calls += 1
+        proposal = propose(self.proposer, asked, self.sweeper)
+        if proposal.cost_usd is not None:
+            self.outcome.cost_usd += proposal.cost_usd
+        return proposal
+
+    # ----------------------------------------------------------------------------- held-out
+
+    def _held_out_step(self, original: Candidate, best: Candidate, scratch: Path) -> None:
+        outcome = self.outcome
+        if best is original:
+            outcome.reason = "no candidate improved train F1"
+            return
+        outcome.selected = best
+        held = self.split.held_out
+        cap = self.settings.max_cost_usd
+        if cap is not None and outcome.cost_usd >= cap:
+            raise EvidenceUnavailable(
+                f"cost budget reached after ${outcome.cost_usd:.4f}, before the held-out step"
+            )
+        outcome.held_out["original"] = self._evaluate(self.skill.path, held)
+        with candidate_copy(self.skill.path, best.text, scratch) as copy:
+            outcome.held_out["candidate"] = self._evaluate(copy, held)
+        outcome.interval = difference_interval(
+            held,
+            outcome.held_out["candidate"],
+            outcome.held_out["original"],
+            self.settings.bootstrap_samples,
+            self.settings.seed,
+        )
+        self._decide()
+
+    def _decide(self) -> None:
+        outcome = self.outcome
+        difference = held_out_difference(outcome, self.split.held_out)
+        gain = self.settings.min_gain
+        lower = outcome.interval.lower
+        if difference is None or difference < Fraction(repr(gain)):
+            shown = "undefined" if difference is None else f"{float(difference):+.2f}"
+            outcome.reason = f"held-out gain {shown} below --min-gain {gain:g}"
+        elif lower is None or lower <= 0:
+            shown = "undefined" if lower is None else f"{lower:+.2f}"
+            outcome.reason = f"interval lower bound {shown} not above 0"
+        else:
+            outcome.accepted = True
+            outcome.status = "accepted"
+            outcome.reason = "held-out F1 gain at least --min-gain, lower bound above 0"
+
+
+def held_out_f1(results: Mapping[str, Trials], cases: tuple[Case, ...]) -> Fraction | None:
+    """F1 of one description on the held-out cases, exactly."""
+    counts = total(cases, results)
+    return f1(counts.tp, counts.fp, counts.fn)
+
+
+def held_out_difference(outcome: Outcome, cases: tuple[Case, ...]) -> Fraction | None:
+    """Selected − original F1 on held-out, exactly (None when either is undefined)."""
+    new = held_out_f1(outcome.held_out["candidate"], cases)
+    old = held_out_f1(outcome.held_out["original"], cases)
+    return None if new is None or old is None else new - old
+
+
+def minimum_invocations(split: Split, trials: int) -> int:
+    """2·Nₜ·T + 2·Nₕ·T: round 0 and one candidate on train, both on held-out."""
+    return 2 * len(split.train) * trials + 2 * len(split.held_out) * trials
+
+
+def check_budget(split: Split, trials: int, max_invocations: int | None) -> None:
+    """Exit 5 when --max-invocations cannot cover one candidate round and the held-out step."""
+    minimum = minimum_invocations(split, trials)
+    if max_invocations is not None and max_invocations < minimum:
+        raise InvalidInput(
+            f"--max-invocations {max_invocations}: improve needs at least {minimum} here "
+            "(the original and one candidate on train, both on held-out)"
+        )

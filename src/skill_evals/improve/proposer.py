@@ -1,0 +1,145 @@
+"""The proposer contract: one JSON request on stdin, one line back — a description, or a
+``proposerError`` — run like a runner (no shell, own session, bounded, retried when it says so).
+
+The request carries only train cases: no held-out id, prompt or figure ever reaches it."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..run.helper_process import run_helper, signal_name
+from ..run.processes import ProcessSweeper
+
+MAX_REPLY_BYTES = 1_000_000
+ROUND_VAR = "SKILL_EVALS_ROUND"
+_KEYS = {"description", "rationale", "meta"}
+_ERROR_KEYS = {"proposerError", "retryable"}
+
+
+class ProposerFailed(Exception):
+    """The proposer broke the contract, or kept failing after the retries (exit 7)."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A proposed description, with the cost the proposer reported (if any)."""
+
+    description: str
+    cost_usd: float | None
+
+
+@dataclass(frozen=True)
+class ProposerSpec:
+    """How each proposer process runs."""
+
+    argv: tuple[str, ...]
+    timeout_ms: int
+    retries: int
+    env: Mapping[str, str]
+    delay: Callable[[int], float]
+
+
+def _cost(meta: object) -> float | None:
+    if not isinstance(meta, dict):
+        return None
+    cost = meta.get("costUsd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost):
+        return float(cost) if cost >= 0 else None
+    return None
+
+
+def parse_reply(stdout: bytes) -> Proposal | tuple[str, bool]:
+    """A Proposal, or (reason, retryable) for a ``proposerError`` or a broken reply."""
+    lines = stdout.decode("utf-8", "replace").strip().splitlines()
+    if len(lines) != 1:
+        return "the reply is not exactly one line", False
+    try:
+        reply = json.loads(lines[0])
+    except ValueError:
+        return "the reply is not JSON", False
+    if not isinstance(reply, dict):
+        return "the reply is not a JSON object", False
+    if "proposerError" in reply:
+        message, retryable = reply.get("proposerError"), reply.get("retryable")
+        if set(reply) - _ERROR_KEYS or not isinstance(message, str):
+            return "the proposerError reply has other keys or a non-string message", False
+        text = "".join(c for c in message if c.isprintable())[:300]
+        return text or "proposerError", retryable is True
+    unknown = sorted(set(reply) - _KEYS)
+    if unknown:
+        return f"the reply has an unknown key {unknown[0][:40]!r}", False
+    description = reply.get("description")
+    if not isinstance(description, str):
+        return "the reply has no string 'description'", False
+    return Proposal(description, _cost(reply.get("meta")))
+
+
+def _once(spec: ProposerSpec, payload: bytes, round_no: int, sweeper: ProcessSweeper) -> Any:
+    env = {**spec.env, ROUND_VAR: str(round_no)}
+    end = run_helper(
+        spec.argv,
+        payload,
+        timeout_ms=spec.timeout_ms,
+        max_bytes=MAX_REPLY_BYTES,
+        env=env,
+        sweeper=sweeper,
+    )
+    if end.failure is not None:
+        return end.failure, False
+    parsed = parse_reply(end.stdout)
+    if isinstance(parsed, tuple) and parsed[1]:
+        return parsed  # its own retryable error
+    if end.code < 0:
+        return f"killed by signal {signal_name(-end.code)}", False
+    if end.code > 0:
+        return f"exited with code {end.code}", False
+    return parsed
+
+
+def propose(spec: ProposerSpec, request: Mapping[str, Any], sweeper: ProcessSweeper) -> Proposal:
+    """Ask the proposer for round ``request["round"]``; retried on its retryable errors. Raises
+    ProposerFailed (``proposer: <reason>``, never quoting its output)."""
+    payload = json.dumps(request, ensure_ascii=False).encode("utf-8")
+    round_no = int(request["round"])
+    for attempt in range(spec.retries + 1):
+        result = _once(spec, payload, round_no, sweeper)
+        if isinstance(result, Proposal):
+            return result
+        reason, retryable = result
+        if not retryable or attempt == spec.retries:
+            raise ProposerFailed(f"proposer: {reason}")
+        time.sleep(spec.delay(attempt))
+    raise AssertionError("unreachable")
+
+
+def proposer_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The proposer's environment: the caller's."""
+    return dict(os.environ if base is None else base)
+
+
+def request(
+    round_no: int,
+    rounds: int,
+    skill: Mapping[str, str],
+    limits: Mapping[str, int | None],
+    train: Mapping[str, Any],
+    failures: Sequence[Mapping[str, Any]],
+    history: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """The request of one round, exactly the documented keys."""
+    return {
+        "schemaVersion": 1,
+        "round": round_no,
+        "rounds": rounds,
+        "skill": dict(skill),
+        "limits": dict(limits),
+        "train": dict(train),
+        "failures": list(failures),
+        "history": list(history),
+    }

@@ -1,0 +1,122 @@
+"""The improve report (improve-report.schema.json), its text verdict and the diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import __version__
+from ..escaping.terminal import terminal_safe
+from .figures import figures, total
+from .loop import Candidate, Outcome, held_out_difference
+from .split import Split
+
+_EXIT = {"accepted": 0, "unchanged": 1}
+
+
+def _split_block(split: Split, seed: int, holdout: float) -> dict[str, Any]:
+    return {
+        "seed": seed,
+        "holdout": holdout,
+        "train": [c.id for c in split.train],
+        "heldOut": [c.id for c in split.held_out],
+    }
+
+
+def _candidate_block(candidate: Candidate | None, outcome: Outcome, key: str) -> Any:
+    if candidate is None:
+        return None
+    held = outcome.held_out.get(key)
+    return {
+        "round": candidate.round,
+        "description": candidate.description,
+        "train": figures(candidate.counts),
+        "heldOut": None if held is None else figures(total(outcome.split.held_out, held)),
+    }
+
+
+def improve_report(
+    skill_name: str,
+    outcome: Outcome,
+    *,
+    seed: int,
+    holdout: float,
+    min_gain: float,
+    diff: str | None,
+) -> dict[str, Any]:
+    """The report of a finished loop."""
+    comparison = None
+    if outcome.interval is not None:
+        difference = held_out_difference(outcome, outcome.split.held_out)
+        comparison = {
+            "f1Difference": None if difference is None else float(difference),
+            "interval": outcome.interval.to_json(),
+        }
+    return {
+        "schemaVersion": 1,
+        "tool": {"name": "skill-evals", "version": __version__},
+        "status": outcome.status,
+        "exitCode": _EXIT[outcome.status],
+        "skill": skill_name,
+        "split": _split_block(outcome.split, seed, holdout),
+        "rounds": [
+            {k: r[k] for k in ("round", "status", "description", "problems", "train")}
+            for r in outcome.rounds
+        ],
+        "original": _candidate_block(outcome.original, outcome, "original"),
+        "candidate": _candidate_block(outcome.selected, outcome, "candidate"),
+        "heldOutComparison": comparison,
+        "decision": {"accepted": outcome.accepted, "reason": outcome.reason, "minGain": min_gain},
+        "diff": diff,
+        "runner": {"invocations": outcome.invocations},
+        "proposer": {"calls": outcome.proposer_calls},
+        "messages": [],
+    }
+
+
+def failed_report(
+    skill_name: str | None, status: str, exit_code: int, message: str, split: Split | None
+) -> dict[str, Any]:
+    """The report of a run stopped by an error (exit 5, 6, 7 or 130)."""
+    return {
+        "schemaVersion": 1,
+        "tool": {"name": "skill-evals", "version": __version__},
+        "status": status,
+        "exitCode": exit_code,
+        "skill": skill_name,
+        "split": None,
+        "rounds": [],
+        "original": None,
+        "candidate": None,
+        "heldOutComparison": None,
+        "decision": {"accepted": False, "reason": message, "minGain": None},
+        "diff": None,
+        "runner": {"invocations": 0},
+        "proposer": {"calls": 0},
+        "messages": [message],
+    }
+
+
+def _f1(block: Any, side: str) -> str:
+    value = (block or {}).get(side, {}) or {}
+    f1 = value.get("f1")
+    return "n/a" if f1 is None else f"{f1:.2f}"
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The verdict line (and the diff when accepted) for a person."""
+    skill = terminal_safe(str(report.get("skill") or "skill"))
+    decision = report["decision"]
+    if report["status"] == "accepted":
+        comparison = report["heldOutComparison"]
+        interval = comparison["interval"]
+        held = len(report["split"]["heldOut"])
+        line = (
+            f"ACCEPTED {skill}: held-out F1 {_f1(report['original'], 'heldOut')} → "
+            f"{_f1(report['candidate'], 'heldOut')} ({comparison['f1Difference']:+.2f} "
+            f"[{interval['lower']:+.2f}, {interval['upper']:+.2f}]) on {held} held-out cases; "
+            f"train {_f1(report['original'], 'train')} → {_f1(report['candidate'], 'train')}"
+        )
+        diff = "".join(terminal_safe(row) + "\n" for row in (report["diff"] or "").splitlines())
+        return line + "\n\n" + diff
+    word = report["status"].upper()
+    return f"{word} {skill}: {terminal_safe(str(decision['reason']))}\n"

@@ -1,0 +1,126 @@
+"""`skill-evals improve` from options to report: load, split, check the budget, run the loop,
+then the diff and ``--apply`` (only for an accepted candidate)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvalError, InvalidInput
+from ..plan.files import path_inside
+from ..plan.run_control import retry_delay
+from ..plan.run_settings import RunSettings
+from ..run.runner import split_command
+from ..suite.cases import load_cases
+from ..suite.skill import load_skill
+from .edit import entry_cap, unified_diff
+from .evaluate import Evaluator
+from .loop import ImproveLoop, ImproveSettings, check_budget
+from .proposer import ProposerFailed, ProposerSpec, proposer_env
+from .report import failed_report, improve_report
+from .split import Split, split_suite
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImproveOptions:
+    """Everything `skill-evals improve` takes."""
+
+    skill: Path
+    cases: Path
+    runner: str
+    proposer: str
+    holdout: float = 0.4
+    rounds: int = 3
+    min_gain: float = 0.05
+    body_chars: int = 2000
+    proposer_timeout_ms: int = 120_000
+    agent: str | None = None
+    apply: bool = False
+    diff: Path | None = None
+    report: Path | None = None
+    trials: int = 3
+    seed: int = 42
+    bootstrap_samples: int = 10_000
+    jobs: int = 4
+    timeout_ms: int = 30_000
+    retries: int = 2
+    max_invocations: int | None = None
+    max_cost_usd: float | None = None
+
+
+def _check_outputs(options: ImproveOptions) -> None:
+    for flag, path in (("--report", options.report), ("--diff", options.diff)):
+        if path is not None and path_inside(path, options.skill):
+            raise InvalidInput(f"{flag} {path}: inside the skill directory; write it elsewhere")
+
+
+def _settings(options: ImproveOptions) -> ImproveSettings:
+    return ImproveSettings(
+        rounds=options.rounds,
+        min_gain=options.min_gain,
+        body_chars=options.body_chars,
+        entry_cap=entry_cap(options.agent),
+        trials=options.trials,
+        seed=options.seed,
+        bootstrap_samples=options.bootstrap_samples,
+        max_invocations=options.max_invocations,
+        max_cost_usd=options.max_cost_usd,
+    )
+
+
+def run_improve(options: ImproveOptions) -> dict[str, Any]:
+    """Run `improve` and return its report (``exitCode`` is the exit)."""
+    skill_name: str | None = None
+    split: Split | None = None
+    try:
+        _check_outputs(options)
+        command = tuple(split_command(options.runner))
+        proposer_argv = tuple(split_command(options.proposer))
+        skill = load_skill(options.skill, options.agent)
+        skill_name = skill.name
+        suite = load_cases(options.cases, skill.name)
+        split = split_suite(suite, options.holdout, options.seed)
+        check_budget(split, options.trials, options.max_invocations)
+        run = RunSettings(
+            runner=options.runner,
+            trials=options.trials,
+            jobs=options.jobs,
+            timeout_ms=options.timeout_ms,
+            max_bytes=1_000_000,
+            retries=options.retries,
+        )
+        proposer = ProposerSpec(
+            proposer_argv, options.proposer_timeout_ms, options.retries, proposer_env(), retry_delay
+        )
+        evaluator = Evaluator(run, command, skill.name, suite)
+        loop = ImproveLoop(skill, suite, split, evaluator, proposer, _settings(options))
+        outcome = loop.run()
+        diff = None
+        if outcome.accepted and outcome.selected is not None:
+            shown = os.path.relpath(skill.path / "SKILL.md")
+            diff = unified_diff(loop.text, outcome.selected.text, shown)
+            _write_accepted(options, skill.path, outcome.selected.text, diff)
+        return improve_report(
+            skill.name,
+            outcome,
+            seed=options.seed,
+            holdout=options.holdout,
+            min_gain=options.min_gain,
+            diff=diff,
+        )
+    except ProposerFailed as exc:
+        return failed_report(skill_name, "unavailable", 7, str(exc), split)
+    except EvalError as exc:
+        return failed_report(skill_name, exc.status, exc.exit_code, str(exc), split)
+
+
+def _write_accepted(options: ImproveOptions, skill_dir: Path, text: str, diff: str) -> None:
+    if options.diff is not None:
+        options.diff.write_text(diff, encoding="utf-8")
+    if options.apply:
+        target = skill_dir / "SKILL.md"
+        temporary = skill_dir / ".SKILL.md.skill-evals-improve"
+        temporary.write_bytes(text.encode("utf-8"))
+        os.replace(temporary, target)

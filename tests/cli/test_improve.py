@@ -1,0 +1,298 @@
+"""`skill-evals improve` through the real CLI, with a scripted runner whose loads follow the
+description it is given and scripted proposers: one that generalises, one that memorises the
+train cases, ones that break the contract. The split is recomputed here from the documented
+rule (its own mulberry32), and the proposer's stdin is logged to show it never sees held-out."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from skill_evals.schemas import load_schema
+
+SKILL = "invoice-audit"
+ORIGINAL = "Audit invoice totals and tax lines."
+
+RUNNER = r"""
+import json, os, re, sys
+prompt = sys.stdin.read()
+skill_dir = os.environ["EVALGATE_SKILL_DIR"]
+text = open(os.path.join(skill_dir, "SKILL.md"), encoding="utf-8").read()
+description = re.search(r"^description: (.*)$", text, re.M).group(1).strip('"')
+words = lambda s: {w for w in re.findall(r"[a-z0-9]+", s.lower()) if len(w) >= 4}
+hit = bool(words(prompt) & words(description))
+print(json.dumps({"variant": os.environ["EVALGATE_SKILL_VARIANT"],
+                  "invokedSkills": ["invoice-audit"] if hit else [], "output": "ok",
+                  "exitCode": 0, "meta": {"costUsd": 0.001}}))
+"""
+
+# Reads its request, logs it, answers per its mode.
+PROPOSER = r"""
+import json, os, re, sys
+mode, log = sys.argv[1], sys.argv[2]
+request = json.loads(sys.stdin.read())
+with open(log, "a", encoding="utf-8") as f:
+    f.write(json.dumps({"round": os.environ.get("SKILL_EVALS_ROUND"), "request": request}) + "\n")
+base = request["skill"]["description"]
+if mode == "generalise":
+    print(json.dumps({"description": "Audit invoice, receipt and billing totals and tax lines.",
+                      "rationale": "names the documents", "meta": {"costUsd": 0.01}}))
+elif mode == "memorise":
+    tokens = sorted({t for f in request["failures"] for t in re.findall(r"zz[a-z]+", f["prompt"])})
+    print(json.dumps({"description": base + " " + " ".join(tokens)}))
+elif mode == "angle":
+    print(json.dumps({"description": "Audit <invoices>."}))
+elif mode == "same":
+    print(json.dumps({"description": base}))
+elif mode == "error":
+    print(json.dumps({"proposerError": "overloaded", "retryable": False}))
+elif mode == "chatty":
+    print("thinking...")
+    print(json.dumps({"description": "x"}))
+elif mode == "extra":
+    print(json.dumps({"description": "Audit invoice receipts.", "confidence": 0.9}))
+elif mode == "exit":
+    sys.exit(3)
+"""
+
+POSITIVE_WORDS = ["receipt", "billing"]
+NEGATIVES = [
+    "Write a haiku about rain", "What is the capital of Chile", "Explain photosynthesis simply",
+    "Plan a weekend hike", "Translate hello into Greek", "Suggest a name for a cat",
+    "How do magnets work", "Recommend a sci-fi novel",
+]  # fmt: skip
+NONCES = ["zzalpha", "zzbravo", "zzcharlie", "zzdelta", "zzecho", "zzfoxtrot", "zzgolf", "zzhotel"]
+
+
+def _cases() -> list[dict[str, Any]]:
+    cases = []
+    for i in range(4):
+        cases.append({"id": f"inv{i}", "prompt": f"Check invoice {i} for a wrong total",
+                      "expectTrigger": True})  # fmt: skip
+    for i, nonce in enumerate(NONCES):
+        word = POSITIVE_WORDS[i % 2]
+        cases.append({"id": f"doc{i}", "prompt": f"Look at the {word} {nonce} and verify it",
+                      "expectTrigger": True})  # fmt: skip
+    for i, prompt in enumerate(NEGATIVES):
+        cases.append({"id": f"neg{i}", "prompt": prompt, "expectTrigger": False})
+    return cases
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> dict[str, Path]:
+    skill = tmp_path / "skills" / SKILL
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        f"---\nname: {SKILL}\ndescription: {ORIGINAL}\nlicense: MIT\n---\n# Invoice audit\n\n"
+        "Check each line.\n",
+        encoding="utf-8",
+    )
+    (skill / "notes.txt").write_text("kept\n", encoding="utf-8")
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(json.dumps(c) + "\n" for c in _cases()), encoding="utf-8")
+    (tmp_path / "runner.py").write_text(RUNNER, encoding="utf-8")
+    (tmp_path / "proposer.py").write_text(PROPOSER, encoding="utf-8")
+    return {"tmp": tmp_path, "skill": skill, "cases": cases}
+
+
+def _improve(
+    setup: dict[str, Path], mode: str, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    tmp = setup["tmp"]
+    report_path = tmp / f"report-{mode}.json"
+    args = [
+        sys.executable, "-m", "skill_evals", "improve", "--skill", str(setup["skill"]),
+        "--cases", str(setup["cases"]), "--runner", f"{sys.executable} {tmp / 'runner.py'}",
+        "--proposer", f"{sys.executable} {tmp / 'proposer.py'} {mode} {tmp / f'log-{mode}.jsonl'}",
+        "--trials", "1", "--report", str(report_path), *extra,
+    ]  # fmt: skip
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp)
+    report = json.loads(report_path.read_text())
+    jsonschema.validate(report, load_schema("improve-report.schema.json"))
+    return proc, report
+
+
+def _mulberry32(seed: int):  # the documented generator, written out again here
+    state = seed
+
+    def draw() -> float:
+        nonlocal state
+        state = (state + 0x6D2B79F5) & 0xFFFFFFFF
+        t = state
+        t = ((t ^ (t >> 15)) * (t | 1)) & 0xFFFFFFFF
+        t ^= (t + (((t ^ (t >> 7)) * (t | 61)) & 0xFFFFFFFF)) & 0xFFFFFFFF
+        return ((t ^ (t >> 14)) & 0xFFFFFFFF) / 2**32
+
+    return draw
+
+
+def _expected_split(seed: int, holdout: str) -> tuple[list[str], list[str]]:
+    cases = _cases()
+    draw = _mulberry32(seed)
+    held: set[str] = set()
+    for label in (True, False):
+        ids = [c["id"] for c in cases if c["expectTrigger"] is label]
+        for i in range(len(ids) - 1, 0, -1):
+            j = math.floor(draw() * (i + 1))
+            ids[i], ids[j] = ids[j], ids[i]
+        n = len(ids)
+        h = min(n - 1, max(1, math.floor(Fraction(holdout) * n + Fraction(1, 2))))
+        held.update(ids[:h])
+    order = [c["id"] for c in cases]
+    return [i for i in order if i not in held], [i for i in order if i in held]
+
+
+def _f1(tp: int, fp: int, fn: int) -> float:
+    return 2 * tp / (2 * tp + fp + fn)
+
+
+def _counts(ids: list[str], description: str) -> tuple[int, int, int]:
+    words = {
+        w for w in description.lower().replace(",", " ").replace(".", " ").split() if len(w) >= 4
+    }
+    tp = fp = fn = 0
+    for case in _cases():
+        if case["id"] not in ids:
+            continue
+        prompt_words = {w for w in case["prompt"].lower().split() if len(w) >= 4}
+        hit = bool(prompt_words & words)
+        tp += hit and case["expectTrigger"]
+        fp += hit and not case["expectTrigger"]
+        fn += (not hit) and case["expectTrigger"]
+    return tp, fp, fn
+
+
+def test_a_generalising_candidate_is_accepted_on_held_out(setup: dict[str, Path]) -> None:
+    before = (setup["skill"] / "SKILL.md").read_bytes()
+    diff_file = setup["tmp"] / "out.diff"
+    proc, report = _improve(setup, "generalise", "--diff", str(diff_file))
+    assert proc.returncode == 0, proc.stderr
+    train, held = _expected_split(42, "0.4")
+    assert report["split"] == {"seed": 42, "holdout": 0.4, "train": train, "heldOut": held}
+    new = "Audit invoice, receipt and billing totals and tax lines."
+    assert report["status"] == "accepted" and report["decision"]["accepted"] is True
+    assert report["candidate"]["description"] == new
+    old_held, new_held = _f1(*_counts(held, ORIGINAL)), _f1(*_counts(held, new))
+    assert report["original"]["heldOut"]["f1"] == pytest.approx(old_held)
+    assert report["candidate"]["heldOut"]["f1"] == pytest.approx(new_held)
+    assert report["heldOutComparison"]["f1Difference"] == pytest.approx(new_held - old_held)
+    assert report["original"]["train"]["f1"] == pytest.approx(_f1(*_counts(train, ORIGINAL)))
+    assert report["candidate"]["train"]["f1"] == 1.0
+    # Round 1 reached train F1 1: no further round; train twice, held-out exactly twice.
+    assert [r["status"] for r in report["rounds"]] == ["evaluated"]
+    assert report["proposer"]["calls"] == 1
+    assert report["runner"]["invocations"] == 2 * len(train) + 2 * len(held)
+    assert (setup["skill"] / "SKILL.md").read_bytes() == before  # no --apply
+    path = "skills/invoice-audit/SKILL.md"
+    assert diff_file.read_text() == report["diff"]
+    assert report["diff"] == (
+        f"--- a/{path}\n+++ b/{path}\n@@ -1,6 +1,6 @@\n ---\n name: {SKILL}\n"
+        f"-description: {ORIGINAL}\n+description: {new}\n license: MIT\n ---\n # Invoice audit\n"
+    )
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith(
+        f"ACCEPTED {SKILL}: held-out F1 {old_held:.2f} → {new_held:.2f} "
+        f"({new_held - old_held:+.2f} ["
+    )
+    assert first.endswith(f"on {len(held)} held-out cases; train "
+                          f"{_f1(*_counts(train, ORIGINAL)):.2f} → 1.00")  # fmt: skip
+    # The proposer saw train cases only.
+    logged = (setup["tmp"] / "log-generalise.jsonl").read_text()
+    cases = {c["id"]: c for c in _cases()}
+    for case_id in held:
+        assert f'"{case_id}"' not in logged and cases[case_id]["prompt"] not in logged
+    entry = json.loads(logged.splitlines()[0])
+    assert entry["round"] == "1"
+    assert set(entry["request"]) == {
+        "schemaVersion", "round", "rounds", "skill", "limits", "train", "failures", "history",
+    }  # fmt: skip
+    assert {f["id"] for f in entry["request"]["failures"]} <= set(train)
+    # --apply rewrites only the description line.
+    proc, report = _improve(setup, "generalise", "--apply")
+    after = (setup["skill"] / "SKILL.md").read_text()
+    assert after == before.decode().replace(f"description: {ORIGINAL}", f"description: {new}")
+    assert (setup["skill"] / "notes.txt").read_text() == "kept\n"
+
+
+def test_a_memorising_candidate_is_rejected_by_held_out(setup: dict[str, Path]) -> None:
+    before = (setup["skill"] / "SKILL.md").read_bytes()
+    proc, report = _improve(setup, "memorise", "--apply", "--diff", str(setup["tmp"] / "d"))
+    assert proc.returncode == 1, proc.stderr
+    assert report["status"] == "unchanged" and report["decision"]["accepted"] is False
+    assert report["candidate"]["train"]["f1"] == 1.0  # it fixed every train case …
+    assert report["heldOutComparison"]["f1Difference"] == 0.0  # … and nothing held out
+    assert report["decision"]["reason"] == "held-out gain +0.00 below --min-gain 0.05"
+    assert proc.stdout == f"UNCHANGED {SKILL}: held-out gain +0.00 below --min-gain 0.05\n"
+    assert report["diff"] is None and not (setup["tmp"] / "d").exists()
+    assert (setup["skill"] / "SKILL.md").read_bytes() == before
+    _, held = _expected_split(42, "0.4")
+    for line in (setup["tmp"] / "log-memorise.jsonl").read_text().splitlines():
+        text = json.dumps(json.loads(line)["request"])
+        assert not any(f'"{i}"' in text for i in held)
+
+
+def test_invalid_and_duplicate_candidates_are_not_run(setup: dict[str, Path]) -> None:
+    _, report = _improve(setup, "angle", "--rounds", "2")
+    assert [r["status"] for r in report["rounds"]] == ["invalid", "invalid"]
+    assert report["rounds"][0]["problems"] == ["the description holds '<' or '>'"]
+    assert report["decision"]["reason"] == "no candidate improved train F1"
+    train, _ = _expected_split(42, "0.4")
+    assert report["runner"]["invocations"] == len(train)  # round 0 only
+    assert report["exitCode"] == 1
+    _, report = _improve(setup, "same")
+    assert [r["status"] for r in report["rounds"]] == ["duplicate", "duplicate", "duplicate"]
+    assert report["runner"]["invocations"] == len(train)
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("error", "proposer: overloaded"),
+        ("chatty", "proposer: the reply is not exactly one line"),
+        ("extra", "proposer: the reply has an unknown key 'confidence'"),
+        ("exit", "proposer: exited with code 3"),
+    ],
+)
+def test_a_failing_proposer_is_exit_7_and_changes_nothing(
+    setup: dict[str, Path], mode: str, reason: str
+) -> None:
+    before = (setup["skill"] / "SKILL.md").read_bytes()
+    proc, report = _improve(setup, mode, "--apply")
+    assert proc.returncode == 7
+    assert report["status"] == "unavailable" and report["decision"]["reason"] == reason
+    assert f"skill-evals: error: {reason}" in proc.stderr
+    assert (setup["skill"] / "SKILL.md").read_bytes() == before
+
+
+def test_bad_inputs_exit_before_anything_runs(setup: dict[str, Path]) -> None:
+    tmp = setup["tmp"]
+    base = [sys.executable, "-m", "skill_evals", "improve", "--skill", str(setup["skill"]),
+            "--cases", str(setup["cases"]), "--runner", f"{sys.executable} {tmp / 'runner.py'}",
+            "--proposer", "true", "--trials", "1"]  # fmt: skip
+
+    def run(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *extra], capture_output=True, text=True, timeout=120)
+
+    assert run("--holdout", "0.95").returncode == 5
+    assert run("--rounds", "0").returncode == 5
+    inside = run("--report", str(setup["skill"] / "r.json"))
+    assert inside.returncode == 5 and "inside the skill directory" in inside.stderr
+    train, held = _expected_split(42, "0.4")
+    minimum = 2 * len(train) + 2 * len(held)
+    small = run("--max-invocations", str(minimum - 1))
+    assert small.returncode == 5 and f"at least {minimum}" in small.stderr
+    few = tmp / "few.jsonl"
+    few.write_text("".join(json.dumps(c) + "\n" for c in _cases()[:9]), encoding="utf-8")
+    assert run("--cases", str(few)).returncode == 6
+    one_negative = tmp / "one-negative.jsonl"
+    one_negative.write_text("".join(json.dumps(c) + "\n" for c in _cases()[:13]), encoding="utf-8")
+    result = run("--cases", str(one_negative))
+    assert result.returncode == 6 and "expectTrigger false" in result.stderr
