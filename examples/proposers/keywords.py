@@ -4,7 +4,7 @@
 It reads the request on stdin and answers with one JSON line. The heuristic is simple on
 purpose: words that appear in at least two of the train prompts the skill missed are added to
 the description as "Also for: …", and words of prompts that triggered wrongly are never added.
-Real proposers ask a model; this one shows
+Real proposers ask a model (`skill-evals propose anthropic|openai --model M`); this one shows
 the contract and runs without a key.
 """
 

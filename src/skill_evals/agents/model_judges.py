@@ -110,7 +110,9 @@ def request_body(
     }  # fmt: skip
 
 
-def _post(provider: Provider, body: Mapping[str, Any], env: Mapping[str, str]) -> bytes:
+def post(provider: Provider, body: Mapping[str, Any], env: Mapping[str, str]) -> bytes:
+    """POST ``body`` to the provider's API with its key in its header; JudgeError naming the
+    status (retryable for 429, 5xx, a dropped connection, a timeout)."""
     key = env.get(provider.key_var)
     if not key:
         raise JudgeError(f"{provider.key_var} is not set; export it to use this judge", False)
@@ -140,7 +142,7 @@ def _post(provider: Provider, body: Mapping[str, Any], env: Mapping[str, str]) -
     return payload
 
 
-def _reply(provider: Provider, payload: bytes) -> tuple[str, dict[str, int]]:
+def reply_text(provider: Provider, payload: bytes) -> tuple[str, dict[str, int]]:
     """The model's text and its token counts."""
     try:
         value = json.loads(payload.decode("utf-8"))
@@ -196,10 +198,10 @@ def judge_once(
     provider = PROVIDERS[provider_name]
     started = time.monotonic()
     try:
-        payload = _post(
+        payload = post(
             provider, request_body(provider, request, model, max_tokens), env or os.environ
         )
-        text, meta = _reply(provider, payload)
+        text, meta = reply_text(provider, payload)
         verdict = parse_reply(text, str(request["kind"]))
     except JudgeError as exc:
         return {"runnerError": str(exc), "retryable": exc.retryable}

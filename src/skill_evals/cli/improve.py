@@ -37,7 +37,8 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     required=True,
     metavar="CMD",
     help="The proposer command: one JSON request on stdin, one line with a description back "
-    "(docs/improve.md; an offline example: examples/proposers/keywords.py).",
+    "(docs/improve.md). Built in: 'skill-evals propose anthropic|openai --model M'; an offline "
+    "example: examples/proposers/keywords.py.",
 )
 @click.option(
     "--holdout",

@@ -64,12 +64,14 @@ cli.add_command(changed)
 
 from .improve import improve  # noqa: E402  (the click command only; lazy inside)
 from .lint import lint  # noqa: E402  (the click command only; lazy inside)
+from .propose import propose  # noqa: E402  (the click command only; lazy inside)
 from .route import route  # noqa: E402  (the click command only; lazy inside)
 from .validate import validate  # noqa: E402  (the click command only; lazy inside)
 
 cli.add_command(route)
 cli.add_command(lint)
 cli.add_command(improve)
+cli.add_command(propose)
 cli.add_command(validate)
 
 from .runners import evidence, mcp_serve, runner  # noqa: E402  (click commands only)

@@ -1,0 +1,98 @@
+"""The built-in proposers of `skill-evals improve` (docs/improve.md#built-in-proposers):
+``skill-evals propose anthropic|openai`` ask the model once for a better description, with the
+judges' HTTP client (standard library, the key only in its header). Whatever goes wrong is a
+``proposerError`` line naming the status, never the reply's text."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .model_judges import ANTHROPIC, PROVIDERS, JudgeError, Provider, post, reply_text
+
+SYSTEM = (
+    "You improve the description of an agent skill: the text an agent reads to decide whether "
+    "to load the skill for a user's request. You are given the skill (its name, current "
+    "description, when-to-use text and the start of its instructions), its trigger figures on "
+    "a set of labelled prompts, the prompts it got wrong (expectTrigger true: it should have "
+    "loaded and did not; false: it loaded and should not have), and earlier attempts. Write "
+    "one new description that states what the skill does and when to use it, in general "
+    "terms that also cover similar requests you have not seen: never copy the listed prompts, "
+    "their names, numbers or rare words. Keep within the character limits given, use no '<' "
+    "or '>'. Reply with exactly one JSON object and nothing else: "
+    '{"description": "<the new description>", "rationale": "<one sentence>"}.'
+)
+NO_PROPOSAL = "the proposer model's reply holds no description"
+
+
+def user_message(request: Mapping[str, Any]) -> str:
+    """U: the request's skill, limits, train figures, failures and history, as JSON."""
+    shown = {k: request.get(k) for k in ("skill", "limits", "train", "failures", "history")}
+    return json.dumps(shown, ensure_ascii=False, indent=1)
+
+
+def request_body(
+    provider: Provider, request: Mapping[str, Any], model: str, max_tokens: int
+) -> dict[str, Any]:
+    """The API request body: temperature 0, the fixed system prompt, the request as JSON."""
+    user = {"role": "user", "content": user_message(request)}
+    if provider is ANTHROPIC:
+        return {
+            "model": model, "max_tokens": max_tokens, "temperature": 0,
+            "system": SYSTEM, "messages": [user],
+        }  # fmt: skip
+    return {
+        "model": model, "max_tokens": max_tokens, "temperature": 0,
+        "messages": [{"role": "system", "content": SYSTEM}, user],
+    }  # fmt: skip
+
+
+def first_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object in ``text`` (from the first ``{`` that starts one)."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
+def propose_once(
+    provider_name: str,
+    request: Mapping[str, Any],
+    model: str,
+    max_tokens: int,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """One proposal: the reply line's object, or a proposerError object."""
+    provider = PROVIDERS[provider_name]
+    started = time.monotonic()
+    try:
+        payload = post(
+            provider, request_body(provider, request, model, max_tokens), env or os.environ
+        )
+        text, meta = reply_text(provider, payload)
+    except JudgeError as exc:
+        reason = str(exc).replace("to use this judge", "to use this proposer")
+        if reason.endswith(("HTTP 401", "HTTP 403")):
+            reason += ": check the API key"
+        return {"proposerError": reason, "retryable": exc.retryable}
+    found = first_object(text)
+    description = None if found is None else found.get("description")
+    if not isinstance(description, str) or not description.strip():
+        return {"proposerError": NO_PROPOSAL, "retryable": False}
+    meta["durationMs"] = round((time.monotonic() - started) * 1000)
+    reply: dict[str, Any] = {"description": description.strip(), "meta": meta}
+    rationale = found.get("rationale") if found is not None else None
+    if isinstance(rationale, str):
+        reply["rationale"] = rationale[:500]
+    return reply
