@@ -139,6 +139,7 @@ class TestOptions(_RunOptions):
             max_bytes=self.max_bytes,
             retries=self.retries,
             max_calls=self.max_judge_calls,
+            max_cost_usd=self.scope.max_cost_usd,
             trials=self.trials,
             seed=self.seed,
             baseline=self.scope.baseline is not None,

@@ -1,11 +1,11 @@
 """A table runner for tests: answers each (case, variant[, trial]) from a JSON table.
 
-argv: TABLE. TABLE maps case id → variant → {"output", "exitCode", "invoke", "files"}
+argv: TABLE. TABLE maps case id → variant → {"output", "exitCode", "invoke", "files", "meta"}
 (or a list of those, one per trial). ``invoke`` (default true for with): report the skill
 named in the table's "skill" key. ``files``: {relative path: text} written into the
-workspace. $TABLE_RUNNER_LOG, when set, gets one line "case trial variant" per invocation
-(an environment variable, not an argument: an argument naming a file enters the cache key by
-its content).
+workspace. ``meta``: reported as the runner's meta. $TABLE_RUNNER_LOG, when set, gets one
+line "case trial variant" per invocation (an environment variable, not an argument: an
+argument naming a file enters the cache key by its content).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ def main() -> None:
         "output": cell.get("output", ""),
         "exitCode": cell.get("exitCode", 0),
     }
+    if "meta" in cell:
+        answer["meta"] = cell["meta"]
     print(json.dumps(answer))
 
 

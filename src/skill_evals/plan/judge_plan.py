@@ -59,6 +59,7 @@ def plan_judging(
     max_bytes: int,
     retries: int,
     max_calls: int | None,
+    max_cost_usd: float | None = None,
     trials: int = 1,
     seed: int = 42,
     baseline: bool = False,
@@ -93,6 +94,7 @@ def plan_judging(
         retries=retries,
         retry_delay=retry_delay,
         max_calls=max_calls,
+        max_cost_usd=max_cost_usd,
         env=env,
         cwd=Path.cwd(),
     )

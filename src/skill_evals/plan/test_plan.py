@@ -60,10 +60,11 @@ def check_runner_only(files: RunFiles, run: RunSettings, scope: ArmOptions) -> N
         )
     if run.cache is not None:
         raise InvalidInput("--cache works with --runner only; with --observations nothing runs")
-    if scope.budget is not None or scope.stop_when_settled:
+    # --max-cost-usd stays: with --observations it bounds what the judges spend.
+    if scope.max_invocations is not None or scope.stop_when_settled:
         raise InvalidInput(
-            "--max-invocations, --max-cost-usd and --stop-when-settled work with --runner "
-            "only; with --observations nothing runs"
+            "--max-invocations and --stop-when-settled work with --runner only; with "
+            "--observations nothing runs"
         )
 
 

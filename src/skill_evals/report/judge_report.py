@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..plan.ledger import Ledger
 from ..run.judging import Judging
 
 
@@ -17,6 +18,8 @@ def add_judging(report: dict[str, Any], judging: Judging | None) -> dict[str, An
     if isinstance(report["judge"], dict) and isinstance(scored, dict):
         report["judge"]["swapConsistency"] = scored.get("swapConsistency")
     runner = report.get("runner")
+    if isinstance(runner, dict) and runner.get("ledger") is None:
+        runner["ledger"] = Ledger(()).to_json()  # --observations: no runner ran, judges may
     if isinstance(runner, dict) and isinstance(runner.get("ledger"), dict):
         runner["ledger"]["judge"] = judging.ledger.ledger_block()
     if judging.budget_hit:

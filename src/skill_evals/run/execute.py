@@ -76,6 +76,8 @@ def execute(
     ledger = Ledger(arms)
     for key in known:
         ledger.reused(key[2], cached=key in cached)
+    if plan.judging is not None:  # --max-cost-usd counts the runners' cost and the judges'
+        plan.judging.runner_spent = lambda: ledger.spent_usd
     sched = _run_workers(plan, progress, arms, keys, todo, known, cached, breaches, ledger)
     if sched.error is not None:
         if isinstance(sched.error, EvalError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +45,7 @@ class JudgeSettings:
     retries: int = 2
     retry_delay: Callable[[int], float] | None = None
     max_calls: int | None = None
+    max_cost_usd: float | None = None  # --max-cost-usd: runners' and judges' reported cost
     env: Mapping[str, str] | None = None
     cwd: Path | None = None
 
@@ -78,6 +80,9 @@ class Judging:
         self.cancel: threading.Event | None = None
         self.ledger = JudgeLedger()
         self.budget_hit = False
+        self.cost_hit = False  # the budget reached was --max-cost-usd
+        # The cost the run's runners reported so far (set by the run; 0 when nothing runs).
+        self.runner_spent: Callable[[], float] = lambda: 0.0
         self.judged: set[tuple[str, int, str]] = set()  # observations judged by this run already
         self.pairs_judged: set[tuple[str, int]] = set()  # pairs judged by this run already
         self.draws: dict[tuple[str, int], float] = {}  # each pair's draw (judge_pairs.py)
@@ -181,6 +186,10 @@ class Judging:
             if limit is not None and self.ledger.calls >= limit:
                 self.budget_hit = True
                 return False
+            cost = self.settings.max_cost_usd
+            if cost is not None and self.runner_spent() + math.fsum(self.ledger.cost_usd) >= cost:
+                self.budget_hit = self.cost_hit = True
+                return False
             self.ledger.calls += 1
             return True
 
@@ -207,6 +216,12 @@ class Judging:
 
     def budget_reason(self) -> str:
         """Why a judge call did not start."""
+        if self.cost_hit:
+            spent = self.runner_spent() + self.ledger.spent_usd
+            return (
+                f"judge: cost budget reached: ${spent:.4f} reported by the runners and judges "
+                f"(--max-cost-usd {self.settings.max_cost_usd:g}); no more judge calls started"
+            )
         return f"judge: judge budget reached after {self.settings.max_calls} judge calls"
 
 
