@@ -10,7 +10,8 @@ searched for a marker — ``[[score=X]]`` gives score X (pass when X ≥ the sca
 ``[[judge-garbage]]`` prints a non-JSON line, ``[[judge-retry]]`` answers a retryable runnerError,
 ``[[judge-outside]]`` a score outside the scale, ``[[judge-child]]`` leaves a child process
 (its pid appended to LOG + ".pids") that sleeps 60 s.
-Pairwise requests: the answer holding ``BETTER`` wins; ``--mode first`` always answers "a".
+Pairwise requests: the answer holding ``BETTER`` wins; ``--mode first`` always answers "a";
+``--mode hang`` appends its pid to LOG + ".pids" and sleeps 60 s.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ def main() -> None:
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(json.dumps({**request, "_env": sorted(os.environ)}) + "\n")
     text = _text(request["answer"]) if request["kind"] == "absolute" else ""
+    if mode == "hang" and request["kind"] == "pairwise":
+        with open(log + ".pids", "a", encoding="utf-8") as handle:
+            handle.write(f"{os.getpid()}\n")
+        time.sleep(60)
     if "[[judge-exit]]" in text:
         sys.exit(3)
     if "[[judge-hang]]" in text:

@@ -5,6 +5,8 @@ observations.py.
 
 Decisions (documented in docs/runner-contract.md):
 
+- A later record of a key that is the earlier one with judge verdicts added replaces it (a
+  pairwise ``with`` observation is written when it completes and again once its pair is judged).
 - ``--resume`` keeps the first record of a key (later duplicates are ignored) and ignores records
   whose trial is outside 1..--trials (so lowering --trials keeps working).
 - Only valid observations are recorded; a runner failure is never written to a --record file, so
@@ -13,6 +15,7 @@ Decisions (documented in docs/runner-contract.md):
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -102,7 +105,7 @@ def _load_observations(
 
     slots, wanted = _empty_slots(suite, trials, planned)
     arms_allowed = 3 if baseline else 2
-    bound = len(suite.cases) * trials * arms_allowed
+    bound = len(suite.cases) * trials * arms_allowed + _reruns(suite, trials)
     cases = suite.by_id()
     # The cases whose observations must carry `checks`; the others are checked only when
     # they carry some (one set lookup per line instead of a call).
@@ -133,13 +136,17 @@ def _load_observations(
             )
         index = 3 * key[1] - 3 + _ARM_INDEX[key[2]]
         found, lines = row
-        if found[index] is not None:
+        if observation is None:
+            observation = record_observation(path, line, value, key)
+        earlier = found[index]
+        if earlier is not None and completes(earlier, observation):
+            found[index] = observation  # the same observation with its pairwise verdicts
+            continue
+        if earlier is not None:
             raise InvalidInput(
                 f"{path}:{line}: duplicate observation {_describe(key)} "
                 f"(first on line {lines[index]})"
             )
-        if observation is None:
-            observation = record_observation(path, line, value, key)
         if observation.checks is not None or key[0] in workspace_cases:
             problem = checks_problem(observation, cases[key[0]])
             if problem is not None:
@@ -151,6 +158,17 @@ def _load_observations(
     if filled != len(planned):
         raise _missing_error(path, suite, trials, slots, wanted, planned)
     return _planned_outcomes(suite, slots, wanted, skill_name)
+
+
+def _reruns(suite: CaseSuite, trials: int) -> int:
+    """How many records may repeat a key: each pairwise case's with observation, per trial."""
+    return trials * sum(1 for c in suite.cases if c.task is not None and c.task.pairwise)
+
+
+def completes(earlier: Observation, later: Observation) -> bool:
+    """Whether ``later`` is ``earlier`` again with judge verdicts added: a pairwise ``with``
+    observation is recorded when it completes, and once more when its pair is judged."""
+    return bool(later.judged) and dataclasses.replace(later, judged=earlier.judged) == earlier
 
 
 # Per case, slot 3 × (trial - 1) + (0 with, 1 without, 2 baseline) holds that observation and,
@@ -227,7 +245,8 @@ def load_recorded(
     case_ids = suite.by_id()
     found: dict[tuple[str, int, str], Observation] = {}
     # Bound by the largest --trials so that a file recorded with more trials still resumes.
-    bound = len(suite.cases) * max(trials, MAX_TRIALS) * len(ARMS)
+    most = max(trials, MAX_TRIALS)
+    bound = len(suite.cases) * most * len(ARMS) + _reruns(suite, most)
     for line, value in read_jsonl_values(path, max_records=bound):
         observation, key = line_key(path, line, value)
         if key[0] not in case_ids:
@@ -237,7 +256,11 @@ def load_recorded(
             )
         if observation is None:
             observation = record_observation(path, line, value, key)
-        if not 1 <= key[1] <= trials or key in found:
+        if not 1 <= key[1] <= trials:
+            continue
+        if key in found:
+            if completes(found[key], observation):
+                found[key] = observation  # the same observation with its pairwise verdicts
             continue
         if checks_problem(observation, case_ids[key[0]]) is not None:
             continue  # recorded for other checks (or before they were): run it again

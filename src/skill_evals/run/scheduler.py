@@ -140,13 +140,17 @@ class Scheduler:
                 # Our own interrupt stopped the judge: recorded (a resume judges it), but
                 # neither scored nor a failure.
                 with self.lock:
-                    if self.writer is not None and not self._holds(key):
+                    if self.writer is not None:
                         self.writer.write(outcome)
                     self.running -= 1
                 return
         with self.lock:
             if isinstance(outcome, Observation) and self._holds(key):
-                self.held[key] = outcome  # written once its pair is judged (execute.py)
+                # Recorded now (nothing is lost), again with its verdicts once its pair is
+                # judged (execute.py); cached only then.
+                if self.writer is not None:
+                    self.writer.write(outcome)
+                self.held[key] = outcome
                 self.observations[key] = outcome
             elif isinstance(outcome, Observation):
                 if self.writer is not None:
@@ -176,7 +180,8 @@ class Scheduler:
         self.check_settled()
 
     def _holds(self, key: Key) -> bool:
-        """Whether a with observation waits for its pairwise verdict before it is recorded."""
+        """Whether a with observation waits for its pairwise verdict (to be cached, and
+        recorded once more with it)."""
         task = self.cases[key[0]].task
         return (
             key[2] == "with"
