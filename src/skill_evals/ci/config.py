@@ -249,6 +249,7 @@ def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
         cache=raw.get("cache"),
         cache_max_age=raw.get("cache-max-age", DEFAULT_CACHE_MAX_AGE),
         history=raw.get("history"),
+        listing=dict(raw.get("listing", {})),
     )
 
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..codes import INTERRUPTED, combine
 from ..errors import InvalidInput
@@ -23,6 +23,7 @@ from .console import Console, annotate
 from .entry_run import runner_env
 from .fingerprint import SkillState
 from .history import record_run
+from .listing import check_listing
 from .outputs import build_report, prepare_out, write_outputs
 from .routing import RoutingRun, routing_decision, routing_result
 from .routing import preflight as routing_preflight
@@ -47,6 +48,7 @@ class _Selection:
     changes: ChangeSet
     chosen: list[SkillState]
     routing: tuple[bool, str] | None
+    listing: dict[str, Any] | None = None
 
 
 def run_ci(
@@ -80,6 +82,7 @@ def run_ci(
     codes = [s["exitCode"] for s in skills] + ([routed["exitCode"]] if routed else [])
     exit_code = combine(codes)
     ci_report = build_report(exit_code, skills, changes.base, messages, changes.removed, routed)
+    ci_report["listing"] = selection.listing
     for message in ci_report["messages"]:
         console.info(message)
     config = workspace.config
@@ -118,6 +121,7 @@ def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Se
             raise
         changes, chosen = select(workspace, options, env)
         preflight_skills(chosen, env)
+        listed = check_listing(workspace.config, options.root, workspace.states, console)
         routing = routing_decision(
             options.root, workspace.config, workspace.routing, changes, changes.base.get("only")
         )
@@ -137,7 +141,7 @@ def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Se
         if writable:
             _write_early(INTERRUPTED, message, options, env, console)
         return INTERRUPTED
-    return _Selection(workspace, changes, chosen, routing)
+    return _Selection(workspace, changes, chosen, routing, listed)
 
 
 def _write_early(

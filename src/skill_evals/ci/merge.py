@@ -55,6 +55,10 @@ def merge(
     trends = _merged_trends(shards)
     if trends is not None:
         ci_report["trends"] = trends
+    # Every shard checked the same catalog's listing: the first one that has it stands.
+    listed = [s["listing"] for s in shards if isinstance(s.get("listing"), dict)]
+    if listed:
+        ci_report["listing"] = listed[0]
     names = repository_skill_names(Path.cwd())
     write_outputs(ci_report, out, env, console, comment=comment, names=names)
     annotate(ci_report, console)

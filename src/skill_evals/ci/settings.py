@@ -126,6 +126,7 @@ class CiConfig:
     cache: str | None = None  # the observation cache directory (relative to the root)
     cache_max_age: str = DEFAULT_CACHE_MAX_AGE
     history: str | bool | None = None  # history.jsonl's place; False: none; None: the cache's
+    listing: Mapping[str, Any] = field(default_factory=dict)  # the listing: entry
     cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
     routing: RoutingConfig | None = None
     budget_total: Budget = field(default_factory=Budget)  # for the whole run (budget-total)

@@ -20,6 +20,7 @@ from ..report.md_text import fork_safe, md_number
 from ..report.next_steps import task_failures
 from ..report.route_markdown import ci_routing_markdown
 from ..report.trends import trends_markdown, trends_of_report
+from .listing import listing_markdown
 from .summary_chart import pass_rate_chart
 from .summary_scope import comparison_bullets, judge_ledger_table, ledger_table, scope_bullets
 
@@ -233,6 +234,7 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
         lines.append("")
         lines += _scope_sections(skills)
     lines += ci_routing_markdown(ci_report.get("routing"))
+    lines += listing_markdown(ci_report.get("listing"), _esc)
     failing = [s for s in skills if s.get("exitCode", 0) != 0]
     for skill in failing:
         lines.append(f"### {_esc(skill.get('name'))}: what failed")
