@@ -86,6 +86,8 @@ args=(ci --out "$out")
 [ -n "${INPUT_MIN_TRIGGER_F1:-}" ] && args+=(--min-trigger-f1 "$INPUT_MIN_TRIGGER_F1")
 [ -n "${INPUT_MIN_UPLIFT:-}" ] && args+=(--min-uplift "$INPUT_MIN_UPLIFT")
 [ -n "${INPUT_COMPARE:-}" ] && args+=(--compare "$INPUT_COMPARE")
+[ -n "${INPUT_IMPROVE:-}" ] && args+=(--improve "$INPUT_IMPROVE")
+[ -n "${INPUT_PROPOSER:-}" ] && args+=(--proposer "$INPUT_PROPOSER")
 case "${INPUT_CACHE:-false}" in
   true) [ -n "${INPUT_CACHE_DIR:-}" ] && args+=(--cache "$INPUT_CACHE_DIR") ;;
   false) ;;

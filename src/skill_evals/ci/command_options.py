@@ -90,6 +90,19 @@ _SELECTION = [
         "could not be matched to its text. Default: the config's (off).",
     ),
     click.option(
+        "--improve",
+        type=click.Choice(["off", "suggest"]),
+        default=None,
+        help="suggest: a validated description for each skill whose trigger gate failed "
+        "(docs/improve.md; needs a proposer). Default: the config's improve (off).",
+    ),
+    click.option(
+        "--proposer",
+        metavar="CMD",
+        default=None,
+        help="The proposer command of --improve suggest. Default: the config's proposer.",
+    ),
+    click.option(
         "--compare",
         type=click.Choice(["base", "none"]),
         default=None,
@@ -124,6 +137,8 @@ def cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:
             "min-uplift": kwargs.get("min_uplift"),
         },
         "compare": kwargs.get("compare"),
+        "improve": kwargs.get("improve"),
+        "proposer": kwargs.get("proposer"),
         "require-verified-isolation": kwargs.get("require_verified_isolation") or None,
         "cache": str(kwargs["cache"]) if kwargs.get("cache") is not None else None,
         "cache-max-age": kwargs.get("cache_max_age"),

@@ -201,6 +201,11 @@ def validate_config(raw: object, source: str) -> None:
             f"{source}: $.routing.cases: give the routing case file relative to the repository "
             "root, with / separators and no .."
         )
+    if raw.get("improve") == "suggest" and not raw.get("proposer"):
+        raise InvalidInput(
+            f"{source}: $.improve: suggest needs a proposer command (proposer: CMD, "
+            "docs/improve.md)"
+        )
     history = raw.get("history")
     if isinstance(history, str) and (
         history.startswith("/") or "\\" in history or ".." in history.split("/")
@@ -250,6 +255,9 @@ def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
         cache_max_age=raw.get("cache-max-age", DEFAULT_CACHE_MAX_AGE),
         history=raw.get("history"),
         listing=dict(raw.get("listing", {})),
+        improve="suggest" if raw.get("improve") == "suggest" else "off",
+        proposer=raw.get("proposer"),
+        improve_options=dict(raw.get("improve-options", {})),
     )
 
 

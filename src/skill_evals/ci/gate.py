@@ -29,6 +29,7 @@ from .routing import RoutingRun, routing_decision, routing_result
 from .routing import preflight as routing_preflight
 from .selection import CiOptions, Workspace, load_workspace, select
 from .skill_runs import evaluate_skills, preflight_skills
+from .suggest_post import post_suggestions
 
 
 def _inside(path: Path, directory: Path) -> bool:
@@ -95,6 +96,8 @@ def run_ci(
     write_outputs(
         ci_report, options.out, env, console, comment=options.comment, answers=answers, names=names
     )
+    if options.comment:
+        post_suggestions(ci_report, options.out, env, console)
     annotate(ci_report, console)
     console.info(f"{ci_report['status']} (exit {exit_code}); report in {options.out}")
     return exit_code

@@ -13,6 +13,7 @@ from typing import Any
 from ..agents.evidence import EvidencePatterns
 from ..agents.registry import shipped_runner
 from ..cache.settings import CacheSettings, parse_max_age
+from ..errors import InvalidInput
 from ..plan.run_control import Budget
 from ..score.compare import CompareGates
 from ..suite.cases import DEFAULT_CASES_FILES
@@ -127,6 +128,9 @@ class CiConfig:
     cache_max_age: str = DEFAULT_CACHE_MAX_AGE
     history: str | bool | None = None  # history.jsonl's place; False: none; None: the cache's
     listing: Mapping[str, Any] = field(default_factory=dict)  # the listing: entry
+    improve: str = "off"  # improve: suggest — a validated description for a failed trigger gate
+    proposer: str | None = None  # the proposer command of improve: suggest
+    improve_options: Mapping[str, Any] = field(default_factory=dict)
     cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
     routing: RoutingConfig | None = None
     budget_total: Budget = field(default_factory=Budget)  # for the whole run (budget-total)
@@ -167,7 +171,13 @@ class CiConfig:
         given = {k: v for k, v in values.items() if v is not None}
         if "gates" in given:
             given["gates"] = {k: v for k, v in given["gates"].items() if v is not None}
-        return replace(self, cli={**self.cli, **given})
+        improve = given.pop("improve", self.improve)
+        proposer = given.pop("proposer", self.proposer)
+        if improve == "suggest" and not proposer:
+            raise InvalidInput(
+                "--improve suggest needs a proposer: --proposer CMD, or proposer: in the config"
+            )
+        return replace(self, cli={**self.cli, **given}, improve=improve, proposer=proposer)
 
 
 SETTING_KEYS = {

@@ -30,6 +30,7 @@ from .fingerprint import SkillState
 from .outputs import fresh_record
 from .selection import CiOptions, Workspace
 from .settings import SkillSettings
+from .suggest import suggest
 
 NO_CASES_GATE = 1  # a skill without cases fails the gate unless allow-missing-cases
 
@@ -217,7 +218,32 @@ class _SkillRuns:
         code = say_result(console, state.name, report)
         if collected is not None and answers is not None:
             answers[state.path] = collected
-        return _entry(state, "evaluated", reason, code, report)
+        entry = _entry(state, "evaluated", reason, code, report)
+        if self.workspace.config.improve == "suggest":
+            entry["suggestion"] = self._suggest(state, report)
+        return entry
+
+    def _suggest(self, state: SkillState, report: dict[str, Any]) -> dict[str, Any] | None:
+        """A validated description for a failed trigger gate; never changes the verdict."""
+        try:
+            found = suggest(
+                state,
+                report,
+                self.workspace.root,
+                self.options.out,
+                self.workspace.config,
+                self.total,
+                runner_env(self.env),
+                safe_file_name(state.name),
+            )
+        except OSError as exc:
+            reason = f"cannot write the suggestion ({exc.strerror})"
+            found = {"accepted": False, "description": None, "heldOut": None, "reason": reason}
+            found["diff"] = None
+        if found is not None:
+            shown = "suggested a description" if found["accepted"] else "no validated suggestion"
+            self.console.info(f"{state.name}: {shown}: {found['reason']}")
+        return found
 
     def _compare_note(
         self, state: SkillState, baseline: Path | None, note: str | None, reason: str | None

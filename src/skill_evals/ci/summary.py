@@ -21,6 +21,7 @@ from ..report.next_steps import task_failures
 from ..report.route_markdown import ci_routing_markdown
 from ..report.trends import trends_markdown, trends_of_report
 from .listing import listing_markdown
+from .suggest import suggestion_markdown
 from .summary_chart import pass_rate_chart
 from .summary_scope import comparison_bullets, judge_ledger_table, ledger_table, scope_bullets
 
@@ -241,6 +242,7 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
         lines.append("")
         lines += failure_details(skill) or ["- see report.html"]
         lines.append("")
+        lines += suggestion_markdown(skill, _esc)
     noted = [(s, items) for s in skills if (items := notes_lines(s))]
     if noted:
         lines += ["### Warnings and notes", ""]
@@ -338,7 +340,7 @@ def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
             lines += ["", "<details>", "<summary>", "", f"{name}: what failed", ""]
             lines += ["</summary>", ""]
             lines += failure_details(skill, limit) or ["- see the job summary"]
-            lines += ["", "</details>"]
+            lines += ["", *suggestion_markdown(skill, _esc), "</details>"]
     chart = pass_rate_chart(shown) if limit else []
     if chart:
         lines += ["", *chart]

@@ -57,14 +57,13 @@ def _is_top_level_key(line: str) -> bool:
     return bool(line) and not line[0].isspace() and line[0] != "#" and ":" in line
 
 
-def rewrite(text: str, description: str) -> str:
-    """``text`` (SKILL.md) with its description entry — the key line to the next top-level key
-    or ``---`` — replaced by one line ``description: <s>``. ValueError when there is none."""
+def description_span(text: str) -> tuple[int, int]:
+    """The description entry of SKILL.md ``text`` as 0-based line indexes [start, end): its key
+    line up to the next top-level key or ``---``. ValueError when there is none."""
     lines = text.splitlines(keepends=True)
-    start = 1 if lines and lines[0].lstrip("\ufeff").rstrip("\r\n") == "---" else None
-    if start is None:
+    if not lines or lines[0].lstrip("\ufeff").rstrip("\r\n") != "---":
         raise ValueError("SKILL.md has no frontmatter")
-    for index in range(start, len(lines)):
+    for index in range(1, len(lines)):
         line = lines[index]
         if line.rstrip("\r\n") == "---":
             break
@@ -75,14 +74,27 @@ def rewrite(text: str, description: str) -> str:
                 if following.rstrip("\r\n") == "---" or _is_top_level_key(following):
                     break
                 end += 1
-            newline = "\r\n" if line.endswith("\r\n") else "\n"
-            new = f"description: {_scalar(description)}{newline}"
-            result = "".join([*lines[:index], new, *lines[end:]])
-            front, _ = parse_frontmatter(result)
-            if front.get("description") != description:
-                raise ValueError("the rewritten description does not read back equal")
-            return result
+            return index, end
     raise ValueError("SKILL.md has no description entry")
+
+
+def description_line(description: str) -> str:
+    """The one line ``description: <s>`` (no newline) that carries ``description``."""
+    return f"description: {_scalar(description)}"
+
+
+def rewrite(text: str, description: str) -> str:
+    """``text`` (SKILL.md) with its description entry replaced by one line
+    ``description: <s>``; every other byte stays. ValueError when there is none."""
+    start, end = description_span(text)
+    lines = text.splitlines(keepends=True)
+    newline = "\r\n" if lines[start].endswith("\r\n") else "\n"
+    new = description_line(description) + newline
+    result = "".join([*lines[:start], new, *lines[end:]])
+    front, _ = parse_frontmatter(result)
+    if front.get("description") != description:
+        raise ValueError("the rewritten description does not read back equal")
+    return result
 
 
 def unified_diff(old: str, new: str, path: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..run.helper_process import run_helper, signal_name
+from ..run.judge_process import judge_env
 from ..run.processes import ProcessSweeper
 
 MAX_REPLY_BYTES = 1_000_000
@@ -119,8 +120,9 @@ def propose(spec: ProposerSpec, request: Mapping[str, Any], sweeper: ProcessSwee
 
 
 def proposer_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The proposer's environment: the caller's."""
-    return dict(os.environ if base is None else base)
+    """The proposer's environment: the caller's (``base``, default os.environ) without the
+    engine's variables and the CI's command files and tokens, as a judge's."""
+    return judge_env(os.environ if base is None else base)
 
 
 def request(

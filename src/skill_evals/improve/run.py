@@ -4,6 +4,7 @@ then the diff and ``--apply`` (only for an accepted candidate)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ class ImproveOptions:
     retries: int = 2
     max_invocations: int | None = None
     max_cost_usd: float | None = None
+    env: Mapping[str, str] | None = None  # the runners' environment (default: the caller's)
+    display_root: Path | None = None  # the diff names SKILL.md relative to this (default: cwd)
 
 
 def _check_outputs(options: ImproveOptions) -> None:
@@ -90,16 +93,21 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
             timeout_ms=options.timeout_ms,
             max_bytes=1_000_000,
             retries=options.retries,
+            env=options.env,
         )
         proposer = ProposerSpec(
-            proposer_argv, options.proposer_timeout_ms, options.retries, proposer_env(), retry_delay
+            proposer_argv,
+            options.proposer_timeout_ms,
+            options.retries,
+            proposer_env(options.env),
+            retry_delay,
         )
         evaluator = Evaluator(run, command, skill.name, suite)
         loop = ImproveLoop(skill, suite, split, evaluator, proposer, _settings(options))
         outcome = loop.run()
         diff = None
         if outcome.accepted and outcome.selected is not None:
-            shown = os.path.relpath(skill.path / "SKILL.md")
+            shown = os.path.relpath(skill.path / "SKILL.md", options.display_root)
             diff = unified_diff(loop.text, outcome.selected.text, shown)
             _write_accepted(options, skill.path, outcome.selected.text, diff)
         return improve_report(

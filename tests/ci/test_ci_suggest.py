@@ -1,0 +1,206 @@
+"""`improve: suggest` in `ci`, on a real temporary git repository: a skill whose trigger gate
+fails gets a validated description in the summary, the comment and --out/suggestions/; the exit
+code stays; the repository is left untouched; with --comment the suggestion goes to a loopback
+fake of the GitHub REST API as a review comment when the pull request changes the description."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ci.conftest import commit_all, git, make_repo, run_cli
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "ghs_SUGGESTtoken0987654321"
+SLUG = "octo/skills"
+PR = 9
+CONFIG = (
+    "runner: skill-evals runner simulated\ntrials: 1\ngates:\n  min-trigger-f1: 0.9\n"
+    "improve: suggest\nproposer: python3 proposers/keywords.py\n"
+    "improve-options:\n  rounds: 2\n"
+)
+NEW = (
+    '"Audit supplier invoices - check totals and tax lines. Also for: billing, card, charges, '
+    'look, receipt, statement."'
+)
+
+
+def _repo(tmp: Path) -> tuple[Path, str]:
+    repo = make_repo(tmp / "repo", ("alpha",), CONFIG)
+    base = git(repo, "rev-parse", "HEAD")
+    example = REPO_ROOT / "examples" / "improve"
+    shutil.copytree(example / "invoice-audit", repo / "skills" / "invoice-audit")
+    cases = repo / "skills" / "invoice-audit" / "evals" / "cases.jsonl"
+    cases.parent.mkdir()
+    shutil.copy(example / "invoice-audit-cases.jsonl", cases)
+    (repo / "proposers").mkdir()
+    shutil.copy(REPO_ROOT / "examples" / "proposers" / "keywords.py", repo / "proposers")
+    commit_all(repo, "add invoice-audit")
+    return repo, base
+
+
+@pytest.fixture(scope="module")
+def suggested(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp = tmp_path_factory.mktemp("suggest")
+    repo, base = _repo(tmp)
+    out = tmp / "out"
+    done = run_cli(["ci", "--base", base, "--out", str(out)], repo)
+    return {"repo": repo, "out": out, "done": done, "tmp": tmp, "base": base}
+
+
+def test_a_failed_trigger_gate_gets_a_validated_suggestion(suggested: dict[str, Any]) -> None:
+    done, out, repo = suggested["done"], suggested["out"], suggested["repo"]
+    assert done.returncode == 1, done.stderr  # the verdict stays
+    report = json.loads((out / "report.json").read_text())
+    skill = next(s for s in report["skills"] if s["name"] == "invoice-audit")
+    suggestion = skill["suggestion"]
+    assert suggestion["accepted"] is True and suggestion["description"] == json.loads(NEW)
+    held = suggestion["heldOut"]
+    assert held["after"] > held["before"] and held["lower"] > 0 and held["cases"] == 8
+    assert skill["exitCode"] == 1 and skill["report"]["gates"]["minTriggerF1"]["passed"] is False
+    summary = (out / "summary.md").read_text()
+    line = (
+        f"Suggested description — held-out F1 {held['before']:.2f} → {held['after']:.2f} "
+        f"({held['difference']:+.2f} [{held['lower']:+.2f}, {held['upper']:+.2f}]) on 8 "
+        "held-out cases"
+    )
+    assert line in summary and f"+description: {NEW}" in summary and "```diff" in summary
+    assert line in (out / "comment.md").read_text()
+    folder = out / "suggestions"
+    improve = json.loads((folder / "invoice-audit.json").read_text())
+    assert improve["status"] == "accepted"
+    assert (folder / "invoice-audit.diff").read_text() == suggestion["diff"]
+    assert suggestion["diff"].startswith("--- a/skills/invoice-audit/SKILL.md\n")
+    review = json.loads((folder / "invoice-audit.review.json").read_text())
+    assert review == {
+        "path": "skills/invoice-audit/SKILL.md", "line": 3, "side": "RIGHT",
+        "body": f"```suggestion\ndescription: {NEW}\n```",
+    }  # fmt: skip
+    # alpha passed its gate: improve never ran for it.
+    alpha = next(s for s in report["skills"] if s["name"] == "alpha")
+    assert alpha.get("suggestion") is None
+    assert git(repo, "status", "--porcelain") == ""  # nothing edited, nothing committed
+
+
+def test_without_suggest_nothing_runs(tmp_path: Path) -> None:
+    repo, base = _repo(tmp_path)
+    config = (repo / ".skill-evals.yml").read_text().replace("improve: suggest", "improve: off")
+    (repo / ".skill-evals.yml").write_text(config)
+    commit_all(repo, "off")
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--base", base, "--out", str(out)], repo)
+    assert done.returncode == 1
+    assert not (out / "suggestions").exists()
+    skill = next(s for s in json.loads((out / "report.json").read_text())["skills"]
+                 if s["name"] == "invoice-audit")  # fmt: skip
+    assert "suggestion" not in skill
+
+
+def test_suggest_needs_a_proposer(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", ("alpha",), "runner: skill-evals runner simulated\n"
+                     "improve: suggest\n")  # fmt: skip
+    done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo)
+    assert done.returncode == 5 and "suggest needs a proposer command" in done.stderr
+
+
+class _Api:
+    def __init__(self, patch: str) -> None:
+        self.patch = patch
+        self.reviews: list[dict[str, Any]] = []
+        self.requests: list[tuple[str, str]] = []
+
+
+@pytest.fixture
+def api() -> Iterator[tuple[_Api, str]]:
+    state = _Api("")
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, code: int, payload: Any) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _handle(self, method: str) -> None:
+            state.requests.append((method, self.path))
+            if len(state.requests) > 50 or self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return self._send(401, {"message": "Bad credentials"})
+            path = self.path.split("?")[0]
+            if path == "/user":
+                return self._send(200, {"login": "skill-bot"})
+            if path == f"/repos/{SLUG}/pulls/{PR}":
+                return self._send(200, {"number": PR, "head": {"sha": "b" * 40}})
+            if path == f"/repos/{SLUG}/pulls/{PR}/files":
+                page = 1 if "page=1" in self.path else 2
+                files = [{"filename": "skills/invoice-audit/SKILL.md", "patch": state.patch}]
+                return self._send(200, files if page == 1 else [])
+            if method == "POST" and path == f"/repos/{SLUG}/pulls/{PR}/comments":
+                length = int(self.headers.get("Content-Length", "0"))
+                state.reviews.append(json.loads(self.rfile.read(length)))
+                return self._send(201, {"id": 5})
+            if path == f"/repos/{SLUG}/issues/{PR}/comments":
+                return self._send(
+                    200 if method == "GET" else 201, [] if method == "GET" else {"id": 6}
+                )
+            return self._send(404, {"message": "Not Found"})
+
+        def do_GET(self) -> None:
+            self._handle("GET")
+
+        def do_POST(self) -> None:
+            self._handle("POST")
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _env(tmp: Path, url: str) -> dict[str, str]:
+    event = tmp / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": PR, "base": {"sha": "0" * 40}}}))
+    return {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": SLUG, "GITHUB_API_URL": url,
+            "GITHUB_EVENT_PATH": str(event), "GITHUB_EVENT_NAME": "pull_request"}  # fmt: skip
+
+
+@pytest.mark.parametrize("touches", [True, False])
+def test_the_review_comment_goes_where_the_pr_changed_the_description(
+    suggested: dict[str, Any], api: tuple[_Api, str], tmp_path: Path, touches: bool
+) -> None:
+    state, url = api
+    state.patch = (
+        "@@ -1,3 +1,3 @@\n ---\n name: invoice-audit\n-description: old\n+description: new\n"
+        if touches
+        else "@@ -6,2 +6,3 @@\n 1. Add up\n+2. More\n 3. List\n"
+    )
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--base", suggested["base"], "--out", str(out), "--comment"],
+                   suggested["repo"], _env(tmp_path, url))  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    if touches:
+        (review,) = state.reviews
+        assert review == {
+            "body": f"```suggestion\ndescription: {NEW}\n```", "commit_id": "b" * 40,
+            "path": "skills/invoice-audit/SKILL.md", "line": 3, "side": "RIGHT",
+        }  # fmt: skip
+        assert "suggested the description on PR #9" in done.stderr
+    else:
+        assert state.reviews == []
+        assert "does not change the description: no review comment" in done.stderr
+    assert TOKEN not in done.stderr and TOKEN not in done.stdout
