@@ -12,7 +12,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+
+from skill_evals.schemas import load_schema
 
 SKILL = "invoice-audit"
 SIMULATED = f"{sys.executable} -m skill_evals runner simulated"
@@ -98,7 +101,9 @@ def _fired(tmp: Path, cases: list[dict[str, Any]], *extra: str) -> list[dict[str
     path = _write(tmp, cases)
     result = _cli("lint", "--skill", skill, "--cases", path, "--format", "json", *extra)
     assert result.returncode == 0, result.stderr
-    problems: list[dict[str, Any]] = json.loads(result.stdout)["problems"]
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, load_schema("lint.schema.json"))
+    problems: list[dict[str, Any]] = document["problems"]
     return problems
 
 
