@@ -25,7 +25,7 @@ WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml")) + sorted(
 INPUTS = {
     "config", "base", "runner", "trials", "jobs", "min-trigger-f1", "min-uplift", "only",
     "report-dir", "comment", "github-token", "python", "upload-artifact", "artifact-name",
-    "compare", "cache",
+    "compare", "cache", "improve", "proposer",
 }  # fmt: skip
 OUTPUTS = {"exit-code", "status", "changed-skills", "report-dir", "junit"}
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
