@@ -67,3 +67,22 @@ def test_no_agent_no_listing(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "claude-code listing" not in done.stderr
     assert json.loads((out / "report.json").read_text())["listing"] is None
+
+
+def test_each_skills_report_carries_its_lint_and_strict_stops_first(tmp_path: Path) -> None:
+    """The pre-flight of `test` runs in `ci` too: the lint is in each skill's report, and with
+    `strict: true` a lint warning is exit 5 before that skill's first runner."""
+    config = "runner: skill-evals runner simulated\ntrials: 1\n"
+    repo = make_repo(tmp_path / "repo", ("alpha",), config)
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--all", "--out", str(out)], repo)
+    report = json.loads((out / "report.json").read_text())["skills"][0]["report"]
+    # cases_for: prompts "question number i about alpha" name the skill
+    rules = [p["rule"] for p in report["lint"]]
+    assert "prompt-names-skill" in rules, rules
+    assert "prompt-names-skill" in done.stderr
+    (repo / ".skill-evals.yml").write_text(config + "strict: true\n", encoding="utf-8")
+    strict = run_cli(["ci", "--all", "--out", str(out)], repo)
+    assert strict.returncode == 5, strict.stderr
+    skill = json.loads((out / "report.json").read_text())["skills"][0]
+    assert skill["report"]["runner"] is None and "strict is on" in skill["report"]["messages"][0]

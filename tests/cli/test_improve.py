@@ -296,3 +296,32 @@ def test_bad_inputs_exit_before_anything_runs(setup: dict[str, Path]) -> None:
     one_negative.write_text("".join(json.dumps(c) + "\n" for c in _cases()[:13]), encoding="utf-8")
     result = run("--cases", str(one_negative))
     assert result.returncode == 6 and "expectTrigger false" in result.stderr
+
+
+RETRYING = r"""
+import json, os, sys
+marker = sys.argv[1]
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    print(json.dumps({"proposerError": "overloaded (529)", "retryable": True}))
+else:
+    print(json.dumps({"description": "Audit invoice, receipt and billing totals and tax lines."}))
+"""
+
+
+def test_a_retryable_proposer_error_is_retried_then_exit_7(setup: dict[str, Path]) -> None:
+    tmp = setup["tmp"]
+    (tmp / "retrying.py").write_text(RETRYING, encoding="utf-8")
+    base = [sys.executable, "-m", "skill_evals", "improve", "--skill", str(setup["skill"]),
+            "--cases", str(setup["cases"]), "--runner", f"{sys.executable} {tmp / 'runner.py'}",
+            "--trials", "1", "--format", "json", "--rounds", "1"]  # fmt: skip
+    proposer = f"{sys.executable} {tmp / 'retrying.py'} {tmp / 'marker'}"
+    done = subprocess.run([*base, "--proposer", proposer, "--retries", "1"], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and report["status"] == "accepted"  # the retry answered
+    (tmp / "marker").unlink()
+    done = subprocess.run([*base, "--proposer", proposer, "--retries", "0"], capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 7
+    assert json.loads(done.stdout)["decision"]["reason"] == "proposer: overloaded (529)"

@@ -286,4 +286,4 @@ def test_the_pre_flight_of_test_warns_once_records_and_is_strict(tmp_path: Path)
     report = json.loads(report_file.read_text())
     assert report["status"] == "invalid" and report["runner"] is None  # nothing ran
     assert [p["rule"] for p in report["lint"]] == ["few-positives", "prompt-names-skill"]
-    assert "lint found 2 warning(s) and --strict is on" in strict.stderr
+    assert "lint found 2 warning(s) and strict is on" in strict.stderr

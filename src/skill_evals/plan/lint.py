@@ -281,7 +281,7 @@ def preflight(
     if strict and result.warnings:
         first = result.warnings[0]
         raise LintFailed(
-            f"{suite.path}: lint found {len(result.warnings)} warning(s) and --strict is on; "
+            f"{suite.path}: lint found {len(result.warnings)} warning(s) and strict is on (--strict, or strict: true); "
             f"the first: {first.rule} ({first.message}); fix the cases or drop --strict",
             result,
         )
