@@ -281,8 +281,9 @@ def preflight(
     if strict and result.warnings:
         first = result.warnings[0]
         raise LintFailed(
-            f"{suite.path}: lint found {len(result.warnings)} warning(s) and strict is on (--strict, or strict: true); "
-            f"the first: {first.rule} ({first.message}); fix the cases or drop --strict",
+            f"{suite.path}: lint found {len(result.warnings)} warning(s) and strict is on "
+            f"(--strict, or strict: true); the first: {first.rule} ({first.message}); fix the "
+            "cases or turn strict off",
             result,
         )
     return result
