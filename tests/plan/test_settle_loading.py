@@ -118,4 +118,7 @@ def test_a_broken_rule_settles_a_run_whose_uplift_gate_is_open(tmp_path: Path) -
         tmp_path, skill, cases, script_for(labels), "--jobs", "3", *args, "--min-uplift", "0.1",
         name="parallel",
     )  # fmt: skip
-    assert parallel.code == 1 and parallel.count() <= 4  # the first three start together
+    # The first three start together; each other one that finishes before k0's with result is
+    # read starts one more (on a loaded machine, a few): the run still stops far short of the
+    # 24 planned.
+    assert parallel.code == 1 and parallel.count() < 12
