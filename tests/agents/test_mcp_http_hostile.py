@@ -308,6 +308,9 @@ def test_a_client_that_never_reads_is_dropped_at_the_write_deadline(
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "load_big_skill"}}
     ).encode()
     sid = _session_id(_address(httpd))
+    # The session's own connection keeps the only slot until its thread sees the close; a
+    # client arriving before then is refused, and the slot later taken by the next one.
+    _wait_until(lambda: len(httpd.slots) == 0)
     with socket.socket() as stuck:
         stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         stuck.connect(_address(httpd))
