@@ -1,6 +1,6 @@
 """Running a judge once per request (docs/judging.md): no shell, the caller's directory, the
 request on stdin, a time bound and a byte cap, its whole session killed afterwards — the
-runner's I/O pump and process sweeper, with the marks of a helper command.
+generic helper run (run/helper_process.py): the runner's I/O pump and process sweeper.
 
 The judge is the user's own trusted program (it is not sandboxed), but it never sees the
 engine's variables or the CI's command files and tokens: its environment is the caller's minus
@@ -9,18 +9,14 @@ every ``EVALGATE_*`` and ``SKILL_EVALS_*`` variable and minus GitHub's ``GITHUB_
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
-import subprocess
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..checks.judge_verdict import Verdict, VerdictError, own_error, parse_verdict
-from .processes import ProcessSweeper, engine_children, forget_child, start_child
-from .runner import InvocationSpec, _Pump
+from .helper_process import run_helper, signal_name
+from .processes import ProcessSweeper
 
 _DROPPED = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT")
 _DROPPED_MORE = ("GITHUB_STEP_SUMMARY", "GITHUB_STATE")
@@ -64,21 +60,6 @@ class Answer:
     retryable: bool = False
 
 
-class _JudgePump(_Pump):
-    """The runner's pump; when the judge exits, its session and marked processes are killed
-    as a helper command's are."""
-
-    mark: str
-    before: set[tuple[int, int]]
-
-    def _exited(self) -> None:
-        self.child_gone = True
-        if self.pidfd >= 0:
-            self.sel.unregister(self.pidfd)
-        self.sweeper.sweep_helper(self.proc.pid, self.mark, self.before)
-        self.deadline = min(self.deadline, time.monotonic() + 0.5)
-
-
 def ask_once(
     argv: Sequence[str],
     request: Mapping[str, object],
@@ -93,50 +74,18 @@ def ask_once(
     payload = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     # No mark in its environment (it gets none of the engine's variables): what it leaves is
     # found by its session and group and, once its parent is gone, as an orphan of the engine.
-    mark = ""
-    before = engine_children()
-    try:
-        proc = start_child(
-            lambda: subprocess.Popen(
-                list(argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=dict(spec.env),
-                start_new_session=True,
-                bufsize=0,
-            )
-        )
-    except OSError as exc:
-        return Answer(None, f"judge: cannot start {argv[0]!r}: {exc.strerror or 'error'}")
-    except (ValueError, subprocess.SubprocessError) as exc:
-        return Answer(None, f"judge: cannot start {argv[0]!r}: {type(exc).__name__}")
-    started = time.monotonic()
-    shape = InvocationSpec(tuple(argv), "", {}, "", 0, "with", spec.timeout_ms, spec.max_bytes)
-    pump = _JudgePump(proc, payload, started + spec.timeout_ms / 1000.0, shape, cancel, sweeper)
-    pump.mark, pump.before = mark, before
-    try:
-        outcome = pump.run()
-    finally:
-        sweeper.sweep_helper(proc.pid, mark, before)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-        code = proc.wait()
-        forget_child(proc.pid)
-    if outcome.failure is not None:
-        if outcome.failure.startswith("output exceeded"):
-            return Answer(None, f"judge: output exceeded {spec.max_bytes} bytes (stdout + stderr)")
-        return Answer(None, f"judge: {outcome.failure}")
-    return _answer(outcome.stdout, code, kind, scale)
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+    end = run_helper(
+        argv,
+        payload,
+        timeout_ms=spec.timeout_ms,
+        max_bytes=spec.max_bytes,
+        env=spec.env,
+        sweeper=sweeper,
+        cancel=cancel,
+    )
+    if end.failure is not None:
+        return Answer(None, f"judge: {end.failure}")
+    return _answer(end.stdout, end.code, kind, scale)
 
 
 def _answer(stdout: bytes, code: int, kind: str, scale: tuple[float, float] | None) -> Answer:
@@ -144,7 +93,7 @@ def _answer(stdout: bytes, code: int, kind: str, scale: tuple[float, float] | No
     if own is not None:
         return Answer(None, f"judge: {own}", own.retryable)
     if code < 0:
-        return Answer(None, f"judge: killed by signal {_signal_name(-code)}")
+        return Answer(None, f"judge: killed by signal {signal_name(-code)}")
     if code > 0:
         return Answer(None, f"judge: exited with code {code}")
     try:
