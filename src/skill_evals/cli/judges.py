@@ -3,15 +3,9 @@
 
 from __future__ import annotations
 
-import json
-import sys
+from typing import Any
 
-import click
-
-from .common import fail
-from .helptext import CONTEXT, epilog
-
-MAX_REQUEST_BYTES = 64 << 20
+from .model_command import Ask, ModelCommand, model_command
 
 _EXAMPLE = """
 export ANTHROPIC_API_KEY=...
@@ -20,44 +14,32 @@ skill-evals test --skill skills/release-notes --cases skills/release-notes/evals
   --judge 'skill-evals judge anthropic --model claude-sonnet-4-5'
 """
 
-
-@click.command(
-    "judge",
-    context_settings=CONTEXT,
-    short_help="A built-in judge: grade one request with the Anthropic or OpenAI API.",
-    epilog=epilog(_EXAMPLE, "docs/judging.md"),
-)
-@click.argument("provider", type=click.Choice(["anthropic", "openai"]))
-@click.option(
-    "--model",
-    metavar="M",
-    default=None,
-    help="The model to grade with. No default: required (exit 5 without it).",
-)
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(1, 64_000),
-    default=1024,
-    show_default=True,
-    help="The most tokens the model may answer with.",
-)
-def judge(provider: str, model: str | None, max_tokens: int) -> None:
-    """Read one judge request on stdin, ask the model once (temperature 0, the fixed prompt
+_HELP = """Read one judge request on stdin, ask the model once (temperature 0, the fixed prompt
     of docs/judging.md) and print one verdict line, or a runnerError line saying why not. The
     key comes from ANTHROPIC_API_KEY / OPENAI_API_KEY, the address from ANTHROPIC_BASE_URL /
     OPENAI_BASE_URL. Give it to `test --judge`; it is not meant to be run by hand."""
+
+
+def _is_request(request: dict[str, Any]) -> bool:
+    return request.get("kind") in ("absolute", "pairwise")
+
+
+def _load() -> Ask:
     from ..agents.model_judges import judge_once
 
-    if not model:
-        fail("judge: --model is required (e.g. --model claude-sonnet-4-5)")
-    data = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
-    try:
-        if len(data) > MAX_REQUEST_BYTES:
-            raise ValueError("too large")
-        request = json.loads(data.decode("utf-8"))
-        if not isinstance(request, dict) or request.get("kind") not in ("absolute", "pairwise"):
-            raise ValueError("not a request")
-        answer = judge_once(provider, request, model, max_tokens)
-    except (ValueError, KeyError, TypeError):
-        answer = {"runnerError": "stdin is not one judge request", "retryable": False}
-    click.echo(json.dumps(answer, ensure_ascii=False))
+    return judge_once
+
+
+judge = model_command(
+    ModelCommand(
+        name="judge",
+        short_help="A built-in judge: grade one request with the Anthropic or OpenAI API.",
+        help=_HELP,
+        example=_EXAMPLE,
+        doc="docs/judging.md",
+        model_help="The model to grade with. No default: required (exit 5 without it).",
+        is_request=_is_request,
+        not_a_request={"runnerError": "stdin is not one judge request", "retryable": False},
+        load=_load,
+    )
+)

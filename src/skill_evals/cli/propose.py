@@ -3,15 +3,9 @@
 
 from __future__ import annotations
 
-import json
-import sys
+from typing import Any
 
-import click
-
-from .common import fail
-from .helptext import CONTEXT, epilog
-
-MAX_REQUEST_BYTES = 64 << 20
+from .model_command import Ask, ModelCommand, model_command
 
 _EXAMPLE = """
 export ANTHROPIC_API_KEY=...
@@ -20,44 +14,32 @@ skill-evals improve --skill skills/xlsx --cases skills/xlsx/evals/cases.jsonl \\
   --proposer 'skill-evals propose anthropic --model claude-sonnet-4-5'
 """
 
-
-@click.command(
-    "propose",
-    context_settings=CONTEXT,
-    short_help="A built-in proposer for improve: ask the Anthropic or OpenAI API once.",
-    epilog=epilog(_EXAMPLE, "docs/improve.md"),
-)
-@click.argument("provider", type=click.Choice(["anthropic", "openai"]))
-@click.option(
-    "--model",
-    metavar="M",
-    default=None,
-    help="The model to ask. No default: required (exit 5 without it).",
-)
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(1, 64_000),
-    default=1024,
-    show_default=True,
-    help="The most tokens the model may answer with.",
-)
-def propose(provider: str, model: str | None, max_tokens: int) -> None:
-    """Read one improve request on stdin, ask the model once (temperature 0, the fixed prompt
+_HELP = """Read one improve request on stdin, ask the model once (temperature 0, the fixed prompt
     of docs/improve.md) and print one line with a description, or a proposerError line saying
     why not. The key comes from ANTHROPIC_API_KEY / OPENAI_API_KEY, the address from
     ANTHROPIC_BASE_URL / OPENAI_BASE_URL. Give it to `improve --proposer`."""
+
+
+def _is_request(request: dict[str, Any]) -> bool:
+    return isinstance(request.get("skill"), dict)
+
+
+def _load() -> Ask:
     from ..agents.model_proposers import propose_once
 
-    if not model:
-        fail("propose: --model is required (e.g. --model claude-sonnet-4-5)")
-    data = sys.stdin.buffer.read(MAX_REQUEST_BYTES + 1)
-    try:
-        if len(data) > MAX_REQUEST_BYTES:
-            raise ValueError("too large")
-        request = json.loads(data.decode("utf-8"))
-        if not isinstance(request, dict) or not isinstance(request.get("skill"), dict):
-            raise ValueError("not a request")
-        answer = propose_once(provider, request, model, max_tokens)
-    except (ValueError, KeyError, TypeError):
-        answer = {"proposerError": "stdin is not one improve request", "retryable": False}
-    click.echo(json.dumps(answer, ensure_ascii=False))
+    return propose_once
+
+
+propose = model_command(
+    ModelCommand(
+        name="propose",
+        short_help="A built-in proposer for improve: ask the Anthropic or OpenAI API once.",
+        help=_HELP,
+        example=_EXAMPLE,
+        doc="docs/improve.md",
+        model_help="The model to ask. No default: required (exit 5 without it).",
+        is_request=_is_request,
+        not_a_request={"proposerError": "stdin is not one improve request", "retryable": False},
+        load=_load,
+    )
+)
