@@ -93,12 +93,11 @@ def user_message(request: Mapping[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def request_body(
-    provider: Provider, request: Mapping[str, Any], model: str, max_tokens: int
+def chat_body(
+    provider: Provider, system: str, user_text: str, model: str, max_tokens: int
 ) -> dict[str, Any]:
-    """The API request body for one judge request."""
-    system = ABSOLUTE_SYSTEM if request["kind"] == "absolute" else PAIRWISE_SYSTEM
-    user = {"role": "user", "content": user_message(request)}
+    """The API request body: temperature 0, the ``system`` prompt, one user message."""
+    user = {"role": "user", "content": user_text}
     if provider is ANTHROPIC:
         return {
             "model": model, "max_tokens": max_tokens, "temperature": 0,
@@ -168,6 +167,24 @@ def reply_text(provider: Provider, payload: bytes) -> tuple[str, dict[str, int]]
     return text, meta
 
 
+def ask_model(
+    provider_name: str,
+    system: str,
+    user_text: str,
+    model: str,
+    max_tokens: int,
+    env: Mapping[str, str] | None = None,
+) -> tuple[str, dict[str, int]]:
+    """One call to the model: its text and meta (token counts, ``durationMs``); JudgeError
+    naming what went wrong."""
+    provider = PROVIDERS[provider_name]
+    started = time.monotonic()
+    body = chat_body(provider, system, user_text, model, max_tokens)
+    text, meta = reply_text(provider, post(provider, body, env or os.environ))
+    meta["durationMs"] = round((time.monotonic() - started) * 1000)
+    return text, meta
+
+
 def parse_reply(text: str, kind: str) -> dict[str, Any]:
     """The verdict in the model's text: stripped, out of one surrounding ``` fence, one JSON
     object of exactly the verdict's keys; JudgeError (not retryable) otherwise."""
@@ -195,15 +212,10 @@ def judge_once(
     env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One request judged: the verdict line's object, or a runnerError object."""
-    provider = PROVIDERS[provider_name]
-    started = time.monotonic()
+    system = ABSOLUTE_SYSTEM if request["kind"] == "absolute" else PAIRWISE_SYSTEM
     try:
-        payload = post(
-            provider, request_body(provider, request, model, max_tokens), env or os.environ
-        )
-        text, meta = reply_text(provider, payload)
+        text, meta = ask_model(provider_name, system, user_message(request), model, max_tokens, env)
         verdict = parse_reply(text, str(request["kind"]))
     except JudgeError as exc:
         return {"runnerError": str(exc), "retryable": exc.retryable}
-    meta["durationMs"] = round((time.monotonic() - started) * 1000)
     return {**verdict, "meta": meta}

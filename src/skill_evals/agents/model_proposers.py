@@ -6,12 +6,10 @@ judges' HTTP client (standard library, the key only in its header). Whatever goe
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
-from .model_judges import ANTHROPIC, PROVIDERS, JudgeError, Provider, post, reply_text
+from .model_judges import JudgeError, ask_model
 
 SYSTEM = (
     "You improve the description of an agent skill: the text an agent reads to decide whether "
@@ -32,22 +30,6 @@ def user_message(request: Mapping[str, Any]) -> str:
     """U: the request's skill, limits, train figures, failures and history, as JSON."""
     shown = {k: request.get(k) for k in ("skill", "limits", "train", "failures", "history")}
     return json.dumps(shown, ensure_ascii=False, indent=1)
-
-
-def request_body(
-    provider: Provider, request: Mapping[str, Any], model: str, max_tokens: int
-) -> dict[str, Any]:
-    """The API request body: temperature 0, the fixed system prompt, the request as JSON."""
-    user = {"role": "user", "content": user_message(request)}
-    if provider is ANTHROPIC:
-        return {
-            "model": model, "max_tokens": max_tokens, "temperature": 0,
-            "system": SYSTEM, "messages": [user],
-        }  # fmt: skip
-    return {
-        "model": model, "max_tokens": max_tokens, "temperature": 0,
-        "messages": [{"role": "system", "content": SYSTEM}, user],
-    }  # fmt: skip
 
 
 def first_object(text: str) -> dict[str, Any] | None:
@@ -74,13 +56,8 @@ def propose_once(
     env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One proposal: the reply line's object, or a proposerError object."""
-    provider = PROVIDERS[provider_name]
-    started = time.monotonic()
     try:
-        payload = post(
-            provider, request_body(provider, request, model, max_tokens), env or os.environ
-        )
-        text, meta = reply_text(provider, payload)
+        text, meta = ask_model(provider_name, SYSTEM, user_message(request), model, max_tokens, env)
     except JudgeError as exc:
         reason = str(exc).replace("to use this judge", "to use this proposer")
         if reason.endswith(("HTTP 401", "HTTP 403")):
@@ -90,7 +67,6 @@ def propose_once(
     description = None if found is None else found.get("description")
     if not isinstance(description, str) or not description.strip():
         return {"proposerError": NO_PROPOSAL, "retryable": False}
-    meta["durationMs"] = round((time.monotonic() - started) * 1000)
     reply: dict[str, Any] = {"description": description.strip(), "meta": meta}
     rationale = found.get("rationale") if found is not None else None
     if isinstance(rationale, str):
