@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.ci.conftest import commit_all, git, make_repo, run_cli
+from tests.ci.fake_github import REPO, FakeGitHub, serving
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ghs_SUGGESTtoken0987654321"
-SLUG = "octo/skills"
 PR = 9
 CONFIG = (
     "runner: skill-evals runner simulated\ntrials: 1\ngates:\n  min-trigger-f1: 0.9\n"
@@ -110,85 +108,32 @@ def test_suggest_needs_a_proposer(tmp_path: Path) -> None:
     assert done.returncode == 5 and "suggest needs a proposer command" in done.stderr
 
 
-class _Api:
-    def __init__(self, patch: str) -> None:
-        self.patch = patch
-        self.reviews: list[dict[str, Any]] = []
-        self.requests: list[tuple[str, str]] = []
-
-
 @pytest.fixture
-def api() -> Iterator[tuple[_Api, str]]:
-    state = _Api("")
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, code: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _handle(self, method: str) -> None:
-            state.requests.append((method, self.path))
-            if len(state.requests) > 50 or self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                return self._send(401, {"message": "Bad credentials"})
-            path = self.path.split("?")[0]
-            if path == "/user":
-                return self._send(200, {"login": "skill-bot"})
-            if path == f"/repos/{SLUG}/pulls/{PR}":
-                return self._send(200, {"number": PR, "head": {"sha": "b" * 40}})
-            if path == f"/repos/{SLUG}/pulls/{PR}/files":
-                page = 1 if "page=1" in self.path else 2
-                files = [{"filename": "skills/invoice-audit/SKILL.md", "patch": state.patch}]
-                return self._send(200, files if page == 1 else [])
-            if method == "POST" and path == f"/repos/{SLUG}/pulls/{PR}/comments":
-                length = int(self.headers.get("Content-Length", "0"))
-                state.reviews.append(json.loads(self.rfile.read(length)))
-                return self._send(201, {"id": 5})
-            if path == f"/repos/{SLUG}/issues/{PR}/comments":
-                return self._send(
-                    200 if method == "GET" else 201, [] if method == "GET" else {"id": 6}
-                )
-            return self._send(404, {"message": "Not Found"})
-
-        def do_GET(self) -> None:
-            self._handle("GET")
-
-        def do_POST(self) -> None:
-            self._handle("POST")
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+def api() -> Iterator[tuple[FakeGitHub, str]]:
+    state = FakeGitHub(TOKEN, PR, max_requests=50)
+    state.head_sha = "b" * 40
+    with serving(state) as url:
+        yield state, url
 
 
 def _env(tmp: Path, url: str) -> dict[str, str]:
     event = tmp / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": PR, "base": {"sha": "0" * 40}}}))
-    return {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": SLUG, "GITHUB_API_URL": url,
+    return {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": url,
             "GITHUB_EVENT_PATH": str(event), "GITHUB_EVENT_NAME": "pull_request"}  # fmt: skip
 
 
 @pytest.mark.parametrize("touches", [True, False])
 def test_the_review_comment_goes_where_the_pr_changed_the_description(
-    suggested: dict[str, Any], api: tuple[_Api, str], tmp_path: Path, touches: bool
+    suggested: dict[str, Any], api: tuple[FakeGitHub, str], tmp_path: Path, touches: bool
 ) -> None:
     state, url = api
-    state.patch = (
+    patch = (
         "@@ -1,3 +1,3 @@\n ---\n name: invoice-audit\n-description: old\n+description: new\n"
         if touches
         else "@@ -6,2 +6,3 @@\n 1. Add up\n+2. More\n 3. List\n"
     )
+    state.files = [{"filename": "skills/invoice-audit/SKILL.md", "patch": patch}]
     out = tmp_path / "out"
     done = run_cli(["ci", "--base", suggested["base"], "--out", str(out), "--comment"],
                    suggested["repo"], _env(tmp_path, url))  # fmt: skip

@@ -8,11 +8,9 @@ from __future__ import annotations
 import copy
 import json
 import re
-import threading
 import time
 import unicodedata
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +22,9 @@ from skill_evals.ci.summary import MARKER
 from skill_evals.report.md_text import code_span
 
 from .conftest import SIMULATED, build_repo, run_cli
+from .fake_github import REPO, FakeGitHub, serving
 
 TOKEN = "ghs_forgedCommentToken000000"
-REPO = "octo/skills"
 PR = 9
 MAX_REQUESTS = 20
 SERVER_SECONDS = 120.0
@@ -42,68 +40,11 @@ HOSTILE = (
 )
 
 
-class Api:
-    """The fake API's state: the comments posted, the requests seen (bounded)."""
-
-    def __init__(self) -> None:
-        self.bodies: list[str] = []
-        self.requests = 0
-
-
 @pytest.fixture
-def api() -> Iterator[tuple[Api, str]]:
-    state = Api()
-
-    class Handler(BaseHTTPRequestHandler):
-        timeout = 10  # a stalled client cannot hold the server
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, code: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _handle(self, method: str) -> None:
-            state.requests += 1
-            if state.requests > MAX_REQUESTS:
-                return self._send(429, {"message": "request budget of the fake API spent"})
-            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                return self._send(401, {"message": "Bad credentials"})
-            path = self.path.split("?")[0]
-            if method == "GET" and path == "/user":
-                return self._send(200, {"login": "skill-bot"})
-            if method == "GET" and path == f"/repos/{REPO}/issues/{PR}/comments":
-                return self._send(200, [])
-            if method == "POST" and path == f"/repos/{REPO}/issues/{PR}/comments":
-                length = min(int(self.headers.get("Content-Length", "0")), 1_000_000)
-                state.bodies.append(json.loads(self.rfile.read(length))["body"])
-                return self._send(201, {"id": len(state.bodies)})
-            return self._send(404, {"message": "Not Found"})
-
-        def do_GET(self) -> None:
-            self._handle("GET")
-
-        def do_POST(self) -> None:
-            self._handle("POST")
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    stopper = threading.Timer(SERVER_SECONDS, server.shutdown)  # bounded in time
-    stopper.daemon = True
-    stopper.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        stopper.cancel()
-        server.shutdown()
-        server.server_close()
+def api() -> Iterator[tuple[FakeGitHub, str]]:
+    state = FakeGitHub(TOKEN, PR, max_requests=MAX_REQUESTS)
+    with serving(state, SERVER_SECONDS) as url:
+        yield state, url
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +134,7 @@ def _assert_inert(body: str) -> None:
 
 @pytest.mark.parametrize("where", ["name", "reason", "case-ids", "messages", "path"])
 def test_a_forged_report_posts_no_link_image_tag_or_mention(
-    api: tuple[Api, str], real_run: dict[str, Any], tmp_path: Path, where: str
+    api: tuple[FakeGitHub, str], real_run: dict[str, Any], tmp_path: Path, where: str
 ) -> None:
     state, url = api
     report_path = tmp_path / "report.json"
@@ -222,7 +163,7 @@ def test_a_forged_report_posts_no_link_image_tag_or_mention(
 
 
 def test_a_base_repository_skill_name_is_plain_text(
-    api: tuple[Api, str], real_run: dict[str, Any], tmp_path: Path
+    api: tuple[FakeGitHub, str], real_run: dict[str, Any], tmp_path: Path
 ) -> None:
     state, url = api
     report_path = tmp_path / "report.json"

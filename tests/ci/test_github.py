@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
-import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,95 +13,17 @@ from skill_evals.ci.summary import MARKER
 from tests.conftest import write_skill
 
 from .conftest import run_cli
+from .fake_github import REPO, FakeGitHub, serving
 
 TOKEN = "ghs_SECRETtoken1234567890"
-REPO = "octo/skills"
 PR = 7
-
-
-class FakeGitHub:
-    """State of the fake API: comments of PR 7, who the token is, forced failures."""
-
-    def __init__(self) -> None:
-        self.comments: list[dict[str, Any]] = []
-        self.next_id = 100
-        self.user: str | None = "skill-bot"  # None → /user answers 403 (Actions token)
-        self.fail_with: int | None = None
-        self.requests: list[tuple[str, str, str]] = []  # method, path, authorization
-        self.head_sha = "a" * 40
-
-    def add(self, login: str, body: str) -> int:
-        self.next_id += 1
-        self.comments.append({"id": self.next_id, "user": {"login": login}, "body": body})
-        return self.next_id
 
 
 @pytest.fixture
 def api() -> Iterator[tuple[FakeGitHub, str]]:
-    state = FakeGitHub()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, code: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _body(self) -> Any:
-            length = int(self.headers.get("Content-Length", "0"))
-            return json.loads(self.rfile.read(length) or b"null")
-
-        def _handle(self, method: str) -> None:
-            state.requests.append((method, self.path, self.headers.get("Authorization", "")))
-            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                return self._send(401, {"message": "Bad credentials"})
-            if state.fail_with is not None:
-                return self._send(state.fail_with, {"message": "Resource not accessible"})
-            path = self.path.split("?")[0]
-            if method == "GET" and path == "/user":
-                if state.user is None:
-                    return self._send(403, {"message": "Resource not accessible by integration"})
-                return self._send(200, {"login": state.user})
-            if method == "GET" and path == f"/repos/{REPO}/pulls/{PR}":
-                return self._send(200, {"number": PR, "head": {"sha": state.head_sha}})
-            if method == "GET" and path == f"/repos/{REPO}/issues/{PR}/comments":
-                query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-                page = int(query.get("page", ["1"])[0])
-                return self._send(200, state.comments[(page - 1) * 100 : page * 100])
-            if method == "POST" and path == f"/repos/{REPO}/issues/{PR}/comments":
-                login = state.user or "github-actions[bot]"
-                new_id = state.add(login, self._body()["body"])
-                return self._send(201, {"id": new_id})
-            if method == "PATCH" and path.startswith(f"/repos/{REPO}/issues/comments/"):
-                comment_id = int(path.rsplit("/", 1)[1])
-                for comment in state.comments:
-                    if comment["id"] == comment_id:
-                        comment["body"] = self._body()["body"]
-                        return self._send(200, comment)
-            return self._send(404, {"message": "Not Found"})
-
-        def do_GET(self) -> None:
-            self._handle("GET")
-
-        def do_POST(self) -> None:
-            self._handle("POST")
-
-        def do_PATCH(self) -> None:
-            self._handle("PATCH")
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    state = FakeGitHub(TOKEN, PR)
+    with serving(state) as url:
+        yield state, url
 
 
 def pr_env(tmp_path: Path, url: str, **extra: str) -> dict[str, str]:
