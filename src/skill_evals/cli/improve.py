@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from ..suite.agent_profiles import PROFILES
 from .common import FloatRange
 from .helptext import CONTEXT, epilog
-from .options import OUTPUT_PATH, option
+from .options import OUTPUT_PATH, TEXT_OR_JSON, option, report_file_option
 
 _EXAMPLE = """
 skill-evals improve --skill examples/improve/invoice-audit \\
@@ -27,9 +25,7 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     short_help="Propose a better description and validate it on held-out cases.",
     epilog=epilog(_EXAMPLE, "docs/improve.md"),
 )
-@click.option(
-    "--skill", required=True, type=click.Path(path_type=Path), help="The skill directory."
-)
+@option("--skill", help="The skill directory.")
 @option("--cases", help="The case file (docs/cases.md).")
 @click.option("--runner", required=True, metavar="CMD", help="The runner command, as for test.")
 @click.option(
@@ -71,10 +67,8 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     metavar="N",
     help="Kill a proposer call after N milliseconds.",
 )
-@click.option(
+@option(
     "--agent",
-    type=click.Choice(PROFILES),
-    default=None,
     help="The agent whose listing entry cap a candidate must keep (claude-code: 1536). "
     "Default: none, no cap.",
 )
@@ -91,26 +85,17 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     metavar="FILE",
     help="Write the accepted description's diff to FILE. Default: none.",
 )
-@click.option(
-    "--report",
-    type=OUTPUT_PATH,
-    default=None,
-    metavar="FILE",
-    help="Also write the JSON report to FILE. Default: none.",
-)
-@click.option(
+@report_file_option("--report", "the JSON report")
+@option(
     "--format",
     "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
+    type=TEXT_OR_JSON,
     help="What stdout gets: the verdict and diff, or the JSON report.",
 )
 @option("--trials", help="Runs per case.")
 @option("--seed", help="Seed of the split and the bootstrap.")
-@click.option(
+@option(
     "--bootstrap-samples",
-    type=click.IntRange(1000, 1_000_000),
-    default=10_000,
     help="Bootstrap resamples for the held-out interval.",
 )
 @option("--jobs", help="Runner processes at the same time.")
@@ -123,18 +108,12 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     metavar="N",
     help="Re-runs of a runner or proposer call that reports a retryable failure.",
 )
-@click.option(
+@option(
     "--max-invocations",
-    type=click.IntRange(1, 10_000_000),
-    default=None,
-    metavar="N",
     help="Budget: runner processes at most, the held-out step reserved. Default: no limit.",
 )
-@click.option(
+@option(
     "--max-cost-usd",
-    type=FloatRange(0, 1_000_000, min_open=True),
-    default=None,
-    metavar="X",
     help="Budget: reported dollars (runners and proposer) at most. Default: no limit.",
 )
 def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip

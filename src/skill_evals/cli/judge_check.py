@@ -10,7 +10,7 @@ import click
 
 from .common import FloatRange
 from .helptext import CONTEXT, epilog
-from .options import OUTPUT_PATH, option
+from .options import TEXT_OR_JSON, option, report_file_option
 
 _EXAMPLE = """
 skill-evals judge-check --cases examples/judging/labels.jsonl \\
@@ -40,14 +40,8 @@ skill-evals judge-check --cases examples/judging/labels.jsonl \\
     help="Gate: exit 1 when the judge agrees with the labels on less than X of the examples. "
     "Default: no gate.",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-    help="What stdout gets.",
-)  # fmt: skip
-@click.option(
-    "--report", type=OUTPUT_PATH, default=None, metavar="FILE",
-    help="Also write the JSON report to FILE. Default: none.",
-)  # fmt: skip
+@option("--format", "fmt", type=TEXT_OR_JSON, show_default=True, help="What stdout gets.")
+@report_file_option("--report", "the JSON report")
 @option("--jobs", help="Judge processes at the same time.")
 @option("--judge-timeout-ms")
 @option("--retries", metavar="N", help="Ask again, up to N times, after a retryable judge error.")

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from ..escaping.terminal import terminal_safe
 from .helptext import CONTEXT, epilog
-from .options import option
+from .options import TEXT_OR_JSON, option
 
 _EXAMPLE = """
 skill-evals lint --skill skills/refund-policy --cases skills/refund-policy/evals/cases.jsonl
@@ -27,12 +26,7 @@ skill-evals lint --skill skills/refund-policy --cases cases.jsonl --min-uplift 0
     short_help="Check a suite for cases and checks that cannot tell good from bad (no runner).",
     epilog=epilog(_EXAMPLE, "docs/lint.md"),
 )
-@click.option(
-    "--skill",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="The skill directory (it holds SKILL.md).",
-)
+@option("--skill", help="The skill directory (it holds SKILL.md).")
 @option("--cases", help="The case file (docs/cases.md).")
 @option(
     "--observations",
@@ -48,18 +42,15 @@ skill-evals lint --skill skills/refund-policy --cases cases.jsonl --min-uplift 0
 @option("--timeout-ms", help="The runner timeout you mean to use (max_duration_ms checks). "
         "Default: 30000.")  # fmt: skip
 @option("--seed", help="Seed of the bootstrap for uplift-gate-impossible.")
-@click.option(
+@option(
     "--bootstrap-samples",
-    type=click.IntRange(1000, 1_000_000),
-    default=10_000,
     help="Bootstrap resamples for uplift-gate-impossible.",
 )
-@click.option("--strict", is_flag=True, help="Exit 5 when any warning is found.")
-@click.option(
+@option("--strict", help="Exit 5 when any warning is found.")
+@option(
     "--format",
     "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
+    type=TEXT_OR_JSON,
     help="What stdout gets: one line per problem, or the JSON result.",
 )
 def lint(fmt: str, strict: bool, **given: Any) -> None:

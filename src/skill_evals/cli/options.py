@@ -1,6 +1,6 @@
-"""The click options several commands take (`test`, `route`, `ci`), each defined once — its
-type, range and default —, and the composing of option lists into one decorator. A command
-adds its own help text (and, where it differs, a metavar or default)."""
+"""The click options several commands take (`test`, `route`, `ci`, `improve`, `lint`, …), each
+defined once — its type, range and default —, and the composing of option lists into one
+decorator. A command adds its own help text (and, where it differs, a metavar or default)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,27 @@ from typing import Any, TypeVar
 
 import click
 
+from ..suite.agent_profiles import PROFILES
 from .common import FloatRange
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 OUTPUT_PATH = click.Path(dir_okay=False, path_type=Path)  # a file we write
 FORMATS = ("text", "json", "markdown", "junit", "html")
+TEXT_OR_JSON = click.Choice(("text", "json"))  # --format of the commands with no report files
 
 _SPECS: dict[str, dict[str, Any]] = {
+    "--skill": {"required": True, "type": click.Path(path_type=Path)},
     "--cases": {"required": True, "type": click.Path(path_type=Path)},
+    "--agent": {"type": click.Choice(PROFILES), "default": None},
+    "--bootstrap-samples": {"type": click.IntRange(1000, 1_000_000), "default": 10_000},
+    "--max-invocations": {"type": click.IntRange(1, 10_000_000), "default": None, "metavar": "N"},
+    "--max-cost-usd": {
+        "type": FloatRange(0, 1_000_000, min_open=True),
+        "default": None,
+        "metavar": "X",
+    },
+    "--strict": {"is_flag": True},
     "--runner": {"default": None},
     "--observations": {"type": click.Path(path_type=Path), "default": None},
     "--trials": {"type": click.IntRange(1, 100), "default": 3},

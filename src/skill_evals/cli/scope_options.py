@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from .common import FloatRange
-from .options import compose, dir_option
+from .options import compose, dir_option, option
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,20 +52,14 @@ _OPTIONS = [
         "spot-check of the trigger-only ones. Default: with,without; with,baseline,without "
         "with --baseline.",
     ),
-    click.option(
+    option(
         "--max-invocations",
-        type=click.IntRange(1, 10_000_000),
-        default=None,
-        metavar="N",
         help="Budget: start no runner process (retries included) after N; running ones "
         "finish. The verdict is then the settled one, else unavailable (exit 7). "
         "Default: no limit.",
     ),
-    click.option(
+    option(
         "--max-cost-usd",
-        type=FloatRange(0, 1_000_000, min_open=True),
-        default=None,
-        metavar="X",
         help="Budget: start no invocation once the runners reported X dollars (meta.costUsd; "
         "running ones finish, so the overshoot is at most --jobs − 1 invocations). "
         "Default: no limit.",

@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from ..agents import registry as agent_registry
-from ..suite.agent_profiles import PROFILES
 from .cache_options import cache_options, cache_settings
 from .common import fail
 from .helptext import CONTEXT, epilog
@@ -32,11 +31,9 @@ skill-evals test --skill skills/refund-policy \\
 
 
 _OPTIONS = [
-    click.option(
+    option(
         "--skill",
         "skill",
-        required=True,
-        type=click.Path(path_type=Path),
         help="The skill directory (it holds SKILL.md).",
     ),
     option(
@@ -58,10 +55,8 @@ _OPTIONS = [
         "anything. No default: give this or --runner.",
     ),
     option("--trials", help="Runs per case and variant."),
-    click.option(
+    option(
         "--agent",
-        type=click.Choice(PROFILES),
-        default=None,
         help="The agent whose documented frontmatter fields the skill may use (claude-code: "
         "when_to_use, paths, ...). Default: the agent of a built-in runner, else the Agent "
         "Skills specification alone.",
@@ -103,10 +98,8 @@ _OPTIONS = [
     option("--judge-timeout-ms"),
     option("--max-judge-calls"),
     option("--seed", help="Seed of the bootstrap: the same seed gives the same interval."),
-    click.option(
+    option(
         "--bootstrap-samples",
-        type=click.IntRange(1000, 1_000_000),
-        default=10_000,
         help="Bootstrap resamples for the uplift interval.",
     ),
     option("--record"),

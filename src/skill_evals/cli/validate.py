@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 
 from ..escaping.terminal import terminal_safe
-from ..suite.agent_profiles import PROFILES
 from .common import FloatRange
 from .helptext import CONTEXT, epilog
+from .options import option
 
 _EXAMPLE = (
     "skill-evals validate skills/*\nskill-evals validate --agent claude-code --strict skills/*"
@@ -22,10 +22,8 @@ _EXAMPLE = (
     short_help="Check skills against the Agent Skills format (exit 1 on any error).",
     epilog=epilog(_EXAMPLE, "docs/inputs.md#skills", "docs/skill-listing.md"),
 )
-@click.option(
+@option(
     "--agent",
-    type=click.Choice(PROFILES),
-    default=None,
     help="Also accept this agent's documented frontmatter fields (claude-code: when_to_use, "
     "paths, ...; each with an info line) and check its skill listing budget over DIRS. "
     "Default: the Agent Skills specification alone, no listing check.",
@@ -60,7 +58,7 @@ _EXAMPLE = (
     metavar="N",
     help="Claude Code's cap on one entry, description plus when_to_use (skillListingMaxDescChars).",
 )
-@click.option("--strict", is_flag=True, help="Exit 1 on warnings too (listing overflows included).")
+@option("--strict", help="Exit 1 on warnings too (listing overflows included).")
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(
     dirs: tuple[Path, ...],
