@@ -8,12 +8,11 @@ does not know) is counted in ``costUnreported`` rather than as $0.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..run.observations import Observation
+from ..run.observations import Observation, reported_sum
 
 
 @dataclass
@@ -38,19 +37,11 @@ class ArmLedger:
             "retried": self.retried,
             "resumed": self.resumed,
             "stoppedEarly": self.stopped_early,
-            "inputTokens": _sum(self.input_tokens),
-            "outputTokens": _sum(self.output_tokens),
-            "costUsd": _sum(self.cost_usd),
+            "inputTokens": reported_sum(self.input_tokens),
+            "outputTokens": reported_sum(self.output_tokens),
+            "costUsd": reported_sum(self.cost_usd),
             "costUnreported": self.cost_unreported,
         }
-
-
-def _sum(values: list[float]) -> float | int | None:
-    if not values:
-        return None  # nothing reported: unknown, never 0
-    if all(isinstance(v, int) for v in values):
-        return int(sum(values))
-    return math.fsum(values)
 
 
 class Ledger:

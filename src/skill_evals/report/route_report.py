@@ -6,7 +6,6 @@ Exit codes and their precedence are those of ``test`` (codes.py): 5, then 6, the
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -14,7 +13,7 @@ from typing import Any, Literal
 from ..codes import INTERRUPTED, UNAVAILABLE, combine
 from ..messages import Messages, failures_message, runner_warnings
 from ..run.execute import ExecutionResult
-from ..run.observations import META_KEYS, Observation, RunnerFailure
+from ..run.observations import META_KEYS, Observation, RunnerFailure, reported_sum
 from ..score.route_gates import judged_route_gates
 from ..score.routing import RouteMetrics, route_metrics
 from ..suite.catalog import Catalog
@@ -73,14 +72,6 @@ def _cases_block(suite: RouteSuite | None) -> dict[str, Any] | None:
     }
 
 
-def _sum(values: list[float]) -> float | int | None:
-    if not values:
-        return None
-    if all(isinstance(v, int) for v in values):
-        return int(sum(values))
-    return math.fsum(values)
-
-
 def _ledger(observations: Iterable[Observation], result: ExecutionResult, resumed: int) -> Any:
     """What the run cost: ``meta`` sums (null where no observation reported the key) and the
     ledger of invocations, tokens and reported cost."""
@@ -92,7 +83,7 @@ def _ledger(observations: Iterable[Observation], result: ExecutionResult, resume
             value = obs.meta.get(key)
             if value is not None:
                 values[key].append(value)
-    meta = {key: _sum(items) for key, items in values.items()}
+    meta = {key: reported_sum(items) for key, items in values.items()}
     ledger = {
         "arm": ARM,
         "invocations": result.invocations,

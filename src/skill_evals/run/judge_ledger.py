@@ -9,6 +9,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from .observations import reported_sum
+
 
 class JudgeLedger:
     """Counts of one run's judging; thread-safe."""
@@ -79,16 +81,8 @@ class JudgeLedger:
             "cached": self.cached,
             "resumed": self.resumed,
             "retried": self.retried,
-            "inputTokens": _sum(self.input_tokens),
-            "outputTokens": _sum(self.output_tokens),
-            "costUsd": _sum(self.cost_usd),
+            "inputTokens": reported_sum(self.input_tokens),
+            "outputTokens": reported_sum(self.output_tokens),
+            "costUsd": reported_sum(self.cost_usd),
             "costUnreported": self.cost_unreported,
         }
-
-
-def _sum(values: list[float]) -> float | int | None:
-    if not values:
-        return None
-    if all(isinstance(v, int) for v in values):
-        return int(sum(values))
-    return math.fsum(values)

@@ -347,6 +347,16 @@ def parse_meta(raw_meta: object) -> dict[str, float]:
     return meta
 
 
+def reported_sum(values: list[float]) -> float | int | None:
+    """The sum of reported ``meta`` values: None when none was reported (unknown, never 0), an
+    integer when all are."""
+    if not values:
+        return None
+    if all(isinstance(v, int) for v in values):
+        return int(sum(values))
+    return math.fsum(values)
+
+
 Key = tuple[str, int, Variant]  # (case id, trial, arm)
 
 

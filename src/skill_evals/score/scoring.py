@@ -5,12 +5,18 @@ exit code are decided in report/test_report.py."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..run.observations import ARMS, META_KEYS, VARIANTS, Observation, RunnerFailure
+from ..run.observations import (
+    ARMS,
+    META_KEYS,
+    VARIANTS,
+    Observation,
+    RunnerFailure,
+    reported_sum,
+)
 from ..run.regex import RegexPool
 from ..suite.cases import MIN_UNITS, Case, CaseSuite
 from .stats import SignTest, bootstrap_interval, sign_test, trigger_metrics
@@ -304,15 +310,7 @@ def meta_sums(observations: Iterable[Observation]) -> dict[str, Any]:
             value = obs.meta.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 values[key].append(value)
-    sums: dict[str, Any] = {}
-    for key, items in values.items():
-        if not items:
-            sums[key] = None
-        elif all(isinstance(v, int) for v in items):
-            sums[key] = sum(items)
-        else:
-            sums[key] = math.fsum(items)
-    return sums
+    return {key: reported_sum(items) for key, items in values.items()}
 
 
 def failure_order(suite: CaseSuite) -> Any:
