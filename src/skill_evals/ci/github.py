@@ -12,7 +12,7 @@ The token is sent only in the Authorization header and is scrubbed from every me
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,16 +116,51 @@ def post_comment(
         return CommentResult("skipped", "not a pull request event: no PR comment")
     if not body.startswith(MARKER):
         body = MARKER + "\n" + body
+    return call_api(
+        env, token, limits, "PR comment", lambda c: _post(c, env, repo, number, body, head_sha)
+    )
+
+
+def call_api(
+    env: Mapping[str, str],
+    token: str,
+    limits: Limits | None,
+    what: str,
+    post: Callable[[GitHubClient], CommentResult],
+) -> CommentResult:
+    """``post`` with a client of the event's API; never raises: a client that cannot be made
+    is ``skipped``, an API error or any other is ``failed`` (``what`` not posted, the token
+    scrubbed from the message)."""
     try:
         client = GitHubClient(env.get("GITHUB_API_URL") or DEFAULT_API, token, limits)
     except ApiError as exc:
-        return CommentResult("skipped", f"PR comment not posted: {exc}")
+        return CommentResult("skipped", f"{what} not posted: {exc}")
     try:
-        return _post(client, env, repo, number, body, head_sha)
+        return post(client)
     except ApiError as exc:
-        return CommentResult("failed", client.scrub(f"PR comment not posted: {exc}"))
+        return CommentResult("failed", client.scrub(f"{what} not posted: {exc}"))
     except Exception as exc:  # a comment must never break the gate
-        return CommentResult("failed", client.scrub(f"PR comment not posted: {type(exc).__name__}"))
+        return CommentResult("failed", client.scrub(f"{what} not posted: {type(exc).__name__}"))
+
+
+def head_of(client: GitHubClient, repo: str, number: int) -> str | None:
+    """The pull request's head commit, None when the answer names none."""
+    pull = client.request("GET", f"/repos/{repo}/pulls/{number}")
+    head = pull.get("head") if isinstance(pull, dict) else None
+    sha = head.get("sha") if isinstance(head, dict) else None
+    return sha if isinstance(sha, str) else None
+
+
+def pages(client: GitHubClient, path: str) -> Iterator[dict[str, Any]]:
+    """The objects of a paginated list at ``path`` (no query): 100 a page, at most MAX_PAGES
+    pages, until a short page or an answer that is not a list."""
+    for page in range(1, MAX_PAGES + 1):
+        items = client.request("GET", f"{path}?per_page=100&page={page}")
+        if not isinstance(items, list):
+            return
+        yield from (item for item in items if isinstance(item, dict))
+        if len(items) < 100:
+            return
 
 
 def _post(
@@ -137,10 +172,8 @@ def _post(
     head_sha: str | None,
 ) -> CommentResult:
     if head_sha is not None:
-        pull = client.request("GET", f"/repos/{repo}/pulls/{number}")
-        head = pull.get("head") if isinstance(pull, dict) else None
-        actual = head.get("sha") if isinstance(head, dict) else None
-        if not isinstance(actual, str) or actual.lower() != head_sha.lower():
+        actual = head_of(client, repo, number)
+        if actual is None or actual.lower() != head_sha.lower():
             return CommentResult(
                 "skipped",
                 f"PR #{number} head is not {head_sha[:12]}: refusing to comment on it",
@@ -157,22 +190,12 @@ def _post(
 
 def _find_own(client: GitHubClient, repo: str, number: int, login: str) -> int | None:
     """The first comment on the PR with the marker written by ``login``."""
-    for page in range(1, MAX_PAGES + 1):
-        comments = client.request(
-            "GET", f"/repos/{repo}/issues/{number}/comments?per_page=100&page={page}"
-        )
-        if not isinstance(comments, list) or not comments:
-            return None
-        for comment in comments:
-            if not isinstance(comment, dict):
-                continue
-            user = comment.get("user")
-            author = user.get("login") if isinstance(user, dict) else None
-            text = comment.get("body") or ""
-            if author == login and isinstance(text, str) and text.startswith(MARKER):
-                comment_id = comment.get("id")
-                if isinstance(comment_id, int) and _positive_int(comment_id):
-                    return comment_id
-        if len(comments) < 100:
-            return None
+    for comment in pages(client, f"/repos/{repo}/issues/{number}/comments"):
+        user = comment.get("user")
+        author = user.get("login") if isinstance(user, dict) else None
+        text = comment.get("body") or ""
+        if author == login and isinstance(text, str) and text.startswith(MARKER):
+            comment_id = comment.get("id")
+            if isinstance(comment_id, int) and _positive_int(comment_id):
+                return comment_id
     return None

@@ -8,8 +8,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .github import _REPO, DEFAULT_API, MAX_PAGES, CommentResult, pr_number_of, read_event
-from .http import ApiError, GitHubClient, Limits
+from .github import _REPO, CommentResult, call_api, head_of, pages, pr_number_of, read_event
+from .http import GitHubClient, Limits
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
@@ -31,24 +31,16 @@ def changed_lines(patch: str) -> set[int]:
 
 
 def _patch_of(client: GitHubClient, repo: str, number: int, path: str) -> str | None:
-    for page in range(1, MAX_PAGES + 1):
-        files = client.request(
-            "GET", f"/repos/{repo}/pulls/{number}/files?per_page=100&page={page}"
-        )
-        if not isinstance(files, list) or not files:
-            return None
-        for item in files:
-            if isinstance(item, dict) and item.get("filename") == path:
-                patch = item.get("patch")
-                return patch if isinstance(patch, str) else None
+    for item in pages(client, f"/repos/{repo}/pulls/{number}/files"):
+        if item.get("filename") == path:
+            patch = item.get("patch")
+            return patch if isinstance(patch, str) else None
     return None
 
 
 def _post(client: GitHubClient, repo: str, number: int, review: Mapping[str, Any]) -> CommentResult:
-    pull = client.request("GET", f"/repos/{repo}/pulls/{number}")
-    head = pull.get("head") if isinstance(pull, dict) else None
-    sha = head.get("sha") if isinstance(head, dict) else None
-    if not isinstance(sha, str):
+    sha = head_of(client, repo, number)
+    if sha is None:
         return CommentResult("skipped", f"PR #{number}: no head commit; no review comment")
     patch = _patch_of(client, repo, number, str(review["path"]))
     first = int(review.get("start_line") or review["line"])
@@ -80,15 +72,4 @@ def post_review(
     number = pr_number_of(event) if problem is None else None
     if number is None:
         return CommentResult("skipped", "not a pull request event: no review comment")
-    try:
-        client = GitHubClient(env.get("GITHUB_API_URL") or DEFAULT_API, token, limits)
-    except ApiError as exc:
-        return CommentResult("skipped", f"review comment not posted: {exc}")
-    try:
-        return _post(client, repo, number, review)
-    except ApiError as exc:
-        return CommentResult("failed", client.scrub(f"review comment not posted: {exc}"))
-    except Exception as exc:  # a comment must never break the gate
-        return CommentResult(
-            "failed", client.scrub(f"review comment not posted: {type(exc).__name__}")
-        )
+    return call_api(env, token, limits, "review comment", lambda c: _post(c, repo, number, review))
