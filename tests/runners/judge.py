@@ -10,7 +10,8 @@ searched for a marker — ``[[score=X]]`` gives score X (pass when X ≥ the sca
 ``[[judge-garbage]]`` prints a non-JSON line, ``[[judge-retry]]`` answers a retryable runnerError,
 ``[[judge-outside]]`` a score outside the scale, ``[[judge-child]]`` leaves a child process
 (its pid appended to LOG + ".pids") that sleeps 60 s.
-Pairwise requests: the answer holding ``BETTER`` wins; ``--mode first`` always answers "a";
+Pairwise requests: the answer holding ``BETTER`` wins (either answer holding ``FIRSTWINS``: "a"
+wins, so the two asks of that pair disagree); ``--mode first`` always answers "a";
 ``--mode hang`` appends its pid to LOG + ".pids" and sleeps 60 s.
 """
 
@@ -45,7 +46,7 @@ def _absolute(request: dict) -> dict:
 
 
 def _pairwise(request: dict, mode: str) -> dict:
-    if mode == "first":
+    if mode == "first" or "FIRSTWINS" in _text(request["a"]) + _text(request["b"]):
         return {"winner": "a", "reason": "first"}
     a, b = "BETTER" in _text(request["a"]), "BETTER" in _text(request["b"])
     winner = "a" if a and not b else "b" if b and not a else "tie"

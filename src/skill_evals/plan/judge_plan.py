@@ -10,9 +10,11 @@ from pathlib import Path
 
 from ..checks.judge_model import Judge, JudgePairwise
 from ..errors import InvalidInput
-from ..run.judge_pairs import pair_draws
+from ..run.judge_pairs import COMPARED_ARMS, pair_draws
 from ..run.judging import JudgeSettings, Judging
+from ..run.observations import Variant
 from ..suite.cases import CaseSuite
+from .arms import parse_arms
 
 
 def split_judge(command: str | None) -> tuple[str, ...] | None:
@@ -28,12 +30,29 @@ def split_judge(command: str | None) -> tuple[str, ...] | None:
     return tuple(argv)
 
 
-def check_pairwise(suite: CaseSuite, baseline: bool, arms: str | None) -> bool:
-    """Whether the suite is scored by preference (it has ``judge_pairwise`` checks); exit 5
-    when it mixes them with other task checks, or when no ``without`` arm is compared."""
+def compared_arms(baseline: bool, arms: str | None) -> tuple[Variant, ...]:
+    """The arms a run offers besides ``with`` that a pairwise check compares it with:
+    ``without`` (the uplift) and, with --baseline, ``baseline`` (the comparison), as --arms
+    lists them (every one of them for the default list and ``auto``). Exit 5 for an --arms
+    list that names no arm known (InvalidInput)."""
+    choice = parse_arms(arms) if arms is not None else None
+    if choice is None:
+        return ("without", "baseline") if baseline else ("without",)
+    if "with" not in choice:
+        raise InvalidInput(
+            "--arms: judge_pairwise compares the with answers with another arm's: the list "
+            "must hold with"
+        )
+    return tuple(arm for arm in COMPARED_ARMS if arm in choice)
+
+
+def check_pairwise(suite: CaseSuite, baseline: bool, arms: str | None) -> tuple[Variant, ...]:
+    """The arms a suite scored by preference (it has ``judge_pairwise`` checks) compares the
+    with answers with (empty for a suite without them); exit 5 when it mixes them with other
+    task checks, or when the run offers ``with`` and no arm to compare it with."""
     pairwise = [c for c in suite.cases if c.task is not None and c.task.pairwise is not None]
     if not pairwise:
-        return False
+        return ()
     for case in suite.cases:
         if case.task is not None and (case.task.pairwise is None or len(case.task.checks) > 1):
             raise InvalidInput(
@@ -41,14 +60,13 @@ def check_pairwise(suite: CaseSuite, baseline: bool, arms: str | None) -> bool:
                 "is scored by preference: every task must be one judge_pairwise check (put "
                 "other checks in another case file)"
             )
-    if baseline:
+    compared = compared_arms(baseline, arms)
+    if not compared:
         raise InvalidInput(
-            "--baseline: judge_pairwise compares the with answers with the without answers; "
-            "run the comparison with absolute checks (judge) instead"
+            "--arms: judge_pairwise compares the with answers with the without answers (the "
+            "uplift) or the baseline's (the comparison): add without or baseline"
         )
-    if arms is not None and arms != "auto" and "without" not in arms.split(","):
-        raise InvalidInput("--arms: judge_pairwise needs both the with and the without arm")
-    return True
+    return compared
 
 
 def plan_judging(
@@ -69,7 +87,7 @@ def plan_judging(
 ) -> Judging | None:
     """The run's judging, or None when no case has a judge check."""
     argv = split_judge(command)
-    check_pairwise(suite, baseline, arms)
+    compared = check_pairwise(suite, baseline, arms)
     judged = [
         case
         for case in suite.cases
@@ -99,6 +117,6 @@ def plan_judging(
         cwd=Path.cwd(),
     )
     judging = Judging(settings)
-    judging.draws = pair_draws(suite, trials, seed)
+    judging.draws = pair_draws(suite, trials, seed, compared)
     judging.ledger.used = True  # the report has a judge block
     return judging

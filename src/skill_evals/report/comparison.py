@@ -75,7 +75,9 @@ def comparison_lines(report: Mapping[str, Any]) -> list[str]:
             line += f" ({undefined} resamples with an undefined F1 left out)"
         lines.append(line)
     task = comparison.get("task")
-    if isinstance(task, Mapping):
+    if isinstance(task, Mapping) and task.get("mode") == "pairwise":
+        lines.append(preference_line(task))
+    elif isinstance(task, Mapping):
         before = (task.get("baseline") or {}).get("passRate")
         after = (task.get("with") or {}).get("passRate")
         line = before_after("pass rate", before, after, task)
@@ -97,6 +99,33 @@ def comparison_lines(report: Mapping[str, Any]) -> list[str]:
             + " (docs/comparison.md#calibrating-with-an-aa-run)"
         )
     return lines
+
+
+def preference_line(task: Mapping[str, Any]) -> str:
+    """``preference over the baseline +0.40 [+0.10, +0.70] ▲ better, sign test p = 0.03906;
+    12 pairs: with preferred 7, baseline preferred 2, 3 ties (1 inconsistent), share 77.8%``."""
+    interval = task.get("interval") if isinstance(task.get("interval"), Mapping) else {}
+    assert isinstance(interval, Mapping)
+    difference = task.get("difference")
+    line = (
+        f"preference over the baseline {_signed(difference)} [{_signed(interval.get('lower'))}, "
+        f"{_signed(interval.get('upper'))}] {direction(difference)}"
+    )
+    p_value = (task.get("signTest") or {}).get("pValue")
+    if _is_number(p_value):
+        line += f", sign test p = {format(p_value, '.4g')}"
+    counts = task.get("pairwise") if isinstance(task.get("pairwise"), Mapping) else {}
+    assert isinstance(counts, Mapping)
+    share = counts.get("preferenceShare")
+    line += (
+        f"; {counts.get('pairs', 0)} pairs: with preferred {counts.get('withPreferred', 0)}, "
+        f"baseline preferred {counts.get('otherPreferred', 0)}, {counts.get('ties', 0)} ties "
+        f"({counts.get('inconsistent', 0)} inconsistent), share "
+        + (f"{float(share) * 100:.1f}%" if isinstance(share, (int, float)) else "n/a")
+    )
+    if task.get("insufficient"):
+        line += " (insufficient: fewer than 10 units)"
+    return line
 
 
 def comparison_cell(report: Mapping[str, Any]) -> str | None:

@@ -34,6 +34,7 @@ from ..score.gates import (
     trigger_f1_gate,
     uplift_gate,
 )
+from ..score.pairwise import pairwise_comparison
 from ..score.scoring import (
     ISOLATION_UNVERIFIED,
     attempted_not_loaded,
@@ -106,8 +107,15 @@ def _evaluate(
     baseline: Skill | None,
     baseline_changed: bool,
 ) -> Report:
+    arms = arm_plan.arms if arm_plan is not None else ("with", "without", "baseline")
     figures = measure(
-        suite, skill.name, settings.trials, settings.bootstrap_samples, settings.seed, result
+        suite,
+        skill.name,
+        settings.trials,
+        settings.bootstrap_samples,
+        settings.seed,
+        result,
+        compared=[a for a in arms if a == "without" or (a == "baseline" and baseline is not None)],
     )
     failures = sorted(result.failures, key=failure_order(suite))
     stopped = result.stopped
@@ -227,18 +235,26 @@ def _comparison(
     """The report's ``comparison`` with the baseline, or None without one."""
     if baseline is None:
         return None
-    trials = settings.trials
+    trials, samples, seed = settings.trials, settings.bootstrap_samples, settings.seed
     with RegexPool() as matcher:
-        return comparison_section(
+        passes = (
+            {}  # scored by preference: the pass rates are not compared
+            if figures.pairs
+            else baseline_passes(suite, trials, result.observations, figures.task_passes, matcher)
+        )
+        section = comparison_section(
             suite,
             skill.name,
             trials,
             result.observations,
-            baseline_passes(suite, trials, result.observations, figures.task_passes, matcher),
-            settings.bootstrap_samples,
-            settings.seed,
+            passes,
+            samples,
+            seed,
             baseline.directory_sha256 == skill.directory_sha256,
         )
+    if figures.pairs:
+        section["task"] = pairwise_comparison(suite, figures.pairs, samples, seed)
+    return section
 
 
 def _judged_gates(
@@ -347,7 +363,11 @@ def _case_results(suite: CaseSuite, skill_name: str, figures: Figures) -> list[d
         case_result(case, figures.triggered[case.id], figures.task_results.get(case.id))
         | ({"loadState": load_states(figures.grid, case.id, skill_name)} if evidence else {})
         | (
-            {"preference": {"without": [pref for pref, _ in figures.pairs[case.id]]}}
+            {
+                "preference": {
+                    arm: [pref for pref, _ in row] for arm, row in figures.pairs[case.id].items()
+                }
+            }
             if case.id in figures.pairs
             else {}
         )

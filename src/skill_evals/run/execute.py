@@ -164,7 +164,8 @@ def _finish_pairs(sched: Scheduler, plan: ExecutionPlan, known: Mapping[Key, Obs
     and cache those observations with their verdicts; a judge failure is the with one's."""
     judging = plan.judging
     assert judging is not None
-    wanted = [(key[0], key[1]) for key in sched.held]
+    made = {(key[0], key[1]) for key in sched.held}
+    wanted = [pair for pair in judging.draws if (pair[0], pair[1]) in made]
     pairs: Pairs = {}
     if not sched.cancel.is_set():
         found = {**known, **sched.observations}

@@ -1,37 +1,48 @@
 """Judging ``judge_pairwise`` checks (docs/judging.md#pairwise): a *pair* is (case, trial,
-compared arm), numbered in case-file order, then trial; pair i takes draw i of its own
-mulberry32 stream seeded with --seed — below 0.5 the first ask shows the ``with`` answer as
-``a``, else as ``b`` — and the second ask swaps them. Both asks naming the same arm prefer it;
-anything else is a tie (``inconsistent`` unless both said tie). A pair where exactly one answer
-failed (``exitCode`` ≠ 0) prefers the other, both failed is a tie: nothing is asked.
+compared arm) — the ``with`` answer against the ``without`` one (the uplift) or the ``baseline``
+one (the comparison) — numbered in case-file order, then trial, then arm (``without`` before
+``baseline``); pair i takes draw i of its own mulberry32 stream seeded with --seed — below 0.5
+the first ask shows the ``with`` answer as ``a``, else as ``b`` — and the second ask swaps them.
+Both asks naming the same arm prefer it; anything else is a tie (``inconsistent`` unless both
+said tie). A pair where exactly one answer failed (``exitCode`` ≠ 0) prefers the other, both
+failed is a tie: nothing is asked.
 
-The verdict is stored on the ``with`` observation, ``{"check", "against", "asks": [{"key",
-"withAs", "winner", "reason"}, …], "preference"}``, and reused when both asks' keys match."""
+The verdicts are stored on the ``with`` observation, one entry per compared arm, ``{"check",
+"against", "asks": [{"key", "withAs", "winner", "reason"}, …], "preference"}``, and reused
+when both asks' keys match."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from ..checks.judge_files import select
 from ..checks.judge_model import JudgePairwise
 from ..score.stats import Mulberry32
 from ..suite.cases import Case, CaseSuite
 from .judging import Judging, in_parallel
-from .observations import Observation
+from .observations import Observation, Variant
 
-COMPARED: Literal["without"] = "without"  # the arm a pairwise check compares the with answers with
+# The arms a with answer is compared with, in pair order: the uplift's, then the comparison's.
+COMPARED_ARMS: tuple[Variant, Variant] = ("without", "baseline")
+
+Pair = tuple[str, int, Variant]  # (case id, trial, compared arm)
 
 
-def pair_draws(suite: CaseSuite, trials: int, seed: int) -> dict[tuple[str, int], float]:
-    """(case id, trial) → the draw of its pair, for every planned pair (run or not)."""
+def pair_draws(
+    suite: CaseSuite, trials: int, seed: int, compared: Sequence[Variant] = ("without",)
+) -> dict[Pair, float]:
+    """Every planned pair (run or not) → its draw, in pair order: case-file order, then
+    trial, then the compared arm (``without`` before ``baseline``)."""
+    arms = [arm for arm in COMPARED_ARMS if arm in compared]
     stream = Mulberry32(seed)
-    draws: dict[tuple[str, int], float] = {}
+    draws: dict[Pair, float] = {}
     for case in suite.cases:
         if case.task is not None and case.task.pairwise is not None:
             for trial in range(1, trials + 1):
-                draws[(case.id, trial)] = stream.next_float()
+                for arm in arms:
+                    draws[(case.id, trial, arm)] = stream.next_float()
     return draws
 
 
@@ -68,11 +79,38 @@ def preference_of(asks: Sequence[Mapping[str, Any]]) -> tuple[int, bool]:
     return (named[0] if consistent else 0), consistent
 
 
+def pair_entry(obs: Observation, index: int, arm: str) -> Mapping[str, Any] | None:
+    """The verdict ``obs`` (a with observation) holds for check ``index`` against ``arm``."""
+    for entry in obs.judged:
+        if entry.get("check") == index and entry.get("against") == arm:
+            return entry
+    return None
+
+
+def _with_entry(obs: Observation, entry: dict[str, Any]) -> Observation:
+    """``obs`` holding ``entry`` in place of its earlier verdict for that check and arm; the
+    pairwise entries kept in pair order (``without`` before ``baseline``)."""
+    kept = [
+        e
+        for e in obs.judged
+        if not (e.get("check") == entry["check"] and e.get("against") == entry["against"])
+    ]
+    rank: dict[object, int] = {arm: n for n, arm in enumerate(COMPARED_ARMS)}
+    entries = sorted([*kept, entry], key=lambda e: (e["check"], rank.get(e.get("against"), -1)))
+    return dataclasses.replace(obs, judged=tuple(entries))
+
+
 def judge_pair(
-    judging: Judging, case: Case, with_obs: Observation, other: Observation, draw: float
+    judging: Judging,
+    case: Case,
+    with_obs: Observation,
+    other: Observation,
+    draw: float,
+    arm: Variant = "without",
 ) -> tuple[Observation, str | None]:
-    """``with_obs`` carrying the verdict of its pair with ``other``, and the reason of a judge
-    failure (None when both asks were answered or nothing needed asking)."""
+    """``with_obs`` carrying the verdict of its pair with ``other`` (the ``arm`` answer), and
+    the reason of a judge failure (None when both asks were answered or nothing needed
+    asking)."""
     task = case.task
     assert task is not None and task.pairwise is not None
     check = task.pairwise
@@ -83,11 +121,7 @@ def judge_pair(
     argv = judging.argv(check)
     first = "a" if draw < 0.5 else "b"
     orders = [first, "b" if first == "a" else "a"]
-    previous = next(
-        (e for e in with_obs.judged if e.get("check") == index and e.get("against") == COMPARED),
-        None,
-    )
-    old_asks = list((previous or {}).get("asks", []))
+    old_asks = list((pair_entry(with_obs, index, arm) or {}).get("asks", []))
     asks: list[dict[str, Any]] = []
     for position, with_as in enumerate(orders):
         a, b = (with_obs, other) if with_as == "a" else (other, with_obs)
@@ -108,9 +142,8 @@ def judge_pair(
             {"key": key, "withAs": with_as, "winner": verdict.winner, "reason": verdict.reason}
         )
     preference, _ = preference_of(asks)
-    entry = {"check": index, "against": COMPARED, "asks": asks, "preference": preference}
-    kept = tuple(e for e in with_obs.judged if e is not previous)
-    return dataclasses.replace(with_obs, judged=(*kept, entry)), None
+    entry = {"check": index, "against": arm, "asks": asks, "preference": preference}
+    return _with_entry(with_obs, entry), None
 
 
 Pairs = dict[tuple[str, int], tuple[Observation, str | None]]
@@ -120,25 +153,34 @@ def judge_pairs(
     judging: Judging,
     suite: CaseSuite,
     found: Mapping[Any, Observation],  # (case id, trial, arm) → observation
-    wanted: Sequence[tuple[str, int]],
-    draws: Mapping[tuple[str, int], float],
+    wanted: Sequence[Pair],
+    draws: Mapping[Pair, float],
     jobs: int,
 ) -> Pairs:
-    """Each pair of ``wanted`` whose two observations are in ``found``, judged ``jobs`` at a
-    time: (case id, trial) → the judged ``with`` observation and a judge failure, if any."""
+    """Each pair of ``wanted`` whose two observations are in ``found``, judged ``jobs`` with
+    observations at a time (the pairs of one with observation one after another, in pair
+    order): (case id, trial) → the judged ``with`` observation and the first judge failure,
+    if any (the pairs judged before it keep their verdicts)."""
     cases = suite.by_id()
-    ready = [
-        pair
-        for pair in wanted
-        if (pair[0], pair[1], "with") in found and (pair[0], pair[1], COMPARED) in found
-    ]
+    ready: dict[tuple[str, int], list[Pair]] = {}
+    for pair in wanted:
+        case_id, trial, _ = pair
+        if (case_id, trial, "with") in found and pair in found:
+            ready.setdefault((case_id, trial), []).append(pair)
 
-    def work(pair: tuple[str, int]) -> tuple[Observation, str | None]:
-        case_id, trial = pair
+    def work(slot: tuple[str, int]) -> tuple[Observation, str | None]:
+        case_id, trial = slot
         with_obs = found[(case_id, trial, "with")]
-        other = found[(case_id, trial, COMPARED)]
-        return judge_pair(judging, cases[case_id], with_obs, other, draws[pair])
+        rank = {arm: n for n, arm in enumerate(COMPARED_ARMS)}
+        for pair in sorted(ready[slot], key=lambda p: rank[p[2]]):
+            with_obs, failure = judge_pair(
+                judging, cases[case_id], with_obs, found[pair], draws[pair], pair[2]
+            )
+            if failure is not None:
+                return with_obs, failure
+        return with_obs, None
 
+    slots = list(ready)
     with judging.lock:
-        judging.pairs_judged.update(ready)
-    return dict(zip(ready, in_parallel(ready, work, jobs), strict=True))
+        judging.pairs_judged.update(pair for pairs in ready.values() for pair in pairs)
+    return dict(zip(slots, in_parallel(slots, work, jobs), strict=True))

@@ -28,7 +28,7 @@ from ..plan.run_control import retry_delay
 from ..suite.cases import Case
 from .judge_ledger import JudgeLedger
 from .judge_process import Answer, JudgeSpec, ask_once, judge_env
-from .observations import Observation
+from .observations import Observation, Variant
 from .processes import ProcessSweeper
 
 DEFAULT_JUDGE_TIMEOUT_MS = 120_000
@@ -84,8 +84,10 @@ class Judging:
         # The cost the run's runners reported so far (set by the run; 0 when nothing runs).
         self.runner_spent: Callable[[], float] = lambda: 0.0
         self.judged: set[tuple[str, int, str]] = set()  # observations judged by this run already
-        self.pairs_judged: set[tuple[str, int]] = set()  # pairs judged by this run already
-        self.draws: dict[tuple[str, int], float] = {}  # each pair's draw (judge_pairs.py)
+        # Pairs (case id, trial, compared arm) judged by this run already, and each planned
+        # pair's draw (judge_pairs.py).
+        self.pairs_judged: set[tuple[str, int, Variant]] = set()
+        self.draws: dict[tuple[str, int, Variant], float] = {}
         self.lock = threading.Lock()
         self._identities: dict[tuple[str, ...], Any] = {}
         base = settings.env if settings.env is not None else os.environ

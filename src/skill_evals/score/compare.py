@@ -324,7 +324,8 @@ def comparison_gates(
             continue
         on_f1 = key in (MAX_F1_DROP, MIN_F1_GAIN)
         block = trigger if on_f1 else task
-        what = "F1" if on_f1 else "pass-rate"
+        preferred = not on_f1 and isinstance(task, Mapping) and task.get("mode") == "pairwise"
+        what = "F1" if on_f1 else "preference" if preferred else "pass-rate"
         option = {
             MAX_F1_DROP: "--max-f1-drop",
             MAX_PASS_DROP: "--max-pass-drop",
@@ -338,6 +339,8 @@ def comparison_gates(
             why = (
                 "no case has a task check"
                 if block is None
+                else "no pair of a with and a baseline answer was judged"
+                if preferred
                 else "the interval is undefined (no resample had a defined F1 in both arms, or "
                 "no unit has observations of both arms)"
             )

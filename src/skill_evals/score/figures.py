@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..run.execute import ExecutionResult
-from ..run.observations import VARIANTS, Observation
+from ..run.observations import VARIANTS, Observation, Variant
 from ..run.regex import RegexPool
 from ..suite.cases import CaseSuite
-from .pairwise import is_pairwise, pairwise_section, preferences, swap_consistency
+from .pairwise import Preferences, is_pairwise, pairwise_section, preferences, swap_consistency
 from .scoring import (
     Grid,
     build_grid,
@@ -38,8 +38,9 @@ class Figures:
     task_passes: Mapping[tuple[str, str], Sequence[bool | None]]
     task: dict[str, Any] | None
     violations: list[dict[str, Any]]
-    # Pairwise suites: case id → (pref, asks agreed) per trial; the asks' swap consistency.
-    pairs: dict[str, Any]
+    # Pairwise suites: case id → compared arm → (pref, asks agreed) per trial; the asks' swap
+    # consistency over every compared arm.
+    pairs: Preferences
     swap_consistency: float | None
     unverified: list[dict[str, Any]]
     without_runs: int
@@ -57,10 +58,17 @@ class Figures:
 
 
 def measure(
-    suite: CaseSuite, skill: str, trials: int, samples: int, seed: int, result: ExecutionResult
+    suite: CaseSuite,
+    skill: str,
+    trials: int,
+    samples: int,
+    seed: int,
+    result: ExecutionResult,
+    compared: Sequence[Variant] = ("without",),
 ) -> Figures:
     """Score the observations of ``result``: every figure of the test report, no verdict
-    (``samples`` and ``seed`` are those of the uplift's bootstrap)."""
+    (``samples`` and ``seed`` are those of the uplift's bootstrap; ``compared``: the arms a
+    pairwise suite compares the with answers with)."""
     grid = build_grid(suite, trials, result.observations)
     trigger, triggered = trigger_section(suite, skill, grid)
     with RegexPool() as matcher:
@@ -72,7 +80,7 @@ def measure(
     }
     unverified, without_runs = isolation_unverified(suite, grid, skill)
     pairwise = is_pairwise(suite)
-    pairs = preferences(suite, grid) if pairwise else {}
+    pairs = preferences(suite, trials, result.observations, compared) if pairwise else {}
     task: dict[str, Any] | None
     if pairwise:  # scored by preference, never pass/fail
         task_results = {k: v for k, v in task_results.items() if k not in pairs}

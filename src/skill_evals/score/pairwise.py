@@ -1,19 +1,26 @@
 """Figures of a suite scored by preference (``judge_pairwise``, docs/judging.md#pairwise):
 pref = +1 when the ``with`` answer is preferred, −1 when the compared arm's is, 0 for a tie;
 per unit p_u = the mean pref over its pairs; ``difference`` = the mean p_u, with the same
-bootstrap interval and exact sign test as the uplift of pass rates."""
+bootstrap interval and exact sign test as the uplift of pass rates. Against ``without`` it is
+the report's ``task`` (the uplift); against ``baseline`` the comparison's ``task``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
+from ..run.judge_pairs import COMPARED_ARMS, pair_entry
+from ..run.observations import Observation, Variant
 from ..suite.cases import MIN_UNITS, CaseSuite
 from .scoring import interval_block, sign_test_block, task_unit_count
 from .stats import bootstrap_interval, sign_test
 
-COMPARED = "without"
+# One pair's (pref, whether its two asks agreed): (None, None) when not judged, and agreement
+# None when nothing was asked (decided by the exit codes).
+PairResult = tuple[int | None, bool | None]
+# case id → compared arm → its pairs' results per trial.
+Preferences = dict[str, dict[str, list[PairResult]]]
 
 
 def is_pairwise(suite: CaseSuite) -> bool:
@@ -21,14 +28,9 @@ def is_pairwise(suite: CaseSuite) -> bool:
     return any(c.task is not None and c.task.pairwise is not None for c in suite.cases)
 
 
-def _entry(obs: Any, index: int) -> Mapping[str, Any] | None:
-    for entry in obs.judged:
-        if entry.get("check") == index and entry.get("against") == COMPARED:
-            return entry  # type: ignore[no-any-return]
-    return None
-
-
-def pair_preference(with_obs: Any, other: Any, index: int) -> tuple[int | None, bool | None]:
+def pair_preference(
+    with_obs: Observation | None, other: Observation | None, index: int, arm: str
+) -> PairResult:
     """One pair's pref (None when not judged) and whether its asks agreed (None: not asked)."""
     if with_obs is None or other is None:
         return None, None
@@ -36,7 +38,7 @@ def pair_preference(with_obs: Any, other: Any, index: int) -> tuple[int | None, 
         if with_obs.exit_code != 0 and other.exit_code != 0:
             return 0, None
         return (1 if other.exit_code != 0 else -1), None
-    entry = _entry(with_obs, index)
+    entry = pair_entry(with_obs, index, arm)
     if entry is None:
         return None, None
     named = [
@@ -46,30 +48,43 @@ def pair_preference(with_obs: Any, other: Any, index: int) -> tuple[int | None, 
     return int(entry["preference"]), len(set(named)) == 1
 
 
-def preferences(suite: CaseSuite, grid: Mapping[str, Sequence[Any]]) -> dict[str, Any]:
-    """Per pairwise case: ``{"without": [pref per trial]}`` and the asks' agreement."""
-    found: dict[str, Any] = {}
+def preferences(
+    suite: CaseSuite,
+    trials: int,
+    observations: Iterable[Observation],
+    compared: Sequence[Variant] = ("without",),
+) -> Preferences:
+    """Per pairwise case and compared arm (in pair order): each trial's pair result."""
+    rows: dict[tuple[str, str, int], Observation] = {}
+    for obs in observations:
+        rows.setdefault((obs.case_id, obs.variant, obs.trial), obs)  # the first of a key wins
+    arms = [arm for arm in COMPARED_ARMS if arm in compared]
+    found: Preferences = {}
     for case in suite.cases:
         if case.task is None or case.task.pairwise is None:
             continue
         index = case.task.checks.index(case.task.pairwise)
-        row = grid[case.id]
-        pairs = [pair_preference(row[2 * t], row[2 * t + 1], index) for t in range(len(row) // 2)]
-        found[case.id] = pairs
+        found[case.id] = {
+            arm: [
+                pair_preference(
+                    rows.get((case.id, "with", t)), rows.get((case.id, arm, t)), index, arm
+                )
+                for t in range(1, trials + 1)
+            ]
+            for arm in arms
+        }
     return found
 
 
-def pairwise_section(
-    suite: CaseSuite,
-    pairs: Mapping[str, Sequence[tuple[int | None, bool | None]]],
-    samples: int,
-    seed: int,
+def preference_figures(
+    suite: CaseSuite, pairs: Preferences, arm: str, samples: int, seed: int
 ) -> dict[str, Any]:
-    """The report's ``task`` of a pairwise suite."""
+    """The preference of the with answers over ``arm``'s: units, difference with its interval
+    and sign test, and the pairs' counts (``pairwise``)."""
     units: dict[int, list[int]] = {}
     counts = {"pairs": 0, "with": 0, "other": 0, "ties": 0, "inconsistent": 0}
     for case in suite.cases:
-        for pref, consistent in pairs.get(case.id, ()):
+        for pref, consistent in pairs.get(case.id, {}).get(arm, ()):
             if pref is None:
                 continue
             units.setdefault(case.unit, []).append(pref)
@@ -87,12 +102,9 @@ def pairwise_section(
         "mode": "pairwise",
         "units": len(values),
         "insufficient": task_unit_count(suite) < MIN_UNITS,
-        "with": None,
-        "without": None,
         "difference": difference,
         "interval": interval_block(lower, upper, samples, seed),
         "signTest": sign_test_block(sign_test(values)),
-        "efficiency": None,
         "pairwise": {
             "pairs": counts["pairs"],
             "withPreferred": counts["with"],
@@ -104,9 +116,31 @@ def pairwise_section(
     }
 
 
-def swap_consistency(pairs: Mapping[str, Sequence[tuple[int | None, bool | None]]]) -> float | None:
-    """Consistent asked pairs / asked pairs (None when none was asked)."""
+def pairwise_section(
+    suite: CaseSuite, pairs: Preferences, samples: int, seed: int
+) -> dict[str, Any]:
+    """The report's ``task`` of a pairwise suite: the with answers against the without ones."""
+    figures = preference_figures(suite, pairs, "without", samples, seed)
+    return {**figures, "with": None, "without": None, "efficiency": None}
+
+
+def pairwise_comparison(
+    suite: CaseSuite, pairs: Preferences, samples: int, seed: int
+) -> dict[str, Any]:
+    """The comparison's ``task`` of a pairwise suite: the with answers against the baseline's
+    (no pass rates, so ``with``/``baseline`` and the pass flips are null)."""
+    figures = preference_figures(suite, pairs, "baseline", samples, seed)
+    return {**figures, "with": None, "baseline": None, "flips": None}
+
+
+def swap_consistency(pairs: Preferences) -> float | None:
+    """Consistent asked pairs / asked pairs, over every compared arm (None when none was
+    asked)."""
     asked = [
-        consistent for row in pairs.values() for _, consistent in row if consistent is not None
+        consistent
+        for arms in pairs.values()
+        for row in arms.values()
+        for _, consistent in row
+        if consistent is not None
     ]
     return sum(asked) / len(asked) if asked else None
