@@ -4,10 +4,12 @@ scripted judge (tests/runners/judge.py), and the real CLI run as a subprocess.""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +93,45 @@ def runner_log(root: Path) -> list[str]:
 def report_of(path: Path) -> dict[str, Any]:
     """A JSON report file."""
     return json.loads(path.read_text("utf-8"))
+
+
+# The statistics of a pairwise suite, written out here from their documented definitions (never
+# the engine's functions), to compare the report's figures with.
+
+
+def mulberry32_draws(seed: int, n: int) -> list[float]:
+    """The first ``n`` draws of mulberry32 seeded with ``seed``."""
+    state, out = seed, []
+    for _ in range(n):
+        state = (state + 0x6D2B79F5) & 0xFFFFFFFF
+        t = ((state ^ (state >> 15)) * (state | 1)) & 0xFFFFFFFF
+        t ^= (t + (((t ^ (t >> 7)) * (t | 61)) & 0xFFFFFFFF)) & 0xFFFFFFFF
+        out.append(((t ^ (t >> 14)) & 0xFFFFFFFF) / 2**32)
+    return out
+
+
+def bootstrap(values: Sequence[Fraction], samples: int, seed: int) -> tuple[float, float]:
+    """The 95 % percentile-bootstrap interval of the mean of ``values`` (units in order)."""
+    stream, n = iter(mulberry32_draws(seed, samples * len(values))), len(values)
+    means = sorted(
+        sum((values[math.floor(next(stream) * n)] for _ in range(n)), Fraction(0)) / n
+        for _ in range(samples)
+    )
+    return (
+        float(means[math.floor(0.025 * (samples - 1))]),
+        float(means[math.ceil(0.975 * (samples - 1))]),
+    )
+
+
+def sign_test(values: Sequence[Fraction]) -> dict[str, object]:
+    """The report's exact two-sided sign test over the nonzero ``values``."""
+    positive = sum(1 for v in values if v > 0)
+    negative = sum(1 for v in values if v < 0)
+    n, k = positive + negative, min(positive, negative)
+    p = min(Fraction(1), 2 * Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2**n))
+    return {
+        "positive": positive,
+        "negative": negative,
+        "ties": len(values) - n,
+        "pValue": float(p) if n else None,
+    }

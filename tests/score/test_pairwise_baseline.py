@@ -8,7 +8,6 @@ values computed here from the constructed table."""
 from __future__ import annotations
 
 import json
-import math
 import xml.etree.ElementTree as ET
 from fractions import Fraction
 from pathlib import Path
@@ -19,12 +18,15 @@ import pytest
 from tests._judge_helpers import (
     DESCRIPTION,
     SKILL,
+    bootstrap,
     cli_args,
     judge_cmd,
     judge_log,
+    mulberry32_draws,
     report_of,
     run_cli,
     runner_log,
+    sign_test,
 )
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
@@ -39,41 +41,6 @@ SHARED = ("c10", "c11")  # one prompt: one unit of two cases (11 units)
 FIRSTWINS = ("c7", "baseline")  # its baseline answers make the judge name "a": inconsistent asks
 BASELINE_FAILS = "c9"  # the baseline exits 1: the with answer preferred, nothing asked
 WITH_FAILS = ("c1", 2)  # trial 2 of c1 exits 1 with the skill: both pairs prefer the other
-
-
-def _draws(seed: int, n: int) -> list[float]:
-    state, out = seed, []
-    for _ in range(n):
-        state = (state + 0x6D2B79F5) & 0xFFFFFFFF
-        t = ((state ^ (state >> 15)) * (state | 1)) & 0xFFFFFFFF
-        t ^= (t + (((t ^ (t >> 7)) * (t | 61)) & 0xFFFFFFFF)) & 0xFFFFFFFF
-        out.append(((t ^ (t >> 14)) & 0xFFFFFFFF) / 2**32)
-    return out
-
-
-def _bootstrap(values: list[Fraction], samples: int, seed: int) -> tuple[float, float]:
-    draws, n = iter(_draws(seed, samples * len(values))), len(values)
-    means = sorted(
-        sum((values[math.floor(next(draws) * n)] for _ in range(n)), Fraction(0)) / n
-        for _ in range(samples)
-    )
-    return (
-        float(means[math.floor(0.025 * (samples - 1))]),
-        float(means[math.ceil(0.975 * (samples - 1))]),
-    )
-
-
-def _sign_test(values: list[Fraction]) -> dict[str, Any]:
-    positive = sum(1 for v in values if v > 0)
-    negative = sum(1 for v in values if v < 0)
-    n, k = positive + negative, min(positive, negative)
-    p = min(Fraction(1), 2 * Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2**n))
-    return {
-        "positive": positive,
-        "negative": negative,
-        "ties": len(values) - n,
-        "pValue": float(p) if n else None,
-    }
 
 
 def _fails(case: str, trial: int, arm: str) -> bool:
@@ -107,14 +74,14 @@ def _expected(arm: str) -> dict[str, Any]:
     for i, _, pref, _ in prefs:
         units.setdefault("shared" if f"c{i}" in SHARED else f"c{i}", []).append(pref)
     values = [Fraction(sum(v), len(v)) for v in units.values()]
-    lower, upper = _bootstrap(values, SAMPLES, 42)
+    lower, upper = bootstrap(values, SAMPLES, 42)
     with_n = sum(1 for *_, p, _ in prefs if p > 0)
     other_n = sum(1 for *_, p, _ in prefs if p < 0)
     return {
         "units": len(values),
         "difference": float(sum(values, Fraction(0)) / len(values)),
         "interval": (lower, upper),
-        "signTest": _sign_test(values),
+        "signTest": sign_test(values),
         "pairwise": {
             "pairs": len(prefs),
             "withPreferred": with_n,
@@ -222,7 +189,7 @@ def test_swap_consistency_and_calls_are_over_both_arms(run: dict[str, Any]) -> N
 
 def test_each_pair_takes_its_own_draw_case_then_trial_then_arm(run: dict[str, Any]) -> None:
     requests = judge_log(run["root"])
-    draws = iter(_draws(42, len(PLAN) * TRIALS * len(ARMS)))
+    draws = iter(mulberry32_draws(42, len(PLAN) * TRIALS * len(ARMS)))
     for i in range(len(PLAN)):
         for t in range(1, TRIALS + 1):
             for arm in ARMS:
@@ -270,36 +237,31 @@ def test_the_outputs_show_the_preference_over_the_baseline(run: dict[str, Any]) 
     assert counts in (case.findtext("system-out") or "")
 
 
-def test_rescoring_the_record_runs_and_asks_nothing(run: dict[str, Any]) -> None:
+def _reruns_nothing(run: dict[str, Any], reused: str, *options: str, runner: bool = True) -> None:
+    """Scoring the run again with ``options`` starts no runner and no judge: every verdict is
+    reused (counted under ``reused``) and the figures are the run's."""
     root = run["root"]
     runs, asks = len(runner_log(root)), len(judge_log(root))
-    args = _args(
-        root, "--observations", "rec.jsonl", *GATES, "--report", "again.json", runner=False
-    )
-    done = run_cli(root, *args)
-    report = report_of(root / "again.json")
+    done = run_cli(root, *_args(root, *options, *GATES, "--format", "json", runner=runner))
+    report = json.loads(done.stdout)
     assert done.returncode == 0, done.stderr
     assert (len(runner_log(root)), len(judge_log(root))) == (runs, asks)
-    assert (
-        report["judge"]["calls"] == 0
-        and report["judge"]["resumed"] == run["report"]["judge"]["calls"]
-    )
+    assert report["judge"]["calls"] == 0
+    assert report["judge"][reused] == run["report"]["judge"]["calls"]
     assert report["task"] == run["report"]["task"]
     assert report["comparison"]["task"] == run["report"]["comparison"]["task"]
 
 
+def test_rescoring_the_record_runs_and_asks_nothing(run: dict[str, Any]) -> None:
+    _reruns_nothing(run, "resumed", "--observations", "rec.jsonl", runner=False)
+
+
 def test_a_rerun_from_the_cache_runs_and_asks_nothing(run: dict[str, Any]) -> None:
-    root = run["root"]
-    runs, asks = len(runner_log(root)), len(judge_log(root))
-    done = run_cli(root, *_args(root, "--cache", "cache", *GATES, "--report", "cached.json"))
-    report = report_of(root / "cached.json")
-    assert done.returncode == 0, done.stderr
-    assert (len(runner_log(root)), len(judge_log(root))) == (runs, asks)
-    assert (
-        report["judge"]["calls"] == 0
-        and report["judge"]["cached"] == run["report"]["judge"]["calls"]
-    )
-    assert report["comparison"]["task"] == run["report"]["comparison"]["task"]
+    _reruns_nothing(run, "cached", "--cache", "cache")
+
+
+def test_resuming_the_record_runs_and_asks_nothing(run: dict[str, Any]) -> None:
+    _reruns_nothing(run, "resumed", "--resume", "rec.jsonl")
 
 
 def test_a_gate_on_the_preference_over_the_baseline_fails_with_its_reason(
@@ -358,7 +320,7 @@ def test_only_the_baseline_compared_numbers_its_pairs_alone(tmp_path: Path) -> N
     assert report["task"]["pairwise"]["pairs"] == 0
     assert report["comparison"]["task"]["pairwise"] == _expected("baseline")["pairwise"]
     assert {a for line in runner_log(tmp_path) for a in line.split()[2:]} == {"with", "baseline"}
-    draws = iter(_draws(42, len(PLAN) * TRIALS))
+    draws = iter(mulberry32_draws(42, len(PLAN) * TRIALS))
     requests = judge_log(tmp_path)
     for i in range(len(PLAN)):
         for t in range(1, TRIALS + 1):
@@ -377,18 +339,6 @@ def test_pairwise_needs_an_arm_to_compare_with(tmp_path: Path) -> None:
     assert done.returncode == 5
     assert "--arms: judge_pairwise compares the with answers" in done.stderr
     assert runner_log(tmp_path) == [] and judge_log(tmp_path) == []
-
-
-def test_resuming_the_record_runs_and_asks_nothing(run: dict[str, Any]) -> None:
-    root = run["root"]
-    runs, asks = len(runner_log(root)), len(judge_log(root))
-    done = run_cli(root, *_args(root, "--resume", "rec.jsonl", *GATES, "--format", "json"))
-    report = json.loads(done.stdout)
-    assert done.returncode == 0, done.stderr
-    assert (len(runner_log(root)), len(judge_log(root))) == (runs, asks)
-    assert report["judge"]["calls"] == 0
-    assert report["judge"]["resumed"] == run["report"]["judge"]["calls"]
-    assert report["comparison"]["task"] == run["report"]["comparison"]["task"]
 
 
 def test_the_judge_budget_counts_the_asks_of_both_arms(run: dict[str, Any]) -> None:

@@ -6,14 +6,23 @@ values computed here from the constructed table."""
 from __future__ import annotations
 
 import json
-import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests._judge_helpers import cli_args, judge_cmd, judge_log, make_suite, report_of, run_cli
+from tests._judge_helpers import (
+    bootstrap,
+    cli_args,
+    judge_cmd,
+    judge_log,
+    make_suite,
+    mulberry32_draws,
+    report_of,
+    run_cli,
+    sign_test,
+)
 from tests.conftest import assert_valid_report
 
 TASK = [{"check": "judge_pairwise", "rubric": "Which release notes are clearer for users?"}]
@@ -22,25 +31,6 @@ TRIALS = 2
 PLAN = ["w", "w", "w", "w", "o", "", "wo", "w", "w", "o", "w", "w"]
 WITH_FAILS = "c10"  # exits 1 with the skill: the other is preferred, nothing asked
 BOTH_FAIL = "c11"  # both exit 1: a tie, nothing asked
-
-
-def _draws(seed: int, n: int) -> list[float]:
-    state, out = seed, []
-    for _ in range(n):
-        state = (state + 0x6D2B79F5) & 0xFFFFFFFF
-        t = ((state ^ (state >> 15)) * (state | 1)) & 0xFFFFFFFF
-        t ^= (t + (((t ^ (t >> 7)) * (t | 61)) & 0xFFFFFFFF)) & 0xFFFFFFFF
-        out.append(((t ^ (t >> 14)) & 0xFFFFFFFF) / 2**32)
-    return out
-
-
-def _bootstrap(values: list[Fraction], samples: int, seed: int) -> tuple[float, float]:
-    draws, n = iter(_draws(seed, samples * len(values))), len(values)
-    means = sorted(
-        float(sum(values[math.floor(next(draws) * n)] for _ in range(n)) / n)
-        for _ in range(samples)
-    )
-    return means[math.floor(0.025 * (samples - 1))], means[math.ceil(0.975 * (samples - 1))]
 
 
 def _rows() -> dict[str, Any]:
@@ -88,14 +78,10 @@ def test_the_figures_are_exact_on_the_constructed_table(run: dict[str, Any]) -> 
     prefs = [_expected_pref(i) for i in range(len(PLAN))]  # one unit per case, same per trial
     values = [Fraction(p) for p in prefs]
     assert task["difference"] == pytest.approx(float(sum(values) / len(values)))
-    lower, upper = _bootstrap(values, 2000, 42)
+    lower, upper = bootstrap(values, 2000, 42)
     assert (task["interval"]["lower"], task["interval"]["upper"]) == pytest.approx((lower, upper))
     positive, negative = prefs.count(1), prefs.count(-1)
-    n, k = positive + negative, min(positive, negative)
-    p = min(Fraction(1), 2 * Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2**n))
-    assert task["signTest"] == {
-        "positive": positive, "negative": negative, "ties": prefs.count(0), "pValue": float(p),
-    }  # fmt: skip
+    assert task["signTest"] == sign_test(values)
     assert task["pairwise"] == {
         "pairs": 24,
         "withPreferred": 2 * positive,
@@ -113,7 +99,7 @@ def test_the_figures_are_exact_on_the_constructed_table(run: dict[str, Any]) -> 
 
 def test_both_orders_are_asked_the_first_by_the_seeded_draw(run: dict[str, Any]) -> None:
     requests = judge_log(run["root"])
-    draws = _draws(42, len(PLAN) * TRIALS)
+    draws = mulberry32_draws(42, len(PLAN) * TRIALS)
     for i in range(len(PLAN)):
         for t in range(1, TRIALS + 1):
             tag = f"w{i}t{t} "
