@@ -50,7 +50,8 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     with (repo / "skills" / SKILL / "SKILL.md").open("a", encoding="utf-8") as handle:
         handle.write("\nName every breaking change first.\n")
     commit_all(repo, "head")
-    logs = {"TABLE_RUNNER_LOG": str(root / "runner.log"), "JUDGE_LOG": str(root / "judge.log")}
+    # Only the judge logs (it is never sandboxed; the runner, which may be, writes nothing).
+    logs = {"JUDGE_LOG": str(root / "judge.log")}
     done = run_cli(["ci", "--base", base, "--out", str(root / "out"), "-q"], repo, logs)
     report = json.loads((root / "out" / "report.json").read_text("utf-8"))
     return {"root": root, "done": done, "report": report}
