@@ -27,6 +27,13 @@ from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupEr
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
 from tests.agents.conftest import agent_binary, files_holding, keep_fixture, workspaces_in
+from tests.agents.e2e import (
+    REFUND_DESCRIPTION,
+    REFUND_PROMPT,
+    SHIPPING_BODY,
+    SHIPPING_DESCRIPTION,
+    two_skills,
+)
 from tests.agents.fake_openai_responses import (
     GENERIC_ANSWER,
     Behaviour,
@@ -36,11 +43,7 @@ from tests.agents.scripts import shape_body, shape_description
 from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "codex"
-REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 REFUND_BODY = "# Refund policy\n\nRefunds within 30 days with a receipt.\n"
-SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
-SHIPPING_BODY = "# Shipping\n\nParcels arrive in 3 to 5 working days.\n"
-REFUND_PROMPT = "Can I get refunds on store purchases without receipts?"
 SHIPPING_PROMPT = "When will my parcel arrive, what are the shipping times?"
 MODEL = "fake-model"  # unknown to Codex: it falls back to classic function tools
 
@@ -330,11 +333,7 @@ def codex_binary() -> str:
 
 @pytest.fixture
 def skills(tmp_path: Path) -> dict[str, Path]:
-    root = tmp_path / "skills"
-    return {
-        "refund-policy": write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY),
-        "shipping-times": write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY),
-    }
+    return two_skills(tmp_path, REFUND_BODY)
 
 
 @pytest.fixture

@@ -26,20 +26,25 @@ from skill_evals.agents.gemini_events import final_text, read_transcript, usage_
 from skill_evals.agents.gemini_outcome import api_status
 from skill_evals.agents.proof import prove
 from tests.agents.conftest import agent_binary, files_holding, workspaces_in
+from tests.agents.e2e import (
+    REFUND_DESCRIPTION,
+    REFUND_PROMPT,
+    SHIPPING_BODY,
+    SHIPPING_DESCRIPTION,
+    caller_env,
+    run_runner_cli,
+    two_skills,
+)
 from tests.agents.fake_gemini import GENERIC_ANSWER, Behaviour, FakeGemini
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gemini"
 KNOWN = frozenset({"refund-policy", "shipping-times"})
-REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 REFUND_BODY = (
     "# Refund policy\n\nRefunds within 30 days with a receipt. Items bought on sale can be "
     "exchanged but not refunded,\nand gift cards are never refundable. Refunds go back to the "
     "original payment method.\n"
 )
-SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
-SHIPPING_BODY = "# Shipping\n\nParcels arrive in 3 to 5 working days.\n"
-REFUND_PROMPT = "Can I get refunds on store purchases without receipts?"
 SKILL_PATH = ".gemini/skills/refund-policy/SKILL.md"
 # The SKILL.md texts the captured transcripts were made with (capture.py, write_skill).
 TEXTS = [
@@ -297,11 +302,7 @@ def gemini_binary() -> str:
 
 @pytest.fixture
 def skills(tmp_path: Path) -> dict[str, Path]:
-    root = tmp_path / "skills"
-    return {
-        "refund-policy": write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY),
-        "shipping-times": write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY),
-    }
+    return two_skills(tmp_path, REFUND_BODY)
 
 
 @pytest.fixture
@@ -315,12 +316,8 @@ def runner_env(
 ) -> dict[str, str]:
     """The caller's environment for a runner: the scripted model, a private TMPDIR (so leftover
     workspaces are visible) and no Gemini variables from the developer's shell."""
-    tmpdir = tmp_path / "tmpdir"
-    tmpdir.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
-    env.update(GEMINI_API_KEY="test-key", GOOGLE_GEMINI_BASE_URL=model.base_url, TMPDIR=str(tmpdir))
-    env.update(extra or {})
-    return env
+    settings = {"GEMINI_API_KEY": "test-key", "GOOGLE_GEMINI_BASE_URL": model.base_url}
+    return caller_env(tmp_path, ("GEMINI_", "GOOGLE_"), settings, extra)
 
 
 def run_runner(
@@ -332,12 +329,8 @@ def run_runner(
     prompt: str = REFUND_PROMPT,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """Run ``skill-evals runner gemini``; the parsed stdout line (result or runner error)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "skill_evals", "runner", "gemini", "--bin", binary,
-         "--model", "gemini-2.5-flash", *args],
-        input=prompt, capture_output=True, text=True, timeout=180,
-        env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
-    )  # fmt: skip
+    argv = ["gemini", "--bin", binary, "--model", "gemini-2.5-flash", *args]
+    proc = run_runner_cli(argv, variant, skill, env, prompt, 180)
     lines = proc.stdout.splitlines()
     return proc, json.loads(lines[-1]) if lines else {}
 

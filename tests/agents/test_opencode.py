@@ -26,6 +26,13 @@ from skill_evals.agents.opencode import find_loads
 from skill_evals.agents.opencode_config import auth_variables, load_provider_config
 from skill_evals.agents.opencode_events import failure, summarize, tool_calls
 from tests.agents.conftest import agent_binary, files_holding, workspaces_in
+from tests.agents.e2e import (
+    REFUND_DESCRIPTION,
+    REFUND_PROMPT,
+    caller_env,
+    run_runner_cli,
+    two_skills,
+)
 from tests.agents.fake_openai_chat import GENERIC_ANSWER, Behaviour, Call, FakeChat
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
@@ -34,13 +41,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "opencode"
 _CAPTURE = runpy.run_path(str(FIXTURES / "capture.py"), run_name="capture")
 CAPTURED = [SkillText.of("refund-policy", _CAPTURE["SKILL"]),
             SkillText.of("shipping-times", _CAPTURE["NEIGHBOUR"])]  # fmt: skip
-REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 REFUND_BODY = (
     "# Refund policy\n\nRefunds within 30 days with a receipt, to the original payment method.\n"
 )
-SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
-SHIPPING_BODY = "# Shipping\n\nParcels arrive in 3 to 5 working days.\n"
-REFUND_PROMPT = "Can I get refunds on store purchases without receipts?"
 MODEL_KEY = "sk-opencode-test-4b8d1f3a5c7e9b2d"
 
 
@@ -474,11 +477,7 @@ def opencode_binary() -> str:
 
 @pytest.fixture
 def skills(tmp_path: Path) -> dict[str, Path]:
-    root = tmp_path / "skills"
-    return {
-        "refund-policy": write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY),
-        "shipping-times": write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY),
-    }
+    return two_skills(tmp_path, REFUND_BODY)
 
 
 @pytest.fixture
@@ -492,34 +491,31 @@ def runner_env(
 ) -> dict[str, str]:
     """The caller's environment: a provider file for the scripted model, its key, a private
     TMPDIR (leftover workspaces are visible) and no OpenCode variables of the developer's."""
-    tmpdir = tmp_path / "tmpdir"
-    tmpdir.mkdir(exist_ok=True)
     providers = tmp_path / "providers.json"
     options = {"baseURL": model.base_url, "apiKey": "{env:FAKE_MODEL_KEY}"}
     provider = {"npm": "@ai-sdk/openai-compatible", "name": "Scripted", "models": {"m1": {}}}
     provider["options"] = options
     providers.write_text(json.dumps({"fake": provider}), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_", "XDG_"))}
-    env.update(FAKE_MODEL_KEY=MODEL_KEY, TMPDIR=str(tmpdir), SKILL_EVALS_PROVIDERS=str(providers))
-    env.update(extra or {})
-    return env
+    settings = {"FAKE_MODEL_KEY": MODEL_KEY, "SKILL_EVALS_PROVIDERS": str(providers)}
+    return caller_env(tmp_path, ("OPENCODE_", "XDG_"), settings, extra)
+
+
+def runner_args(binary: str, env: Mapping[str, str], *args: str) -> list[str]:
+    """``skill-evals runner``'s arguments for OpenCode on the scripted model."""
+    providers = env["SKILL_EVALS_PROVIDERS"]
+    return ["opencode", "--bin", binary, "--model", "fake/m1", "--provider-config", providers,
+            *args]  # fmt: skip
 
 
 def runner_command(binary: str, env: Mapping[str, str], *args: str) -> list[str]:
-    providers = env["SKILL_EVALS_PROVIDERS"]
-    return [sys.executable, "-m", "skill_evals", "runner", "opencode", "--bin", binary,
-            "--model", "fake/m1", "--provider-config", providers, *args]  # fmt: skip
+    return [sys.executable, "-m", "skill_evals", "runner", *runner_args(binary, env, *args)]
 
 
 def run_runner(
     binary: str, variant: str, skill: Path, env: Mapping[str, str], *args: str,
     prompt: str = REFUND_PROMPT,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:  # fmt: skip
-    proc = subprocess.run(
-        runner_command(binary, env, *args),
-        input=prompt, capture_output=True, text=True, timeout=300,
-        env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
-    )  # fmt: skip
+    proc = run_runner_cli(runner_args(binary, env, *args), variant, skill, env, prompt, 300)
     line = json.loads(proc.stdout) if proc.returncode == 0 else {}
     return proc, line
 

@@ -21,6 +21,15 @@ from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupEr
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
 from tests.agents.conftest import agent_binary, files_holding, keep_fixture, workspaces_in
+from tests.agents.e2e import (
+    REFUND_DESCRIPTION,
+    REFUND_PROMPT,
+    SHIPPING_BODY,
+    SHIPPING_DESCRIPTION,
+    caller_env,
+    run_runner_cli,
+    two_skills,
+)
 from tests.agents.fake_pi_model import (
     GENERIC_ANSWER,
     Behaviour,
@@ -33,11 +42,7 @@ from tests.agents.scripts import shape_body, shape_description
 from tests.conftest import assert_valid_report, skill_md, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "pi"
-REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 REFUND_BODY = "# Refund policy\n\nRefunds within 30 days with a receipt.\n"
-SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
-SHIPPING_BODY = "# Shipping\n\nParcels arrive in 3 to 5 working days.\n"
-REFUND_PROMPT = "Can I get refunds on store purchases without receipts?"
 
 
 def events(name: str) -> list[dict[str, Any]]:
@@ -367,11 +372,7 @@ def pi_binary() -> str:
 
 @pytest.fixture
 def skills(tmp_path: Path) -> dict[str, Path]:
-    root = tmp_path / "skills"
-    return {
-        "refund-policy": write_skill(root, "refund-policy", REFUND_DESCRIPTION, REFUND_BODY),
-        "shipping-times": write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY),
-    }
+    return two_skills(tmp_path, REFUND_BODY)
 
 
 @pytest.fixture
@@ -385,12 +386,8 @@ def runner_env(
 ) -> dict[str, str]:
     """The caller's environment for a runner: the scripted model, a private TMPDIR (so leftover
     workspaces are visible) and no stray pi variables from the developer's shell."""
-    tmpdir = tmp_path / "tmpdir"
-    tmpdir.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "SKILL_EVALS_PI_"))}
-    env.update(SKILL_EVALS_PI_BASE_URL=model.base_url, TMPDIR=str(tmpdir))
-    env.update(extra or {})
-    return env
+    settings = {"SKILL_EVALS_PI_BASE_URL": model.base_url}
+    return caller_env(tmp_path, ("PI_", "SKILL_EVALS_PI_"), settings, extra)
 
 
 def run_runner(
@@ -401,12 +398,8 @@ def run_runner(
     *args: str,
     prompt: str = REFUND_PROMPT,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "skill_evals", "runner", "pi", "--bin", pi_binary,
-         "--model", "fake", *args],
-        input=prompt, capture_output=True, text=True, timeout=120,
-        env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
-    )  # fmt: skip
+    argv = ["pi", "--bin", pi_binary, "--model", "fake", *args]
+    proc = run_runner_cli(argv, variant, skill, env, prompt, 120)
     # A result line (exit 0) or the runner's own reason (a runnerError line, exit 2).
     line = json.loads(proc.stdout) if proc.stdout.strip() else {}
     return proc, line

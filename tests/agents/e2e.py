@@ -1,0 +1,61 @@
+"""Shared parts of the end-to-end tests of the built-in runners (codex, gemini, opencode, pi):
+the two skills they are run with, the caller's environment for a runner and the runner's run as
+a `python -m skill_evals runner …` subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tests.conftest import write_skill
+
+REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
+SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
+SHIPPING_BODY = "# Shipping\n\nParcels arrive in 3 to 5 working days.\n"
+REFUND_PROMPT = "Can I get refunds on store purchases without receipts?"
+
+
+def two_skills(tmp_path: Path, refund_body: str) -> dict[str, Path]:
+    """``refund-policy`` (with ``refund_body``) and ``shipping-times`` under tmp_path/skills."""
+    root = tmp_path / "skills"
+    return {
+        "refund-policy": write_skill(root, "refund-policy", REFUND_DESCRIPTION, refund_body),
+        "shipping-times": write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY),
+    }
+
+
+def caller_env(
+    tmp_path: Path,
+    drop: tuple[str, ...],
+    settings: Mapping[str, str],
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The caller's environment for a runner: this process's without the variables starting
+    with ``drop`` (the developer's own agent settings), then ``settings``, a private TMPDIR
+    (tmp_path/tmpdir, so leftover workspaces are visible) and ``extra``."""
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.update(settings)
+    env["TMPDIR"] = str(tmpdir)
+    env.update(extra or {})
+    return env
+
+
+def run_runner_cli(
+    argv: Sequence[str],
+    variant: str,
+    skill: Path,
+    env: Mapping[str, str],
+    prompt: str,
+    timeout: float,
+) -> subprocess.CompletedProcess[str]:
+    """``skill-evals runner ARGV…`` for one ``variant`` of ``skill``, ``prompt`` on stdin."""
+    return subprocess.run(
+        [sys.executable, "-m", "skill_evals", "runner", *argv],
+        input=prompt, capture_output=True, text=True, timeout=timeout,
+        env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
+    )  # fmt: skip
