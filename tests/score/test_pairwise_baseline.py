@@ -228,13 +228,16 @@ def test_the_outputs_show_the_preference_over_the_baseline(run: dict[str, Any]) 
     )
     text = run["done"].stdout
     assert "preference over the baseline" in text and counts in text
+    assert "preference difference lower bound" in text and "pass-rate" not in text
     markdown = (root / "r.md").read_text("utf-8")
     assert counts.replace("(", "\\(").replace(")", "\\)") in markdown  # escaped
     assert "None" not in markdown
-    assert counts in (root / "r.html").read_text("utf-8")
+    html = (root / "r.html").read_text("utf-8")
+    assert counts in html and "preference difference upper bound" in html
     junit = ET.parse(root / "r.xml").getroot()
     case = next(c for c in junit.iter("testcase") if c.get("name") == "comparison")
     assert counts in (case.findtext("system-out") or "")
+    assert "preference difference lower bound" in markdown
 
 
 def _reruns_nothing(run: dict[str, Any], reused: str, *options: str, runner: bool = True) -> None:

@@ -22,6 +22,19 @@ GATE_LABELS: dict[str, tuple[str, str, str]] = {
 COMPARISON_KEYS = ("maxF1Drop", "maxPassDrop", "minF1Gain", "minPassGain")
 
 
+def gate_labels(report: Mapping[str, Any]) -> dict[str, tuple[str, str, str]]:
+    """GATE_LABELS for ``report``: in a suite scored by preference the pass gates read the
+    preference difference to the baseline, and say so."""
+    comparison = report.get("comparison")
+    task = comparison.get("task") if isinstance(comparison, Mapping) else None
+    if not isinstance(task, Mapping) or task.get("mode") != "pairwise":
+        return GATE_LABELS
+    return {
+        key: (label.replace("pass-rate", "preference"), sign, option)
+        for key, (label, sign, option) in GATE_LABELS.items()
+    }
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from .answers import AnswerBudget, Answers, case_answers
 from .cells import fmt_num, skill_status
-from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
+from .comparison import comparison_lines, gate_labels, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .html_base import anchor, badge, escape_html
 from .judge_lines import judge_summary
@@ -149,7 +149,7 @@ def _gate_list(report: dict[str, Any]) -> str:
     """Each configured gate: its value against its threshold and the verdict."""
     gates = report.get("gates") or {}
     gate_items = []
-    for key, (label, _sign, _option) in GATE_LABELS.items():
+    for key, (label, _sign, _option) in gate_labels(report).items():
         gate = gates.get(key)
         if isinstance(gate, dict):
             passed = gate.get("passed")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .comparison import COMPARISON_KEYS, GATE_LABELS, comparison_lines, scope_notes
+from .comparison import COMPARISON_KEYS, GATE_LABELS, comparison_lines, gate_labels, scope_notes
 from .junit_xml import Suite
 from .numbers import fmt_signed, fmt_threshold
 
@@ -45,7 +45,7 @@ def comparison_case(suite: Suite, report: Mapping[str, Any]) -> bool:
         gate = gates.get(key)
         if not isinstance(gate, Mapping):
             continue
-        label, sign, option = GATE_LABELS[key]
+        label, sign, option = gate_labels(report)[key]
         text = (
             f"{label} {fmt_signed(gate.get('value'))} against {option} "
             f"{fmt_threshold(gate.get('threshold'))} (must be {sign}"

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..escaping.invisible import escape_table
 from .cells import STATUS_ICON
-from .comparison import GATE_LABELS, comparison_lines, ledger_summary, report_ledger
+from .comparison import comparison_lines, gate_labels, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .judge_lines import judge_summary, pairwise_rows
 from .lists import LIST_LIMIT, limited
@@ -206,7 +206,7 @@ def _gate_lines(report: Mapping[str, Any]) -> list[str]:
     gates = report.get("gates") or {}
     gate_rows = [
         row
-        for key, (label, sign, _option) in GATE_LABELS.items()
+        for key, (label, sign, _option) in gate_labels(report).items()
         if (row := _gate_cell(report, gates.get(key), label, sign))
     ]
     if not gate_rows:

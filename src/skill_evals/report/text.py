@@ -13,8 +13,8 @@ from typing import Any
 from ..escaping.terminal import terminal_safe
 from .comparison import (
     COMPARISON_KEYS,
-    GATE_LABELS,
     comparison_lines,
+    gate_labels,
     ledger_summary,
     report_ledger,
 )
@@ -250,7 +250,8 @@ def _comparison_lines(report: Mapping[str, Any]) -> list[str]:
     lines = ["Compared with the baseline (baseline → this version; with − baseline)"]
     lines += [f"  {line}" for line in compared]
     for key in COMPARISON_KEYS:
-        lines += _gate_lines(report, key, GATE_LABELS[key][0], GATE_LABELS[key][1])
+        label, sign, _ = gate_labels(report)[key]
+        lines += _gate_lines(report, key, label, sign)
     return [*lines, ""]
 
 
