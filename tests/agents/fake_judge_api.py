@@ -1,11 +1,14 @@
 """A loopback fake of the Anthropic Messages and OpenAI Chat Completions APIs for the built-in
 judges: on 127.0.0.1, port 0, answering a script of replies in order, logging each request's
-path, headers and body, bounded in requests and time, stopped by the test."""
+path, headers and body, bounded in requests and time, stopped by the test; and the run of
+`skill-evals judge|propose` pointed at it."""
 
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -100,3 +103,21 @@ class FakeJudgeApi:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(5)
+
+
+def run_model_command(
+    command: str, provider: str, url: str, key: str | None, request: Any, *more: str
+) -> subprocess.CompletedProcess[str]:
+    """``skill-evals COMMAND PROVIDER MORE…`` (``judge`` or ``propose``) with ``request`` on
+    stdin, pointed at ``url`` with ``key`` (none: no key variable), and none of the caller's
+    own API keys and addresses."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env |= {"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
+    env[f"{provider.upper()}_BASE_URL"] = url
+    if key is not None:
+        env[f"{provider.upper()}_API_KEY"] = key
+    return subprocess.run(
+        ["skill-evals", command, provider, *more],
+        input=json.dumps(request), capture_output=True, text=True, env=env, timeout=120,
+        check=False,
+    )  # fmt: skip

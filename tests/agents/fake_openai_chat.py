@@ -32,9 +32,10 @@ import json
 import re
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.agents.loopback import LoopbackServer
 
 GENERIC_ANSWER = "I have no specific instructions for this, so here is a general answer."
 TITLE = "Skill question"
@@ -353,7 +354,7 @@ def stream_chunks(
     return chunks
 
 
-class FakeChat:
+class FakeChat(LoopbackServer):
     """The server: ``with FakeChat(Behaviour(...)) as model: model.base_url`` (…/v1). Every
     request body is kept in ``requests`` and each Authorization header in ``credentials``."""
 
@@ -364,28 +365,7 @@ class FakeChat:
         self._lock = threading.Lock()
         self._call_ids = itertools.count(1)
         self._failures = 0
-        self._release = threading.Event()  # lets hanging handlers go when the server stops
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeChat:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(self._handler(), port)
 
     def conversations(self) -> list[Conversation]:
         """Every request received so far, parsed (title requests left out)."""

@@ -29,11 +29,11 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.agents.fake_openai_chat import GENERIC_ANSWER, _chunk, _text_of, _words
+from tests.agents.loopback import LoopbackServer
 from tests.agents.scripts import Step, fill
 
 __all__ = ["GENERIC_ANSWER", "Behaviour", "FakePiModel", "Reply", "decide", "parse_request"]
@@ -216,7 +216,7 @@ def stream_chunks(reply: Reply, model: str, call_ids: itertools.count[int]) -> l
     return chunks
 
 
-class FakePiModel:
+class FakePiModel(LoopbackServer):
     """The server: ``with FakePiModel() as model: model.base_url`` (…/v1). Every request body
     received is kept in ``requests`` so tests can check what the agent was shown."""
 
@@ -226,28 +226,7 @@ class FakePiModel:
         self.credentials: list[str] = []  # the Authorization header of each request
         self._lock = threading.Lock()
         self._call_ids = itertools.count(1)
-        self._release = threading.Event()  # lets hanging handlers go when the server stops
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakePiModel:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(self._handler(), port)
 
     def system_prompts(self) -> list[str]:
         """The system prompt of every request received so far."""

@@ -6,8 +6,6 @@ a clear runnerError; through `test --judge` their verdicts gate like any other."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,13 @@ from typing import Any
 import pytest
 
 from tests._judge_helpers import cli_args, make_suite, report_of, run_cli
-from tests.agents.fake_judge_api import FakeJudgeApi, Reply, anthropic_text, openai_text
+from tests.agents.fake_judge_api import (
+    FakeJudgeApi,
+    Reply,
+    anthropic_text,
+    openai_text,
+    run_model_command,
+)
 from tests.conftest import assert_valid_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,21 +53,7 @@ def fake() -> Iterator[FakeJudgeApi]:
 
 
 def _judge(provider: str, url: str, request: dict[str, Any], *more: str, key: bool = True) -> Any:
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env |= {"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-    env[f"{provider.upper()}_BASE_URL"] = url
-    if key:
-        env[f"{provider.upper()}_API_KEY"] = KEY
-    done = subprocess.run(
-        ["skill-evals", "judge", provider, *more],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    return done
+    return run_model_command("judge", provider, url, KEY if key else None, request, *more)
 
 
 def _line(done: Any) -> dict[str, Any]:

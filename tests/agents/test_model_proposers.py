@@ -4,14 +4,19 @@ Completions APIs: `skill-evals propose …` as a subprocess pointed at them with
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.agents.fake_judge_api import FakeJudgeApi, Reply, anthropic_text, openai_text
+from tests.agents.fake_judge_api import (
+    FakeJudgeApi,
+    Reply,
+    anthropic_text,
+    openai_text,
+    run_model_command,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-dummy-0123456789-PROPOSERKEY"
@@ -29,15 +34,7 @@ ANSWER = 'Here you go: {"description": "Audit invoices, receipts and billing.", 
 
 
 def _propose(provider: str, url: str, *more: str, key: bool = True) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env |= {"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-    env[f"{provider.upper()}_BASE_URL"] = url
-    if key:
-        env[f"{provider.upper()}_API_KEY"] = KEY
-    done = subprocess.run(
-        ["skill-evals", "propose", provider, *more],
-        input=json.dumps(REQUEST), capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+    done = run_model_command("propose", provider, url, KEY if key else None, REQUEST, *more)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 1 and KEY not in done.stdout and KEY not in done.stderr
