@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .processes import ProcessSweeper, engine_children, forget_child, start_child
+from .processes import ProcessSweeper, engine_children, forget_child, start_piped
 from .runner import InvocationSpec, _Pump
 
 
@@ -62,17 +62,7 @@ def run_helper(
     the program does. ``failure`` names a start error, the timeout or the byte cap."""
     before = engine_children()
     try:
-        proc = start_child(
-            lambda: subprocess.Popen(
-                list(argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=dict(env),
-                start_new_session=True,
-                bufsize=0,
-            )
-        )
+        proc = start_piped(argv, env)
     except OSError as exc:
         return HelperEnd(b"", -1, f"cannot start {argv[0]!r}: {exc.strerror or 'error'}")
     except (ValueError, subprocess.SubprocessError) as exc:

@@ -164,6 +164,22 @@ def start_child(start: Callable[[], _P]) -> _P:
     return proc
 
 
+def start_piped(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with :func:`start_child` as a session leader (pid == sid == pgid), its
+    stdin, stdout and stderr unbuffered pipes."""
+    return start_child(
+        lambda: subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,
+            bufsize=0,
+        )
+    )
+
+
 def forget_child(pid: int) -> None:
     """``pid``, registered with :func:`register_child`, has been reaped."""
     with _CHILDREN_LOCK:
@@ -223,17 +239,7 @@ class ProcessSweeper:
     def spawn(self, argv: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
         """Start a runner as a session leader with piped stdin/stdout/stderr."""
         with self._lock:  # a sweep never mistakes a runner being born for a leftover
-            proc = start_child(
-                lambda: subprocess.Popen(
-                    list(argv),
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    env=dict(env),
-                    start_new_session=True,  # session leader: pid == sid == pgid
-                    bufsize=0,
-                )
-            )
+            proc = start_piped(argv, env)
             self._runners.add(proc.pid)
             return proc
 
