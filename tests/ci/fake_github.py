@@ -12,6 +12,7 @@ import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 REPO = "octo/skills"
@@ -75,6 +76,21 @@ class FakeGitHub:
                     self.bodies.append(body["body"])
                     return 200, comment
         return 404, {"message": "Not Found"}
+
+
+def pr_env(tmp_path: Path, token: str, pr: int, url: str, **extra: str) -> dict[str, str]:
+    """The GitHub Actions variables of a ``pull_request`` event for PR ``pr`` of REPO (its
+    event file written into ``tmp_path``), the API at ``url``; then ``extra``."""
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "base": {"sha": "0" * 40}}}))
+    return {
+        "GITHUB_TOKEN": token,
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_API_URL": url,
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_EVENT_NAME": "pull_request",
+        **extra,
+    }
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.ci.conftest import commit_all, git, make_repo, run_cli
-from tests.ci.fake_github import REPO, FakeGitHub, serving
+from tests.ci.fake_github import FakeGitHub, pr_env, serving
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ghs_SUGGESTtoken0987654321"
@@ -116,13 +116,6 @@ def api() -> Iterator[tuple[FakeGitHub, str]]:
         yield state, url
 
 
-def _env(tmp: Path, url: str) -> dict[str, str]:
-    event = tmp / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": PR, "base": {"sha": "0" * 40}}}))
-    return {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": url,
-            "GITHUB_EVENT_PATH": str(event), "GITHUB_EVENT_NAME": "pull_request"}  # fmt: skip
-
-
 @pytest.mark.parametrize("touches", [True, False])
 def test_the_review_comment_goes_where_the_pr_changed_the_description(
     suggested: dict[str, Any], api: tuple[FakeGitHub, str], tmp_path: Path, touches: bool
@@ -136,7 +129,7 @@ def test_the_review_comment_goes_where_the_pr_changed_the_description(
     state.files = [{"filename": "skills/invoice-audit/SKILL.md", "patch": patch}]
     out = tmp_path / "out"
     done = run_cli(["ci", "--base", suggested["base"], "--out", str(out), "--comment"],
-                   suggested["repo"], _env(tmp_path, url))  # fmt: skip
+                   suggested["repo"], pr_env(tmp_path, TOKEN, PR, url))  # fmt: skip
     assert done.returncode == 1, done.stderr
     if touches:
         (review,) = state.reviews

@@ -22,7 +22,7 @@ from skill_evals.ci.summary import MARKER
 from skill_evals.report.md_text import code_span
 
 from .conftest import SIMULATED, build_repo, run_cli
-from .fake_github import REPO, FakeGitHub, serving
+from .fake_github import FakeGitHub, pr_env, serving
 
 TOKEN = "ghs_forgedCommentToken000000"
 PR = 9
@@ -139,16 +139,7 @@ def test_a_forged_report_posts_no_link_image_tag_or_mention(
     state, url = api
     report_path = tmp_path / "report.json"
     report_path.write_text(json.dumps(_forge(real_run["report"], where)), encoding="utf-8")
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": PR}}), encoding="utf-8")
-    env = {
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_REPOSITORY": REPO,
-        "GITHUB_API_URL": url,
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_EVENT_NAME": "workflow_run",
-        "TMPDIR": str(tmp_path),
-    }
+    env = pr_env(tmp_path, TOKEN, PR, url, GITHUB_EVENT_NAME="workflow_run", TMPDIR=str(tmp_path))
     started = time.monotonic()
     done = run_cli(["ci", "comment", str(report_path), "--pr", str(PR)], real_run["repo"], env)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -168,15 +159,7 @@ def test_a_base_repository_skill_name_is_plain_text(
     state, url = api
     report_path = tmp_path / "report.json"
     report_path.write_text(json.dumps(real_run["report"]), encoding="utf-8")
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": PR}}), encoding="utf-8")
-    env = {
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_REPOSITORY": REPO,
-        "GITHUB_API_URL": url,
-        "GITHUB_EVENT_PATH": str(event),
-        "TMPDIR": str(tmp_path),
-    }
+    env = pr_env(tmp_path, TOKEN, PR, url, TMPDIR=str(tmp_path))
     done = run_cli(["ci", "comment", str(report_path), "--pr", str(PR)], real_run["repo"], env)
     assert done.returncode == 0, done.stderr[-3000:]
     (body,) = state.bodies

@@ -12,8 +12,9 @@ from skill_evals.ci import github
 from skill_evals.ci.summary import MARKER
 from tests.conftest import write_skill
 
+from . import fake_github
 from .conftest import run_cli
-from .fake_github import REPO, FakeGitHub, serving
+from .fake_github import FakeGitHub, serving
 
 TOKEN = "ghs_SECRETtoken1234567890"
 PR = 7
@@ -27,16 +28,7 @@ def api() -> Iterator[tuple[FakeGitHub, str]]:
 
 
 def pr_env(tmp_path: Path, url: str, **extra: str) -> dict[str, str]:
-    event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": PR, "base": {"sha": "0" * 40}}}))
-    return {
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_REPOSITORY": REPO,
-        "GITHUB_API_URL": url,
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_EVENT_NAME": "pull_request",
-        **extra,
-    }
+    return fake_github.pr_env(tmp_path, TOKEN, PR, url, **extra)
 
 
 def test_create_then_update_in_place_never_touching_others(
