@@ -9,6 +9,8 @@ money is spent on a run that cannot pass.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,6 +45,7 @@ from .run.judge_phase import judge_result
 from .run.judging import Judging
 from .run.record_lock import RecordLocks
 from .run.route_progress import RouteProgress
+from .run.sandbox_probe import SandboxChoice, requested_mode, sandbox_paths, warning_text
 from .suite.cases import CaseSuite, load_cases
 from .suite.catalog import Catalog
 from .suite.route_cases import RouteSuite, load_route_cases, load_route_catalog
@@ -80,6 +83,19 @@ class _RunOptions:
     env: Mapping[str, str] | None = None
     cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
     require_verified_isolation: bool = False
+    sandbox: str | None = None  # --sandbox (else SKILL_EVALS_SANDBOX, else auto)
+    sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
+    # A decision shared by several runs of one engine (the skills of `ci`): it replaces the
+    # two fields above.
+    sandbox_choice: SandboxChoice | None = None
+
+    def sandbox_mode(self) -> SandboxChoice:
+        """The run's sandbox choice (exit 5 for an unknown mode or a bad --sandbox-path)."""
+        if self.sandbox_choice is not None:
+            return self.sandbox_choice
+        environ = os.environ if self.env is None else self.env
+        mode = requested_mode(self.sandbox, environ, None)
+        return SandboxChoice(mode, sandbox_paths(self.sandbox_path))
 
     @property
     def effective_timeout_ms(self) -> int:
@@ -98,6 +114,7 @@ class _RunOptions:
     def run_settings(self, **more: Any) -> RunSettings:
         """How each invocation runs (``more``: the command's own settings)."""
         return RunSettings(
+            sandbox=self.sandbox_choice,
             runner=self.runner,
             trials=self.trials,
             jobs=self.jobs,
@@ -224,6 +241,13 @@ def _cache_use(run: RunSettings, scope: str, excluded: tuple[str, ...] = ()) -> 
     return CacheUse(run.cache, is_builtin_runner(run.runner), scope, excluded)
 
 
+def sandbox_warning(ran: Ran) -> list[str]:
+    """The warning of an unsandboxed run, for a report that keeps its own warnings."""
+    sandbox = ran.result.sandbox
+    reason = sandbox.get("reason") if isinstance(sandbox, dict) else None
+    return [warning_text(reason)] if isinstance(reason, str) else []
+
+
 def _result(ran: Ran | None, recorded: ExecutionResult | None) -> ExecutionResult:
     """What is scored: the run's result, or the recorded observations (one of the two)."""
     result = ran.result if ran is not None else recorded
@@ -252,6 +276,7 @@ def run_test(
     locks = RecordLocks()
     try:
         check_modes(options.runner, files)
+        run = dataclasses.replace(run, sandbox=options.sandbox_mode())
         locks.take(files.record, files.resume)  # before F is read; held to the end
         check_runner_only(files, run, options.scope)
         skill = load_skill(options.skill, options.profile)
@@ -287,6 +312,7 @@ def run_test(
         )
         if ran is not None and ran.cache_misses is not None:
             report["runner"]["cacheMisses"] = ran.cache_misses
+        report["sandbox"] = ran.result.sandbox if ran is not None else None
         return _with_lint(add_judging(report, judging), lint)
     except LintFailed as exc:
         return _with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), exc.result)
@@ -329,6 +355,7 @@ def run_route(
     locks = RecordLocks()
     try:
         check_modes(options.runner, files)
+        run = dataclasses.replace(run, sandbox=options.sandbox_mode())
         locks.take(files.record, files.resume)  # before F is read; held to the end
         catalog = options.catalog()
         check_catalog_outputs(catalog, files, held)
@@ -343,7 +370,7 @@ def run_route(
             ran = run_plan(plan.execution, _cache_use(run, CACHE_SCOPE), watched, shown)
         warnings = catalog_warnings(catalog)
         if ran is not None:
-            warnings = [*warnings, *ran.exposure, *ran.cache_warnings]
+            warnings = [*warnings, *sandbox_warning(ran), *ran.exposure, *ran.cache_warnings]
         report = build_route_report(
             catalog,
             suite,
@@ -360,6 +387,7 @@ def run_route(
             and isinstance(report.get("runner"), dict)
         ):
             report["runner"]["cacheMisses"] = ran.cache_misses
+        report["sandbox"] = ran.result.sandbox if ran is not None else None
         return report
     except EvalError as exc:
         warnings = catalog_warnings(catalog) if catalog is not None else []

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..run.helper_commands import describe_exit, run_quiet, scrubbed_env, substitute
+from ..run.helper_commands import Confinement, describe_exit, run_helper
 from ..suite.jsonl import loads_strict
 from .model import (
     CHECK_SECONDS,
@@ -43,6 +43,7 @@ class WorkspaceView:
     env: Mapping[str, str]
     before: Snapshot | str | None = None  # a str: why the snapshot after setup failed
     cancel: threading.Event | None = None
+    confinement: Confinement | None = None  # the invocation's sandbox, for `command`
     _after: Snapshot | str | None = field(default=None, repr=False)
 
     def after(self) -> Snapshot | str:
@@ -145,12 +146,8 @@ def _changes(check: ChangesWithin | Unchanged, view: WorkspaceView) -> Outcome:
 
 
 def _command(check: Command, view: WorkspaceView) -> Outcome:
-    finished = run_quiet(
-        substitute(check.run, view.root),
-        view.root,
-        scrubbed_env(view.env, view.root),
-        check.timeout_ms / 1000.0,
-        view.cancel,
+    finished = run_helper(
+        check.run, view.root, view.env, check.timeout_ms / 1000.0, view.cancel, view.confinement
     )
     if finished.returncode is not None and finished.returncode == check.expect_exit:
         return PASSED

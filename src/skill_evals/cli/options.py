@@ -96,6 +96,19 @@ _SPECS: dict[str, dict[str, Any]] = {
         "help": "Start no judge process after N (retries included); --max-invocations never "
         "counts them, --max-cost-usd counts both. Default: no limit.",
     },
+    "--sandbox": {
+        "default": None,
+        "metavar": "auto|required|off",
+        "help": "Run the runner, setup commands and command checks in a bubblewrap sandbox: "
+        "auto (when usable, else a warning), required (exit 7 when unusable), off. "
+        "Default: SKILL_EVALS_SANDBOX, else auto (docs/sandbox.md).",
+    },
+    "--sandbox-path": {
+        "multiple": True,
+        "metavar": "PATH[:rw]",
+        "help": "Also let the sandbox read PATH (a toolchain, a verifier); PATH:rw lets it "
+        "write there too. Repeatable. Default: none.",
+    },
 }
 
 

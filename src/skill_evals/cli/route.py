@@ -101,6 +101,8 @@ _OPTIONS = [
         "arm, so there is no isolation to verify (the report says so). Default: off.",
     ),
     option("--quiet", "-q", help="No progress on stderr."),
+    option("--sandbox"),
+    option("--sandbox-path", "sandbox_path"),
     cache_options,
 ]
 

@@ -122,6 +122,8 @@ _OPTIONS = [
         help_text="Move each invocation's workspace to DIR/<case>/<trial>/<variant>/ instead of "
         "deleting it (debugging; DIR must be new or empty, outside the skill). Default: none.",
     ),
+    option("--sandbox"),
+    option("--sandbox-path", "sandbox_path"),
     cache_options,
     scope_options,
 ]

@@ -14,6 +14,7 @@ from ..cache.settings import CacheSettings
 from ..errors import InsufficientUnits
 from ..run.execute import ExecutionPlan
 from ..run.observations import Observation
+from ..run.sandbox_probe import SandboxChoice
 from ..suite.cases import MIN_UNITS, CaseSuite
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -51,6 +52,7 @@ class RunSettings:
     env: Mapping[str, str] | None = None
     cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
     keep_workspaces: Path | None = None  # move each invocation's workspace here
+    sandbox: SandboxChoice | None = None  # the run's sandbox mode, decided before one starts
 
     def execution_plan(
         self,
@@ -80,6 +82,7 @@ class RunSettings:
             keep_workspaces=self.keep_workspaces,
             retries=self.retries,
             retry_delay=self.retry_delay,
+            sandbox=self.sandbox,
             **more,
         )
 

@@ -16,6 +16,7 @@ full, and the order does not depend on the options.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -31,11 +32,14 @@ from ..plan.settle import Settler, Verdict
 from ..score.task_results import task_passed
 from .execution_plan import ExecutionPlan, ExecutionResult, SettleSpec
 from .judge_pairs import Pairs, judge_pairs
+from .helper_commands import probe_environment
 from .observations import Key, Observation, RunnerFailure, isolation_breach
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
 from .regex import RegexPool
+from .sandbox import Sandbox
+from .sandbox_probe import SandboxChoice, SandboxState
 from .scheduler import Scheduler
 from .workspace import WorkspaceRoot
 
@@ -117,6 +121,10 @@ def _run_workers(
 ) -> Scheduler:
     """Run ``todo`` on ``plan.jobs`` worker threads until done, stopped or interrupted; the
     scheduler holds what they did."""
+    state = _sandbox_state(plan) if todo else None
+    sandbox = None
+    if state is not None and state.program is not None:
+        sandbox = Sandbox(state.program, plan.sandbox.paths if plan.sandbox else ())
     writer = RecordWriter(plan.record) if plan.record is not None else None
     with ExitStack() as stack:
         if writer is not None:
@@ -124,7 +132,7 @@ def _run_workers(
         # Entered first, left last: the engine's own helpers (regex checks, workspaces) are
         # closed before the leftovers of the runners are swept.
         sweeper = stack.enter_context(ProcessSweeper().running())
-        workspaces = stack.enter_context(WorkspaceRoot(plan.keep_workspaces))
+        workspaces = stack.enter_context(WorkspaceRoot(plan.keep_workspaces, sandbox=sandbox))
         regex = stack.enter_context(RegexPool())
         settler = _settler(plan, keys, regex)
         if settler is not None:
@@ -136,6 +144,10 @@ def _run_workers(
         sched.sweeper = sweeper
         if plan.judging is not None:  # its judges die with the run's interrupt, as runners do
             plan.judging.cancel, plan.judging.sweeper = sched.cancel, sweeper
+        sched.sandbox = sandbox
+        sched.sandbox_state = state
+        if state is not None and state.warning is not None:
+            sched.messages.append(state.warning)
         for warning in workspaces.warnings:  # a stale root that could not be removed
             print(f"skill-evals: warning: {terminal_safe(warning)}", file=sys.stderr)
             sched.messages.append(warning)
@@ -182,6 +194,12 @@ def _finish_pairs(sched: Scheduler, plan: ExecutionPlan, known: Mapping[Key, Obs
         if failure is not None:
             del sched.observations[key]
             sched.failures[key] = RunnerFailure(key[0], key[1], key[2], failure)
+def _sandbox_state(plan: ExecutionPlan) -> SandboxState:
+    """The run's sandbox decision (probed once per engine run): SandboxUnusable (exit 7)
+    before anything starts when it is required and unusable."""
+    choice = plan.sandbox if plan.sandbox is not None else SandboxChoice()
+    base = os.environ if plan.base_env is None else plan.base_env
+    return choice.state(base, probe_environment(base))
 
 
 def _result(
@@ -224,6 +242,7 @@ def _result(
         ledger=sched.ledger.to_json(),
         stopped=stopped,
         settled=settled,
+        sandbox=sched.sandbox_state.to_json() if sched.sandbox_state is not None else None,
     )
 
 

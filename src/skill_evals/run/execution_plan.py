@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..plan.arms import Arm
 from ..plan.run_control import Budget, InvocationCache, Stopped
@@ -17,6 +17,9 @@ from ..suite.cases import CaseSuite
 from .judging import Judging
 from .observations import VARIANTS, Key, Observation, RunnerFailure, Variant
 from .records import plan_keys
+
+if TYPE_CHECKING:
+    from .sandbox_probe import SandboxChoice
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class ExecutionPlan:
     settle: SettleSpec | None = None
     cache: InvocationCache | None = None
     judging: Judging | None = None  # the judge checks' judge, when the suite has any
+    # The run's sandbox mode, decided when the first invocation is about to start (None: auto).
+    sandbox: SandboxChoice | None = None
 
     def arm_table(self) -> dict[str, Arm]:
         """Arm name → Arm for every arm this plan runs."""
@@ -97,3 +102,4 @@ class ExecutionResult:
     ledger: dict[str, Any] | None = None  # runner.ledger
     stopped: Stopped | None = None  # the run stopped early: a settled verdict or a budget
     settled: Verdict | None = None  # the settled verdict of every gate, when there is one
+    sandbox: dict[str, Any] | None = None  # the report's sandbox block (None: nothing ran)

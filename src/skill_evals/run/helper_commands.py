@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .child_env import without_job_secrets
 from .processes import (
     HELPER_VAR,
     ProcessSweeper,
@@ -23,6 +24,7 @@ from .processes import (
     forget_child,
     start_child,
 )
+from .sandbox import Sandbox, startable
 
 WORKSPACE_VAR = "SKILL_EVALS_WORKSPACE"
 _CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
@@ -37,10 +39,50 @@ def credential_like(name: str) -> bool:
 
 
 def scrubbed_env(base: Mapping[str, str], workspace: Path) -> dict[str, str]:
-    """``base`` without credential-like variables, plus SKILL_EVALS_WORKSPACE."""
-    env = {k: v for k, v in base.items() if not credential_like(k)}
+    """``base`` without credential-like variables and the job's own (child_env.py), plus
+    SKILL_EVALS_WORKSPACE."""
+    env = {k: v for k, v in without_job_secrets(base).items() if not credential_like(k)}
     env[WORKSPACE_VAR] = str(workspace)
     return env
+
+
+def probe_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """What the sandbox probe runs with: the caller's environment without credentials."""
+    return {k: v for k, v in without_job_secrets(base).items() if not credential_like(k)}
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """Where an invocation's helper commands run: in ``sandbox`` (None: unsandboxed) with the
+    invocation's private ``tmp`` and ``home``."""
+
+    sandbox: Sandbox | None = None
+    tmp: Path | None = None
+    home: Path | None = None
+
+
+def run_helper(
+    argv: Sequence[str],
+    workspace: Path,
+    base_env: Mapping[str, str],
+    timeout_seconds: float,
+    cancel: threading.Event | None = None,
+    confinement: Confinement | None = None,
+) -> Finished:
+    """A setup command or a ``command`` check: ``{workspace}`` substituted, run in W with the
+    scrubbed environment, sandboxed when the run is (its private TMPDIR and HOME then)."""
+    argv = substitute(argv, workspace)
+    env = scrubbed_env(base_env, workspace)
+    sandbox = confinement.sandbox if confinement is not None else None
+    if sandbox is not None and confinement is not None:
+        writable = [workspace]
+        for name, path in (("TMPDIR", confinement.tmp), ("HOME", confinement.home)):
+            if path is not None:
+                env[name] = str(path)
+                writable.append(path)
+        if argv and startable(argv[0], str(workspace), env):
+            argv = sandbox.command(argv, env, str(workspace), writable)
+    return run_quiet(argv, workspace, env, timeout_seconds, cancel)
 
 
 def substitute(argv: Sequence[str], workspace: Path) -> list[str]:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import threading
 from collections.abc import Callable, Mapping
 
+from ..agents.runner_env import builtin_runner_env
 from ..checks import NOT_CALLED, WorkspaceView, judge_task
 from ..checks.judge_files import capture
 from ..checks.judge_model import Judge, JudgePairwise
@@ -23,6 +25,7 @@ from ..plan.ledger import Ledger
 from ..plan.run_control import StopReason, retry_delay
 from ..plan.settle import Settler
 from ..suite.cases import Case
+from .child_env import without_job_secrets
 from .execution_plan import ExecutionPlan
 from .helper_commands import WORKSPACE_VAR
 from .observations import Key, Observation, RunnerFailure, isolation_breach
@@ -31,6 +34,8 @@ from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
 from .regex import RegexPool
 from .runner import InvocationSpec, invocation_env, run_invocation
+from .sandbox import Sandbox, skill_paths, startable
+from .sandbox_probe import SandboxState
 from .workspace import Prepared, WorkspaceRoot
 
 Outcome = Observation | RunnerFailure
@@ -81,12 +86,18 @@ class Scheduler:
         self.error: BaseException | None = None
         base = os.environ if plan.base_env is None else plan.base_env
         self.base_env: Mapping[str, str] = base
+        # A built-in runner starts with its agent's allowlist only; no child gets the job's
+        # own secrets (child_env.py).
+        builtin = builtin_runner_env(shlex.join(plan.command), base)
+        self.runner_base = without_job_secrets(base if builtin is None else builtin)
+        self.sandbox: Sandbox | None = None
+        self.sandbox_state: SandboxState | None = None
         self.cases: dict[str, Case] = plan.suite.by_id()
         self.expect = {case.id: case.expect_trigger for case in plan.suite.cases}
 
     def env_for(self, case_id: str, trial: int, arm: Arm) -> dict[str, str]:
         """The runner's environment for one invocation of ``arm``."""
-        env = invocation_env(self.base_env, arm.echo, str(arm.skill_dir), case_id, trial)
+        env = invocation_env(self.runner_base, arm.echo, str(arm.skill_dir), case_id, trial)
         env[ARM_VAR] = arm.name
         for name, value in (self.plan.extra_env or {}).items():
             if value is None:
@@ -295,7 +306,7 @@ class Scheduler:
         # The runner's temporary files go with its workspace, even when it is killed.
         env["TMPDIR"] = str(prepared.tmp)
         spec = InvocationSpec(
-            argv=tuple(self.plan.command),
+            argv=self._argv(env, prepared),
             prompt=case.prompt,
             env=env,
             case_id=case_id,
@@ -322,7 +333,13 @@ class Scheduler:
             files = capture(prepared.workspace, globs)
             outcome = dataclasses.replace(outcome, judge_files=tuple(files))
         if case.task is not None:
-            view = WorkspaceView(prepared.workspace, self.base_env, prepared.before, self.cancel)
+            view = WorkspaceView(
+                prepared.workspace,
+                self.base_env,
+                prepared.before,
+                self.cancel,
+                self.workspaces.confinement(prepared),
+            )
             outcomes = judge_task(case.task, outcome, self.regex, view)
             if self.cancel.is_set():
                 return None, result.elapsed_ms, False  # a verifier was interrupted: not judged
@@ -332,6 +349,20 @@ class Scheduler:
                 reasons=tuple(o.reason for o in outcomes),
             )
         return outcome, result.elapsed_ms, False
+
+    def _argv(self, env: dict[str, str], prepared: Prepared) -> tuple[str, ...]:
+        """The runner's command line: in its own sandbox when the run is sandboxed (with the
+        private HOME); as given otherwise, or when the program cannot be found (it then fails
+        to start the same way either way)."""
+        argv = tuple(self.plan.command)
+        if self.sandbox is None or not argv:
+            return argv
+        cwd = os.getcwd()
+        if not startable(argv[0], cwd, env):
+            return argv
+        env["HOME"] = str(prepared.home)
+        writable = [prepared.workspace, prepared.tmp, prepared.home]
+        return tuple(self.sandbox.command(argv, env, cwd, writable, skill_paths(env)))
 
     def worker(self) -> None:
         """One job: take and run invocations until nothing more may start."""

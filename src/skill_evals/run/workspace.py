@@ -29,8 +29,9 @@ from ..checks.model import CHECK_SECONDS
 from ..checks.snapshot import Snapshot, SnapshotProblem, take_snapshot
 from ..suite.fixtures import ROOT_PREFIX
 from ..suite.walks import TreeTooLarge, copy_tree, remove_tree, walk
-from .helper_commands import describe_exit, run_quiet, scrubbed_env, substitute
+from .helper_commands import Confinement, describe_exit, run_helper
 from .processes import pid_alive
+from .sandbox import Sandbox
 
 SETUP_SECONDS = 60.0
 
@@ -128,9 +129,10 @@ def safe_name(case_id: str) -> str:
 class Prepared:
     """One invocation's workspace, ready for the runner (``failure`` None) or not."""
 
-    slot: Path  # the invocation's private directory: workspace/ and tmp/
+    slot: Path  # the invocation's private directory: workspace/, tmp/ and home/
     workspace: Path  # W, handed to the runner as SKILL_EVALS_WORKSPACE
     tmp: Path  # the runner's TMPDIR, removed with the slot
+    home: Path  # the sandbox's empty HOME, removed with the slot
     before: Snapshot | str | None = None  # after setup, when a check compares with it
     failure: str | None = None  # a runner failure reason ("setup: command 1 ...")
     interrupted: bool = False
@@ -140,13 +142,16 @@ class WorkspaceRoot:
     """The private root of one run's workspaces. Use as a context manager: leaving it removes
     every workspace that is still there."""
 
-    def __init__(self, keep_dir: Path | None = None, tmp: Path | None = None) -> None:
+    def __init__(
+        self, keep_dir: Path | None = None, tmp: Path | None = None, sandbox: Sandbox | None = None
+    ) -> None:
         base = Path(tempfile.gettempdir()) if tmp is None else tmp
         # Shown once each (stderr and the report's messages); never a reason to stop.
         self.warnings = sweep_stale_roots(base)
         self.path = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-", dir=base))
         os.chmod(self.path, 0o300)  # enter by name, never list
         self.keep_dir = keep_dir
+        self.sandbox = sandbox  # setup commands and `command` checks run in it when set
         self._lock = threading.Lock()
 
     def prepare(
@@ -159,9 +164,9 @@ class WorkspaceRoot:
     ) -> Prepared:
         """A fresh workspace with the fixture copied in and the setup commands run in it."""
         slot = self.path / secrets.token_hex(16)
-        prepared = Prepared(slot, slot / "workspace", slot / "tmp")
+        prepared = Prepared(slot, slot / "workspace", slot / "tmp", slot / "home")
         try:
-            for directory in (slot, prepared.workspace, prepared.tmp):
+            for directory in (slot, prepared.workspace, prepared.tmp, prepared.home):
                 directory.mkdir(mode=0o700)
         except OSError as exc:
             prepared.failure = f"workspace: cannot create it in {self.path} ({exc.strerror})"
@@ -176,12 +181,8 @@ class WorkspaceRoot:
                 prepared.failure = f"fixture: cannot copy {fixture} ({exc.strerror})"
                 return prepared
         for number, argv in enumerate(setup, 1):
-            finished = run_quiet(
-                substitute(argv, prepared.workspace),
-                prepared.workspace,
-                scrubbed_env(env, prepared.workspace),
-                SETUP_SECONDS,
-                cancel,
+            finished = run_helper(
+                argv, prepared.workspace, env, SETUP_SECONDS, cancel, self.confinement(prepared)
             )
             if finished.problem == "interrupted":
                 prepared.interrupted = True
@@ -199,6 +200,10 @@ class WorkspaceRoot:
             except OSError as exc:
                 prepared.before = f"cannot read the workspace ({exc.strerror})"
         return prepared
+
+    def confinement(self, prepared: Prepared) -> Confinement:
+        """Where the invocation's setup commands and `command` checks run."""
+        return Confinement(self.sandbox, prepared.tmp, prepared.home)
 
     def dispose(self, prepared: Prepared, case_id: str, trial: int, variant: str) -> str | None:
         """Remove the invocation's directory, after moving the workspace to

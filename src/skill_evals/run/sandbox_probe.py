@@ -1,0 +1,212 @@
+"""Whether the work under test runs sandboxed (docs/sandbox.md): the requested mode (option,
+``SKILL_EVALS_SANDBOX``, config, else ``auto``), the probe of the bubblewrap program, the
+decision once per engine run, the report's ``sandbox`` block and the warning of an
+unsandboxed run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import EvidenceUnavailable, InvalidInput
+
+MODES = ("auto", "required", "off")
+MODE_VAR = "SKILL_EVALS_SANDBOX"
+PROGRAM_VAR = "SKILL_EVALS_BWRAP"
+PROBE_SECONDS = 5.0
+_REASON_CHARS = 200
+_READ_CAP = 65_536
+
+
+def requested_mode(option: str | None, environ: Mapping[str, str], config: str | None,
+                   config_where: str = "config sandbox") -> str:  # fmt: skip
+    """The requested mode: ``--sandbox``, else ``SKILL_EVALS_SANDBOX``, else the config's
+    ``sandbox:``, else ``auto``. Another value is exit 5 naming where it came from."""
+    for value, where in (
+        (option, "--sandbox"),
+        (environ.get(MODE_VAR), MODE_VAR),
+        (config, config_where),
+    ):
+        if value is None or (where == MODE_VAR and value == ""):
+            continue
+        if value not in MODES:
+            shown = value[:40].encode("unicode_escape").decode("ascii")
+            raise InvalidInput(
+                f"{where}: unknown sandbox mode {shown!r}; use one of {', '.join(MODES)}"
+            )
+        return value
+    return "auto"
+
+
+def sandbox_paths(
+    given: Sequence[str], where: str = "--sandbox-path"
+) -> tuple[tuple[str, bool], ...]:
+    """``PATH`` (read-only) or ``PATH:rw`` (read-write) entries as absolute paths; exit 5 for
+    one that does not exist or is ``/``."""
+    found: list[tuple[str, bool]] = []
+    for text in given:
+        path, writable = (text[:-3], True) if text.endswith(":rw") else (text, False)
+        absolute = os.path.abspath(os.path.expanduser(path)) if path else ""
+        if not absolute or absolute == "/" or not os.path.exists(absolute):
+            shown = text[:200].encode("unicode_escape").decode("ascii")
+            raise InvalidInput(
+                f"{where} {shown!r}: give an existing file or directory other than / "
+                "(append :rw for read-write)"
+            )
+        found.append((absolute, writable))
+    return tuple(found)
+
+
+def warning_text(reason: str) -> str:
+    """The warning every output of an unsandboxed run carries (without the ``warning:``)."""
+    return (
+        f"not sandboxed ({reason}): runner, setup and command checks can read this machine's "
+        "files and processes"
+    )
+
+
+class SandboxUnusable(EvidenceUnavailable):
+    """``--sandbox required`` and bubblewrap cannot be used: exit 7 before anything starts."""
+
+
+@dataclass(frozen=True)
+class SandboxState:
+    """What the engine decided: ``mode`` ``bwrap`` (``program`` the bwrap to run) or ``off``
+    (``reason`` why)."""
+
+    requested: str
+    mode: str
+    reason: str | None
+    version: str | None
+    program: str | None = None
+    proxied: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        """The report's ``sandbox`` block."""
+        return {
+            "requested": self.requested,
+            "mode": self.mode,
+            "reason": self.reason,
+            "version": self.version,
+            "proxied": list(self.proxied),
+        }
+
+    @property
+    def warning(self) -> str | None:
+        """The message of an unsandboxed run, None when sandboxed."""
+        return None if self.reason is None else warning_text(self.reason)
+
+
+def _clean_line(data: bytes) -> str:
+    line = data.decode("utf-8", "replace").splitlines()[0] if data.strip() else ""
+    kept = "".join(c for c in line if c.isprintable())
+    return kept[:_REASON_CHARS]
+
+
+def _version(program: str, env: Mapping[str, str]) -> str | None:
+    try:
+        done = subprocess.run(
+            [program, "--version"],
+            capture_output=True,
+            timeout=PROBE_SECONDS,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return _clean_line(done.stdout[:_READ_CAP]) or None
+
+
+def find_program(environ: Mapping[str, str]) -> str | None:
+    """``SKILL_EVALS_BWRAP`` when set, else ``bwrap`` on ``PATH``; None when neither exists."""
+    given = environ.get(PROGRAM_VAR)
+    if given:
+        return given if os.path.isfile(given) and os.access(given, os.X_OK) else None
+    return shutil.which("bwrap", path=environ.get("PATH", os.defpath))
+
+
+def probe(program: str, env: Mapping[str, str]) -> str | None:
+    """Run ``true`` in a sandbox holding only the system directories; None when it exited 0
+    within 5 seconds, else the reason."""
+    from .sandbox import probe_argv
+
+    try:
+        done = subprocess.run(
+            probe_argv(program),
+            capture_output=True,
+            timeout=PROBE_SECONDS,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return "bwrap probe timed out"
+    except OSError as exc:
+        return f"bwrap failed its probe (exit 127: {exc.strerror or type(exc).__name__})"
+    if done.returncode == 0:
+        return None
+    first = _clean_line(done.stderr[:_READ_CAP])
+    return f"bwrap failed its probe (exit {done.returncode}: {first})"
+
+
+def decide(
+    requested: str, environ: Mapping[str, str], probe_env: Mapping[str, str]
+) -> SandboxState:
+    """Probe (unless ``off``) and decide; SandboxUnusable for ``required`` when unusable."""
+    program: str | None = None
+    if requested == "off":
+        reason: str | None = "--sandbox off"
+    elif not sys.platform.startswith("linux"):
+        reason = "not Linux"
+    elif (program := find_program(environ)) is None:
+        reason = "bwrap not found"
+    else:
+        reason = probe(program, probe_env)
+    if reason is None:
+        assert program is not None
+        return SandboxState(requested, "bwrap", None, _version(program, probe_env), program)
+    if requested == "required":
+        raise SandboxUnusable(f"sandbox required but unusable: {reason}")
+    return SandboxState(requested, "off", reason, None)
+
+
+class SandboxChoice:
+    """The requested mode of one engine run and its decision, taken once, when something is
+    about to run (a ``ci`` run's skills share it). The warning is printed once on stderr."""
+
+    def __init__(self, requested: str = "auto", paths: tuple[tuple[str, bool], ...] = ()) -> None:
+        self.requested = requested
+        self.paths = paths  # --sandbox-path: (absolute path, writable)
+        self._lock = threading.Lock()
+        self._state: SandboxState | None = None
+        self._error: SandboxUnusable | None = None
+
+    def state(self, environ: Mapping[str, str], probe_env: Mapping[str, str]) -> SandboxState:
+        """The decision (probing the first time); SandboxUnusable (exit 7) for ``required``."""
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            if self._state is None:
+                try:
+                    self._state = decide(self.requested, environ, probe_env)
+                except SandboxUnusable as exc:
+                    self._error = exc
+                    print(f"skill-evals: {exc}", file=sys.stderr, flush=True)
+                    raise
+                if self._state.warning is not None:
+                    print(f"skill-evals: warning: {self._state.warning}", file=sys.stderr,
+                          flush=True)  # fmt: skip
+            return self._state
+
+    @property
+    def decided(self) -> SandboxState | None:
+        """The decision, when one was taken."""
+        return self._state
