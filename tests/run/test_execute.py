@@ -16,6 +16,7 @@ import pytest
 
 from skill_evals.run.execute import ExecutionPlan, ExecutionResult, Progress, execute
 from skill_evals.run.records import load_recorded, plan_keys
+from skill_evals.run.sandbox_probe import SandboxChoice
 from skill_evals.suite.cases import Case, CaseSuite
 
 RUNNERS = Path(__file__).resolve().parents[1] / "runners"
@@ -43,6 +44,8 @@ def make_plan(tmp_path: Path, command: list[str], **kw: Any) -> ExecutionPlan:
         "jobs": 2,
         "timeout_ms": 20_000,
         "max_bytes": 1_000_000,
+        # The scripted runners keep their logs and counters in the test's directory.
+        "sandbox": SandboxChoice("auto", ((str(tmp_path), True),)),
     }
     defaults.update(kw)
     return ExecutionPlan(**defaults)
@@ -228,9 +231,10 @@ def test_base_env_is_passed(tmp_path: Path) -> None:
 
 def _interrupt_run(tmp_path: Path, signum: int) -> tuple[ExecutionResult, list[int], float]:
     pids = tmp_path / "pids"
-    # Each runner records its pid and hangs; the signal must kill them all at once.
+    # Each runner records its pid and hangs; the signal must kill them all at once. Host pids
+    # are checked: unsandboxed (a sandbox has pids of its own).
     argv = ["/bin/sh", "-c", f"echo $$ >> {pids}; exec sleep 30"]
-    plan = make_plan(tmp_path, argv, n=5, jobs=3)
+    plan = make_plan(tmp_path, argv, n=5, jobs=3, sandbox=SandboxChoice("off"))
 
     def send() -> None:
         give_up = time.monotonic() + 10

@@ -66,6 +66,8 @@ def _command(tmp_path: Path, skill: Path, cases: Path, log: Path, *extra: str) -
         "20000",
         "--format",
         "json",
+        "--sandbox-path",  # the runner's log is in the test's directory
+        f"{log.parent}:rw",
         *extra,
     ]
 

@@ -38,7 +38,8 @@ def _test(skill: Path, cases: Path, log: Path, *extra: str) -> subprocess.Comple
         [
             *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
             *("--cases", str(cases), "--runner", runner, "--trials", "1", "--quiet"),
-            *("--format", "json", *extra),
+            # The runner's log is in the test's directory.
+            *("--format", "json", "--sandbox-path", f"{log.parent}:rw", *extra),
         ],
         capture_output=True,
         text=True,

@@ -178,7 +178,8 @@ def test_skill_evals_test_leaves_no_process_behind(tmp_path: Path) -> None:
         [
             *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
             *("--cases", str(cases), "--runner", str(runner), "--trials", "1", "--quiet"),
-            *("--format", "json"),
+            # The unsandboxed sweep: host pids (a sandbox has pids of its own).
+            *("--format", "json", "--sandbox", "off"),
         ],
         capture_output=True,
         text=True,

@@ -149,7 +149,7 @@ def _run_on_pty(
     proc = subprocess.Popen(
         [sys.executable, "-m", "skill_evals", "test", "--skill", str(skill), "--cases",
          str(cases), "--runner", f"{sys.executable} {runner}", "--trials", "1", "--jobs", "2",
-         "--format", "json"],
+         "--format", "json", "--sandbox-path", str(tmp_path)],  # the runner waits for a file there
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env,
     )  # fmt: skip
     os.close(slave)

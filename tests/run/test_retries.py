@@ -146,7 +146,7 @@ def test_an_interrupt_cuts_the_backoff_short(tmp_path: Path) -> None:
         [
             *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
             *("--cases", str(cases), "--runner", runner, "--trials", "1", "--retries", "10"),
-            *("--jobs", "1", "--quiet"),
+            *("--jobs", "1", "--quiet", "--sandbox-path", f"{tmp_path}:rw"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -189,7 +189,7 @@ def test_retries_option_range_and_report(tmp_path: Path) -> None:
     proc = subprocess.run(
         [
             *(*base, "--runner", runner, "--trials", "1", "--retries", "0", "--keep-going"),
-            *("--quiet", "--format", "json"),
+            *("--quiet", "--format", "json", "--sandbox-path", f"{tmp_path}:rw"),
         ],
         capture_output=True,
         text=True,

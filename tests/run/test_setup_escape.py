@@ -122,6 +122,8 @@ def escape_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
             py, "-m", "skill_evals", "test", "--skill", str(skill), "--cases", str(cases_file),
             "--runner", shlex.join([py, str(runner), CHECK]), "--trials", "1", "--jobs", "1",
             "--arms", "with", "-q", "--format", "json",
+            # The unsandboxed sweep: host pids, a shared directory (a sandbox has neither).
+            "--sandbox", "off",
         ],
         capture_output=True, text=True, timeout=300, env=dict(os.environ, TMPDIR=str(tmp)),
     )  # fmt: skip

@@ -333,6 +333,8 @@ def test_no_workspace_is_left_after_sigterm(tmp_path: Path) -> None:
         "-m",
         "skill_evals",
         "test",
+        "--sandbox-path",  # the runner says it started in the test's directory
+        f"{tmp_path}:rw",
         "--skill",
         str(project["skill"]),
         "--cases",

@@ -176,14 +176,19 @@ def _bind_args(binds: Mapping[str, bool]) -> list[str]:
                 targets[real] = targets.get(real, False) or rw
     everything = {**targets, **binds}
     done: set[str] = set()
+    writable: set[str] = set()
     for path in sorted(everything, key=lambda p: Path(p).parts):
         rw = everything[path]
         if os.path.islink(path):
             if not _inside_any(path, done):
                 args += ["--symlink", os.readlink(path), path]
             continue
+        if not rw and _inside_any(path, writable):
+            continue  # already there, writable: a read-only bind would take that away
         args += ["--bind" if rw else "--ro-bind", path, path]
         done.add(path)
+        if rw:
+            writable.add(path)
     return args
 
 
