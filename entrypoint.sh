@@ -63,6 +63,35 @@ PY
   exit 0
 fi
 
+# `entrypoint.sh sandbox-setup`: bubblewrap installed (apt) when missing, and allowed to create
+# user namespaces where Ubuntu (23.10 and later) restricts them: an AppArmor profile for
+# /usr/bin/bwrap, else the sysctl set to 0. Needs sudo; whatever fails leaves the decision
+# to the gate (auto: unsandboxed with a warning; required: exit 7).
+if [ "${1:-}" = "sandbox-setup" ]; then
+  sudo_=()
+  [ "$(id -u)" -ne 0 ] && sudo_=(sudo -n)
+  if ! command -v bwrap >/dev/null 2>&1; then
+    "${sudo_[@]}" apt-get install -y bubblewrap >/dev/null ||
+      { "${sudo_[@]}" apt-get update -qq >/dev/null && "${sudo_[@]}" apt-get install -y bubblewrap >/dev/null; } ||
+      { echo "::warning::skill-evals: cannot install bubblewrap; runs are not sandboxed"; exit 0; }
+  fi
+  restrict=/proc/sys/kernel/apparmor_restrict_unprivileged_userns
+  if [ -r "$restrict" ] && [ "$(cat "$restrict")" = "1" ]; then
+    profile=/etc/apparmor.d/skill-evals-bwrap
+    bwrap_path="$(command -v bwrap)"
+    if command -v apparmor_parser >/dev/null 2>&1 &&
+      printf 'abi <abi/4.0>,\ninclude <tunables/global>\nprofile skill-evals-bwrap %s flags=(unconfined) {\n  userns,\n}\n' "$bwrap_path" |
+      "${sudo_[@]}" tee "$profile" >/dev/null &&
+      "${sudo_[@]}" apparmor_parser -r "$profile"; then
+      :
+    else
+      "${sudo_[@]}" sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0 ||
+        echo "::warning::skill-evals: cannot allow bubblewrap's user namespaces; runs are not sandboxed"
+    fi
+  fi
+  exit 0
+fi
+
 # One venv per action path; hashed with Python (sha256sum is GNU coreutils, not on every image).
 key="$("$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest()[:12])' "$action_path")"
 venv="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/skill-evals-venv-$key"
@@ -88,6 +117,7 @@ args=(ci --out "$out")
 [ -n "${INPUT_COMPARE:-}" ] && args+=(--compare "$INPUT_COMPARE")
 [ -n "${INPUT_IMPROVE:-}" ] && args+=(--improve "$INPUT_IMPROVE")
 [ -n "${INPUT_PROPOSER:-}" ] && args+=(--proposer "$INPUT_PROPOSER")
+[ -n "${INPUT_SANDBOX:-}" ] && args+=(--sandbox "$INPUT_SANDBOX")
 case "${INPUT_CACHE:-false}" in
   true) [ -n "${INPUT_CACHE_DIR:-}" ] && args+=(--cache "$INPUT_CACHE_DIR") ;;
   false) ;;
@@ -145,5 +175,18 @@ if [ -n "${GITHUB_OUTPUT:-}" ]; then
     } >>"$GITHUB_OUTPUT"
   fi
   echo "exit-code=$code" >>"$GITHUB_OUTPUT"
+  # sandboxed: true when this run's report.json says its runs were sandboxed.
+  sandboxed="$("$venv/bin/python" - "$out/report.json" <<'PY'
+import json, sys
+try:
+    with open(sys.argv[1], "rb") as handle:
+        report = json.loads(handle.read(200_000_000))
+    sandbox = report.get("sandbox") if isinstance(report, dict) else None
+    print("true" if isinstance(sandbox, dict) and sandbox.get("mode") == "bwrap" else "false")
+except (OSError, ValueError):
+    print("false")
+PY
+)"
+  echo "sandboxed=$sandboxed" >>"$GITHUB_OUTPUT"
 fi
 exit "$code"

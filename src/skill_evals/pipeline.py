@@ -45,7 +45,13 @@ from .run.judge_phase import judge_result
 from .run.judging import Judging
 from .run.record_lock import RecordLocks
 from .run.route_progress import RouteProgress
-from .run.sandbox_probe import SandboxChoice, requested_mode, sandbox_paths, warning_text
+from .run.sandbox_probe import (
+    SandboxChoice,
+    requested_mode,
+    sandbox_paths,
+    shared_choice,
+    warning_text,
+)
 from .suite.cases import CaseSuite, load_cases
 from .suite.catalog import Catalog
 from .suite.route_cases import RouteSuite, load_route_cases, load_route_catalog
@@ -83,19 +89,16 @@ class _RunOptions:
     env: Mapping[str, str] | None = None
     cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
     require_verified_isolation: bool = False
-    sandbox: str | None = None  # --sandbox (else SKILL_EVALS_SANDBOX, else auto)
+    sandbox: str | None = None  # --sandbox (else SKILL_EVALS_SANDBOX, else the config's)
+    sandbox_config: str | None = None  # the ci config's sandbox: (else auto)
     sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
-    # A decision shared by several runs of one engine (the skills of `ci`): it replaces the
-    # two fields above.
-    sandbox_choice: SandboxChoice | None = None
 
     def sandbox_mode(self) -> SandboxChoice:
-        """The run's sandbox choice (exit 5 for an unknown mode or a bad --sandbox-path)."""
-        if self.sandbox_choice is not None:
-            return self.sandbox_choice
+        """The run's sandbox choice, one per engine run for the same settings (the skills of
+        `ci` share it); exit 5 for an unknown mode or a bad --sandbox-path."""
         environ = os.environ if self.env is None else self.env
-        mode = requested_mode(self.sandbox, environ, None)
-        return SandboxChoice(mode, sandbox_paths(self.sandbox_path))
+        mode = requested_mode(self.sandbox, environ, self.sandbox_config)
+        return shared_choice(mode, sandbox_paths(self.sandbox_path), environ)
 
     @property
     def effective_timeout_ms(self) -> int:
@@ -114,7 +117,6 @@ class _RunOptions:
     def run_settings(self, **more: Any) -> RunSettings:
         """How each invocation runs (``more``: the command's own settings)."""
         return RunSettings(
-            sandbox=self.sandbox_choice,
             runner=self.runner,
             trials=self.trials,
             jobs=self.jobs,

@@ -46,6 +46,23 @@ def _patterns(runner: str, argv: list[str], caller: Mapping[str, str]) -> tuple[
     return tuple(agent(runner).environment)
 
 
+def agent_program(command: str) -> str | None:
+    """The agent binary a built-in agent runner's command starts: its ``--bin`` value, else
+    the agent's program name (looked up on PATH); None for any other command."""
+    runner = shipped_runner(command)
+    if runner is None or runner == "simulated":
+        return None
+    argv = shlex.split(command)
+    for index, arg in enumerate(argv):
+        if arg == "--bin" and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith("--bin="):
+            return arg.split("=", 1)[1]
+    from .registry import agent
+
+    return agent(runner).binary
+
+
 def builtin_runner_env(command: str, caller: Mapping[str, str]) -> dict[str, str] | None:
     """The environment a built-in runner starts with, from ``caller``: the shared base
     variables, its agent's own names (``NAME`` or ``PREFIX*``) and the engine's; None when

@@ -110,6 +110,18 @@ _SELECTION = [
         "baseline arm (docs/ci.md). Default: the config's compare (none).",
     ),
     option(
+        "--sandbox",
+        help="Run runners, setup commands and command checks in a bubblewrap sandbox: auto, "
+        "required (exit 7 when unusable) or off. Default: SKILL_EVALS_SANDBOX, else the "
+        "config's sandbox, else auto (docs/sandbox.md).",
+    ),
+    option(
+        "--sandbox-path",
+        "sandbox_path",
+        help="Also let the sandbox read PATH (PATH:rw: write too); repeatable, added to the "
+        "config's sandbox-paths. Default: none.",
+    ),
+    option(
         "--cache",
         help="Reuse valid observations stored in DIR and store new ones (docs/cost.md). "
         "Default: the config's cache (none).",
@@ -142,6 +154,8 @@ def cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:
         "require-verified-isolation": kwargs.get("require_verified_isolation") or None,
         "cache": str(kwargs["cache"]) if kwargs.get("cache") is not None else None,
         "cache-max-age": kwargs.get("cache_max_age"),
+        "sandbox-option": kwargs.get("sandbox"),
+        "sandbox-paths": list(kwargs.get("sandbox_path") or ()),
     }
 
 

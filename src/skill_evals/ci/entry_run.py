@@ -43,6 +43,9 @@ def run_fields(
         "record": record,
         "outputs": (record, out / "report.json"),
         "env": env,
+        "sandbox": settings.sandbox_option,
+        "sandbox_config": settings.sandbox,
+        "sandbox_path": settings.sandbox_paths,
     }
 
 

@@ -16,6 +16,7 @@ from .. import __version__
 from ..codes import STATUS_BY_CODE
 from ..errors import InvalidInput
 from ..report.answers import Answers
+from ..run.sandbox_probe import warning_text
 from . import github, workflow
 from .console import Console
 from .schema import SCHEMA_VERSION
@@ -37,6 +38,9 @@ def build_report(
     if exit_code == 0 and considered and all(s["status"] == "skipped" for s in considered):
         status = "skipped"
     any_simulated = any(s.get("simulated") and s["status"] == "evaluated" for s in entries)
+    sandbox = run_sandbox(entries)
+    if sandbox is not None and isinstance(sandbox.get("reason"), str):
+        messages = [warning_text(sandbox["reason"]), *messages]
     report: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "tool": {"name": "skill-evals", "version": __version__},
@@ -49,10 +53,26 @@ def build_report(
         # Each message once: the base commit's problems reach it from the change detection and
         # from compare: base alike.
         "messages": list(dict.fromkeys(messages)),
+        "sandbox": sandbox,
     }
     if routing is not None:
         report["routing"] = dict(routing)
     return report
+
+
+def run_sandbox(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The run's sandbox block: the one its evaluated skills (and routing) shared, or the
+    first an unsandboxed one reports (a merged run's shards may differ); None when nothing
+    ran."""
+    found = [
+        report["sandbox"]
+        for entry in entries
+        if isinstance(report := entry.get("report"), Mapping)
+        and isinstance(report.get("sandbox"), Mapping)
+    ]
+    unsandboxed = [s for s in found if s.get("mode") != "bwrap"]
+    chosen = (unsandboxed or found or [None])[0]
+    return dict(chosen) if chosen is not None else None
 
 
 OUTPUT_FILES = ("report.json", "junit.xml", "summary.md", "comment.md", "report.html")

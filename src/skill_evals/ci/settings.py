@@ -78,6 +78,9 @@ class SkillSettings:
     judge_timeout_ms: int = 120_000
     strict: bool = False  # a lint warning → exit 5 before any runner
     agent: str | None = None  # the frontmatter profile; None: the runner's agent
+    sandbox: str | None = None  # the config's sandbox: (docs/sandbox.md)
+    sandbox_option: str | None = None  # --sandbox (before SKILL_EVALS_SANDBOX and the config)
+    sandbox_paths: tuple[str, ...] = ()  # sandbox-paths: and --sandbox-path
 
     def missing_env(self, env: Mapping[str, str]) -> list[str]:
         """The ``require-env`` variables empty or unset in ``env``. None are required when the
@@ -200,6 +203,8 @@ SETTING_KEYS = {
     "judge-timeout-ms": "judge_timeout_ms",
     "strict": "strict",
     "agent": "agent",
+    "sandbox": "sandbox",
+    "sandbox-option": "sandbox_option",
 }
 
 
@@ -211,6 +216,8 @@ def apply_settings(base: SkillSettings, values: Mapping[str, Any]) -> SkillSetti
             changes[attr] = values[key]
     if "budget" in values:
         changes["budget"] = budget_of(values["budget"])
+    if values.get("sandbox-paths"):
+        changes["sandbox_paths"] = (*base.sandbox_paths, *values["sandbox-paths"])
     if "require-env" in values:
         changes["require_env"] = tuple(values["require-env"])
     if "compare" in values:

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..escaping.invisible import show_invisible
 from ..messages import ARTEFACTS
+from ..run.sandbox_probe import warning_text
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
 # (\t, \n, \r stay): removed, never written.
@@ -83,10 +84,15 @@ def _mapping(value: object) -> Mapping[str, Any]:
 def note_properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
     """Properties for the notes every output carries: a run with the simulated runner says
     its figures are artefacts of word matching (a passing suite has no message of its own)."""
+    found: list[tuple[str, object]] = []
     messages = report.get("messages")
     if isinstance(messages, list) and ARTEFACTS in messages:
-        return [("simulated", ARTEFACTS)]
-    return []
+        found.append(("simulated", ARTEFACTS))
+    sandbox = report.get("sandbox")
+    reason = sandbox.get("reason") if isinstance(sandbox, Mapping) else None
+    if isinstance(reason, str):
+        found.append(("sandbox", f"warning: {warning_text(reason)}"))
+    return found
 
 
 class Suite:

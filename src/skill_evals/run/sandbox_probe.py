@@ -210,3 +210,17 @@ class SandboxChoice:
     def decided(self) -> SandboxState | None:
         """The decision, when one was taken."""
         return self._state
+
+
+_CHOICES: dict[tuple[str, tuple[tuple[str, bool], ...], str | None], SandboxChoice] = {}
+_CHOICES_LOCK = threading.Lock()
+
+
+def shared_choice(
+    requested: str, paths: tuple[tuple[str, bool], ...], environ: Mapping[str, str]
+) -> SandboxChoice:
+    """The one choice of this engine run for these settings (and this bwrap program): probed
+    once, warned once."""
+    key = (requested, paths, environ.get(PROGRAM_VAR))
+    with _CHOICES_LOCK:
+        return _CHOICES.setdefault(key, SandboxChoice(requested, paths))

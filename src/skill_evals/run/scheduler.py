@@ -16,7 +16,7 @@ import shlex
 import threading
 from collections.abc import Callable, Mapping
 
-from ..agents.runner_env import builtin_runner_env
+from ..agents.runner_env import agent_program, builtin_runner_env
 from ..checks import NOT_CALLED, WorkspaceView, judge_task
 from ..checks.judge_files import capture
 from ..checks.judge_model import Judge, JudgePairwise
@@ -34,7 +34,7 @@ from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
 from .regex import RegexPool
 from .runner import InvocationSpec, invocation_env, run_invocation
-from .sandbox import Sandbox, skill_paths, startable
+from .sandbox import Sandbox, program_paths, skill_paths, startable
 from .sandbox_probe import SandboxState
 from .workspace import Prepared, WorkspaceRoot
 
@@ -88,7 +88,9 @@ class Scheduler:
         self.base_env: Mapping[str, str] = base
         # A built-in runner starts with its agent's allowlist only; no child gets the job's
         # own secrets (child_env.py).
-        builtin = builtin_runner_env(shlex.join(plan.command), base)
+        command = shlex.join(plan.command)
+        builtin = builtin_runner_env(command, base)
+        self.agent_program = agent_program(command)
         self.runner_base = without_job_secrets(base if builtin is None else builtin)
         self.sandbox: Sandbox | None = None
         self.sandbox_state: SandboxState | None = None
@@ -362,7 +364,10 @@ class Scheduler:
             return argv
         env["HOME"] = str(prepared.home)
         writable = [prepared.workspace, prepared.tmp, prepared.home]
-        return tuple(self.sandbox.command(argv, env, cwd, writable, skill_paths(env)))
+        readable = skill_paths(env)
+        if self.agent_program is not None:  # the agent binary, bound like a program
+            readable += program_paths(self.agent_program, cwd, env)
+        return tuple(self.sandbox.command(argv, env, cwd, writable, readable))
 
     def worker(self) -> None:
         """One job: take and run invocations until nothing more may start."""
