@@ -40,6 +40,12 @@ from .report.outputs import HeldOutputs
 from .report.route_report import RouteSettings, build_route_report, route_error_report
 from .report.test_report import build_test_report
 from .run.cached_run import CacheUse, Ran, run_plan
+from .run.credential_proxy import (
+    Credential,
+    CredentialError,
+    credential_from_config,
+    parse_credential_option,
+)
 from .run.execute import ExecutionResult, Progress
 from .run.judge_phase import judge_result
 from .run.judging import Judging
@@ -92,6 +98,24 @@ class _RunOptions:
     sandbox: str | None = None  # --sandbox (else SKILL_EVALS_SANDBOX, else the config's)
     sandbox_config: str | None = None  # the ci config's sandbox: (else auto)
     sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
+    credential: tuple[str, ...] = ()  # --credential ENV,STYLE,UPSTREAM (a custom runner's)
+    credentials_config: tuple[object, ...] = ()  # the ci config's credentials: entries
+
+    def proxied(self) -> tuple[Credential, ...]:
+        """The custom runner's credentials to proxy (exit 5 for a bad one)."""
+        environ = os.environ if self.env is None else self.env
+        try:
+            found = [
+                parse_credential_option(text, environ, source="--credential")
+                for text in self.credential
+            ]
+            found += [
+                credential_from_config(entry, environ, source=f"config credentials[{i}]")
+                for i, entry in enumerate(self.credentials_config)
+            ]
+        except CredentialError as exc:
+            raise InvalidInput(str(exc)) from None
+        return tuple(found)
 
     def sandbox_mode(self) -> SandboxChoice:
         """The run's sandbox choice, one per engine run for the same settings (the skills of
@@ -278,7 +302,9 @@ def run_test(
     locks = RecordLocks()
     try:
         check_modes(options.runner, files)
-        run = dataclasses.replace(run, sandbox=options.sandbox_mode())
+        run = dataclasses.replace(
+            run, sandbox=options.sandbox_mode(), credentials=options.proxied()
+        )
         locks.take(files.record, files.resume)  # before F is read; held to the end
         check_runner_only(files, run, options.scope)
         skill = load_skill(options.skill, options.profile)
@@ -357,7 +383,9 @@ def run_route(
     locks = RecordLocks()
     try:
         check_modes(options.runner, files)
-        run = dataclasses.replace(run, sandbox=options.sandbox_mode())
+        run = dataclasses.replace(
+            run, sandbox=options.sandbox_mode(), credentials=options.proxied()
+        )
         locks.take(files.record, files.resume)  # before F is read; held to the end
         catalog = options.catalog()
         check_catalog_outputs(catalog, files, held)

@@ -5,20 +5,23 @@ processes they see, escaped setup processes, concurrency, and the modes in every
 from __future__ import annotations
 
 import hashlib
+import http.server
 import json
 import os
 import secrets
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
 PROBE = Path(__file__).resolve().parents[1] / "runners" / "sandbox_probe.py"
+PROXIED = Path(__file__).resolve().parents[1] / "runners" / "proxied.py"
 BWRAP = shutil.which("bwrap")
 WARNING = "runner, setup and command checks can read this machine's files and processes"
 
@@ -227,4 +230,74 @@ def test_bad_sandbox_input_is_exit_5_naming_it(
     proc = _run(tmp_path, skill, cases, *args, env={**os.environ, **env})
     assert proc.returncode == 5
     assert named in proc.stderr
+    assert not list(tmp_path.rglob("probe-*.json"))
+
+
+class _Upstream(http.server.BaseHTTPRequestHandler):
+    seen: ClassVar[list[tuple[str, str, str | None]]] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        type(self).seen.append((self.command, self.path, self.headers.get("x-api-key")))
+        body = b'{"ok": true}'
+        self.send_response(200)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_custom_runner_gets_a_placeholder_and_the_upstream_the_key(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Upstream)
+    server.timeout = 5
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        skill = write_skill(tmp_path / "skills")
+        cases = write_jsonl(
+            tmp_path / "cases.jsonl",
+            [{"id": f"c{i}", "prompt": f"q {i}", "expectTrigger": False} for i in range(10)],
+        )
+        secret = secrets.token_hex(20)
+        upstream = f"http://127.0.0.1:{server.server_address[1]}/base"
+        runner = f"{sys.executable} {PROXIED} MY_API_KEY"
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
+                *("--cases", str(cases), "--runner", runner, "--trials", "1", "-q"),
+                *("--format", "html", "--include-outputs", "--report", str(tmp_path / "r.json")),
+                *("--credential", f"MY_API_KEY,x-api-key,{upstream}"),
+            ],
+            capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, MY_API_KEY=secret),
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["sandbox"]["proxied"] == ["MY_API_KEY"]
+    placeholder = hashlib.sha256(b"skill-evals-proxy-placeholder").hexdigest()
+    assert placeholder in proc.stdout and hashlib.sha256(secret.encode()).hexdigest() not in (
+        proc.stdout
+    )
+    assert len(_Upstream.seen) == 20
+    assert {s for s in _Upstream.seen} == {("POST", "/base/v1/messages?x=1", secret)}
+    assert secret not in proc.stderr and secret not in (tmp_path / "r.json").read_text()
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["MY_API_KEY,cookie,http://127.0.0.1:9", "UNSET_KEY,bearer,http://127.0.0.1:9",
+     "MY_API_KEY,bearer,ftp://127.0.0.1"],
+)  # fmt: skip
+def test_a_bad_credential_is_exit_5(tmp_path: Path, given: str) -> None:
+    skill, cases = _project(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "UNSET_KEY"}
+    proc = _run(tmp_path, skill, cases, "--credential", given, env={**env, "MY_API_KEY": "k"})
+    assert proc.returncode == 5
+    assert "--credential" in proc.stderr
     assert not list(tmp_path.rglob("probe-*.json"))

@@ -46,6 +46,7 @@ def run_fields(
         "sandbox": settings.sandbox_option,
         "sandbox_config": settings.sandbox,
         "sandbox_path": settings.sandbox_paths,
+        "credentials_config": settings.credentials,
     }
 
 

@@ -81,6 +81,7 @@ class SkillSettings:
     sandbox: str | None = None  # the config's sandbox: (docs/sandbox.md)
     sandbox_option: str | None = None  # --sandbox (before SKILL_EVALS_SANDBOX and the config)
     sandbox_paths: tuple[str, ...] = ()  # sandbox-paths: and --sandbox-path
+    credentials: tuple[Any, ...] = ()  # credentials: [{env, header, upstream}] (the proxy)
 
     def missing_env(self, env: Mapping[str, str]) -> list[str]:
         """The ``require-env`` variables empty or unset in ``env``. None are required when the
@@ -216,6 +217,8 @@ def apply_settings(base: SkillSettings, values: Mapping[str, Any]) -> SkillSetti
             changes[attr] = values[key]
     if "budget" in values:
         changes["budget"] = budget_of(values["budget"])
+    if "credentials" in values:
+        changes["credentials"] = tuple(values["credentials"])
     if values.get("sandbox-paths"):
         changes["sandbox_paths"] = (*base.sandbox_paths, *values["sandbox-paths"])
     if "require-env" in values:

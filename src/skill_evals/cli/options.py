@@ -103,6 +103,14 @@ _SPECS: dict[str, dict[str, Any]] = {
         "auto (when usable, else a warning), required (exit 7 when unusable), off. "
         "Default: SKILL_EVALS_SANDBOX, else auto (docs/sandbox.md).",
     },
+    "--credential": {
+        "multiple": True,
+        "metavar": "ENV,STYLE,UPSTREAM",
+        "help": "For a custom runner: serve the key in ENV through a loopback proxy that sets it "
+        "on requests to UPSTREAM (an http(s) URL) in STYLE (x-api-key, bearer, x-goog-api-key, "
+        "key-query); the runner gets a placeholder and SKILL_EVALS_PROXY_<ENV>. Repeatable. "
+        "Default: none (docs/sandbox.md).",
+    },
     "--sandbox-path": {
         "multiple": True,
         "metavar": "PATH[:rw]",

@@ -103,6 +103,7 @@ _OPTIONS = [
     option("--quiet", "-q", help="No progress on stderr."),
     option("--sandbox"),
     option("--sandbox-path", "sandbox_path"),
+    option("--credential", "credential"),
     cache_options,
 ]
 

@@ -124,6 +124,7 @@ _OPTIONS = [
     ),
     option("--sandbox"),
     option("--sandbox-path", "sandbox_path"),
+    option("--credential", "credential"),
     cache_options,
     scope_options,
 ]

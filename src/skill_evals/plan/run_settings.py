@@ -12,6 +12,7 @@ from ..agents import simulated
 from ..agents.registry import builtin_agent
 from ..cache.settings import CacheSettings
 from ..errors import InsufficientUnits
+from ..run.credential_proxy import Credential
 from ..run.execute import ExecutionPlan
 from ..run.observations import Observation
 from ..run.sandbox_probe import SandboxChoice
@@ -53,6 +54,7 @@ class RunSettings:
     cache: CacheSettings | None = None  # reuse valid observations (docs/cost.md)
     keep_workspaces: Path | None = None  # move each invocation's workspace here
     sandbox: SandboxChoice | None = None  # the run's sandbox mode, decided before one starts
+    credentials: tuple[Credential, ...] = ()  # --credential: proxied for a custom runner
 
     def execution_plan(
         self,
@@ -83,6 +85,7 @@ class RunSettings:
             retries=self.retries,
             retry_delay=self.retry_delay,
             sandbox=self.sandbox,
+            credentials=self.credentials,
             **more,
         )
 

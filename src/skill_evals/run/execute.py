@@ -16,13 +16,16 @@ full, and the order does not depend on the options.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shlex
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 
+from ..agents.registry import builtin_agent
 from ..errors import EvalError
 from ..escaping.terminal import terminal_safe
 from ..plan.arms import Arm, run_order
@@ -30,6 +33,7 @@ from ..plan.ledger import Ledger
 from ..plan.run_control import Stopped, retry_delay, signals_cancel
 from ..plan.settle import Settler, Verdict
 from ..score.task_results import task_passed
+from .credential_proxy import CredentialProxy, builtin_credentials
 from .execution_plan import ExecutionPlan, ExecutionResult, SettleSpec
 from .judge_pairs import Pairs, judge_pairs
 from .helper_commands import probe_environment
@@ -145,6 +149,13 @@ def _run_workers(
         if plan.judging is not None:  # its judges die with the run's interrupt, as runners do
             plan.judging.cancel, plan.judging.sweeper = sched.cancel, sweeper
         sched.sandbox = sandbox
+        if todo:
+            proxy = _credential_proxy(plan, sched.base_env)
+            if proxy is not None:
+                stack.enter_context(proxy)  # started now, closed after the last invocation
+                sched.proxy_env = proxy.child_environment()
+                if state is not None:
+                    state = dataclasses.replace(state, proxied=tuple(proxy.names))
         sched.sandbox_state = state
         if state is not None and state.warning is not None:
             sched.messages.append(state.warning)
@@ -194,6 +205,18 @@ def _finish_pairs(sched: Scheduler, plan: ExecutionPlan, known: Mapping[Key, Obs
         if failure is not None:
             del sched.observations[key]
             sched.failures[key] = RunnerFailure(key[0], key[1], key[2], failure)
+
+
+def _credential_proxy(plan: ExecutionPlan, base: Mapping[str, str]) -> CredentialProxy | None:
+    """The proxy of this run's credentials: a built-in agent runner's provider keys, or a
+    custom runner's --credential variables; None when there is none to serve."""
+    agent = builtin_agent(shlex.join(plan.command))
+    credentials = [*plan.credentials]
+    if agent is not None:
+        credentials += builtin_credentials(agent, base)
+    return CredentialProxy(credentials) if credentials else None
+
+
 def _sandbox_state(plan: ExecutionPlan) -> SandboxState:
     """The run's sandbox decision (probed once per engine run): SandboxUnusable (exit 7)
     before anything starts when it is required and unusable."""

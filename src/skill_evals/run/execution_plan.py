@@ -19,6 +19,7 @@ from .observations import VARIANTS, Key, Observation, RunnerFailure, Variant
 from .records import plan_keys
 
 if TYPE_CHECKING:
+    from .credential_proxy import Credential
     from .sandbox_probe import SandboxChoice
 
 
@@ -68,6 +69,9 @@ class ExecutionPlan:
     judging: Judging | None = None  # the judge checks' judge, when the suite has any
     # The run's sandbox mode, decided when the first invocation is about to start (None: auto).
     sandbox: SandboxChoice | None = None
+    # A custom runner's --credential / credentials: variables, served by the credential proxy
+    # (a built-in agent runner's come from its provider table).
+    credentials: tuple[Credential, ...] = ()
 
     def arm_table(self) -> dict[str, Arm]:
         """Arm name → Arm for every arm this plan runs."""

@@ -94,6 +94,7 @@ class Scheduler:
         self.runner_base = without_job_secrets(base if builtin is None else builtin)
         self.sandbox: Sandbox | None = None
         self.sandbox_state: SandboxState | None = None
+        self.proxy_env: dict[str, str] = {}  # the credential proxy's placeholders and URLs
         self.cases: dict[str, Case] = plan.suite.by_id()
         self.expect = {case.id: case.expect_trigger for case in plan.suite.cases}
 
@@ -101,6 +102,7 @@ class Scheduler:
         """The runner's environment for one invocation of ``arm``."""
         env = invocation_env(self.runner_base, arm.echo, str(arm.skill_dir), case_id, trial)
         env[ARM_VAR] = arm.name
+        env.update(self.proxy_env)
         for name, value in (self.plan.extra_env or {}).items():
             if value is None:
                 env.pop(name, None)
