@@ -1,7 +1,7 @@
 """Run every benchmark of docs/performance.md, print a summary table; exit 1 if a figure misses.
 
 Usage: python benchmarks/run.py [name ...]
-(names: jobs overhead observations bootstrap lock help content arms settle cache;
+(names: jobs overhead observations bootstrap lock help content arms settle cache sandbox;
 bench_power.py, which prints a table for the docs rather than a ratio, runs on its own)
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ALL = (
     "jobs", "overhead", "observations", "bootstrap", "lock", "help", "content", "arms", "settle",
-    "cache",
+    "cache", "sandbox",
 )  # fmt: skip
 
 
