@@ -15,6 +15,7 @@ import os
 import shlex
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from ..agents.runner_env import agent_program, builtin_runner_env
 from ..checks import NOT_CALLED, WorkspaceView, judge_task
@@ -39,6 +40,20 @@ from .sandbox_probe import SandboxState
 from .workspace import Prepared, WorkspaceRoot
 
 Outcome = Observation | RunnerFailure
+TRANSCRIPT_DIR_VAR = "SKILL_EVALS_TRANSCRIPT_DIR"  # where built-in runners copy transcripts
+
+
+def _transcripts(env: Mapping[str, str]) -> list[Path]:
+    """The folder a built-in runner copies its transcripts to, made if missing: writable in
+    the sandbox (none when unset or it cannot be made)."""
+    given = env.get(TRANSCRIPT_DIR_VAR)
+    if not given:
+        return []
+    try:
+        os.makedirs(given, exist_ok=True)
+    except OSError:
+        return []  # the runner says why it cannot write there
+    return [Path(given).absolute()]
 
 
 class Scheduler:
@@ -365,7 +380,7 @@ class Scheduler:
         if not startable(argv[0], cwd, env):
             return argv
         env["HOME"] = str(prepared.home)
-        writable = [prepared.workspace, prepared.tmp, prepared.home]
+        writable = [prepared.workspace, prepared.tmp, prepared.home, *_transcripts(env)]
         readable = skill_paths(env)
         if self.agent_program is not None:  # the agent binary, bound like a program
             readable += program_paths(self.agent_program, cwd, env)
