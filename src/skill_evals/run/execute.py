@@ -35,8 +35,8 @@ from ..plan.settle import Settler, Verdict
 from ..score.task_results import task_passed
 from .credential_proxy import CredentialProxy, builtin_credentials
 from .execution_plan import ExecutionPlan, ExecutionResult, SettleSpec
-from .judge_pairs import Pairs, judge_pairs
 from .helper_commands import probe_environment
+from .judge_pairs import Pairs, judge_pairs
 from .observations import Key, Observation, RunnerFailure, isolation_breach
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
