@@ -23,7 +23,7 @@ from .cache.settings import CacheSettings
 from .errors import EvalError, InvalidInput
 from .plan.files import RunFiles, check_modes
 from .plan.judge_plan import plan_judging
-from .plan.lint import LintFailed, LintResult, preflight
+from .plan.lint import LintFailed, LintResult, preflight, with_lint
 from .plan.route_plan import CACHE_SCOPE, catalog_warnings, check_catalog_outputs, plan_route
 from .plan.run_settings import RunSettings, default_timeout_ms, is_builtin_runner
 from .plan.scope import ArmOptions
@@ -56,12 +56,11 @@ from .run.sandbox_probe import (
     requested_mode,
     sandbox_paths,
     shared_choice,
-    warning_text,
 )
 from .suite.cases import CaseSuite, load_cases
 from .suite.catalog import Catalog
 from .suite.route_cases import RouteSuite, load_route_cases, load_route_catalog
-from .suite.skill import Skill, directory_sha256, load_skill
+from .suite.skill import Skill, changed_since_loaded, load_skill
 
 # Imported from here by the benchmarks, the CI's estimate and the tests.
 __all__ = [
@@ -253,25 +252,10 @@ class RouteOptions(_RunOptions):
         )
 
 
-def _changed(skill: Skill) -> bool:
-    """Whether the directory's hash differs from the one taken before the run."""
-    try:
-        return directory_sha256(skill.path) != skill.directory_sha256
-    except InvalidInput:
-        return True
-
-
 def _cache_use(run: RunSettings, scope: str, excluded: tuple[str, ...] = ()) -> CacheUse | None:
     if run.cache is None:
         return None
     return CacheUse(run.cache, is_builtin_runner(run.runner), scope, excluded)
-
-
-def sandbox_warning(ran: Ran) -> list[str]:
-    """The warning of an unsandboxed run, for a report that keeps its own warnings."""
-    sandbox = ran.result.sandbox
-    reason = sandbox.get("reason") if isinstance(sandbox, dict) else None
-    return [warning_text(reason)] if isinstance(reason, str) else []
 
 
 def _result(ran: Ran | None, recorded: ExecutionResult | None) -> ExecutionResult:
@@ -312,7 +296,14 @@ def run_test(
         suite = load_cases(options.cases, skill.name)
         judging = options.judging(suite)
         plan = plan_test(skill, baseline, suite, files, run, options.scope, options.gates())
-        lint = _preflight(options, skill, suite, notice)
+        lint = preflight(
+            suite,
+            skill.name,
+            min_uplift=options.min_uplift,
+            timeout_ms=options.effective_timeout_ms,
+            strict=options.strict,
+            notice=notice,
+        )
         ran = None
         if plan.execution is not None:
             cache = _cache_use(run, skill.name, suite_paths(suite, skill.path))
@@ -332,42 +323,24 @@ def run_test(
             suite,
             settings,
             result,
-            skill_changed=ran is not None and _changed(skill),
+            skill_changed=ran is not None and changed_since_loaded(skill),
             messages=(*plan.notes, *ran.cache_notes) if ran is not None else (),
             arm_plan=plan.scope.plan,
             baseline=baseline,
-            baseline_changed=ran is not None and baseline is not None and _changed(baseline),
+            baseline_changed=ran is not None
+            and baseline is not None
+            and changed_since_loaded(baseline),
         )
         if ran is not None and ran.cache_misses is not None:
             report["runner"]["cacheMisses"] = ran.cache_misses
         report["sandbox"] = ran.result.sandbox if ran is not None else None
-        return _with_lint(add_judging(report, judging), lint)
+        return with_lint(add_judging(report, judging), lint)
     except LintFailed as exc:
-        return _with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), exc.result)
+        return with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), exc.result)
     except EvalError as exc:
-        return _with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), lint)
+        return with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), lint)
     finally:
         locks.release()
-
-
-def _preflight(
-    options: TestOptions, skill: Skill, suite: CaseSuite, notice: Callable[[str], None] | None
-) -> LintResult:
-    return preflight(
-        suite,
-        skill.name,
-        min_uplift=options.min_uplift,
-        timeout_ms=options.effective_timeout_ms,
-        strict=options.strict,
-        notice=notice,
-    )
-
-
-def _with_lint(report: Report, lint: LintResult | None) -> Report:
-    """The report with the pre-flight's findings as ``lint`` (when the suite was read)."""
-    if lint is not None:
-        report["lint"] = [problem.to_json() for problem in lint.problems]
-    return report
 
 
 def run_route(
@@ -400,7 +373,7 @@ def run_route(
             ran = run_plan(plan.execution, _cache_use(run, CACHE_SCOPE), watched, shown)
         warnings = catalog_warnings(catalog)
         if ran is not None:
-            warnings = [*warnings, *sandbox_warning(ran), *ran.exposure, *ran.cache_warnings]
+            warnings = [*warnings, *ran.sandbox_warnings(), *ran.exposure, *ran.cache_warnings]
         report = build_route_report(
             catalog,
             suite,

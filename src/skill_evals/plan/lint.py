@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..checks.model import Budget, Command, FileMatches, IncludesAll, OutputMatches
 from ..checks.parse import compile_flags
@@ -295,3 +296,10 @@ class LintFailed(InvalidInput):
     def __init__(self, message: str, result: LintResult) -> None:
         super().__init__(message)
         self.result = result
+
+
+def with_lint(report: dict[str, Any], lint: LintResult | None) -> dict[str, Any]:
+    """The report with the pre-flight's findings as ``lint`` (when the suite was read)."""
+    if lint is not None:
+        report["lint"] = [problem.to_json() for problem in lint.problems]
+    return report

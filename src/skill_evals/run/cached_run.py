@@ -16,6 +16,7 @@ from ..agents.versions import VERSION_CHECKED_VAR, engine_check, is_agent_runner
 from ..cache.run import finish_cache, open_cache
 from ..cache.settings import CacheSettings
 from .execute import ExecutionPlan, ExecutionResult, Progress, execute
+from .sandbox_probe import warning_text
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,12 @@ class Ran:
     cache_warnings: tuple[str, ...]
     cache_notes: tuple[str, ...]
     cache_misses: list[dict[str, Any]] | None  # runner.cacheMisses (None without a cache)
+
+    def sandbox_warnings(self) -> list[str]:
+        """The warning of an unsandboxed run, for a report that keeps its own warnings."""
+        sandbox = self.result.sandbox
+        reason = sandbox.get("reason") if isinstance(sandbox, dict) else None
+        return [warning_text(reason)] if isinstance(reason, str) else []
 
 
 _checked: dict[tuple[tuple[str, ...], str | None], str | None] = {}

@@ -213,3 +213,11 @@ def load_skill(path: Path, profile: str | None = None) -> Skill:
             if p.severity != "info"
         ),
     )
+
+
+def changed_since_loaded(skill: Skill) -> bool:
+    """Whether the directory's hash differs from the one taken when ``skill`` was loaded."""
+    try:
+        return directory_sha256(skill.path) != skill.directory_sha256
+    except InvalidInput:
+        return True
