@@ -172,21 +172,9 @@ if [ -n "${GITHUB_OUTPUT:-}" ]; then
       echo "changed-skills=[]"
       echo "report-dir=$out"
       echo "junit=$out/junit.xml"
+      echo "sandboxed=false"
     } >>"$GITHUB_OUTPUT"
   fi
   echo "exit-code=$code" >>"$GITHUB_OUTPUT"
-  # sandboxed: true when this run's report.json says its runs were sandboxed.
-  sandboxed="$("$venv/bin/python" - "$out/report.json" <<'PY'
-import json, sys
-try:
-    with open(sys.argv[1], "rb") as handle:
-        report = json.loads(handle.read(200_000_000))
-    sandbox = report.get("sandbox") if isinstance(report, dict) else None
-    print("true" if isinstance(sandbox, dict) and sandbox.get("mode") == "bwrap" else "false")
-except (OSError, ValueError):
-    print("false")
-PY
-)"
-  echo "sandboxed=$sandboxed" >>"$GITHUB_OUTPUT"
 fi
 exit "$code"

@@ -66,6 +66,7 @@ def test_github_outputs_and_step_summary(passing_run: dict[str, Any]) -> None:
         "changed-skills": '["refund-policy"]',
         "report-dir": str(out),
         "junit": str(out / "junit.xml"),
+        "sandboxed": "true",  # bubblewrap works on the project's CI machines
     }
     summary = (tmp / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("# earlier step\n")  # appended, not replaced
@@ -321,7 +322,16 @@ def test_runners_never_see_the_ci_token(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     done = run_cli(
-        ["ci", "--all", "--runner", f"{sys.executable} {runner}", "--out", str(tmp_path / "o")],
+        [
+            "ci",
+            "--all",
+            "--runner",
+            f"{sys.executable} {runner}",
+            "--out",
+            str(tmp_path / "o"),
+            "--sandbox-path",
+            f"{tmp_path}:rw",
+        ],  # the runner's log lies outside its workspace
         repo,
         {"GITHUB_TOKEN": "ghs_secret_value_1234"},
     )

@@ -25,9 +25,9 @@ WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml")) + sorted(
 INPUTS = {
     "config", "base", "runner", "trials", "jobs", "min-trigger-f1", "min-uplift", "only",
     "report-dir", "comment", "github-token", "python", "upload-artifact", "artifact-name",
-    "compare", "cache", "improve", "proposer",
+    "compare", "cache", "improve", "proposer", "sandbox",
 }  # fmt: skip
-OUTPUTS = {"exit-code", "status", "changed-skills", "report-dir", "junit"}
+OUTPUTS = {"exit-code", "status", "changed-skills", "report-dir", "junit", "sandboxed"}
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 
 

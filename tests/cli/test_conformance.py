@@ -266,8 +266,11 @@ def test_resume_and_record_on_the_same_file_complete_the_run(setup: dict[str, An
 
 def test_skill_dir_edited_during_the_run_exits_7(setup: dict[str, Any]) -> None:
     """The directory is hashed before the first and after the last invocation."""
+    # Sandboxed, the skill is read-only to the runner: let it write there to test the check.
+    writable = ["--sandbox-path", f"{setup['skill']}:rw"]
     proc = run_cli(
-        cli_args(setup, "--format", "json", "--jobs", "1"), env={"MODES": '{"c03": "edit"}'}
+        cli_args(setup, "--format", "json", "--jobs", "1", *writable),
+        env={"MODES": '{"c03": "edit"}'},
     )
     assert proc.returncode == 7, proc.stderr
     report = json.loads(proc.stdout)
@@ -654,6 +657,7 @@ def test_report_sections_are_exactly_those_of_the_spec(setup: dict[str, Any]) ->
         "messageSeverities",  # additive: the severity of each message
         "coverage",  # additive: observations scored of those planned
         "judge",  # additive: the judging of judge checks (null without any)
+        "sandbox",  # additive: the sandbox the runs had (null when nothing ran)
         "lint",  # additive: the pre-flight's lint findings
     ]
     assert set(report["task"]) == {

@@ -255,7 +255,18 @@ def test_runner_sees_the_whole_catalog(tmp_path: Path) -> None:
     log = tmp_path / "env.jsonl"
     runner = router_command(mapping, "--env-log", str(log))
     code, report, _ = route_json(
-        ["--catalog", "skills/*", "--cases", str(cases), "--runner", runner, "--trials", "2"],
+        [
+            "--catalog",
+            "skills/*",
+            "--cases",
+            str(cases),
+            "--runner",
+            runner,
+            "--trials",
+            "2",
+            "--sandbox-path",
+            f"{tmp_path}:rw",
+        ],  # the runner logs outside its workspace
         cwd=tmp_path,
     )
     assert code == 0 and report["runner"]["invocations"] == 20
@@ -311,7 +322,17 @@ def test_record_then_resume(tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
     log = tmp_path / "env.jsonl"
     runner = router_command(mapping, "--env-log", str(log))
-    base = [*skills, "--cases", str(cases), "--runner", runner, "--trials", "1"]
+    base = [
+        *skills,
+        "--cases",
+        str(cases),
+        "--runner",
+        runner,
+        "--trials",
+        "1",
+        "--sandbox-path",
+        f"{tmp_path}:rw",
+    ]  # the runner logs outside its workspace
     code, first, _ = route_json([*base, "--record", str(record), "--resume", str(record)])
     assert code == 0 and first["runner"]["invocations"] == 10
     lines = record.read_text().splitlines()
@@ -356,6 +377,8 @@ def test_catalog_edited_during_run_is_7(tmp_path: Path) -> None:
             f"{sys.executable} {touch}",
             "--trials",
             "1",
+            "--sandbox-path",  # the runner edits the catalog: only possible where writable
+            f"{tmp_path}:rw",
         ]
     )
     assert code == 7 and any(
@@ -372,7 +395,17 @@ def test_retryable_runner_errors_are_retried(tmp_path: Path) -> None:
     markers = tmp_path / "markers"
     markers.mkdir()
     runner = router_command(mapping, "--busy-once", "c3", str(markers))
-    base = [*skills, "--cases", str(cases), "--runner", runner, "--trials", "1"]
+    base = [
+        *skills,
+        "--cases",
+        str(cases),
+        "--runner",
+        runner,
+        "--trials",
+        "1",
+        "--sandbox-path",
+        f"{markers}:rw",
+    ]  # its markers live outside the workspace
     code, report, _ = route_json([*base, "--retries", "1"])
     assert code == 0 and report["runner"]["ledger"]["retried"] == 1
     assert report["runner"]["invocations"] == 11 and report["settings"]["retries"] == 1

@@ -124,6 +124,12 @@ def replace_file(path: Path, text: str) -> None:
         raise
 
 
+def _sandboxed(ci_report: Mapping[str, Any]) -> bool:
+    """Whether this run's runs were sandboxed (the action's ``sandboxed`` output)."""
+    sandbox = ci_report.get("sandbox")
+    return isinstance(sandbox, Mapping) and sandbox.get("mode") == "bwrap"
+
+
 def write_outputs(
     ci_report: dict[str, Any],
     out: Path,
@@ -174,6 +180,7 @@ def write_outputs(
                 "changed-skills": changed,
                 "report-dir": str(out.resolve()),
                 "junit": str(out.resolve() / "junit.xml"),
+                "sandboxed": "true" if _sandboxed(ci_report) else "false",
             },
         )
     except OSError as exc:
