@@ -100,7 +100,23 @@ def program_paths(argv0: str, cwd: str, env: Mapping[str, str]) -> list[str]:
             directory = _program_dir(path)
             if directory is not None:
                 found.append(directory)
+                found += _venv_base(directory)
         program = _interpreter(real, env)
+    return found
+
+
+def _venv_base(directory: str) -> list[str]:
+    """For a Python venv, the interpreter it links to: pip's console scripts under a long
+    path start ``#!/bin/sh`` and exec the venv's python, whose real file lies elsewhere."""
+    if not os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
+        return []
+    found = []
+    for name in ("python", "python3"):
+        link = os.path.join(directory, "bin", name)
+        if os.path.lexists(link):
+            base = _program_dir(os.path.realpath(link))
+            if base is not None and base != directory:
+                found.append(base)
     return found
 
 
