@@ -134,6 +134,8 @@ def run_test(
             "--report",
             str(report_path),
             "--quiet",
+            "--sandbox-path",  # the runner logs into work, outside its workspace
+            f"{work}:rw",
             *extra,
             *args,
         ],

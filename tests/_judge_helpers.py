@@ -69,10 +69,11 @@ def run_cli(
 
 
 def cli_args(root: Path, *more: str, runner: bool = True) -> list[str]:
-    """``test`` over ``root``'s suite with one trial, quiet."""
+    """``test`` over ``root``'s suite with one trial, quiet; the table runner logs into
+    ``root``, outside its workspace, so that folder is writable in its sandbox."""
     args = ["test", "--skill", SKILL, "--cases", "cases.jsonl", "--trials", "1", "-q"]
     if runner:
-        args += ["--runner", runner_cmd(root)]
+        args += ["--runner", runner_cmd(root), "--sandbox-path", f"{root}:rw"]
     return [*args, *more]
 
 

@@ -47,6 +47,7 @@ def _run(work: Path, skill: Path, cases: Path, *extra: str, runner: str = "sh wr
             sys.executable, "-m", "skill_evals", "test", "--skill", str(skill),
             "--cases", str(cases), "--runner", runner, "--report", str(report),
             "--cache", str(work / "cache"), "--arms", "with,without", "--trials", str(TRIALS),
+            "--sandbox-path", str(COUNTING.parent),  # the wrapper starts the runner from there
             *extra,
         ],
         capture_output=True, text=True, timeout=120, cwd=work,

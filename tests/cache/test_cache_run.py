@@ -54,12 +54,13 @@ class Run:
 def run(tmp_path: Path, skill: Path, cases: Path, *extra: str, **env: str) -> Run:
     report = tmp_path / "report.json"
     report.unlink(missing_ok=True)
-    log = tmp_path / "invocations.log"
+    log = tmp_path / "logs" / "invocations.log"  # outside the workspace: writable by name
+    log.parent.mkdir(exist_ok=True)
     proc = subprocess.run(
         [
             sys.executable, "-m", "skill_evals", "test", "--skill", str(skill),
             "--cases", str(cases), "--runner", RUNNER, "--report", str(report), "-q",
-            "--cache", str(tmp_path / "cache"), *extra,
+            "--cache", str(tmp_path / "cache"), "--sandbox-path", f"{log.parent}:rw", *extra,
         ],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
         env={**os.environ, "COUNTING_LOG": str(log), **env},

@@ -344,6 +344,8 @@ def test_baseline_changed_during_the_run_voids_the_evidence(
         cases,
         script,
         *paired(baseline),
+        "--sandbox-path",  # only a writable baseline can be changed from the sandbox
+        f"{baseline}:rw",
     )
     assert run.code == 7
     assert any("the baseline directory" in m and "changed" in m for m in run.report["messages"])
