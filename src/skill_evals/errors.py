@@ -12,6 +12,9 @@ class EvalError(Exception):
 
     exit_code = 70
     status = "invalid"
+    # True when the run was planned and about to start: its report's runner block is there
+    # and says 0 invocations (otherwise it is null).
+    nothing_started = False
 
 
 class InvalidInput(EvalError):

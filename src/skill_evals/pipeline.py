@@ -338,7 +338,8 @@ def run_test(
     except LintFailed as exc:
         return with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), exc.result)
     except EvalError as exc:
-        return with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite), lint)
+        idle = exc.nothing_started
+        return with_lint(error_report(exc.exit_code, str(exc), settings, skill, suite, idle), lint)
     finally:
         locks.release()
 
@@ -384,16 +385,14 @@ def run_route(
             notes_in=(*plan.notes, *ran.cache_notes) if ran is not None else (),
             warnings_in=warnings,
         )
-        if (
-            ran is not None
-            and ran.cache_misses is not None
-            and isinstance(report.get("runner"), dict)
-        ):
+        if ran is not None and ran.cache_misses is not None and report.get("runner"):
             report["runner"]["cacheMisses"] = ran.cache_misses
         report["sandbox"] = ran.result.sandbox if ran is not None else None
         return report
     except EvalError as exc:
         warnings = catalog_warnings(catalog) if catalog is not None else []
-        return route_error_report(exc.exit_code, str(exc), settings, catalog, suite, warnings)
+        return route_error_report(
+            exc.exit_code, str(exc), settings, catalog, suite, warnings, exc.nothing_started
+        )
     finally:
         locks.release()

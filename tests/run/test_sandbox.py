@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 
 import pytest
 
+from skill_evals.run.observations import META_KEYS
+from tests._route_helpers import assert_valid_route_report
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
 PROBE = Path(__file__).resolve().parents[1] / "runners" / "sandbox_probe.py"
@@ -185,6 +187,24 @@ def test_required_without_a_usable_bwrap_starts_nothing(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert_valid_report(report)
     assert report["status"] == "unavailable"
+    assert report["runner"] == {
+        "invocations": 0, "failures": [], "wallMs": 0, "meta": dict.fromkeys(META_KEYS),
+    }  # fmt: skip
+    routes = [{"id": f"r{i}", "prompt": f"question {i}", "expect": []} for i in range(10)]
+    route = subprocess.run(
+        [
+            *(sys.executable, "-m", "skill_evals", "route", "--catalog", "skills/*"),
+            *("--cases", str(write_jsonl(tmp_path / "routes.jsonl", routes))),
+            *("--runner", f"{sys.executable} {PROBE} runner", "--sandbox", "required"),
+            *("--format", "json"),
+        ],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert route.returncode == 7 and "sandbox required but unusable" in route.stderr
+    routed = json.loads(route.stdout)
+    assert_valid_route_report(routed)
+    assert routed["status"] == "unavailable"
+    assert routed["runner"]["invocations"] == routed["runner"]["ledger"]["invocations"] == 0
     assert not list(tmp_path.rglob("probe-*.json"))  # no setup, runner or check ran
 
 

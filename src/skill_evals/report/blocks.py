@@ -13,6 +13,7 @@ from .. import __version__
 from ..codes import INSUFFICIENT, INTERRUPTED, INVALID, STATUS_BY_CODE, UNAVAILABLE
 from ..messages import Failed
 from ..score.compare import CompareGates
+from ..score.scoring import meta_sums
 from ..suite.cases import CaseSuite
 from ..suite.skill import Skill
 
@@ -110,6 +111,12 @@ def settings_block(settings: Settings | None) -> dict[str, Any] | None:
     }
 
 
+def idle_runner() -> dict[str, Any]:
+    """The ``runner`` block of a run that started nothing: no invocation, failure or time, and
+    no meta value reported."""
+    return {"invocations": 0, "failures": [], "wallMs": 0, "meta": meta_sums(())}
+
+
 def gate_block(threshold: float | None, value: float | None, passed: bool | None) -> Any:
     if threshold is None:
         return None
@@ -122,9 +129,11 @@ def error_report(
     settings: Settings | None = None,
     skill: Skill | None = None,
     suite: CaseSuite | None = None,
+    idle: bool = False,
 ) -> Report:
     """A schema-valid report for a run that stopped before scoring (exit 5, 6 or 7):
-    known sections filled, unknown ones null, ``message`` in ``messages``.
+    known sections filled, unknown ones null, ``message`` in ``messages``; ``idle``: it stopped
+    when it was about to start, so ``runner`` says 0 invocations instead of null.
 
     Exit 130 is accepted too (an interrupt before any observation was scored). Gates are filled
     from the settings (threshold known, value and verdict null)."""
@@ -149,7 +158,7 @@ def error_report(
             "task": None,
             "comparison": None,
             "loading": None,
-            "runner": None,
+            "runner": idle_runner() if idle else None,
             "gates": gates,
             "caseResults": None,
             "messages": [message],

@@ -262,8 +262,10 @@ def route_error_report(
     catalog: Catalog | None = None,
     suite: RouteSuite | None = None,
     warnings_in: Sequence[str] = (),
+    idle: bool = False,
 ) -> Report:
-    """A schema-valid report for a run that stopped before scoring (exit 5, 6, 7 or 130)."""
+    """A schema-valid report for a run that stopped before scoring (exit 5, 6, 7 or 130);
+    ``idle``: it stopped when it was about to start, so ``runner`` says 0 invocations."""
     notes = Messages()
     for text in warnings_in:
         notes.warning(text)
@@ -281,7 +283,7 @@ def route_error_report(
             "perSkill": None,
             "confusion": None,
             "collisions": None,
-            "runner": None,
+            "runner": _runner_block(ExecutionResult(), [], [], 0) if idle else None,
             "gates": {
                 "minAccuracy": None
                 if settings.min_accuracy is None

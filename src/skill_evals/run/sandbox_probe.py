@@ -75,6 +75,8 @@ def warning_text(reason: str) -> str:
 class SandboxUnusable(EvidenceUnavailable):
     """``--sandbox required`` and bubblewrap cannot be used: exit 7 before anything starts."""
 
+    nothing_started = True
+
 
 @dataclass(frozen=True)
 class SandboxState:
