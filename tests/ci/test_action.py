@@ -280,6 +280,10 @@ def test_action_pass_then_fail_under_act(
     assert passed["outcome"] == "success" and failed["outcome"] == "failure"
     out = passed["outputs"]
     assert out["exit-code"] == "0" and out["status"] == "pass", out
+    # The sandbox step ran on this host (bubblewrap present, no AppArmor restriction): the
+    # gate's runs were sandboxed, and the fail step's too.
+    assert "Enable the bubblewrap sandbox" in log
+    assert out["sandboxed"] == "true" and failed["outputs"]["sandboxed"] == "true"
     # change detection against the PR base: only the edited skill
     assert json.loads(out["changed-skills"]) == ["refund-policy"]
     assert out["junit"] == out["report-dir"] + "/junit.xml"
