@@ -247,6 +247,15 @@ def test_observation_file_errors(tmp_path: Path) -> None:
     assert done.returncode == 5 and "unknown caseId 'ghost'" in done.stderr
 
 
+def _sandboxed_args(
+    skills: list[str], cases: Path, runner: str, writable: Path, trials: int = 1
+) -> list[str]:
+    """Route arguments over ``skills`` with ``runner``, whose files in ``writable`` (outside
+    its workspace) are named writable in its sandbox."""
+    return [*skills, "--cases", str(cases), "--runner", runner, "--trials", str(trials),
+            "--sandbox-path", f"{writable}:rw"]  # fmt: skip
+
+
 def test_runner_sees_the_whole_catalog(tmp_path: Path) -> None:
     dirs = make_catalog(tmp_path)
     cases = route_cases(tmp_path / "routing.jsonl", EXPECTS)
@@ -254,21 +263,9 @@ def test_runner_sees_the_whole_catalog(tmp_path: Path) -> None:
     mapping.write_text(json.dumps(LOADS))
     log = tmp_path / "env.jsonl"
     runner = router_command(mapping, "--env-log", str(log))
-    code, report, _ = route_json(
-        [
-            "--catalog",
-            "skills/*",
-            "--cases",
-            str(cases),
-            "--runner",
-            runner,
-            "--trials",
-            "2",
-            "--sandbox-path",
-            f"{tmp_path}:rw",
-        ],  # the runner logs outside its workspace
-        cwd=tmp_path,
-    )
+    # the runner logs outside its workspace
+    args = _sandboxed_args(["--catalog", "skills/*"], cases, runner, tmp_path, trials=2)
+    code, report, _ = route_json(args, cwd=tmp_path)
     assert code == 0 and report["runner"]["invocations"] == 20
     assert report["runner"]["ledger"]["costUsd"] == 10.0
     assert report["runner"]["ledger"]["inputTokens"] == 200
@@ -322,17 +319,7 @@ def test_record_then_resume(tmp_path: Path) -> None:
     record = tmp_path / "rec.jsonl"
     log = tmp_path / "env.jsonl"
     runner = router_command(mapping, "--env-log", str(log))
-    base = [
-        *skills,
-        "--cases",
-        str(cases),
-        "--runner",
-        runner,
-        "--trials",
-        "1",
-        "--sandbox-path",
-        f"{tmp_path}:rw",
-    ]  # the runner logs outside its workspace
+    base = _sandboxed_args(skills, cases, runner, tmp_path)  # it logs outside its workspace
     code, first, _ = route_json([*base, "--record", str(record), "--resume", str(record)])
     assert code == 0 and first["runner"]["invocations"] == 10
     lines = record.read_text().splitlines()
@@ -368,18 +355,10 @@ def test_catalog_edited_during_run_is_7(tmp_path: Path) -> None:
     )
     import sys
 
+    skills = [a for d in dirs for a in ("--skill", str(d))]
+    # the runner edits the catalog: only possible where writable
     code, report, _ = route_json(
-        [
-            *[a for d in dirs for a in ("--skill", str(d))],
-            "--cases",
-            str(cases),
-            "--runner",
-            f"{sys.executable} {touch}",
-            "--trials",
-            "1",
-            "--sandbox-path",  # the runner edits the catalog: only possible where writable
-            f"{tmp_path}:rw",
-        ]
+        _sandboxed_args(skills, cases, f"{sys.executable} {touch}", tmp_path)
     )
     assert code == 7 and any(
         "beta" in m and "changed during the run" in m for m in report["messages"]
@@ -395,17 +374,7 @@ def test_retryable_runner_errors_are_retried(tmp_path: Path) -> None:
     markers = tmp_path / "markers"
     markers.mkdir()
     runner = router_command(mapping, "--busy-once", "c3", str(markers))
-    base = [
-        *skills,
-        "--cases",
-        str(cases),
-        "--runner",
-        runner,
-        "--trials",
-        "1",
-        "--sandbox-path",
-        f"{markers}:rw",
-    ]  # its markers live outside the workspace
+    base = _sandboxed_args(skills, cases, runner, markers)  # markers outside the workspace
     code, report, _ = route_json([*base, "--retries", "1"])
     assert code == 0 and report["runner"]["ledger"]["retried"] == 1
     assert report["runner"]["invocations"] == 11 and report["settings"]["retries"] == 1

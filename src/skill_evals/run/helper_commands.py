@@ -41,7 +41,7 @@ def credential_like(name: str) -> bool:
 def scrubbed_env(base: Mapping[str, str], workspace: Path) -> dict[str, str]:
     """``base`` without credential-like variables and the job's own (child_env.py), plus
     SKILL_EVALS_WORKSPACE."""
-    env = {k: v for k, v in without_job_secrets(base).items() if not credential_like(k)}
+    env = probe_environment(base)
     env[WORKSPACE_VAR] = str(workspace)
     return env
 
