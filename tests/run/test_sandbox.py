@@ -181,9 +181,8 @@ def test_required_without_a_usable_bwrap_starts_nothing(tmp_path: Path) -> None:
     env = dict(os.environ, SKILL_EVALS_BWRAP="/bin/false")
     proc = _run(tmp_path, skill, cases, "--sandbox", "required", env=env)
     assert proc.returncode == 7
-    assert "skill-evals: sandbox required but unusable: bwrap failed its probe (exit 1" in (
-        proc.stderr
-    )
+    said = "sandbox required but unusable: bwrap failed its probe (exit 1"
+    assert proc.stderr.count(said) == 1 and f"skill-evals: error: {said}" in proc.stderr
     report = json.loads(proc.stdout)
     assert_valid_report(report)
     assert report["status"] == "unavailable"
@@ -200,7 +199,7 @@ def test_required_without_a_usable_bwrap_starts_nothing(tmp_path: Path) -> None:
         ],
         capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
     )  # fmt: skip
-    assert route.returncode == 7 and "sandbox required but unusable" in route.stderr
+    assert route.returncode == 7 and route.stderr.count("sandbox required but unusable") == 1
     routed = json.loads(route.stdout)
     assert_valid_route_report(routed)
     assert routed["status"] == "unavailable"

@@ -200,8 +200,7 @@ class SandboxChoice:
                 try:
                     self._state = decide(self.requested, environ, probe_env)
                 except SandboxUnusable as exc:
-                    self._error = exc
-                    print(f"skill-evals: {exc}", file=sys.stderr, flush=True)
+                    self._error = exc  # said once by the command, with the run's other errors
                     raise
                 if self._state.warning is not None:
                     print(f"skill-evals: warning: {self._state.warning}", file=sys.stderr,
