@@ -16,9 +16,9 @@ from pathlib import Path
 
 from _common import verdict
 
-from skill_evals.run.credential_proxy import Credential
 from skill_evals.run.execute import ExecutionPlan, execute
-from skill_evals.run.sandbox_probe import SandboxChoice
+from skill_evals.sandbox.credential_proxy import Credential
+from skill_evals.sandbox.probe import SandboxChoice
 from skill_evals.suite.cases import Case, CaseSuite
 
 CASES = 20

@@ -40,18 +40,18 @@ from .report.outputs import HeldOutputs
 from .report.route_report import RouteSettings, build_route_report, route_error_report
 from .report.test_report import build_test_report
 from .run.cached_run import CacheUse, Ran, run_plan
-from .run.credential_proxy import (
-    Credential,
-    CredentialError,
-    credential_from_config,
-    parse_credential_option,
-)
 from .run.execute import ExecutionResult, Progress
 from .run.judge_phase import judge_result
 from .run.judging import Judging
 from .run.record_lock import RecordLocks
 from .run.route_progress import RouteProgress
-from .run.sandbox_probe import (
+from .sandbox.credential_proxy import (
+    Credential,
+    CredentialError,
+    credential_from_config,
+    parse_credential_option,
+)
+from .sandbox.probe import (
     SandboxChoice,
     requested_mode,
     sandbox_paths,

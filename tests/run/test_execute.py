@@ -16,7 +16,7 @@ import pytest
 
 from skill_evals.run.execute import ExecutionPlan, ExecutionResult, Progress, execute
 from skill_evals.run.records import load_recorded, plan_keys
-from skill_evals.run.sandbox_probe import SandboxChoice
+from skill_evals.sandbox.probe import SandboxChoice
 from skill_evals.suite.cases import Case, CaseSuite
 
 RUNNERS = Path(__file__).resolve().parents[1] / "runners"

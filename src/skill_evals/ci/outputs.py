@@ -16,7 +16,7 @@ from .. import __version__
 from ..codes import STATUS_BY_CODE
 from ..errors import InvalidInput
 from ..report.answers import Answers
-from ..run.sandbox_probe import warning_text
+from ..sandbox.probe import warning_text
 from . import github, workflow
 from .console import Console
 from .schema import SCHEMA_VERSION

@@ -12,10 +12,10 @@ from ..agents import simulated
 from ..agents.registry import builtin_agent
 from ..cache.settings import CacheSettings
 from ..errors import InsufficientUnits
-from ..run.credential_proxy import Credential
 from ..run.execute import ExecutionPlan
 from ..run.observations import Observation
-from ..run.sandbox_probe import SandboxChoice
+from ..sandbox.credential_proxy import Credential
+from ..sandbox.probe import SandboxChoice
 from ..suite.cases import MIN_UNITS, CaseSuite
 
 DEFAULT_TIMEOUT_MS = 30_000

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..escaping.invisible import show_invisible
 from ..messages import ARTEFACTS
-from ..run.sandbox_probe import warning_text
+from ..sandbox.probe import warning_text
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
 # (\t, \n, \r stay): removed, never written.

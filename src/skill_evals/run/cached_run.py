@@ -15,8 +15,8 @@ from ..agents.exposed import exposure_warnings
 from ..agents.versions import VERSION_CHECKED_VAR, engine_check, is_agent_runner
 from ..cache.run import finish_cache, open_cache
 from ..cache.settings import CacheSettings
+from ..sandbox.probe import warning_text
 from .execute import ExecutionPlan, ExecutionResult, Progress, execute
-from .sandbox_probe import warning_text
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,10 @@ from ..plan.arms import Arm, run_order
 from ..plan.ledger import Ledger
 from ..plan.run_control import Stopped, retry_delay, signals_cancel
 from ..plan.settle import Settler, Verdict
+from ..sandbox.bwrap import Sandbox
+from ..sandbox.credential_proxy import CredentialProxy, builtin_credentials
+from ..sandbox.probe import SandboxChoice, SandboxState
 from ..score.task_results import task_passed
-from .credential_proxy import CredentialProxy, builtin_credentials
 from .execution_plan import ExecutionPlan, ExecutionResult, SettleSpec
 from .helper_commands import probe_environment
 from .judge_pairs import Pairs, judge_pairs
@@ -42,8 +44,6 @@ from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
 from .regex import RegexPool
-from .sandbox import Sandbox
-from .sandbox_probe import SandboxChoice, SandboxState
 from .scheduler import Scheduler
 from .workspace import WorkspaceRoot
 

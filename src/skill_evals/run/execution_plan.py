@@ -19,8 +19,8 @@ from .observations import VARIANTS, Key, Observation, RunnerFailure, Variant
 from .records import plan_keys
 
 if TYPE_CHECKING:
-    from .credential_proxy import Credential
-    from .sandbox_probe import SandboxChoice
+    from ..sandbox.credential_proxy import Credential
+    from ..sandbox.probe import SandboxChoice
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .child_env import without_job_secrets
+from ..sandbox.bwrap import Sandbox, startable
+from ..sandbox.child_env import without_job_secrets
 from .processes import (
     HELPER_VAR,
     ProcessSweeper,
@@ -24,7 +25,6 @@ from .processes import (
     forget_child,
     start_child,
 )
-from .sandbox import Sandbox, startable
 
 WORKSPACE_VAR = "SKILL_EVALS_WORKSPACE"
 _CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")

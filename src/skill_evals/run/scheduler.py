@@ -25,8 +25,10 @@ from ..plan.arms import ARM_VAR, Arm
 from ..plan.ledger import Ledger
 from ..plan.run_control import StopReason, retry_delay
 from ..plan.settle import Settler
+from ..sandbox.bwrap import Sandbox, program_paths, skill_paths, startable
+from ..sandbox.child_env import without_job_secrets
+from ..sandbox.probe import SandboxState
 from ..suite.cases import Case
-from .child_env import without_job_secrets
 from .execution_plan import ExecutionPlan
 from .helper_commands import WORKSPACE_VAR
 from .observations import Key, Observation, RunnerFailure, isolation_breach
@@ -35,8 +37,6 @@ from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
 from .regex import RegexPool
 from .runner import InvocationSpec, invocation_env, run_invocation
-from .sandbox import Sandbox, program_paths, skill_paths, startable
-from .sandbox_probe import SandboxState
 from .workspace import Prepared, WorkspaceRoot
 
 Outcome = Observation | RunnerFailure

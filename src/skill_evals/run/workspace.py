@@ -27,11 +27,11 @@ from pathlib import Path
 
 from ..checks.model import CHECK_SECONDS
 from ..checks.snapshot import Snapshot, SnapshotProblem, take_snapshot
+from ..sandbox.bwrap import Sandbox
 from ..suite.fixtures import ROOT_PREFIX
 from ..suite.walks import TreeTooLarge, copy_tree, remove_tree, walk
 from .helper_commands import Confinement, describe_exit, run_helper
 from .processes import pid_alive
-from .sandbox import Sandbox
 
 SETUP_SECONDS = 60.0
 

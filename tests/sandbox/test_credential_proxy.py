@@ -16,13 +16,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from skill_evals.run import proxy_http
-from skill_evals.run.credential_proxy import (
+from skill_evals.sandbox import proxy_http
+from skill_evals.sandbox.credential_proxy import (
     PLACEHOLDER,
     Credential,
     CredentialProxy,
 )
-from skill_evals.run.proxy_http import MAX_CONNECTIONS
+from skill_evals.sandbox.proxy_http import MAX_CONNECTIONS
 from tests._fake_upstream import FakeUpstream, Received, send_json
 
 SECRET = "sk-real-" + hashlib.sha256(b"proxy-test").hexdigest()[:24]

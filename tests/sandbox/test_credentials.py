@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from skill_evals.run.credential_proxy import (
+from skill_evals.sandbox.credential_proxy import (
     CredentialError,
     builtin_credentials,
     credential_from_config,

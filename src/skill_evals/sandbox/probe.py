@@ -138,7 +138,7 @@ def find_program(environ: Mapping[str, str]) -> str | None:
 def probe(program: str, env: Mapping[str, str]) -> str | None:
     """Run ``true`` in a sandbox holding only the system directories; None when it exited 0
     within 5 seconds, else the reason."""
-    from .sandbox import probe_argv
+    from .bwrap import probe_argv
 
     try:
         done = subprocess.run(
