@@ -22,7 +22,7 @@ from .cache.run import suite_paths
 from .cache.settings import CacheSettings
 from .errors import EvalError, InvalidInput
 from .plan.files import RunFiles, check_modes
-from .plan.judge_plan import plan_judging
+from .plan.judge_plan import named_judges, plan_judging
 from .plan.lint import LintFailed, LintResult, preflight, with_lint
 from .plan.route_plan import CACHE_SCOPE, catalog_warnings, check_catalog_outputs, plan_route
 from .plan.run_settings import RunSettings, default_timeout_ms, is_builtin_runner
@@ -168,6 +168,7 @@ class TestOptions(_RunOptions):
     retry_delay: Callable[[int], float] | None = None  # backoff (seconds before re-run n)
     scope: ArmOptions = field(default_factory=ArmOptions)  # arms, baseline, budget, settle
     judge: str | None = None  # the default judge of judge checks (docs/judging.md)
+    judges: tuple[str, ...] | Mapping[str, str] = ()  # --judges NAME=CMD, config judges:
     judge_timeout_ms: int = 120_000
     max_judge_calls: int | None = None
 
@@ -177,6 +178,7 @@ class TestOptions(_RunOptions):
         return plan_judging(
             suite,
             self.judge,
+            named=named_judges(self.judges),
             timeout_ms=self.judge_timeout_ms,
             max_bytes=self.max_bytes,
             retries=self.retries,

@@ -127,6 +127,8 @@ def test_openai_verdicts_carry_usage() -> None:
         (Reply(drop=True), "anthropic API connection failed", True),
         (anthropic_text("I think it is fine, SECRET-TEXT."), "the judge model's reply is not a",
          False),
+        (Reply(200, b'{"choices": []}'),
+         "anthropic API reply is not an Anthropic Messages response", False),
         (Reply(200, b'{"content": [{"type": "text", "text": "' + b"x" * 1_100_000 + b'"}]}'),
          "anthropic API reply is over 1048576 bytes", False),
     ],
@@ -139,6 +141,18 @@ def test_http_failures_become_clear_reasons(reply: Reply, reason: str, retryable
         server.stop()
     assert answer["runnerError"].startswith(reason) and answer["retryable"] is retryable
     assert "SECRET-TEXT" not in answer["runnerError"] and "leaked" not in answer["runnerError"]
+
+
+def test_a_reply_of_another_shape_is_named_in_prose() -> None:
+    server = FakeJudgeApi([Reply(200, b'{"content": []}')])
+    try:
+        answer = _line(_judge("openai", server.url, PAIR, "--model", "gpt-x"))
+    finally:
+        server.stop()
+    assert answer == {
+        "runnerError": "openai API reply is not an OpenAI Chat Completions response",
+        "retryable": False,
+    }
 
 
 def test_a_missing_key_or_model_is_named(fake: FakeJudgeApi) -> None:

@@ -37,6 +37,16 @@ def test_the_judge_settings_apply_per_skill() -> None:
     assert "judge" not in parse_config(b"trials: 3\n", "cfg").for_skill("x").result_settings()
 
 
+def test_named_judges_apply_per_skill_and_enter_the_fingerprint() -> None:
+    config = parse_config(
+        b"judges: {strict: python3 s.py}\noverrides:\n  notes: {judges: {loose: python3 l.py}}\n",
+        "cfg",
+    )
+    assert config.for_skill("x").judges == (("strict", "python3 s.py"),)
+    assert config.for_skill("notes").judges == (("loose", "python3 l.py"),)
+    assert config.for_skill("x").result_settings()["judges"] == {"strict": "python3 s.py"}
+
+
 def test_the_total_judge_budget_is_shared_in_order() -> None:
     config = parse_config(CONFIG, "cfg")
     total = TotalBudget.of(config.budget_total)
@@ -47,23 +57,33 @@ def test_the_total_judge_budget_is_shared_in_order() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [b"judge: ''\n", b"judge: ' '\n", b"judge-timeout-ms: 0\n", b"budget: {judge-calls: 0}\n"],
+    [
+        b"judge: ''\n",
+        b"judge: ' '\n",
+        b"judge-timeout-ms: 0\n",
+        b"budget: {judge-calls: 0}\n",
+        b"judges: {default: python3 j.py}\n",
+        b"judges: {'a b': python3 j.py}\n",
+        b"judges: {x: ''}\n",
+        b"judges: [python3 j.py]\n",
+    ],
 )
 def test_bad_judge_settings_are_refused(bad: bytes) -> None:
     with pytest.raises(InvalidInput):
         parse_config(bad, "cfg")
 
 
-def test_ci_judges_with_the_configured_judge_and_shows_its_cost(tmp_path: Path) -> None:
+def test_ci_judges_with_the_configured_named_judge_and_shows_its_cost(tmp_path: Path) -> None:
     rows = {f"c{i}": {"with": {"output": "GOOD"}, "without": {"output": "no"}} for i in range(10)}
-    make_suite(tmp_path / "skills", rows, [{"check": "judge", "rubric": "Good notes?"}])
+    check = {"check": "judge", "rubric": "Good notes?", "judge": "notes"}
+    make_suite(tmp_path / "skills", rows, [check])
     evals = tmp_path / "skills" / "release-notes" / "evals"
     evals.mkdir()
     (tmp_path / "skills" / "cases.jsonl").rename(evals / "cases.jsonl")
     table = tmp_path / "skills" / "table.json"
     (tmp_path / ".skill-evals.yml").write_text(
         f"runner: {sys.executable} {TABLE_RUNNER} {table}\ntrials: 1\n"
-        f"judge: {judge_cmd(tmp_path)}\ngates: {{min-uplift: 0.5}}\n",
+        f"judges: {{notes: {judge_cmd(tmp_path)}}}\ngates: {{min-uplift: 0.5}}\n",
         "utf-8",
     )
     for args in (

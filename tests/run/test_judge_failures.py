@@ -129,7 +129,7 @@ def _bad(tmp_path: Path, check: dict[str, Any], *more: str, judge: bool = True) 
         ({"check": "judge", "rubric": "r", "include": ["files:../x"]}, "must not contain a .."),
         ({"check": "judge", "rubric": "r", "include": ["files:/etc/*"]}, "no leading /"),
         ({"check": "judge", "rubric": "r", "include": ["stdout"]}, 'must be "output" or'),
-        ({"check": "judge", "rubric": "r", "judge": ""}, "task[0].judge: must name a program"),
+        ({"check": "judge", "rubric": "r", "judge": ""}, "task[0].judge: must name a judge"),
         ({"check": "judge", "rubric": "r", "colour": 1}, "unknown field"),
     ],
 )

@@ -42,6 +42,7 @@ class Provider:
     """One model API: where to post, the key's variable and header, the body and the reply."""
 
     name: str
+    reply_kind: str  # what its reply is, in prose: "an Anthropic Messages response"
     key_var: str
     base_var: str
     default_base: str
@@ -49,11 +50,11 @@ class Provider:
 
 
 ANTHROPIC = Provider(
-    "anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com",
+    "anthropic", "an Anthropic Messages response", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com",
     "/v1/messages",
 )  # fmt: skip
 OPENAI = Provider(
-    "openai", "OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1",
+    "openai", "an OpenAI Chat Completions response", "OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1",
     "/chat/completions",
 )  # fmt: skip
 PROVIDERS = {"anthropic": ANTHROPIC, "openai": OPENAI}
@@ -154,9 +155,7 @@ def reply_text(provider: Provider, payload: bytes) -> tuple[str, dict[str, int]]
             usage = value.get("usage") or {}
             tokens = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-        raise JudgeError(
-            f"{provider.name} API reply is not a {provider.name} response", False
-        ) from None
+        raise JudgeError(f"{provider.name} API reply is not {provider.reply_kind}", False) from None
     if not isinstance(text, str):
         raise JudgeError(NOT_A_VERDICT, False)
     meta = {

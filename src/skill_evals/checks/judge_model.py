@@ -17,7 +17,8 @@ MAX_JUDGE_FILE_BYTES = 65_536  # a captured file is cut here
 class Judge:
     """A model-graded check: the judge's ``score`` within ``scale`` passes at ``threshold``
     (without a threshold, the judge's own ``pass``). ``include``: ``output`` and/or
-    ``files:<glob>`` (what the judge is shown). ``command``: the check's own judge (argv)."""
+    ``files:<glob>`` (what the judge is shown). ``judge``: the name of the check's judge (one
+    the trusted side defines: ``default`` is --judge), None for the default."""
 
     name: ClassVar[str] = "judge"
     workspace: ClassVar[bool] = False
@@ -25,7 +26,7 @@ class Judge:
     scale: tuple[float, float] = (0.0, 1.0)
     threshold: float | None = None
     include: tuple[str, ...] = ("output",)
-    command: tuple[str, ...] | None = None
+    judge: str | None = None
 
     @property
     def label(self) -> str:
@@ -47,7 +48,7 @@ class JudgePairwise:
     workspace: ClassVar[bool] = False
     rubric: str
     include: tuple[str, ...] = ("output",)
-    command: tuple[str, ...] | None = None
+    judge: str | None = None
 
     @property
     def label(self) -> str:

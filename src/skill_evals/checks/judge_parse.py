@@ -1,10 +1,13 @@
 """Validating a ``judge`` check when the cases file loads: rubric, scale, threshold, include and
-the check's own judge command, each error naming the field (never the rubric's text)."""
+the name of the check's judge, each error naming the field (never the rubric's text).
+
+A case file is data: it may pick a judge only by a name the trusted side defines (--judges, the
+config's ``judges:``; ``default`` is --judge), never name a program (docs/judging.md)."""
 
 from __future__ import annotations
 
 import math
-import shlex
+import re
 from typing import Any
 
 from .judge_files import glob_problem
@@ -21,16 +24,16 @@ def parse_judge(raw: dict[str, Any], where: Where, report: Reporter) -> Judge:
     scale = _scale(raw.get("scale"), (*where, "scale"), report)
     threshold = _threshold(raw.get("threshold"), scale, (*where, "threshold"), report)
     include = parse_include(raw.get("include"), (*where, "include"), report)
-    command = parse_judge_command(raw.get("judge"), (*where, "judge"), report)
-    return Judge(rubric, scale, threshold, include, command)
+    name = parse_judge_name(raw.get("judge"), (*where, "judge"), report)
+    return Judge(rubric, scale, threshold, include, name)
 
 
 def parse_pairwise(raw: dict[str, Any], where: Where, report: Reporter) -> JudgePairwise:
     """One ``judge_pairwise`` check object (its keys already checked against PAIRWISE_FIELDS)."""
     rubric = _rubric(raw, where, report)
     include = parse_include(raw.get("include"), (*where, "include"), report)
-    command = parse_judge_command(raw.get("judge"), (*where, "judge"), report)
-    return JudgePairwise(rubric, include, command)
+    name = parse_judge_name(raw.get("judge"), (*where, "judge"), report)
+    return JudgePairwise(rubric, include, name)
 
 
 def _rubric(raw: dict[str, Any], where: Where, report: Reporter) -> str:
@@ -99,18 +102,21 @@ def parse_include(value: object, at: Where, report: Reporter) -> tuple[str, ...]
     return tuple(value)
 
 
-def parse_judge_command(value: object, at: Where, report: Reporter) -> tuple[str, ...] | None:
-    """A check's own ``judge``: a command split like --judge (None when absent)."""
+JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_NAME_HINT = (
+    "must name a judge the trusted side defines (--judges NAME=CMD, the config's judges:, or "
+    "default for --judge): letters, digits, '_', '.', '-', at most 64 characters; a case "
+    "file never gives a command or a path"
+)
+
+
+def parse_judge_name(value: object, at: Where, report: Reporter) -> str | None:
+    """A check's own ``judge``: the name of a judge the trusted side defines (None when
+    absent). Whether the name is defined is checked when the run is planned."""
     if value is None:
         return None
     if not isinstance(value, str):
-        raise report.wrong_type(at, 'a command (a string, e.g. "python3 judge.py")', value)
-    try:
-        argv = shlex.split(value)
-    except ValueError:
-        raise report.fail(at, "cannot split the command; check its quotes") from None
-    if not argv:
-        raise report.fail(at, "must name a program")
-    if any("\0" in arg for arg in argv):
-        raise report.fail(at, "must not contain a NUL character")
-    return tuple(argv)
+        raise report.wrong_type(at, 'a judge name (a string, e.g. "default")', value)
+    if not JUDGE_NAME.fullmatch(value):
+        raise report.fail(at, _NAME_HINT)
+    return value

@@ -75,6 +75,7 @@ class SkillSettings:
     compare_base: bool = False  # compare: base — the base commit's version as the baseline arm
     require_verified_isolation: bool = False  # an unverified without run → exit 7
     judge: str | None = None  # the default judge of judge checks (docs/judging.md)
+    judges: tuple[tuple[str, str], ...] = ()  # judges: {NAME: CMD}, picked by name by a check
     judge_timeout_ms: int = 120_000
     strict: bool = False  # a lint warning → exit 5 before any runner
     agent: str | None = None  # the frontmatter profile; None: the runner's agent
@@ -104,6 +105,8 @@ class SkillSettings:
         }
         if self.judge is not None:  # only when set: configs without one keep their fingerprints
             settings["judge"] = self.judge
+        if self.judges:
+            settings["judges"] = dict(self.judges)
         return settings
 
 
@@ -217,6 +220,8 @@ def apply_settings(base: SkillSettings, values: Mapping[str, Any]) -> SkillSetti
             changes[attr] = values[key]
     if "budget" in values:
         changes["budget"] = budget_of(values["budget"])
+    if "judges" in values:
+        changes["judges"] = tuple((str(k), str(v)) for k, v in values["judges"].items())
     if "credentials" in values:
         changes["credentials"] = tuple(values["credentials"])
     if values.get("sandbox-paths"):

@@ -281,6 +281,7 @@ class _SkillRuns:
             scope=scope,
             cache=self.cache,
             judge=settings.judge,
+            judges=dict(settings.judges),
             judge_timeout_ms=settings.judge_timeout_ms,
             max_judge_calls=self.total.for_skill(settings.budget).judge_calls,
             **run_fields(settings, record, self.options.out, runner_env(self.env)),

@@ -31,7 +31,13 @@ skill-evals judge-check --cases examples/judging/labels.jsonl \\
     type=click.Path(path_type=Path),
     help="Labelled examples, one JSON object per line, all absolute or all pairwise.",
 )
-@option("--judge", required=True, help="The judge to check, split like a shell, run without one.")
+@option(
+    "--judge",
+    required=True,
+    help="The judge to check, split like a shell, run without one; or the NAME of one of "
+    "--judges (to calibrate the judge your cases name).",
+)
+@option("--judges", "judges")
 @click.option(
     "--min-agreement",
     type=FloatRange(0, 1),

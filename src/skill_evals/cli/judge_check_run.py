@@ -7,7 +7,7 @@ from typing import Any
 
 from ..codes import INSUFFICIENT
 from ..errors import EvalError
-from ..plan.judge_plan import split_judge
+from ..plan.judge_plan import named_judges, split_judge
 from ..report.judge_check_report import build_report, error_report
 from ..run.judge_check import VerdictCache, check_examples
 from ..run.judging import JudgeSettings, Judging
@@ -19,6 +19,7 @@ MIN_EXAMPLES = 10
 def run_judge_check(
     cases: Path,
     judge: str,
+    judges: tuple[str, ...],
     min_agreement: float | None,
     jobs: int,
     judge_timeout_ms: int,
@@ -28,7 +29,8 @@ def run_judge_check(
 ) -> dict[str, Any]:
     """The judge-check report (its ``exitCode`` is the exit)."""
     try:
-        argv = split_judge(judge)
+        named = named_judges(judges)
+        argv = named.get(judge.strip()) or split_judge(judge)
         kind, examples = load_examples(cases)
         if len(examples) < MIN_EXAMPLES:
             return error_report(

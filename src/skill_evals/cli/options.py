@@ -81,7 +81,15 @@ _SPECS: dict[str, dict[str, Any]] = {
         "metavar": "CMD",
         "help": "The judge of the judge checks, run once per request; split like a shell, run "
         "without one (docs/judging.md). Built in: 'skill-evals judge anthropic|openai --model "
-        "M'. A check's own judge field overrides it. Default: none.",
+        "M'. Named default; a check picks another by its judge field (--judges). Default: "
+        "none.",
+    },
+    "--judges": {
+        "multiple": True,
+        "metavar": "NAME=CMD",
+        "help": 'A named judge a check may pick by its judge field ("judge": "NAME"); CMD is '
+        "split like --judge. A case file only names judges, never commands. Repeatable. "
+        "Default: none (docs/judging.md).",
     },
     "--judge-timeout-ms": {
         "type": click.IntRange(1, 600_000),

@@ -95,6 +95,7 @@ _OPTIONS = [
     option("--max-bytes"),
     option("--jobs", help="Runner processes at the same time."),
     option("--judge"),
+    option("--judges", "judges"),
     option("--judge-timeout-ms"),
     option("--max-judge-calls"),
     option("--seed", help="Seed of the bootstrap: the same seed gives the same interval."),

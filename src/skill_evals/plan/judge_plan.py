@@ -1,14 +1,16 @@
-"""Planning the judging of a `test` run: the default judge (--judge, config ``judge:``) split
-like --runner, and every judge check's judge known before anything runs (exit 5 naming the
-case file and line when a check has none)."""
+"""Planning the judging of a `test` run: the default judge (--judge, config ``judge:``) and the
+named ones (--judges NAME=CMD, config ``judges:``) split like --runner, and every judge check's
+judge known before anything runs (exit 5 naming the case file, line and field when a check
+names none, or a name nobody defined)."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from ..checks.judge_model import Judge, JudgePairwise
+from ..checks.judge_parse import JUDGE_NAME
 from ..errors import InvalidInput
 from ..run.judge_pairs import COMPARED_ARMS, pair_draws
 from ..run.judging import JudgeSettings, Judging
@@ -16,18 +18,52 @@ from ..run.observations import Variant
 from ..suite.cases import CaseSuite
 from .arms import parse_arms
 
+DEFAULT_JUDGE = "default"  # the name of --judge (config judge:)
 
-def split_judge(command: str | None) -> tuple[str, ...] | None:
+
+def split_judge(command: str | None, where: str = "--judge") -> tuple[str, ...] | None:
     """--judge as argv (None when not given); exit 5 for an empty one or unbalanced quotes."""
     if command is None:
         return None
     try:
         argv = shlex.split(command)
     except ValueError as exc:
-        raise InvalidInput(f"--judge: cannot split the command ({exc}); check its quotes") from None
+        raise InvalidInput(f"{where}: cannot split the command ({exc}); check its quotes") from None
     if not argv:
-        raise InvalidInput("--judge: the command is empty; give a program and its arguments")
+        raise InvalidInput(f"{where}: the command is empty; give a program and its arguments")
     return tuple(argv)
+
+
+def named_judges(given: Sequence[str] | Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """The trusted named judges: --judges NAME=CMD entries, or the config's ``judges:``
+    mapping; exit 5 for a bad name, a name given twice, ``default`` (that is --judge) or a
+    command that does not split."""
+    pairs: list[tuple[str, str]] = []
+    where = "config judges" if isinstance(given, Mapping) else "--judges"
+    if isinstance(given, Mapping):
+        pairs = [(str(name), str(command)) for name, command in given.items()]
+    else:
+        for entry in given:
+            name, equals, command = entry.partition("=")
+            if not equals:
+                raise InvalidInput(f"{where}: expected NAME=CMD (a name, '=', then a command)")
+            pairs.append((name.strip(), command))
+    found: dict[str, tuple[str, ...]] = {}
+    for name, command in pairs:
+        shown = name[:64].encode("unicode_escape").decode("ascii")
+        if not JUDGE_NAME.fullmatch(name):
+            raise InvalidInput(
+                f"{where}: {shown!r} is not a judge name: letters, digits, '_', '.', '-', at "
+                "most 64 characters"
+            )
+        if name == DEFAULT_JUDGE:
+            raise InvalidInput(f"{where}: 'default' is --judge's name; give it with --judge")
+        if name in found:
+            raise InvalidInput(f"{where}: the judge {shown!r} is defined twice")
+        argv = split_judge(command, f"{where} {name}")
+        assert argv is not None
+        found[name] = argv
+    return found
 
 
 def compared_arms(baseline: bool, arms: str | None) -> tuple[Variant, ...]:
@@ -69,10 +105,36 @@ def check_pairwise(suite: CaseSuite, baseline: bool, arms: str | None) -> tuple[
     return compared
 
 
+def _check_names(
+    suite: CaseSuite, cases: Sequence[object], default: bool, named: Mapping[str, object]
+) -> None:
+    """Exit 5 (file, line, field) for a judge check whose judge is not defined."""
+    for case in cases:
+        task = getattr(case, "task", None)
+        assert task is not None
+        for index, check in enumerate(task.checks):
+            if not isinstance(check, (Judge, JudgePairwise)):
+                continue
+            at = f"{suite.path}:{getattr(case, 'line', 0)}: field task[{index}]"
+            name = check.judge or DEFAULT_JUDGE
+            if name == DEFAULT_JUDGE and not default:
+                raise InvalidInput(
+                    f"{at}: a judge check needs a judge: give --judge CMD (config judge:), or "
+                    "name one of --judges (config judges:) in the check's judge field"
+                )
+            if name != DEFAULT_JUDGE and name not in named:
+                defined = ", ".join(sorted(named)) or "none"
+                raise InvalidInput(
+                    f"{at}.judge: no judge is named {name!r} (defined: {defined}): define it "
+                    "with --judges NAME=CMD or the config's judges:"
+                )
+
+
 def plan_judging(
     suite: CaseSuite,
     command: str | None,
     *,
+    named: Mapping[str, tuple[str, ...]] | None = None,
     timeout_ms: int,
     max_bytes: int,
     retries: int,
@@ -95,18 +157,10 @@ def plan_judging(
     ]
     if not judged:
         return None
-    if argv is None:
-        for case in judged:
-            assert case.task is not None
-            for index, check in enumerate(case.task.checks):
-                if isinstance(check, (Judge, JudgePairwise)) and check.command is None:
-                    raise InvalidInput(
-                        f"{suite.path}:{case.line}: field task[{index}]: a judge check needs "
-                        "a judge: give --judge CMD (config judge:), or the check's own judge "
-                        "field"
-                    )
+    _check_names(suite, judged, argv is not None, named or {})
     settings = JudgeSettings(
         command=argv,
+        named=dict(named or {}),
         timeout_ms=timeout_ms,
         max_bytes=max_bytes,
         retries=retries,

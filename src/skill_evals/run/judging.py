@@ -40,6 +40,7 @@ class JudgeSettings:
     --max-judge-calls (None: no limit)."""
 
     command: tuple[str, ...] | None = None
+    named: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # --judges
     timeout_ms: int = DEFAULT_JUDGE_TIMEOUT_MS
     max_bytes: int = 1_000_000
     retries: int = 2
@@ -94,8 +95,10 @@ class Judging:
         self._spec = JudgeSpec(settings.timeout_ms, settings.max_bytes, judge_env(base))
 
     def argv(self, check: Judge | JudgePairwise) -> tuple[str, ...]:
-        """The judge of ``check``: its own, else the run's (validated before the run)."""
-        argv = check.command or self.settings.command
+        """The judge ``check`` names (--judges), else the run's default (validated before
+        the run)."""
+        name = check.judge
+        argv = self.settings.named[name] if name and name != "default" else self.settings.command
         assert argv is not None, "a judge check without a judge is refused when planning"
         return argv
 
