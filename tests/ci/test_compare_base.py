@@ -115,12 +115,11 @@ def test_compare_flag_overrides_the_config(tmp_path: Path) -> None:
 
 
 def test_ci_cache_is_reused_by_the_next_run(tmp_path: Path) -> None:
-    repo, _ = _repo(tmp_path, SIMULATED + "cache: .cache/skill-evals\n")
-    (repo / ".gitignore").write_text(".cache/\n", encoding="utf-8")
-    commit_all(repo, "ignore the cache")
+    # Relative to the repository root, outside its work tree (ci refuses one inside).
+    repo, _ = _repo(tmp_path, SIMULATED + "cache: ../cache/skill-evals\n")
     first = run_cli(["ci", "--only", "alpha", "--out", str(tmp_path / "one")], repo)
     assert first.returncode in (0, 1), first.stderr[-3000:]
-    assert (repo / ".cache" / "skill-evals" / "alpha").is_dir()
+    assert (repo.parent / "cache" / "skill-evals" / "alpha").is_dir()
     second = run_cli(["ci", "--only", "alpha", "--out", str(tmp_path / "two")], repo)
     assert second.returncode == first.returncode
     runs = [_skills(tmp_path / name)["alpha"]["report"]["runner"] for name in ("one", "two")]

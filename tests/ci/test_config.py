@@ -194,3 +194,12 @@ def test_evidence_command_uses_config_patterns(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert [load["skill"] for load in json.loads(done.stdout)] == ["brand-deck"]
+
+
+def test_on_off_yes_no_are_strings_and_only_true_false_are_booleans():
+    config = parse_config(b"sandbox: off\nimprove: off\nrunner: no\nkeep-going: true\n", "t.yml")
+    assert config.defaults.sandbox == "off" and config.improve == "off"
+    assert config.defaults.runner == "no" and config.defaults.keep_going is True
+    assert parse_config(b"routing: {cases: y}\n", "t.yml").routing.cases == "y"  # type: ignore[union-attr]
+    with pytest.raises(InvalidInput, match=r"t.yml: \$\['keep-going'\]"):
+        parse_config(b"keep-going: yes\n", "t.yml")

@@ -9,7 +9,7 @@ from pathlib import Path
 from .conftest import commit_all, make_repo, run_cli
 
 RUNNER = f"sh {Path(__file__).parent.parent / 'runners' / 'counting.sh'}"
-CONFIG = f"runner: {RUNNER}\ntrials: 2\ncache: .cache/evals\n"
+CONFIG = f"runner: {RUNNER}\ntrials: 2\ncache: ../cache/evals\n"  # outside the work tree
 
 
 def _rows(text: str) -> dict[str, list[str]]:
@@ -23,15 +23,13 @@ def _rows(text: str) -> dict[str, list[str]]:
 
 def test_estimate_before_and_after_a_cached_run(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", skills=("alpha",), config=CONFIG)
-    (repo / ".gitignore").write_text(".cache/\n", encoding="utf-8")
-    commit_all(repo, "ignore the cache")
     # 12 trigger-only cases, 2 trials: with 24 + the isolation spot-check without (3, trial 1)
     planned = 12 * 2 + 3
     before = run_cli(["ci", "plan", "--all", "--estimate"], repo)
     assert before.returncode == 0, before.stderr
     assert _rows(before.stdout)["alpha"] == [str(planned), "0", str(planned)] + ["unknown"] * 3
     assert "alpha: no cached observation reports its cost" in before.stdout
-    assert not (repo / ".cache").exists()  # nothing ran, nothing was written
+    assert not (repo.parent / "cache").exists()  # nothing ran, nothing was written
 
     ran = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo)
     assert ran.returncode in (0, 1), ran.stderr[-2000:]

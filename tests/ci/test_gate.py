@@ -126,7 +126,8 @@ def test_missing_secrets_skip_or_fail(tmp_path: Path) -> None:
     config = "runner: skill-evals runner claude-code\ntrials: 1\n"
     repo = make_repo(tmp_path / "repo", config=config + "require-env: [SKILL_EVALS_SECRET_X]\n")
     out = tmp_path / "out"
-    done = run_cli(["ci", "--all", "--out", str(out)], repo, gh_env(tmp_path))
+    skip = "--skip-on-missing-secrets"  # (the default outside a fork's pull request: exit 7)
+    done = run_cli(["ci", "--all", skip, "--out", str(out)], repo, gh_env(tmp_path))
     assert done.returncode == 0, done.stderr
     assert (
         "::warning::alpha: skipped, required environment variable(s) empty or unset: "
@@ -143,7 +144,7 @@ def test_missing_secrets_skip_or_fail(tmp_path: Path) -> None:
     assert done.returncode == 7
     assert json.loads((out / "report.json").read_text("utf-8"))["status"] == "unavailable"
     done = run_cli(["ci", "--all", "--out", str(out)], repo, {"SKILL_EVALS_SECRET_X": ""})
-    assert done.returncode == 0 and "empty or unset" in done.stderr
+    assert done.returncode == 7 and "empty or unset" in done.stderr
 
 
 def test_no_skill_exits_0_with_a_message(tmp_path: Path) -> None:
@@ -350,7 +351,8 @@ def test_a_multiline_skill_name_cannot_inject_workflow_commands(tmp_path: Path) 
     # → a warning naming it (a real agent's runner: the simulation requires no variable)
     config = "runner: skill-evals runner claude-code\nrequire-env: [SKILL_EVALS_UNSET_X]\n"
     (tmp_path / ".skill-evals.yml").write_text(config, encoding="utf-8")
-    done = run_cli(["ci", "--out", str(tmp_path / "out")], tmp_path, gh_env(tmp_path))
+    argv = ["ci", "--skip-on-missing-secrets", "--out", str(tmp_path / "out")]
+    done = run_cli(argv, tmp_path, gh_env(tmp_path))
     assert done.returncode == 0 and "evil\\u000a::add-mask::x: skipped" in done.stderr
     for line in (done.stdout + done.stderr).splitlines():
         assert not line.startswith("::add-mask::"), line

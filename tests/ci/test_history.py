@@ -34,7 +34,7 @@ RUNS = [[], ["c-ok:*:miss", "c-late:*:miss"], ["*:*:error"], ["c-ok:*:fail"], ["
 def _config(rules: list[str]) -> str:
     beta = json.dumps(" ".join([sys.executable, str(TASKY), "beta", *rules]))
     return (
-        "runner: skill-evals runner simulated\ntrials: 2\ncache: .se-cache\n"
+        "runner: skill-evals runner simulated\ntrials: 2\ncache: ../se-cache\n"
         f'cache-max-age: "0"\nstop-when-settled: false\noverrides:\n  beta: {{runner: {beta}}}\n'
     )
 
@@ -49,7 +49,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         skill = write_skill(repo / "skills", name, description=f"Answer {name} refund questions.")
         (skill / "evals").mkdir()
         write_jsonl(skill / "evals" / "cases.jsonl", CASES)
-    file = repo / ".se-cache" / "history.jsonl"
+    file = repo / ".." / "se-cache" / "history.jsonl"  # outside the work tree, as ci requires
     runs = []
     for index, rules in enumerate(RUNS):
         (repo / ".skill-evals.yml").write_text(_config(rules), "utf-8")

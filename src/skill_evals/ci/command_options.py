@@ -7,6 +7,7 @@ Heavy modules are imported inside the functions so that `skill-evals --help` sta
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,6 +43,19 @@ def lock_option(help_text: str) -> Callable[[F], F]:
     return file_option("--lock", "lock_file", help_text=help_text)
 
 
+TRUST_HELP = (
+    "On a pull request, take the policy keys (runner, judges, sandbox, credentials, cache, "
+    "gates, budgets …) from the pull request's own config instead of the base commit's. Safe "
+    "only where every pull request author may already run code with the job's secrets. "
+    "Default: off (docs/ci.md)."
+)
+
+
+def trust_option() -> Callable[[F], F]:
+    """``--trust-pr-config`` (keyword argument ``trust_pr_config``)."""
+    return click.option("--trust-pr-config", is_flag=True, help=TRUST_HELP)
+
+
 _SELECTION = [
     config_option(
         "The config file (docs/config.md). Default: .skill-evals.yml at the root, when present."
@@ -55,6 +69,7 @@ _SELECTION = [
         ".skill-evals.lock.json when present (after a PR's base)."
     ),
     click.option("--all", "all_", is_flag=True, help="Evaluate every skill, changed or not."),
+    trust_option(),
     click.option(
         "--only",
         multiple=True,
@@ -172,12 +187,17 @@ def ci_options(
     kwargs: dict[str, Any],
     out: Path,
     comment: bool = False,
-    fail_on_missing_secrets: bool = False,
+    fail_on_missing_secrets: bool | None = False,
     quiet: bool = False,
 ) -> Any:
     """The CiOptions of a `ci` or `ci plan` invocation (exit 5 on a malformed option)."""
+    from .pr_event import from_fork
     from .selection import CiOptions
 
+    if fail_on_missing_secrets is None:
+        # Only a fork's pull request runs without the job's secrets by design: skip there,
+        # fail everywhere else (a secret that should be there and is not).
+        fail_on_missing_secrets = not from_fork(os.environ)
     if kwargs.get("runner") is not None and not kwargs["runner"].strip():
         fail("--runner: give a command, e.g. 'skill-evals runner simulated'")
     if kwargs.get("cache_max_age") is not None:
@@ -198,4 +218,5 @@ def ci_options(
         fail_on_missing_secrets=fail_on_missing_secrets,
         cli=cli_values(kwargs),
         quiet=quiet,
+        trust_pr_config=bool(kwargs.get("trust_pr_config")),
     )

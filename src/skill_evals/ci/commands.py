@@ -50,8 +50,9 @@ from .command_options import DEFAULT_OUT, ci_options, say, selection_options
 )
 @click.option(
     "--fail-on-missing-secrets/--skip-on-missing-secrets",
-    default=False,
-    help="When a require-env variable is empty: exit 7, or skip the skill (exit 0).",
+    default=None,
+    help="When a require-env variable is empty: exit 7 naming it, or skip the skill (exit 0). "
+    "Default: skip on a pull request from a fork (it gets no secrets), else exit 7.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.pass_context
@@ -60,7 +61,7 @@ def ci(
     /,
     out: Path,
     comment: bool,
-    fail_on_missing_secrets: bool,
+    fail_on_missing_secrets: bool | None,
     quiet: bool,
     **kwargs: Any,
 ) -> None:

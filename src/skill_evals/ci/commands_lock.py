@@ -13,7 +13,14 @@ import click
 
 from ..cli.common import fail
 from ..cli.helptext import CONTEXT, epilog
-from .command_options import base_choice, base_option, config_option, lock_option, say
+from .command_options import (
+    base_choice,
+    base_option,
+    config_option,
+    lock_option,
+    say,
+    trust_option,
+)
 
 CONFIG_HELP = "The config file. Default: .skill-evals.yml at the root, when present."
 
@@ -30,7 +37,8 @@ CONFIG_HELP = "The config file. Default: .skill-evals.yml at the root, when pres
 )
 @config_option(CONFIG_HELP)
 @lock_option("The lock file. Default: the config's `lock`, else .skill-evals.lock.json.")
-def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
+@trust_option()
+def lock(update: bool, config: Path | None, lock_file: Path | None, trust_pr_config: bool) -> None:
     """Write (--update) or check the lock file of skill fingerprints.
 
     Check: exit 0 when the lock matches the tree, 1 when it is stale or missing (the
@@ -39,11 +47,10 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     from .changes import compare
     from .lock_file import lock_fingerprints, read_lock, read_lock_routing, render_lock
     from .outputs import replace_file
-    from .selection import load_workspace
 
     root = Path.cwd()
     try:
-        workspace = load_workspace(root, config, {})
+        workspace = _workspace(root, config, trust_pr_config)
         path = lock_file if lock_file is not None else root / workspace.config.lock
         routing = workspace.routing
         if routing is not None and routing.fingerprint is None:
@@ -99,6 +106,7 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
 )
 @lock_option("Compare with the fingerprints in this lock file. Default: as for --base.")
 @click.option("--all", "all_", is_flag=True, help="Report every skill as changed.")
+@trust_option()
 @click.option(
     "--format",
     "fmt",
@@ -107,19 +115,23 @@ def lock(update: bool, config: Path | None, lock_file: Path | None) -> None:
     help="lines: one changed skill path per line; json: changed, unchanged and removed skills.",
 )
 def changed(
-    config: Path | None, base: str | None, lock_file: Path | None, all_: bool, fmt: str
+    config: Path | None,
+    base: str | None,
+    lock_file: Path | None,
+    all_: bool,
+    trust_pr_config: bool,
+    fmt: str,
 ) -> None:
     """List the skills whose fingerprint changed on stdout; say on stderr how changes were
     found and how many skills changed (also when none did)."""
     from ..errors import EvalError
     from .changes import describe_base, detect_changes
     from .routing import ROUTING_NAME, routing_change
-    from .selection import load_workspace
 
     root = Path.cwd()
     choice = base_choice(base, lock_file, all_)
     try:
-        workspace = load_workspace(root, config, {})
+        workspace = _workspace(root, config, trust_pr_config)
         changes = detect_changes(root, workspace.config, workspace.states, choice, dict(os.environ))
         routing = workspace.routing
         # The routing entry re-runs on the same rule as `ci` (docs/routing.md#in-ci).
@@ -164,3 +176,14 @@ def changed(
         else {"changed": routed[0], "reason": routed[1], "fingerprint": routing.fingerprint},
     }
     click.echo(json.dumps(doc, indent=2, ensure_ascii=True))
+
+
+def _workspace(root: Path, config: Path | None, trust_pr_config: bool) -> Any:
+    """The repository loaded as `ci` loads it (on a pull request, the policy from the base
+    commit); the head's ignored policy changes are said on stderr."""
+    from .selection import load_workspace
+
+    workspace = load_workspace(root, config, {}, dict(os.environ), trust_pr_config)
+    for message in workspace.policy_messages:
+        say(f"skill-evals: {message}", err=True)
+    return workspace

@@ -56,6 +56,17 @@ _UniqueKeyLoader.add_constructor(
     _construct_mapping,
 )
 
+# Only true/false are booleans (as in YAML 1.2): `sandbox: off`, `improve: off`, a name `no`
+# read as the strings they look like, never as false.
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_UniqueKeyLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in _UniqueKeyLoader.yaml_implicit_resolvers.items()
+}
+_UniqueKeyLoader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
 
 def find_config(root: Path) -> Path | None:
     """The config file at the repository root, if any."""
@@ -68,6 +79,11 @@ def find_config(root: Path) -> Path | None:
 
 def load_config(path: Path) -> CiConfig:
     """Load and validate ``path``; InvalidInput (exit 5) naming the file and JSON path."""
+    return parse_config(_read_bytes(path), str(path), path)
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The config file's bytes, bounded; a FIFO or a device is refused, never waited on."""
     try:
         # Non-blocking open: a FIFO given as the config is refused below, never waited on.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -80,11 +96,22 @@ def load_config(path: Path) -> CiConfig:
             data = handle.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise InvalidInput(f"{path}: cannot read the config ({exc.strerror})") from None
-    return parse_config(data, str(path), path)
+    return data
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read and validate ``path`` into its raw mapping (exit 5 naming the file and JSON path)."""
+    return read_raw(_read_bytes(path), str(path))
 
 
 def parse_config(data: bytes, source: str, path: Path | None = None) -> CiConfig:
     """Parse config bytes (from a file or a git blob); ``source`` names it in errors."""
+    return build_config(read_raw(data, source), path)
+
+
+def read_raw(data: bytes, source: str) -> dict[str, Any]:
+    """Config bytes parsed and validated into their raw mapping; ``source`` names it in
+    errors."""
     if len(data) > MAX_FILE_BYTES:
         raise InvalidInput(f"{source}: the config is larger than {MAX_FILE_BYTES} bytes")
     try:
@@ -104,7 +131,8 @@ def parse_config(data: bytes, source: str, path: Path | None = None) -> CiConfig
         raw = {}
     _check_shape(raw, source)
     validate_config(raw, source)
-    return _build(raw, path)
+    assert isinstance(raw, dict)
+    return raw
 
 
 def _check_shape(raw: object, source: str) -> None:
@@ -236,7 +264,8 @@ def _short(message: str, limit: int = 200) -> str:
     return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
-def _build(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
+def build_config(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
+    """The CiConfig of a validated raw mapping (``path``: the file it came from, if any)."""
     defaults = apply_settings(SkillSettings(), raw)
     evidence = raw.get("evidence", {})
     return CiConfig(

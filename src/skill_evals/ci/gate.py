@@ -27,7 +27,8 @@ from .listing import check_listing
 from .outputs import build_report, prepare_out, write_outputs
 from .routing import RoutingRun, routing_decision, routing_result
 from .routing import preflight as routing_preflight
-from .selection import CiOptions, Workspace, load_workspace, select
+from .selection import CiOptions, Workspace, load_options, select
+from .settings import CiConfig
 from .skill_runs import evaluate_skills, preflight_skills
 from .suggest_post import post_suggestions
 
@@ -84,6 +85,7 @@ def run_ci(
     exit_code = combine(codes)
     ci_report = build_report(exit_code, skills, changes.base, messages, changes.removed, routed)
     ci_report["listing"] = selection.listing
+    ci_report["policyFrom"] = workspace.policy_from
     for message in ci_report["messages"]:
         console.info(message)
     config = workspace.config
@@ -109,7 +111,8 @@ def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Se
     the exit code returned."""
     writable = True
     try:
-        workspace = load_workspace(options.root, options.config, options.cli)
+        workspace = load_options(options, env)
+        refuse_cache_in_tree(workspace.config, options.root)
         for state in workspace.states:
             if _inside(options.out, options.root / state.path):
                 writable = False  # writing there would change the skill it reports on
@@ -145,6 +148,20 @@ def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Se
             _write_early(INTERRUPTED, message, options, env, console)
         return INTERRUPTED
     return _Selection(workspace, changes, chosen, routing, listed)
+
+
+def refuse_cache_in_tree(config: CiConfig, root: Path) -> None:
+    """Exit 5 when the cache directory lies inside the repository's work tree: a pull request
+    could commit entries there that decide its own verdict."""
+    directory = config.cache_dir
+    if directory is None or not _inside(root / directory, root):
+        return
+    key = "--cache" if config.cli.get("cache") is not None else "cache"
+    raise InvalidInput(
+        f"{key} {directory}: lies inside the repository's work tree, where a pull request could "
+        "commit cache entries that decide its own verdict; use a directory outside the "
+        "checkout (the action uses $RUNNER_TEMP/skill-evals-cache, kept with actions/cache)"
+    )
 
 
 def _write_early(

@@ -52,6 +52,12 @@ def merge(
     ci_report = build_report(
         exit_code, ordered, info, list(dict.fromkeys(messages)), routing=routing
     )
+    # The least trusted source any shard ran with is the merged run's.
+    sources = {s.get("policyFrom") for s in shards}
+    for source in ("head-trusted", "checkout", "base"):
+        if source in sources:
+            ci_report["policyFrom"] = source
+            break
     trends = _merged_trends(shards)
     if trends is not None:
         ci_report["trends"] = trends

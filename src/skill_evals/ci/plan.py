@@ -3,18 +3,19 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from .base_commit import event_base_sha
 from .base_skills import compare_ref
 from .routing import ROUTING_NAME, routing_decision
-from .selection import CiOptions, load_workspace, select
+from .selection import CiOptions, load_options, select
 
 
 def plan(options: CiOptions, env: Mapping[str, str]) -> dict[str, Any]:
     """``{"include": [{"skill", "path"}]}`` of the skills to evaluate, for strategy.matrix."""
-    workspace = load_workspace(options.root, options.config, options.cli)
+    workspace = load_options(options, env, sys.stderr)
     changes, chosen = select(workspace, options, env)
     include = [{"skill": s.name, "path": s.path} for s in chosen]
     routing = routing_decision(
@@ -31,7 +32,7 @@ def estimate(options: CiOptions, env: Mapping[str, str]) -> list[Any]:
     from .base_skills import load_base_skills
     from .estimate import estimate_skill
 
-    workspace = load_workspace(options.root, options.config, options.cli)
+    workspace = load_options(options, env, sys.stderr)
     changes, chosen = select(workspace, options, env)
     cache = workspace.config.cache_settings(workspace.root)
     bases = None

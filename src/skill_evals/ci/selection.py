@@ -9,15 +9,16 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..errors import InvalidInput
+from ..escaping.terminal import terminal_safe
 from .changes import BaseChoice, ChangeSet, detect_changes
-from .config import find_config, load_config
 from .discovery import WorkTree, discover
 from .fingerprint import SkillState, worktree_states
 from .routing import ROUTING_NAME, RoutingState, routing_state
 from .settings import CiConfig
+from .trusted_config import load_trusted
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class CiOptions:
     fail_on_missing_secrets: bool = False
     cli: Mapping[str, Any] = field(default_factory=dict)  # runner, trials, jobs, gates
     quiet: bool = False
+    trust_pr_config: bool = False  # --trust-pr-config: a pull request's config decides policy
 
 
 @dataclass
@@ -44,18 +46,41 @@ class Workspace:
     states: list[SkillState]
     messages: list[str]
     routing: RoutingState | None = None  # the `routing:` entry (docs/routing.md)
+    policy_from: str = "checkout"  # base | checkout | head-trusted (docs/ci.md)
+    policy_messages: tuple[str, ...] = ()  # the head's ignored policy changes (also in messages)
 
 
-def load_workspace(root: Path, config_path: Path | None, cli: Mapping[str, Any]) -> Workspace:
-    """Load the config (explicit, else the root's .skill-evals.yml, else defaults), discover
-    the skills and fingerprint them."""
-    path = config_path if config_path is not None else find_config(root)
-    config = load_config(path) if path is not None else CiConfig()
-    config = config.with_cli(cli)
+def load_workspace(
+    root: Path,
+    config_path: Path | None,
+    cli: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    trust_pr_config: bool = False,
+) -> Workspace:
+    """Load the config (explicit, else the root's .skill-evals.yml, else defaults; on a pull
+    request its policy from the base commit), discover the skills and fingerprint them."""
+    trusted = load_trusted(root, config_path, cli, env or {}, trust_pr_config)
+    config = trusted.config
     tree = WorkTree(root)
     locations, messages = discover(tree, config, root.resolve().name)
     routing = routing_state(tree, config, root.resolve().name)
-    return Workspace(root, config, worktree_states(root, locations), messages, routing)
+    states = worktree_states(root, locations)
+    messages = [*trusted.messages, *messages]
+    return Workspace(root, config, states, messages, routing, trusted.policy_from, trusted.messages)
+
+
+def load_options(
+    options: CiOptions, env: Mapping[str, str], err: TextIO | None = None
+) -> Workspace:
+    """:func:`load_workspace` for a `ci` or `ci plan` invocation; with ``err``, the ignored
+    policy changes are said there too."""
+    workspace = load_workspace(
+        options.root, options.config, options.cli, env, options.trust_pr_config
+    )
+    if err is not None:
+        for message in workspace.policy_messages:
+            print(f"skill-evals: {terminal_safe(message)}", file=err, flush=True)
+    return workspace
 
 
 def select(

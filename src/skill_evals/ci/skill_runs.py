@@ -134,6 +134,8 @@ def _not_run(
             f"{state.name}: skipped, required environment variable(s) empty or unset: "
             + ", ".join(missing)
         )
+        if code:
+            text += "; set them for this job (only a fork's pull request skips without them)"
         console.warning(text)
         return _entry(state, "skipped", text, code)
     if state.location.cases is None:

@@ -21,6 +21,7 @@ from ..report.next_steps import task_failures
 from ..report.route_markdown import ci_routing_markdown
 from ..report.trends import trends_markdown, trends_of_report
 from .listing import listing_markdown
+from .policy import POLICY_CHANGE
 from .suggest import suggestion_markdown
 from .summary_chart import pass_rate_chart
 from .summary_scope import comparison_bullets, judge_ledger_table, ledger_table, scope_bullets
@@ -329,8 +330,10 @@ def _comment(ci_report: dict[str, Any], run_url: str | None, limit: int) -> str:
         lines += ci_routing_markdown(routing, compact=True)
     else:  # the smallest comment: the routing verdict line only
         lines += ci_routing_markdown(routing, compact=True)[:3]
-    for message in (ci_report.get("messages") or [])[: max(limit, 3)]:
-        lines.append(f"> {_esc(message)}")
+    for index, message in enumerate(ci_report.get("messages") or []):
+        # Every ignored policy change is named, however short the comment must be.
+        if index < max(limit, 3) or str(message).startswith(POLICY_CHANGE):
+            lines.append(f"> {_esc(message)}")
     failing = [s for s in shown if s.get("exitCode", 0) != 0]
     if limit:
         for skill in failing:
