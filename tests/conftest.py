@@ -18,6 +18,10 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLE_SKILL = REPO / "examples" / "skills" / "refund-policy"
 
 
+# A case's setup and command argv bind nothing in the sandbox: a test whose cases run this
+# Python there names its environment, as a user names a toolchain (docs/sandbox.md).
+PYTHON_SANDBOX_PATH = ("--sandbox-path", sys.prefix)
+
 DEFAULT_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 DEFAULT_BODY = "# Refund policy\n\nRefunds within 30 days with a receipt.\n"
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests.agents import fake_anthropic, fake_gemini, fake_openai_chat, fake_openai_responses
 from tests.agents.conftest import agent_binary, workspaces_in
-from tests.conftest import write_jsonl, write_skill
+from tests.conftest import PYTHON_SANDBOX_PATH, write_jsonl, write_skill
 
 pytestmark = pytest.mark.agents
 
@@ -302,7 +302,7 @@ def test_the_agent_works_in_the_engine_workspace(agent: Scripted, tmp_path: Path
     with agent.serve(tmp_path, False, ANSWER_FILE, True) as (runner, env, _):
         proc = _run(["test", "--skill", str(skill), "--cases", str(cases), "--runner", runner,
                      "--trials", "1", "--jobs", "4", "--format", "json", "--arms", "auto",
-                     "--keep-workspaces", str(kept)], env)  # fmt: skip
+                     "--keep-workspaces", str(kept), *PYTHON_SANDBOX_PATH], env)  # fmt: skip
     report = json.loads(proc.stdout)
     assert report["runner"]["failures"] == [], proc.stderr
     assert len(report["caseResults"]) == len(WORK_ITEMS)

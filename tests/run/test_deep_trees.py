@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from skill_evals.suite.walks import remove_tree
-from tests.conftest import assert_valid_report, write_jsonl, write_skill
+from tests.conftest import PYTHON_SANDBOX_PATH, assert_valid_report, write_jsonl, write_skill
 
 RUNNER = Path(__file__).resolve().parents[1] / "runners" / "deep.py"
 LEVELS = 1100
@@ -104,6 +104,7 @@ def run_test(project: dict[str, Path], *extra: str) -> subprocess.CompletedProce
         str(project["cases"]),
         "--runner",
         shlex.join([sys.executable, str(RUNNER), "case-2"]),
+        *PYTHON_SANDBOX_PATH,
         "--trials",
         "1",
         "--jobs",

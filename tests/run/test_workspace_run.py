@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import assert_valid_report, write_jsonl, write_skill
+from tests.conftest import PYTHON_SANDBOX_PATH, assert_valid_report, write_jsonl, write_skill
 
 EDITOR = Path(__file__).resolve().parents[1] / "runners" / "editor.py"
 PROMPT_MARK = "PROMPT-MARK-5e1d"
@@ -80,7 +80,7 @@ def run_cli(
         "json",
     ]
     if "--observations" not in extra:
-        args += ["--runner", command]
+        args += ["--runner", command, *PYTHON_SANDBOX_PATH]
     env = dict(os.environ, TMPDIR=str(project["tmp"]), LEAKED_TOKEN="tok-3f9a")
     return subprocess.run([*args, *extra], capture_output=True, text=True, timeout=timeout, env=env)
 

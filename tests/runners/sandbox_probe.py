@@ -2,9 +2,10 @@
 
 It plants nothing and is told no secret: it reports what it can reach as hashes (every
 environment value of its own and of every process in its /proc, the content of every file
-named in $PROBE_TARGETS, a JSON list of paths), which processes it sees, and — as the
-runner — whether a process that a setup command left behind is still alive. It writes its
-findings to ``probe-ROLE.json`` in the workspace (the test keeps the workspaces).
+named in $PROBE_TARGETS, a JSON list of paths, and of every further argument), which
+processes it sees, and — as the runner — whether a process that a setup command left
+behind is still alive. It writes its findings to ``probe-ROLE.json`` in the workspace
+(the test keeps the workspaces).
 
 As ``setup`` it also starts an escapee (``setsid``, environment cleared) that touches
 ``heartbeat`` in the workspace every 50 ms for 30 s, unless it is killed.
@@ -52,18 +53,15 @@ def _environ_hashes() -> tuple[list[str], list[str]]:
     return hashes, programs
 
 
-def _targets() -> dict[str, object]:
-    found: dict[str, object] = {}
-    for path in json.loads(os.environ.get("PROBE_TARGETS", "[]")):
-        entry: dict[str, object] = {"exists": os.path.exists(path)}
-        with contextlib.suppress(OSError):
-            if os.path.isfile(path):
-                with open(path, "rb") as handle:
-                    entry["sha256"] = _hash(handle.read(1 << 20))
-            elif os.path.isdir(path):
-                entry["entries"] = len(os.listdir(path))
-        found[path] = entry
-    return found
+def _target(path: str) -> dict[str, object]:
+    entry: dict[str, object] = {"exists": os.path.exists(path)}
+    with contextlib.suppress(OSError):
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                entry["sha256"] = _hash(handle.read(1 << 20))
+        elif os.path.isdir(path):
+            entry["entries"] = len(os.listdir(path))
+    return entry
 
 
 def _heartbeat_alive(workspace: str) -> bool:
@@ -100,7 +98,9 @@ def main() -> None:
         "home": os.environ.get("HOME"),
         "hashes": sorted(set(hashes)),
         "programs": programs,
-        "targets": _targets(),
+        "targets": {p: _target(p) for p in json.loads(os.environ.get("PROBE_TARGETS", "[]"))},
+        # What its own arguments name, in order (the case chose them; keyed by position).
+        "args": [_target(path) for path in sys.argv[2:]],
         "tmp": sorted(os.listdir("/tmp")) if os.path.isdir("/tmp") else None,
     }
     if role == "runner":

@@ -27,6 +27,10 @@ PROXIED = Path(__file__).resolve().parents[1] / "runners" / "proxied.py"
 BWRAP = shutil.which("bwrap")
 WARNING = "runner, setup and command checks can read this machine's files and processes"
 
+# The setup commands and checks name the test's Python and the probe: a case's argv binds
+# nothing, so the caller names them, as a user would.
+HELPER_PATHS = ("--sandbox-path", sys.prefix, "--sandbox-path", str(PROBE))
+
 needs_bwrap = pytest.mark.skipif(
     BWRAP is None or not sys.platform.startswith("linux"),
     reason="bubblewrap is not installed here (apt-get install -y bubblewrap)",
@@ -57,7 +61,7 @@ def _run(
         [
             *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
             *("--cases", str(cases), "--runner", runner, "--trials", "1", "-q"),
-            *("--format", "json", *extra),
+            *("--format", "json", *HELPER_PATHS, *extra),
         ],
         capture_output=True,
         text=True,
@@ -170,7 +174,7 @@ def test_figures_are_the_same_sandboxed_and_off(sandboxed: dict[str, Any], tmp_p
         assert report[key] == sandboxed["report"][key], key
     assert report["sandbox"] == {
         "requested": "off", "mode": "off", "reason": "--sandbox off", "version": None,
-        "proxied": [],
+        "proxied": [], "masked": 0,
     }  # fmt: skip
     assert off.stderr.count(f"warning: not sandboxed (--sandbox off): {WARNING}") == 1
     assert f"not sandboxed (--sandbox off): {WARNING}" in report["messages"]

@@ -1,6 +1,7 @@
 """What the engine starts a built-in runner with: its agent's allowlist (the variables the agent
 reads, see each agent's page) plus the engine's own variables, never the rest of the caller's
-environment. The runner builds the agent's own environment from this one (environment.py).
+environment, nor an engine credential variable of another runner (``SKILL_EVALS_PI_API_KEY``
+reaches pi only). The runner builds the agent's own environment from this one (environment.py).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..sandbox.child_env import engine_credential
 from .environment import BASE_PREFIXES, BASE_VARIABLES, DENIED_PREFIXES
 from .registry import shipped_runner
 
@@ -78,8 +80,8 @@ def builtin_runner_env(command: str, caller: Mapping[str, str]) -> dict[str, str
     def keep(name: str) -> bool:
         if name in names or name in BASE_VARIABLES or name in ENGINE_NAMES:
             return True
-        if name.startswith(ENGINE_PREFIXES):
-            return True
+        if name.startswith(ENGINE_PREFIXES):  # another runner's key never passes
+            return not engine_credential(name) or name in names
         if name.startswith(DENIED_PREFIXES):
             return False
         return name.startswith(BASE_PREFIXES) or bool(prefixes and name.startswith(prefixes))

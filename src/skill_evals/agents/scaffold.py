@@ -97,12 +97,22 @@ def print_available(agent: str, names: Iterable[str]) -> None:
         print(f"skill-evals runner {agent}: available skills: {', '.join(listed)}", file=sys.stderr)
 
 
+def _tested_ref(invocation: AgentInvocation) -> SkillRef:
+    """The tested skill. A sandboxed ``without`` run sees an empty directory at its path
+    (docs/sandbox.md): it is then known by its folder name only (the name a skill's folder
+    carries), and nothing of its text can be read, so nothing needs matching."""
+    path = invocation.skill_dir
+    if invocation.variant == "without" and not (path / "SKILL.md").exists():
+        return SkillRef(name=path.name, path=path.resolve(), description="")
+    return skill_ref(path)
+
+
 def skill_refs(
     invocation: AgentInvocation, options: AgentOptions
 ) -> tuple[SkillRef, tuple[SkillRef, ...]]:
     """The tested skill and the ``--with-skill`` neighbours; a neighbour with the tested name or
     two with one name are refused (one would leak into ``without`` or hide the other)."""
-    tested = skill_ref(invocation.skill_dir)
+    tested = _tested_ref(invocation)
     neighbours: list[SkillRef] = []
     used = {tested.name: "the skill under test"}
     # A routing run offers its whole catalog (SKILL_EVALS_SKILL_DIRS): the rest of it is

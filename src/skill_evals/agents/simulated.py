@@ -241,9 +241,9 @@ def run(invocation: AgentInvocation) -> AgentResult:
     a workspace it writes its answer there."""
     print(f"skill-evals runner simulated: {LABEL}", file=sys.stderr)
     dirs = invocation.skill_dirs or (invocation.skill_dir,)
-    installed = [_read_skill(d) for d in dirs]
     skill = None
-    if invocation.variant == "with":
+    if invocation.variant == "with":  # a without run reads no skill (sandboxed: it sees none)
+        installed = [_read_skill(d) for d in dirs]
         chosen = pick_skill(invocation.prompt, [s.description for s in installed])
         if chosen is not None:
             skill = installed[chosen]

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
+from typing import Any
 
 from ..agents.registry import builtin_agent
 from ..errors import EvalError
@@ -265,8 +266,18 @@ def _result(
         ledger=sched.ledger.to_json(),
         stopped=stopped,
         settled=settled,
-        sandbox=sched.sandbox_state.to_json() if sched.sandbox_state is not None else None,
+        sandbox=_sandbox_block(sched),
     )
+
+
+def _sandbox_block(sched: Scheduler) -> dict[str, Any] | None:
+    """The report's sandbox block, with how many ``.git`` directories the run masked."""
+    state = sched.sandbox_state
+    if state is None:
+        return None
+    if sched.sandbox is not None:
+        state = dataclasses.replace(state, masked=sched.sandbox.masks.count)
+    return state.to_json()
 
 
 def _settler(plan: ExecutionPlan, keys: Sequence[Key], regex: RegexPool) -> Settler | None:

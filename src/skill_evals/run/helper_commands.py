@@ -13,11 +13,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..sandbox.binds import BindRefused
 from ..sandbox.bwrap import Sandbox, startable
-from ..sandbox.child_env import without_job_secrets
+from ..sandbox.child_env import credential_like, without_job_secrets
 from .processes import (
     HELPER_VAR,
     ProcessSweeper,
@@ -27,15 +28,7 @@ from .processes import (
 )
 
 WORKSPACE_VAR = "SKILL_EVALS_WORKSPACE"
-_CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 _TICK_SECONDS = 0.05
-
-
-def credential_like(name: str) -> bool:
-    """Whether a variable name looks like it holds a credential: it contains TOKEN, SECRET,
-    PASSWORD or CREDENTIAL, or ends in _KEY (any case)."""
-    upper = name.upper()
-    return upper.endswith("_KEY") or any(word in upper for word in _CREDENTIAL_WORDS)
 
 
 def scrubbed_env(base: Mapping[str, str], workspace: Path) -> dict[str, str]:
@@ -52,13 +45,27 @@ def probe_environment(base: Mapping[str, str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class Sight:
+    """What of the skills an invocation's children see: ``readable`` the arm's skill
+    directories; ``hidden`` directories that stand empty (the tested skill in the
+    ``without`` and ``baseline`` arms)."""
+
+    readable: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+
+
+NO_SKILLS = Sight()  # a helper that sees no skill
+
+
+@dataclass(frozen=True)
 class Confinement:
     """Where an invocation's helper commands run: in ``sandbox`` (None: unsandboxed) with the
-    invocation's private ``tmp`` and ``home``."""
+    invocation's private ``tmp`` and ``home``, seeing the skills ``sight`` allows."""
 
     sandbox: Sandbox | None = None
     tmp: Path | None = None
     home: Path | None = None
+    sight: Sight = field(default_factory=Sight)
 
 
 def run_helper(
@@ -70,7 +77,9 @@ def run_helper(
     confinement: Confinement | None = None,
 ) -> Finished:
     """A setup command or a ``command`` check: ``{workspace}`` substituted, run in W with the
-    scrubbed environment, sandboxed when the run is (its private TMPDIR and HOME then)."""
+    scrubbed environment, sandboxed when the run is (its private TMPDIR and HOME then). Its
+    argv comes from a case file: it binds nothing; it sees W, the arm's skill directories
+    and the ``--sandbox-path`` paths."""
     argv = substitute(argv, workspace)
     env = scrubbed_env(base_env, workspace)
     sandbox = confinement.sandbox if confinement is not None else None
@@ -81,7 +90,13 @@ def run_helper(
                 env[name] = str(path)
                 writable.append(path)
         if argv and startable(argv[0], str(workspace), env):
-            argv = sandbox.command(argv, env, str(workspace), writable)
+            try:
+                argv = sandbox.command(
+                    argv, env, str(workspace), writable, confinement.sight.readable,
+                    trusted=False, hidden=confinement.sight.hidden,
+                )  # fmt: skip
+            except BindRefused as exc:
+                return Finished(problem=f"sandbox: {exc}")
     return run_quiet(argv, workspace, env, timeout_seconds, cancel)
 
 

@@ -15,7 +15,6 @@ import os
 import shlex
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from ..agents.runner_env import agent_program, builtin_runner_env
 from ..checks import NOT_CALLED, WorkspaceView, judge_task
@@ -25,35 +24,23 @@ from ..plan.arms import ARM_VAR, Arm
 from ..plan.ledger import Ledger
 from ..plan.run_control import StopReason, retry_delay
 from ..plan.settle import Settler
-from ..sandbox.bwrap import Sandbox, program_paths, skill_paths, startable
-from ..sandbox.child_env import without_job_secrets
+from ..sandbox.binds import BindRefused
+from ..sandbox.bwrap import Sandbox
+from ..sandbox.child_env import without_foreign_keys, without_job_secrets
 from ..sandbox.probe import SandboxState
 from ..suite.cases import Case
 from .execution_plan import ExecutionPlan
-from .helper_commands import WORKSPACE_VAR
+from .helper_commands import WORKSPACE_VAR, Sight
 from .observations import Key, Observation, RunnerFailure, isolation_breach
 from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
 from .regex import RegexPool
 from .runner import InvocationSpec, invocation_env, run_invocation
+from .runner_sandbox import arm_sight, runner_argv
 from .workspace import Prepared, WorkspaceRoot
 
 Outcome = Observation | RunnerFailure
-TRANSCRIPT_DIR_VAR = "SKILL_EVALS_TRANSCRIPT_DIR"  # where built-in runners copy transcripts
-
-
-def _transcripts(env: Mapping[str, str]) -> list[Path]:
-    """The folder a built-in runner copies its transcripts to, made if missing: writable in
-    the sandbox (none when unset or it cannot be made)."""
-    given = env.get(TRANSCRIPT_DIR_VAR)
-    if not given:
-        return []
-    try:
-        os.makedirs(given, exist_ok=True)
-    except OSError:
-        return []  # the runner says why it cannot write there
-    return [Path(given).absolute()]
 
 
 class Scheduler:
@@ -102,11 +89,13 @@ class Scheduler:
         base = os.environ if plan.base_env is None else plan.base_env
         self.base_env: Mapping[str, str] = base
         # A built-in runner starts with its agent's allowlist only; no child gets the job's
-        # own secrets (child_env.py).
+        # own secrets nor another runner's key (child_env.py).
         command = shlex.join(plan.command)
-        builtin = builtin_runner_env(command, base)
+        start = builtin_runner_env(command, base)
         self.agent_program = agent_program(command)
-        self.runner_base = without_job_secrets(base if builtin is None else builtin)
+        if start is None:  # a custom runner: the caller's, less a built-in runner's key
+            start = without_foreign_keys(base, frozenset(c.env for c in plan.credentials))
+        self.runner_base = without_job_secrets(start)
         self.sandbox: Sandbox | None = None
         self.sandbox_state: SandboxState | None = None
         self.proxy_env: dict[str, str] = {}  # the credential proxy's placeholders and URLs
@@ -288,8 +277,9 @@ class Scheduler:
         attempt = 0
         while True:
             prepared = self.workspaces.prepare(
-                case.fixture, case.setup, self.base_env, needs_snapshot, self.cancel
-            )
+                case.fixture, case.setup, self.base_env, needs_snapshot, self.cancel,
+                self._sight(arm),
+            )  # fmt: skip
             try:
                 outcome, elapsed_ms, retryable = self._invoke(case, key, arm, prepared)
             finally:
@@ -324,8 +314,12 @@ class Scheduler:
         env[WORKSPACE_VAR] = str(prepared.workspace)
         # The runner's temporary files go with its workspace, even when it is killed.
         env["TMPDIR"] = str(prepared.tmp)
+        try:
+            argv = self._argv(env, prepared)
+        except BindRefused as exc:
+            return RunnerFailure(case_id, trial, arm.name, f"sandbox: {exc}"), 0.0, False
         spec = InvocationSpec(
-            argv=self._argv(env, prepared),
+            argv=argv,
             prompt=case.prompt,
             env=env,
             case_id=case_id,
@@ -370,21 +364,12 @@ class Scheduler:
         return outcome, result.elapsed_ms, False
 
     def _argv(self, env: dict[str, str], prepared: Prepared) -> tuple[str, ...]:
-        """The runner's command line: in its own sandbox when the run is sandboxed (with the
-        private HOME); as given otherwise, or when the program cannot be found (it then fails
-        to start the same way either way)."""
-        argv = tuple(self.plan.command)
-        if self.sandbox is None or not argv:
-            return argv
-        cwd = os.getcwd()
-        if not startable(argv[0], cwd, env):
-            return argv
-        env["HOME"] = str(prepared.home)
-        writable = [prepared.workspace, prepared.tmp, prepared.home, *_transcripts(env)]
-        readable = skill_paths(env)
-        if self.agent_program is not None:  # the agent binary, bound like a program
-            readable += program_paths(self.agent_program, cwd, env)
-        return tuple(self.sandbox.command(argv, env, cwd, writable, readable))
+        """The runner's command line, in its own sandbox when the run is sandboxed."""
+        return runner_argv(self.sandbox, self.plan.command, env, prepared, self.agent_program)
+
+    def _sight(self, arm: Arm) -> Sight:
+        """What of the skills an invocation of ``arm`` sees (runner_sandbox.py)."""
+        return arm_sight(arm, self.plan.skill_dir, self.env_for("", 0, arm))
 
     def worker(self) -> None:
         """One job: take and run invocations until nothing more may start."""

@@ -22,7 +22,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..checks.model import CHECK_SECONDS
@@ -30,7 +30,7 @@ from ..checks.snapshot import Snapshot, SnapshotProblem, take_snapshot
 from ..sandbox.bwrap import Sandbox
 from ..suite.fixtures import ROOT_PREFIX
 from ..suite.walks import TreeTooLarge, copy_tree, remove_tree, walk
-from .helper_commands import Confinement, describe_exit, run_helper
+from .helper_commands import NO_SKILLS, Confinement, Sight, describe_exit, run_helper
 from .processes import pid_alive
 
 SETUP_SECONDS = 60.0
@@ -133,6 +133,7 @@ class Prepared:
     workspace: Path  # W, handed to the runner as SKILL_EVALS_WORKSPACE
     tmp: Path  # the runner's TMPDIR, removed with the slot
     home: Path  # the sandbox's empty HOME, removed with the slot
+    sight: Sight = field(default_factory=Sight)  # the skills its children see
     before: Snapshot | str | None = None  # after setup, when a check compares with it
     failure: str | None = None  # a runner failure reason ("setup: command 1 ...")
     interrupted: bool = False
@@ -161,10 +162,12 @@ class WorkspaceRoot:
         env: Mapping[str, str],
         snapshot: bool,
         cancel: threading.Event | None = None,
+        sight: Sight = NO_SKILLS,
     ) -> Prepared:
-        """A fresh workspace with the fixture copied in and the setup commands run in it."""
+        """A fresh workspace with the fixture copied in and the setup commands run in it
+        (seeing the skills ``sight`` allows)."""
         slot = self.path / secrets.token_hex(16)
-        prepared = Prepared(slot, slot / "workspace", slot / "tmp", slot / "home")
+        prepared = Prepared(slot, slot / "workspace", slot / "tmp", slot / "home", sight)
         try:
             for directory in (slot, prepared.workspace, prepared.tmp, prepared.home):
                 directory.mkdir(mode=0o700)
@@ -203,7 +206,7 @@ class WorkspaceRoot:
 
     def confinement(self, prepared: Prepared) -> Confinement:
         """Where the invocation's setup commands and `command` checks run."""
-        return Confinement(self.sandbox, prepared.tmp, prepared.home)
+        return Confinement(self.sandbox, prepared.tmp, prepared.home, prepared.sight)
 
     def dispose(self, prepared: Prepared, case_id: str, trial: int, variant: str) -> str | None:
         """Remove the invocation's directory, after moving the workspace to
@@ -218,6 +221,7 @@ class WorkspaceRoot:
                     if target.exists() or target.is_symlink():
                         remove_tree(target)  # an earlier attempt of this invocation
                 _move_tree(prepared.workspace, target)
+                cut_outward_links(target)
             except OSError as exc:
                 problem = f"cannot keep the workspace in {target} ({exc.strerror})"
             except TreeTooLarge as exc:
@@ -245,6 +249,33 @@ def _move_tree(source: Path, target: Path) -> None:
         if exc.errno != errno.EXDEV:
             raise
         copy_tree(source, target)  # another filesystem; TreeTooLarge past the walk bounds
+
+
+def cut_outward_links(root: Path) -> None:
+    """In a kept workspace, replace each symlink whose target lies outside ``root`` (an agent
+    may plant one to ``~/.ssh/id_rsa``) with a regular file holding ``symlink to <target>
+    removed`` (the target text escaped). TreeTooLarge past the walk bounds."""
+    given, top = os.path.abspath(root), os.path.realpath(root)
+    for entry in walk(given):
+        if not stat.S_ISLNK(entry.info.st_mode):
+            continue
+        try:
+            text = os.readlink(entry.path)
+        except OSError:
+            continue
+        lexical = os.path.normpath(os.path.join(os.path.dirname(entry.path), text))
+        if _within(lexical, given) and _within(os.path.realpath(entry.path), top):
+            continue
+        shown = os.fsencode(text).decode("ascii", "backslashreplace")
+        shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in shown)
+        os.unlink(entry.path)
+        fd = os.open(entry.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(f"symlink to {shown} removed\n")
+
+
+def _within(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
 
 
 def check_keep_dir(keep_dir: Path) -> str | None:

@@ -1,6 +1,7 @@
 """The bubblewrap command line of one sandboxed child (docs/sandbox.md): new PID, IPC and UTS
-namespaces, an empty root with the system directories, the program and the paths the command
-names read-only, the workspace, a private TMPDIR and HOME read-write, nothing else.
+namespaces, an empty root with the system directories, what the trusted side chose read-only
+(binds.py), the workspace, a private TMPDIR and HOME read-write, an empty read-only directory
+over every ``.git`` and over a hidden skill, nothing else.
 
 Only the command line is built here; the child is started like any other (runner.py,
 helper_commands.py) with its own environment, which bubblewrap passes on unchanged.
@@ -9,20 +10,24 @@ helper_commands.py) with its own environment, which bubblewrap passes on unchang
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-SYSTEM_DIRS = (
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
-    "/nix/store", "/run/systemd/resolve",
-)  # fmt: skip
+from .binds import (
+    SYSTEM_DIRS,
+    GitMasks,
+    in_git,
+    in_system,
+    lookup,
+    named_paths,
+    program_paths,
+    venv_base,
+)
+
 NAMESPACES = (
     "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
 )  # fmt: skip
-_SHEBANG_BYTES = 256
-_MAX_ARG_CHARS = 4096
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)  # holds skill_evals/
 
 
@@ -42,135 +47,75 @@ def probe_argv(program: str) -> list[str]:
     return [program, *NAMESPACES, *_system(), "--", "true"]
 
 
-def _program_dir(path: str) -> str | None:
-    """The directory bound for a program at ``path``: the one above ``bin``, else its own;
-    for a program inside a ``node_modules`` tree, that whole tree (its packages load their
-    siblings)."""
-    parts = Path(path).parts
-    if "node_modules" in parts[:-1]:
-        return str(Path(*parts[: parts.index("node_modules") + 1]))
-    parent = os.path.dirname(path)
-    if os.path.basename(parent) == "bin":
-        parent = os.path.dirname(parent)
-    return parent if parent not in ("", "/") else None
-
-
-def _lookup(name: str, cwd: str, env: Mapping[str, str]) -> str | None:
-    if os.sep in name:
-        found = os.path.join(cwd, name)
-        return os.path.normpath(found) if os.path.exists(found) else None
-    return shutil.which(name, path=env.get("PATH", os.defpath))
-
-
 def startable(argv0: str, cwd: str, env: Mapping[str, str]) -> bool:
     """Whether ``argv0`` names an executable file (else it fails to start, sandboxed or
     not, and is not wrapped: the reason then reads the same)."""
-    found = _lookup(argv0, cwd, env)
+    found = lookup(argv0, cwd, env)
     return found is not None and os.path.isfile(found) and os.access(found, os.X_OK)
-
-
-def _interpreter(path: str, env: Mapping[str, str]) -> str | None:
-    """The program a ``#!`` line of ``path`` names (looked up on PATH after ``env``)."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(_SHEBANG_BYTES)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
-    if not words:
-        return None
-    if os.path.basename(words[0]) == "env":
-        rest = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
-        return shutil.which(rest[0], path=env.get("PATH", os.defpath)) if rest else None
-    return words[0]
-
-
-def program_paths(argv0: str, cwd: str, env: Mapping[str, str]) -> list[str]:
-    """What is bound for the program ``argv0``: for it after the PATH lookup and its real
-    path, and the same for its ``#!`` interpreter (two levels)."""
-    found: list[str] = []
-    program = _lookup(argv0, cwd, env)
-    for _level in range(3):
-        if program is None:
-            break
-        real = os.path.realpath(program)
-        for path in dict.fromkeys((os.path.abspath(program), real)):
-            directory = _program_dir(path)
-            if directory is not None:
-                found.append(directory)
-                found += _venv_base(directory)
-        program = _interpreter(real, env)
-    return found
-
-
-def _venv_base(directory: str) -> list[str]:
-    """For a Python venv, the interpreter it links to: pip's console scripts under a long
-    path start ``#!/bin/sh`` and exec the venv's python, whose real file lies elsewhere."""
-    if not os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
-        return []
-    found = []
-    for name in ("python", "python3"):
-        link = os.path.join(directory, "bin", name)
-        if os.path.lexists(link):
-            base = _program_dir(os.path.realpath(link))
-            if base is not None and base != directory:
-                found.append(base)
-    return found
-
-
-def named_paths(args: Iterable[str], cwd: str) -> list[str]:
-    """The arguments that name an existing file or directory (absolute, or relative to
-    ``cwd``), never ``/``."""
-    found: list[str] = []
-    for arg in args:
-        if not arg or len(arg) > _MAX_ARG_CHARS or "\0" in arg:
-            continue
-        path = os.path.normpath(os.path.join(cwd, arg))
-        if path != "/" and os.path.lexists(path):
-            found.append(path)
-    return found
 
 
 @dataclass(frozen=True)
 class Sandbox:
-    """How children run sandboxed in one engine run: the bwrap ``program`` and the paths the
-    caller added (``--sandbox-path``: (absolute path, writable))."""
+    """How children run sandboxed in one engine run: the bwrap ``program``, the paths the
+    caller added (``--sandbox-path``: (absolute path, writable)) and the run's ``.git``
+    masks (their count goes to the report)."""
 
     program: str
     paths: tuple[tuple[str, bool], ...] = ()
+    masks: GitMasks = field(default_factory=GitMasks, compare=False)
 
     def command(
         self,
         argv: Sequence[str],
         env: Mapping[str, str],
         cwd: str,
-        writable: Sequence[Path],
+        private: Sequence[Path],
         readable: Sequence[str] = (),
+        *,
+        trusted: bool = True,
+        hidden: Sequence[str] = (),
+        shared: Sequence[Path] = (),
     ) -> list[str]:
-        """The bwrap command line that runs ``argv`` in ``cwd`` (``writable``: the workspace,
-        its TMPDIR and HOME; ``readable``: more read-only paths, e.g. the skill directories)."""
+        """The bwrap command line that runs ``argv`` in ``cwd``. ``private``: the
+        invocation's own writable places (W, its TMPDIR and HOME); ``readable``: read-only
+        places the engine chose (the arm's skill directories, the agent binary);
+        ``trusted``: whether ``argv`` is the runner's (its program and arguments are bound)
+        or a case's (they bind nothing); ``hidden``: directories that stand empty (the tested
+        skill in the ``without`` and ``baseline`` arms); ``shared``: writable places of the
+        caller (a transcript folder). BindRefused when a bound directory cannot be checked
+        for ``.git`` directories."""
         binds: dict[str, bool] = {}  # path -> writable
+        # The real path first: an empty directory stands there before the link leads to it.
+        gone = [os.path.normpath(q) for p in hidden for q in (os.path.realpath(p), p)]
 
         def add(path: str, rw: bool) -> None:
             path = os.path.normpath(path)
-            if path != "/" and os.path.lexists(path):
-                binds[path] = binds.get(path, False) or rw
+            if path == "/" or not os.path.lexists(path) or in_system(path) or in_git(path):
+                return
+            if any(path == h or path.startswith(h + "/") for h in gone):
+                return
+            binds[path] = binds.get(path, False) or rw
 
-        for path in (_PACKAGE_ROOT, *program_paths(argv[0], cwd, env), *readable):
-            add(path, False)
-        for path in named_paths(argv[1:], cwd):
+        chosen = [_PACKAGE_ROOT, *readable]
+        if trusted and argv:
+            chosen += program_paths(argv[0], cwd, env) + named_paths(argv[1:], cwd)
+        for path in chosen:
             add(path, False)
         for path, rw in self.paths:
             add(path, rw)
-        for place in writable:
+            for base in venv_base(path):
+                add(base, False)
+        for place in shared:
+            add(str(place), True)
+        masks = self._git_masks(binds)
+        for place in private:
             add(str(place), True)
         return [
             self.program,
             *NAMESPACES,
             *_system(),
             *_bind_args(binds),
+            *_empty_over(masks + gone),
             "--dir",
             cwd,
             "--chdir",
@@ -178,6 +123,26 @@ class Sandbox:
             "--",
             *argv,
         ]
+
+    def _git_masks(self, binds: Mapping[str, bool]) -> list[str]:
+        """Every ``.git`` below the bound directories (and their link targets)."""
+        found: set[str] = set()
+        for path in binds:
+            real = os.path.realpath(path)
+            if os.path.isdir(real) and not in_system(real):
+                found.update(self.masks.below(real))
+                if real != path and not os.path.islink(path):
+                    found.update(self.masks.below(path))
+        self.masks.used(found)
+        return sorted(found, key=lambda p: Path(p).parts)
+
+
+def _empty_over(paths: Sequence[str]) -> list[str]:
+    """An empty read-only directory over each of ``paths`` (after every bind)."""
+    args: list[str] = []
+    for path in dict.fromkeys(paths):
+        args += ["--tmpfs", path, "--remount-ro", path]
+    return args
 
 
 def _bind_args(binds: Mapping[str, bool]) -> list[str]:
@@ -188,7 +153,7 @@ def _bind_args(binds: Mapping[str, bool]) -> list[str]:
     for path, rw in binds.items():
         if os.path.islink(path):
             real = os.path.realpath(path)
-            if os.path.exists(real) and real != "/":
+            if os.path.exists(real) and real != "/" and not in_system(real):
                 targets[real] = targets.get(real, False) or rw
     everything = {**targets, **binds}
     done: set[str] = set()
@@ -210,11 +175,3 @@ def _bind_args(binds: Mapping[str, bool]) -> list[str]:
 
 def _inside_any(path: str, directories: Iterable[str]) -> bool:
     return any(path.startswith(d.rstrip("/") + "/") for d in directories)
-
-
-def skill_paths(env: Mapping[str, str]) -> list[str]:
-    """The skill directories a child may read: the arm's ``EVALGATE_SKILL_DIR`` and each
-    ``SKILL_EVALS_SKILL_DIRS`` entry."""
-    found = [env["EVALGATE_SKILL_DIR"]] if env.get("EVALGATE_SKILL_DIR") else []
-    found += [line for line in env.get("SKILL_EVALS_SKILL_DIRS", "").splitlines() if line]
-    return found

@@ -89,6 +89,7 @@ class SandboxState:
     version: str | None
     program: str | None = None
     proxied: tuple[str, ...] = field(default=())
+    masked: int = 0  # .git directories masked in the run (never their paths)
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``sandbox`` block."""
@@ -98,6 +99,7 @@ class SandboxState:
             "reason": self.reason,
             "version": self.version,
             "proxied": list(self.proxied),
+            "masked": self.masked,
         }
 
     @property
