@@ -117,7 +117,25 @@ args=(ci --out "$out")
 [ -n "${INPUT_COMPARE:-}" ] && args+=(--compare "$INPUT_COMPARE")
 [ -n "${INPUT_IMPROVE:-}" ] && args+=(--improve "$INPUT_IMPROVE")
 [ -n "${INPUT_PROPOSER:-}" ] && args+=(--proposer "$INPUT_PROPOSER")
-[ -n "${INPUT_SANDBOX:-}" ] && args+=(--sandbox "$INPUT_SANDBOX")
+# The sandbox: the input, else required on Linux (the step before made bubblewrap usable).
+# SKILL_EVALS_SANDBOX_FROM_ACTION lets the report name the input rather than a flag.
+if [ -n "${INPUT_SANDBOX:-}" ]; then
+  args+=(--sandbox "$INPUT_SANDBOX")
+  export SKILL_EVALS_SANDBOX_FROM_ACTION=input
+elif [ "${RUNNER_OS:-$(uname -s)}" = "Linux" ]; then
+  args+=(--sandbox required)
+  export SKILL_EVALS_SANDBOX_FROM_ACTION=default
+fi
+case "${INPUT_TRUST_PR_CONFIG:-false}" in
+  true) args+=(--trust-pr-config) ;;
+  false) ;;
+  *) fail "trust-pr-config: expected true or false" ;;
+esac
+case "${INPUT_SKIP_ON_MISSING_SECRETS:-false}" in
+  true) args+=(--skip-on-missing-secrets) ;;
+  false) ;;
+  *) fail "skip-on-missing-secrets: expected true or false" ;;
+esac
 case "${INPUT_CACHE:-false}" in
   true) [ -n "${INPUT_CACHE_DIR:-}" ] && args+=(--cache "$INPUT_CACHE_DIR") ;;
   false) ;;

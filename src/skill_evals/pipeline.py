@@ -51,12 +51,7 @@ from .sandbox.credential_proxy import (
     credential_from_config,
     parse_credential_option,
 )
-from .sandbox.probe import (
-    SandboxChoice,
-    requested_mode,
-    sandbox_paths,
-    shared_choice,
-)
+from .sandbox.probe import SandboxChoice, requested_with_origin, sandbox_paths, shared_choice
 from .suite.cases import CaseSuite, load_cases
 from .suite.catalog import Catalog
 from .suite.route_cases import RouteSuite, load_route_cases, load_route_catalog
@@ -96,6 +91,8 @@ class _RunOptions:
     require_verified_isolation: bool = False
     sandbox: str | None = None  # --sandbox (else SKILL_EVALS_SANDBOX, else the config's)
     sandbox_config: str | None = None  # the ci config's sandbox: (else auto)
+    sandbox_where: str = "--sandbox"  # where `sandbox` came from (or the action's input)
+    sandbox_config_where: str = "config sandbox"  # where `sandbox_config` came from
     sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
     credential: tuple[str, ...] = ()  # --credential ENV,STYLE,UPSTREAM (a custom runner's)
     credentials_config: tuple[object, ...] = ()  # the ci config's credentials: entries
@@ -120,8 +117,9 @@ class _RunOptions:
         """The run's sandbox choice, one per engine run for the same settings (the skills of
         `ci` share it); exit 5 for an unknown mode or a bad --sandbox-path."""
         environ = os.environ if self.env is None else self.env
-        mode = requested_mode(self.sandbox, environ, self.sandbox_config)
-        return shared_choice(mode, sandbox_paths(self.sandbox_path), environ)
+        where = (self.sandbox_config_where, self.sandbox_where)
+        mode, origin = requested_with_origin(self.sandbox, environ, self.sandbox_config, *where)
+        return shared_choice(mode, sandbox_paths(self.sandbox_path), environ, origin)
 
     @property
     def effective_timeout_ms(self) -> int:

@@ -156,6 +156,7 @@ def test_the_base_policy_is_the_one_that_ran(all_changed):
     run = alpha["report"]
     assert run["gates"]["minTriggerF1"]["threshold"] == 0.99
     assert run["sandbox"]["mode"] == "bwrap" and run["sandbox"]["requested"] == "required"
+    assert run["sandbox"]["requestedBy"] == ".skill-evals.yml at the base commit"
     assert run["sandbox"]["proxied"] == []
     assert run["settings"]["trials"] == 1 and run["settings"]["jobs"] == 4
     assert report["simulated"] is True  # the base's runner, not the head's command
@@ -260,6 +261,9 @@ def test_trust_pr_config_applies_the_head(attacker):
     assert not any("pull request changes" in m for m in report["messages"])
     alpha = report["skills"][0]["report"]
     assert alpha["sandbox"]["mode"] == "off"
+    origin = "the pull request's .skill-evals.yml (--trust-pr-config)"
+    assert alpha["sandbox"]["requestedBy"] == origin
+    assert alpha["sandbox"]["reason"] == f"sandbox: off in {origin}"
     assert alpha["gates"]["minTriggerF1"]["threshold"] == 0
     assert run["done"].returncode == 0, run["done"].stderr
     assert attacker["contacted"][1] > 0  # the probe reaches the head's upstream then
@@ -292,16 +296,45 @@ def test_without_a_config_at_base_the_policy_is_the_defaults_and_the_head_is_dat
     assert _said("gates.min-trigger-f1") in report["messages"]
 
 
-def test_without_a_pull_request_the_checked_out_config_is_trusted(tmp_path):
-    repo, _ = two_commits(
-        tmp_path / "repo", BASE, BASE.replace("sandbox: required", "sandbox: off")
-    )
-    env = {"GITHUB_EVENT_NAME": "push", "GITHUB_ACTIONS": "true"}
-    run = ci_run(repo, env, "--only", "alpha")
+@pytest.fixture(scope="module")
+def push_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("push")
+    off = BASE.replace("sandbox: required", "sandbox: off")  # `off` unquoted: the string
+    return two_commits(tmp / "repo", BASE, off)[0]
+
+
+PUSH = {"GITHUB_EVENT_NAME": "push", "GITHUB_ACTIONS": "true"}
+
+
+def test_without_a_pull_request_the_checked_out_config_is_trusted(push_repo):
+    run = ci_run(push_repo, PUSH, "--only", "alpha")
     report = run["report"]
     assert report["policyFrom"] == "checkout"
-    assert report["skills"][0]["report"]["sandbox"]["requested"] == "off"  # `off` unquoted
+    sandbox = report["skills"][0]["report"]["sandbox"]
+    assert sandbox["requested"] == "off" and sandbox["requestedBy"] == ".skill-evals.yml"
+    assert sandbox["reason"] == "sandbox: off in .skill-evals.yml"  # no flag was given
+    assert "--sandbox" not in run["done"].stderr
     assert not any("pull request changes" in m for m in report["messages"])
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "origin", "reason"),
+    [
+        (("--sandbox", "off"), {}, "--sandbox", "--sandbox off"),
+        ((), {"SKILL_EVALS_SANDBOX": "off"}, "SKILL_EVALS_SANDBOX", "SKILL_EVALS_SANDBOX=off"),
+        (
+            ("--sandbox", "off"),
+            {"SKILL_EVALS_SANDBOX_FROM_ACTION": "input"},
+            "the action's sandbox input",
+            "the action's sandbox input: off",
+        ),
+    ],
+)
+def test_the_report_names_where_the_sandbox_setting_came_from(push_repo, args, env, origin, reason):
+    run = ci_run(push_repo, {**PUSH, **env}, "--only", "alpha", *args)
+    sandbox = run["report"]["skills"][0]["report"]["sandbox"]
+    assert (sandbox["requestedBy"], sandbox["reason"]) == (origin, reason)
+    assert run["report"]["sandbox"]["requestedBy"] == origin
 
 
 def test_changed_plan_and_lock_read_the_policy_from_the_base(tmp_path):

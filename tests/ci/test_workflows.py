@@ -25,7 +25,8 @@ WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml")) + sorted(
 INPUTS = {
     "config", "base", "runner", "trials", "jobs", "min-trigger-f1", "min-uplift", "only",
     "report-dir", "comment", "github-token", "python", "upload-artifact", "artifact-name",
-    "compare", "cache", "improve", "proposer", "sandbox",
+    "compare", "cache", "improve", "proposer", "sandbox", "trust-pr-config",
+    "skip-on-missing-secrets",
 }  # fmt: skip
 OUTPUTS = {"exit-code", "status", "changed-skills", "report-dir", "junit", "sandboxed"}
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
@@ -54,6 +55,8 @@ def test_action_interface_matches_spec() -> None:
     assert action["inputs"]["upload-artifact"]["default"] == "true"
     assert action["inputs"]["comment"]["default"] == "auto"  # = true on pull requests
     assert action["inputs"]["cache"]["default"] == "false"
+    assert action["inputs"]["trust-pr-config"]["default"] == "false"
+    assert action["inputs"]["skip-on-missing-secrets"]["default"] == "false"
 
 
 def test_inputs_reach_shell_only_through_env() -> None:
@@ -146,7 +149,8 @@ def fake_install(tmp_path: Path, action_path: Path) -> Path:
     stub = venv_bin / "skill-evals"
     stub.write_text(
         "#!/usr/bin/env python3\nimport json, os, sys\n"
-        "json.dump({'argv': sys.argv[1:], 'path0': os.environ['PATH'].split(':')[0]},"
+        "json.dump({'argv': sys.argv[1:], 'path0': os.environ['PATH'].split(':')[0],"
+        " 'origin': os.environ.get('SKILL_EVALS_SANDBOX_FROM_ACTION')},"
         " open(os.environ['ARGV_FILE'], 'w'))\nsys.exit(int(os.environ.get('STUB_EXIT', '0')))\n",
         encoding="utf-8",
     )
@@ -171,6 +175,8 @@ def run_entrypoint(tmp_path: Path, inputs: dict[str, str], exit_code: int = 0) -
         "STUB_EXIT": str(exit_code),
         **{f"INPUT_{k.upper().replace('-', '_')}": v for k, v in inputs.items()},
     }
+    if "runner-os" in inputs:
+        env["RUNNER_OS"] = inputs["runner-os"]
     done = subprocess.run(
         ["bash", str(ENTRYPOINT)], cwd=tmp_path, env=env, capture_output=True, text=True,
         check=False,
@@ -222,6 +228,21 @@ def test_entrypoint_compare_and_cache(tmp_path: Path) -> None:
     assert argv[argv.index("--cache") + 1] == str(cache)
     argv = run_entrypoint(tmp_path, {"cache": "false", "cache-dir": str(cache)})["argv"]
     assert "--cache" not in argv and "--compare" not in argv
+
+
+def test_entrypoint_sandbox_default_trust_and_secrets(tmp_path: Path) -> None:
+    # No sandbox input on Linux: required, said to come from the action (not from a flag).
+    result = run_entrypoint(tmp_path, {})
+    argv = result["argv"]
+    assert argv[argv.index("--sandbox") + 1] == "required" and result["origin"] == "default"
+    assert "--trust-pr-config" not in argv and "--skip-on-missing-secrets" not in argv
+    inputs = {"sandbox": "auto", "trust-pr-config": "true", "skip-on-missing-secrets": "true"}
+    result = run_entrypoint(tmp_path, inputs)
+    argv = result["argv"]
+    assert argv[argv.index("--sandbox") + 1] == "auto" and result["origin"] == "input"
+    assert "--trust-pr-config" in argv and "--skip-on-missing-secrets" in argv
+    elsewhere = run_entrypoint(tmp_path, {"runner-os": "macOS"})
+    assert "--sandbox" not in elsewhere["argv"] and elsewhere["origin"] is None
 
 
 def _cache_key(tmp_path: Path, **env: str) -> dict[str, str]:

@@ -173,8 +173,8 @@ def test_figures_are_the_same_sandboxed_and_off(sandboxed: dict[str, Any], tmp_p
     for key in ("status", "exitCode", "trigger", "task", "caseResults", "loading"):
         assert report[key] == sandboxed["report"][key], key
     assert report["sandbox"] == {
-        "requested": "off", "mode": "off", "reason": "--sandbox off", "version": None,
-        "proxied": [], "masked": 0,
+        "requested": "off", "requestedBy": "--sandbox", "mode": "off", "reason": "--sandbox off",
+        "version": None, "proxied": [], "masked": 0,
     }  # fmt: skip
     assert off.stderr.count(f"warning: not sandboxed (--sandbox off): {WARNING}") == 1
     assert f"not sandboxed (--sandbox off): {WARNING}" in report["messages"]

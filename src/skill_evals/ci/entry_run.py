@@ -45,6 +45,8 @@ def run_fields(
         "env": env,
         "sandbox": settings.sandbox_option,
         "sandbox_config": settings.sandbox,
+        "sandbox_where": settings.sandbox_option_where,
+        "sandbox_config_where": settings.sandbox_where,
         "sandbox_path": settings.sandbox_paths,
         "credentials_config": settings.credentials,
     }

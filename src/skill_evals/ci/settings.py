@@ -81,6 +81,8 @@ class SkillSettings:
     agent: str | None = None  # the frontmatter profile; None: the runner's agent
     sandbox: str | None = None  # the config's sandbox: (docs/sandbox.md)
     sandbox_option: str | None = None  # --sandbox (before SKILL_EVALS_SANDBOX and the config)
+    sandbox_option_where: str = "--sandbox"  # or the action's sandbox input
+    sandbox_where: str = "config sandbox"  # the config file (and commit) sandbox: came from
     sandbox_paths: tuple[str, ...] = ()  # sandbox-paths: and --sandbox-path
     credentials: tuple[Any, ...] = ()  # credentials: [{env, header, upstream}] (the proxy)
 
@@ -209,6 +211,8 @@ SETTING_KEYS = {
     "agent": "agent",
     "sandbox": "sandbox",
     "sandbox-option": "sandbox_option",
+    "sandbox-option-where": "sandbox_option_where",
+    "sandbox-where": "sandbox_where",
 }
 
 

@@ -20,6 +20,10 @@ from .policy import changed_message, trusted_raw
 from .pr_event import pr_base_sha
 from .settings import CiConfig
 
+# Set by the action's entrypoint when it passes --sandbox: "input" (its sandbox input) or
+# "default" (required, its default on Linux), so the report names the input, not a flag.
+ACTION_ORIGIN_VAR = "SKILL_EVALS_SANDBOX_FROM_ACTION"
+
 
 @dataclass(frozen=True)
 class TrustedConfig:
@@ -44,20 +48,41 @@ def load_trusted(
     head_raw = read_config_file(path) if path is not None else {}
     sha = pr_base_sha(env)
     rel = _relative(path, root) if path is not None else None
+    shown = rel or (path.name if path is not None else CONFIG_NAMES[0])
     if sha is None or (path is not None and rel is None):
         # No pull request, or a config file the command line named outside the repository.
-        return TrustedConfig(build_config(head_raw, path).with_cli(cli), "checkout")
+        return _trusted(head_raw, path, cli, env, "checkout", shown)
     if trust_pr_config:
-        return TrustedConfig(build_config(head_raw, path).with_cli(cli), "head-trusted")
+        where = f"the pull request's {shown} (--trust-pr-config)"
+        return _trusted(head_raw, path, cli, env, "head-trusted", where)
     base_raw, messages = _base_raw(root, sha, rel)
     if base_raw is None:  # no readable base commit: the event names nothing to trust instead
-        config = build_config(head_raw, path).with_cli(cli)
-        return TrustedConfig(config, "checkout", tuple(messages))
+        return _trusted(head_raw, path, cli, env, "checkout", shown, messages)
     merged, changed = trusted_raw(head_raw, base_raw)
-    shown = rel or CONFIG_NAMES[0]
     _validate(merged, f"{shown} (the base commit's policy with the pull request's data)")
     messages += [changed_message(key, shown) for key in changed]
-    return TrustedConfig(build_config(merged, path).with_cli(cli), "base", tuple(messages))
+    where = f"{shown} at the base commit"
+    return _trusted(merged, path, cli, env, "base", where, messages)
+
+
+def _trusted(
+    raw: Mapping[str, Any],
+    path: Path | None,
+    cli: Mapping[str, Any],
+    env: Mapping[str, str],
+    policy_from: str,
+    sandbox_where: str,
+    messages: list[str] | None = None,
+) -> TrustedConfig:
+    """The TrustedConfig of ``raw`` with the options ``cli``; the report names where the
+    sandbox setting came from (the config, or the action's input that passed --sandbox)."""
+    origins = {"sandbox-where": sandbox_where}
+    if cli.get("sandbox-option") is not None and env.get(ACTION_ORIGIN_VAR) == "input":
+        origins["sandbox-option-where"] = "the action's sandbox input"
+    elif cli.get("sandbox-option") is not None and env.get(ACTION_ORIGIN_VAR) == "default":
+        origins["sandbox-option-where"] = "the action's default on Linux (input sandbox unset)"
+    config = build_config(raw, path).with_cli({**origins, **cli})
+    return TrustedConfig(config, policy_from, tuple(messages or ()))
 
 
 def _relative(path: Path, root: Path) -> str | None:

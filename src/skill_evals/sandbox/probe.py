@@ -29,8 +29,16 @@ def requested_mode(option: str | None, environ: Mapping[str, str], config: str |
                    config_where: str = "config sandbox") -> str:  # fmt: skip
     """The requested mode: ``--sandbox``, else ``SKILL_EVALS_SANDBOX``, else the config's
     ``sandbox:``, else ``auto``. Another value is exit 5 naming where it came from."""
+    return requested_with_origin(option, environ, config, config_where)[0]
+
+
+def requested_with_origin(option: str | None, environ: Mapping[str, str], config: str | None,
+                          config_where: str = "config sandbox",
+                          option_where: str = "--sandbox") -> tuple[str, str]:  # fmt: skip
+    """:func:`requested_mode` and where it came from: ``option_where`` (``--sandbox``, or the
+    action's input that set it), ``SKILL_EVALS_SANDBOX``, ``config_where`` or ``default``."""
     for value, where in (
-        (option, "--sandbox"),
+        (option, option_where),
         (environ.get(MODE_VAR), MODE_VAR),
         (config, config_where),
     ):
@@ -41,8 +49,20 @@ def requested_mode(option: str | None, environ: Mapping[str, str], config: str |
             raise InvalidInput(
                 f"{where}: unknown sandbox mode {shown!r}; use one of {', '.join(MODES)}"
             )
-        return value
-    return "auto"
+        return value, where
+    return "auto", "default"
+
+
+def off_reason(origin: str) -> str:
+    """Why a run with the sandbox turned off is unsandboxed: what turned it off (``origin``:
+    ``--sandbox``, ``SKILL_EVALS_SANDBOX``, the action's input, else a config file)."""
+    if origin == "--sandbox":
+        return "--sandbox off"
+    if origin == MODE_VAR:
+        return f"{MODE_VAR}=off"
+    if origin.startswith("the action"):
+        return f"{origin}: off"
+    return f"sandbox: off in {origin}"
 
 
 def sandbox_paths(
@@ -90,11 +110,13 @@ class SandboxState:
     program: str | None = None
     proxied: tuple[str, ...] = field(default=())
     masked: int = 0  # .git directories masked in the run (never their paths)
+    requested_by: str = "default"  # where the requested mode came from
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``sandbox`` block."""
         return {
             "requested": self.requested,
+            "requestedBy": self.requested_by,
             "mode": self.mode,
             "reason": self.reason,
             "version": self.version,
@@ -162,12 +184,16 @@ def probe(program: str, env: Mapping[str, str]) -> str | None:
 
 
 def decide(
-    requested: str, environ: Mapping[str, str], probe_env: Mapping[str, str]
+    requested: str,
+    environ: Mapping[str, str],
+    probe_env: Mapping[str, str],
+    origin: str = "--sandbox",
 ) -> SandboxState:
-    """Probe (unless ``off``) and decide; SandboxUnusable for ``required`` when unusable."""
+    """Probe (unless ``off``) and decide; SandboxUnusable for ``required`` when unusable.
+    ``origin``: where the requested mode came from (said in the reason and the report)."""
     program: str | None = None
     if requested == "off":
-        reason: str | None = "--sandbox off"
+        reason: str | None = off_reason(origin)
     elif not sys.platform.startswith("linux"):
         reason = "not Linux"
     elif (program := find_program(environ)) is None:
@@ -176,18 +202,25 @@ def decide(
         reason = probe(program, probe_env)
     if reason is None:
         assert program is not None
-        return SandboxState(requested, "bwrap", None, _version(program, probe_env), program)
+        version = _version(program, probe_env)
+        return SandboxState(requested, "bwrap", None, version, program, requested_by=origin)
     if requested == "required":
         raise SandboxUnusable(f"sandbox required but unusable: {reason}")
-    return SandboxState(requested, "off", reason, None)
+    return SandboxState(requested, "off", reason, None, requested_by=origin)
 
 
 class SandboxChoice:
     """The requested mode of one engine run and its decision, taken once, when something is
     about to run (a ``ci`` run's skills share it). The warning is printed once on stderr."""
 
-    def __init__(self, requested: str = "auto", paths: tuple[tuple[str, bool], ...] = ()) -> None:
+    def __init__(
+        self,
+        requested: str = "auto",
+        paths: tuple[tuple[str, bool], ...] = (),
+        origin: str = "default",
+    ) -> None:
         self.requested = requested
+        self.origin = origin  # where the requested mode came from
         self.paths = paths  # --sandbox-path: (absolute path, writable)
         self._lock = threading.Lock()
         self._state: SandboxState | None = None
@@ -200,7 +233,7 @@ class SandboxChoice:
                 raise self._error
             if self._state is None:
                 try:
-                    self._state = decide(self.requested, environ, probe_env)
+                    self._state = decide(self.requested, environ, probe_env, self.origin)
                 except SandboxUnusable as exc:
                     self._error = exc  # said once by the command, with the run's other errors
                     raise
@@ -215,15 +248,18 @@ class SandboxChoice:
         return self._state
 
 
-_CHOICES: dict[tuple[str, tuple[tuple[str, bool], ...], str | None], SandboxChoice] = {}
+_CHOICES: dict[tuple[str, tuple[tuple[str, bool], ...], str | None, str], SandboxChoice] = {}
 _CHOICES_LOCK = threading.Lock()
 
 
 def shared_choice(
-    requested: str, paths: tuple[tuple[str, bool], ...], environ: Mapping[str, str]
+    requested: str,
+    paths: tuple[tuple[str, bool], ...],
+    environ: Mapping[str, str],
+    origin: str = "default",
 ) -> SandboxChoice:
     """The one choice of this engine run for these settings (and this bwrap program): probed
     once, warned once."""
-    key = (requested, paths, environ.get(PROGRAM_VAR))
+    key = (requested, paths, environ.get(PROGRAM_VAR), origin)
     with _CHOICES_LOCK:
-        return _CHOICES.setdefault(key, SandboxChoice(requested, paths))
+        return _CHOICES.setdefault(key, SandboxChoice(requested, paths, origin))
