@@ -431,3 +431,12 @@ def test_a_base_that_cannot_be_read_leaves_the_checkout_in_charge_and_says_so(tm
     assert done.returncode == 0, done.stderr
     assert "the pull request's base 111111111111 is not available" in done.stderr
     assert "pull request changes" not in done.stderr
+
+
+def test_ci_merge_keeps_where_the_policy_came_from(all_changed, tmp_path):
+    merged = tmp_path / "merged"
+    done = run_cli(["ci", "merge", str(all_changed["out"]), "--out", str(merged)], tmp_path)
+    assert done.returncode == 1, done.stderr
+    report = json.loads((merged / "report.json").read_text("utf-8"))
+    assert report["policyFrom"] == "base"
+    assert _said("sandbox") in report["messages"]

@@ -128,7 +128,7 @@ _SELECTION = [
         "--sandbox",
         help="Run runners, setup commands and command checks in a bubblewrap sandbox: auto, "
         "required (exit 7 when unusable) or off. Default: SKILL_EVALS_SANDBOX, else the "
-        "config's sandbox, else auto (docs/sandbox.md).",
+        "config's sandbox (on a pull request: the base commit's), else auto (docs/sandbox.md).",
     ),
     option(
         "--sandbox-path",

@@ -216,7 +216,7 @@ def routing_result(
         text = "routing: skipped, required environment variable(s) empty or unset: " + (
             ", ".join(missing)
         )
-        run.console.warning(text)
+        (run.console.error if code else run.console.warning)(text)
         return routing_entry(state, "skipped", text, code)
     return evaluate_routing(state, reason, run)
 

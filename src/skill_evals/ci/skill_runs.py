@@ -136,7 +136,7 @@ def _not_run(
         )
         if code:
             text += "; set them for this job (only a fork's pull request skips without them)"
-        console.warning(text)
+        (console.error if code else console.warning)(text)
         return _entry(state, "skipped", text, code)
     if state.location.cases is None:
         looked = (
