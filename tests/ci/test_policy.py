@@ -440,3 +440,34 @@ def test_ci_merge_keeps_where_the_policy_came_from(all_changed, tmp_path):
     report = json.loads((merged / "report.json").read_text("utf-8"))
     assert report["policyFrom"] == "base"
     assert _said("sandbox") in report["messages"]
+
+
+def test_every_config_key_is_classified_and_the_head_config_changes_every_policy_key():
+    """A key added to the schema must be placed on one side (policy.py), and a policy key must
+    be changed by HEAD_ALL (and named in NAMED), so the runs above cover it."""
+    import yaml
+
+    from skill_evals.ci.policy import DATA_KEYS
+    from skill_evals.schemas import load_schema
+
+    schema = load_schema("config.schema.json")
+    keys = set(schema["properties"]) | set(schema["$defs"]["override"]["properties"])
+    for key in keys:
+        assert is_policy(key) != (key in DATA_KEYS), f"{key}: add it to POLICY_KEYS or DATA_KEYS"
+    head = yaml.safe_load(HEAD_ALL)
+    for key in schema["properties"]:
+        if is_policy(key):
+            assert key in head, f"{key}: change it in HEAD_ALL and add it to NAMED"
+            assert key in NAMED or f"{key}.{next(iter(head[key]))}" in NAMED, key
+
+
+def test_the_config_reference_marks_each_key_as_the_code_does():
+    page = Path(__file__).resolve().parents[2] / "docs" / "config.md"
+    checked = 0
+    for line in page.read_text("utf-8").splitlines():
+        found = re.match(r"^\| `([a-z-]+)` \|.*\| (policy|data)[^|]*\|$", line)
+        if found and found.group(1) not in ("overrides", "routing"):
+            key, side = found.groups()
+            assert (side == "policy") == is_policy(key), key
+            checked += 1
+    assert checked > 30

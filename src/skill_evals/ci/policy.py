@@ -62,6 +62,9 @@ POLICY_KEYS: frozenset[str] = frozenset(
     }
 )
 
+# What the pull request may decide: what is tested, not how. `overrides` and `routing` hold both
+# (their policy keys are taken from the base one by one).
+DATA_KEYS: frozenset[str] = frozenset({"skills", "cases", "lock", "agent", "overrides", "routing"})
 POLICY_CHANGE = "the pull request changes `"  # how each ignored policy change is said
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _ABSENT = object()
