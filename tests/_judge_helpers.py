@@ -47,8 +47,11 @@ def runner_cmd(root: Path) -> str:
 
 
 def judge_cmd(root: Path, *more: str) -> str:
-    """The scripted judge (it logs each request to judge.log: :func:`run_cli`)."""
-    return " ".join([sys.executable, str(JUDGE), *more])
+    """The scripted judge, logging each request to ``root``/judge.log. A judge gets only an
+    allowlist of the caller's environment, so the log is named in its trusted command line
+    (``--log=PATH``: one word naming no file, so not by content in the request key); ``root``
+    must be writable in its sandbox (--sandbox-path ROOT:rw, :func:`cli_args`)."""
+    return " ".join([sys.executable, str(JUDGE), f"--log={root / 'judge.log'}", *more])
 
 
 def run_cli(
@@ -69,12 +72,12 @@ def run_cli(
 
 
 def cli_args(root: Path, *more: str, runner: bool = True) -> list[str]:
-    """``test`` over ``root``'s suite with one trial, quiet; the table runner logs into
-    ``root``, outside its workspace, so that folder is writable in its sandbox."""
+    """``test`` over ``root``'s suite with one trial, quiet; the table runner and the judge
+    log into ``root``, outside their workspaces, so that folder is writable in their sandbox."""
     args = ["test", "--skill", SKILL, "--cases", "cases.jsonl", "--trials", "1", "-q"]
     if runner:
-        args += ["--runner", runner_cmd(root), "--sandbox-path", f"{root}:rw"]
-    return [*args, *more]
+        args += ["--runner", runner_cmd(root)]
+    return [*args, "--sandbox-path", f"{root}:rw", *more]
 
 
 def judge_log(root: Path) -> list[dict[str, Any]]:
@@ -83,6 +86,25 @@ def judge_log(root: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def judge_sleepers(root: Path) -> list[int]:
+    """The host pids of the children the scripted judge left (found by the tokens it wrote to
+    judge.log.pids in their command lines: inside a sandbox it sees other pids)."""
+    path = root / "judge.log.pids"
+    tokens = path.read_text("utf-8").split() if path.exists() else []
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+            state = (entry / "stat").read_text().rsplit(") ", 1)[1][:1]
+        except OSError:
+            continue
+        if state != "Z" and any(token in words for token in tokens):
+            found.append(int(entry.name))
+    return found
 
 
 def runner_log(root: Path) -> list[str]:

@@ -171,12 +171,12 @@ class TestOptions(_RunOptions):
     max_judge_calls: int | None = None
 
     def judging(self, suite: CaseSuite) -> Judging | None:
-        """The run's judging (None without judge checks); exit 5 for a check without a
-        judge."""
+        """The run's judging (None without judge checks); exit 5 for an undefined judge."""
         return plan_judging(
             suite,
             self.judge,
             named=named_judges(self.judges),
+            sandbox=self.sandbox_mode(),
             timeout_ms=self.judge_timeout_ms,
             max_bytes=self.max_bytes,
             retries=self.retries,

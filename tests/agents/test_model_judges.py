@@ -81,8 +81,9 @@ def test_anthropic_sends_the_documented_request(fake: FakeJudgeApi) -> None:
     (message,) = body["messages"]
     text = message["content"]
     assert message["role"] == "user"
-    order = [text.index(x) for x in ("2.1", "Has a heading.", "1 to 5", "4", "## 2.1", "NOTES.md")]
-    assert order == sorted(order) and "truncated" in text
+    assert json.loads(text) == REQUEST  # the request itself, one JSON document
+    order = [text.index(f'"{x}"') for x in ("prompt", "rubric", "scale", "threshold", "answer")]
+    assert order == sorted(order) and text.index('"output"') < text.index('"files"')
 
 
 def test_openai_sends_the_documented_request() -> None:
@@ -105,6 +106,7 @@ def test_openai_sends_the_documented_request() -> None:
     docs = (REPO / "docs" / "judging.md").read_text("utf-8")
     assert system["content"] in docs
     assert user["content"].index("first answer") < user["content"].index("second answer")
+    assert json.loads(user["content"]) == PAIR
 
 
 def test_openai_verdicts_carry_usage() -> None:
@@ -180,7 +182,8 @@ def test_a_suite_judged_by_the_builtin_judge_gates(tmp_path: Path) -> None:
         original = server.server.RequestHandlerClass.do_POST
 
         def scripted(handler: Any) -> None:
-            server.script = [anthropic_text(good if "<output>\nA\n" in _peek(handler) else bad)]
+            shown = json.loads(_peek(handler))["answer"]["output"]
+            server.script = [anthropic_text(good if shown == "A" else bad)]
             original(handler)
 
         server.server.RequestHandlerClass.do_POST = scripted  # type: ignore[method-assign]

@@ -83,7 +83,8 @@ def test_ci_judges_with_the_configured_named_judge_and_shows_its_cost(tmp_path: 
     table = tmp_path / "skills" / "table.json"
     (tmp_path / ".skill-evals.yml").write_text(
         f"runner: {sys.executable} {TABLE_RUNNER} {table}\ntrials: 1\n"
-        f"judges: {{notes: {judge_cmd(tmp_path)}}}\ngates: {{min-uplift: 0.5}}\n",
+        f"judges: {{notes: {judge_cmd(tmp_path)}}}\ngates: {{min-uplift: 0.5}}\n"
+        f"sandbox-paths: ['{tmp_path}:rw']\n",  # the judge logs there
         "utf-8",
     )
     for args in (

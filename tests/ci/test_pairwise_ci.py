@@ -41,7 +41,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     table = repo / "skills" / "table.json"
     (repo / ".skill-evals.yml").write_text(
         f"runner: {sys.executable} {TABLE_RUNNER} {table}\ntrials: 1\njobs: 2\n"
-        f"judge: {judge_cmd(root)}\ncompare: base\n"
+        f"judge: {judge_cmd(root)}\ncompare: base\nsandbox-paths: ['{root}:rw']\n"
         "gates: {min-uplift: 0.5, min-pass-gain: 0.5}\n",
         "utf-8",
     )

@@ -109,11 +109,26 @@ def _improve(
     tmp = setup["tmp"]
     report_path = tmp / f"report-{mode}.json"
     args = [
-        sys.executable, "-m", "skill_evals", "improve", "--skill", str(setup["skill"]),
-        "--cases", str(setup["cases"]), "--runner", f"{sys.executable} {tmp / 'runner.py'}",
-        "--proposer", f"{sys.executable} {tmp / 'proposer.py'} {mode} {tmp / f'log-{mode}.jsonl'}",
-        "--trials", "1", "--report", str(report_path), *extra,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "skill_evals",
+        "improve",
+        "--skill",
+        str(setup["skill"]),
+        "--cases",
+        str(setup["cases"]),
+        "--runner",
+        f"{sys.executable} {tmp / 'runner.py'}",
+        "--proposer",
+        f"{sys.executable} {tmp / 'proposer.py'} {mode} {tmp / f'log-{mode}.jsonl'}",
+        "--trials",
+        "1",
+        "--report",
+        str(report_path),
+        "--sandbox-path",
+        f"{tmp}:rw",
+        *extra,
+    ]  # fmt: skip  (the proposer is sandboxed: it logs into tmp)
     proc = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp)
     report = json.loads(report_path.read_text())
     jsonschema.validate(report, load_schema("improve-report.schema.json"))
@@ -312,9 +327,26 @@ else:
 def test_a_retryable_proposer_error_is_retried_then_exit_7(setup: dict[str, Path]) -> None:
     tmp = setup["tmp"]
     (tmp / "retrying.py").write_text(RETRYING, encoding="utf-8")
-    base = [sys.executable, "-m", "skill_evals", "improve", "--skill", str(setup["skill"]),
-            "--cases", str(setup["cases"]), "--runner", f"{sys.executable} {tmp / 'runner.py'}",
-            "--trials", "1", "--format", "json", "--rounds", "1"]  # fmt: skip
+    base = [
+        sys.executable,
+        "-m",
+        "skill_evals",
+        "improve",
+        "--skill",
+        str(setup["skill"]),
+        "--cases",
+        str(setup["cases"]),
+        "--runner",
+        f"{sys.executable} {tmp / 'runner.py'}",
+        "--trials",
+        "1",
+        "--format",
+        "json",
+        "--rounds",
+        "1",
+        "--sandbox-path",
+        f"{tmp}:rw",
+    ]  # fmt: skip  (the sandboxed proposer's marker)
     proposer = f"{sys.executable} {tmp / 'retrying.py'} {tmp / 'marker'}"
     done = subprocess.run([*base, "--proposer", proposer, "--retries", "1"], capture_output=True,
                           text=True, timeout=300)  # fmt: skip

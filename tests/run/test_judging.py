@@ -134,7 +134,8 @@ def test_the_judge_saw_only_the_request_and_no_engine_variable(run: dict[str, An
         assert not [n for n in env if n.startswith(("EVALGATE_", "SKILL_EVALS_"))]
         dropped = {"GITHUB_TOKEN", "GH_TOKEN", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"}
         assert not dropped & set(env) and not [n for n in env if n.startswith("ACTIONS_")]
-        assert "JUDGE_KEEPS_THIS" in env  # the caller's own variables stay
+        # The runners' allowlist of the caller's environment only: no other variable of its.
+        assert "JUDGE_KEEPS_THIS" not in env and "PATH" in env
         assert set(request) == {"kind", "prompt", "rubric", "scale", "threshold", "answer"}
         assert request["kind"] == "absolute" and request["rubric"] == RUBRIC
         assert request["scale"] == [1, 5] and request["threshold"] == 3
@@ -228,6 +229,7 @@ def test_a_rubric_edit_rejudges_only(run: dict[str, Any], tmp_path: Path) -> Non
         root,
         "test", "--skill", "release-notes", "--cases", str(edited), "--trials", "1", "-q",
         "--observations", "rec.jsonl", "--judge", judge_cmd(root), "--report", "edit.json",
+        "--sandbox-path", f"{root}:rw",
     )  # fmt: skip
     report = report_of(root / "edit.json")
     assert done.returncode == 0, done.stderr

@@ -20,6 +20,7 @@ from tests._judge_helpers import (
     cli_args,
     judge_cmd,
     judge_log,
+    judge_sleepers,
     make_suite,
     report_of,
     run_cli,
@@ -39,10 +40,9 @@ def _rows() -> dict[str, Any]:
 
 
 def _kill_judges(root: Path) -> None:
-    pids = root / "judge.log.pids"
-    for pid in pids.read_text("utf-8").split() if pids.exists() else ():
+    for pid in judge_sleepers(root):
         with contextlib.suppress(ProcessLookupError):
-            os.kill(int(pid), signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ def _absolute_rows() -> list[dict[str, Any]]:
 
 def _check(root: Path, cases: str, *more: str) -> tuple[int, dict[str, Any]]:
     args = ["judge-check", "--cases", cases, "--judge", judge_cmd(root), "--format", "json"]
+    args += ["--sandbox-path", f"{root}:rw"]  # the judge logs there
     done = run_cli(root, *args, *more)
     return done.returncode, _valid(json.loads(done.stdout))
 

@@ -54,6 +54,9 @@ def _options(
         max_cost_usd=total.for_skill(settings.budget).cost_usd,
         env=env,
         display_root=root,
+        sandbox=settings.sandbox_option,
+        sandbox_config=settings.sandbox,
+        sandbox_path=settings.sandbox_paths,
     )
 
 

@@ -116,6 +116,13 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     "--max-cost-usd",
     help="Budget: reported dollars (runners and proposer) at most. Default: no limit.",
 )
+@option(
+    "--sandbox",
+    help="Run the runner and the proposer in a bubblewrap sandbox: auto (when usable, else a "
+    "warning), required (exit 7 when unusable), off. Default: SKILL_EVALS_SANDBOX, else auto "
+    "(docs/sandbox.md).",
+)
+@option("--sandbox-path", "sandbox_path")
 def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
     """Try better descriptions for one skill: a proposer suggests them from the train cases'
     failures, each valid one runs on train, and the best runs once on held-out cases next to

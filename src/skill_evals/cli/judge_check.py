@@ -56,6 +56,12 @@ skill-evals judge-check --cases examples/judging/labels.jsonl \\
     "--cache",
     help="Reuse verdicts stored in DIR by request key, and store new ones there. Default: none.",
 )
+@option(
+    "--sandbox",
+    help="Run the judge in a bubblewrap sandbox: auto (when usable, else a warning), required "
+    "(exit 7 when unusable), off. Default: SKILL_EVALS_SANDBOX, else auto (docs/sandbox.md).",
+)
+@option("--sandbox-path", "sandbox_path")
 def judge_check(fmt: str, report: Path | None, **given: Any) -> None:
     """Ask the judge about every labelled example (pairwise ones both ways round) and say how
     often it agrees with the labels: agreement, Cohen's kappa, the confusion of labels and

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from ..plan.judge_plan import named_judges, split_judge
 from ..report.judge_check_report import build_report, error_report
 from ..run.judge_check import VerdictCache, check_examples
 from ..run.judging import JudgeSettings, Judging
+from ..sandbox.probe import requested_mode, sandbox_paths, shared_choice
 from ..suite.judge_labels import load_examples
 
 MIN_EXAMPLES = 10
@@ -26,10 +28,14 @@ def run_judge_check(
     retries: int,
     max_bytes: int,
     cache: Path | None,
+    sandbox: str | None = None,
+    sandbox_path: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The judge-check report (its ``exitCode`` is the exit)."""
     try:
         named = named_judges(judges)
+        mode = requested_mode(sandbox, os.environ, None)
+        choice = shared_choice(mode, sandbox_paths(sandbox_path), os.environ)
         argv = named.get(judge.strip()) or split_judge(judge)
         kind, examples = load_examples(cases)
         if len(examples) < MIN_EXAMPLES:
@@ -40,7 +46,7 @@ def run_judge_check(
             )
         settings = JudgeSettings(
             command=argv, timeout_ms=judge_timeout_ms, max_bytes=max_bytes, retries=retries,
-            cwd=Path.cwd(),
+            cwd=Path.cwd(), sandbox=choice,
         )  # fmt: skip
         judging = Judging(settings)
         verdicts = VerdictCache(cache)

@@ -1,7 +1,9 @@
 """The proposer contract: one JSON request on stdin, one line back — a description, or a
 ``proposerError`` — run like a runner (no shell, own session, bounded, retried when it says so).
 
-The request carries only train cases: no held-out id, prompt or figure ever reaches it."""
+The request carries only train cases: no held-out id, prompt or figure ever reaches it. The
+proposer runs like a judge (run/helper_cell.py): sandboxed when the run is, with the runners'
+allowlist of the caller's environment and its provider keys only through the credential proxy."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..run.helper_cell import HelperCell
 from ..run.helper_process import run_helper, signal_name
-from ..run.judge_process import judge_env
 from ..run.processes import ProcessSweeper
+from ..sandbox.probe import SandboxChoice, SandboxUnusable
 
 MAX_REPLY_BYTES = 1_000_000
 ROUND_VAR = "SKILL_EVALS_ROUND"
@@ -42,7 +45,7 @@ class ProposerSpec:
     argv: tuple[str, ...]
     timeout_ms: int
     retries: int
-    env: Mapping[str, str]
+    cell: HelperCell  # where it runs: sandbox, environment, keys through the proxy
     delay: Callable[[int], float]
 
 
@@ -82,15 +85,18 @@ def parse_reply(stdout: bytes) -> Proposal | tuple[str, bool]:
 
 
 def _once(spec: ProposerSpec, payload: bytes, round_no: int, sweeper: ProcessSweeper) -> Any:
-    env = {**spec.env, ROUND_VAR: str(round_no)}
-    end = run_helper(
-        spec.argv,
-        payload,
-        timeout_ms=spec.timeout_ms,
-        max_bytes=MAX_REPLY_BYTES,
-        env=env,
-        sweeper=sweeper,
-    )
+    try:
+        with spec.cell.confined(spec.argv) as confined:
+            end = run_helper(
+                confined.argv,
+                payload,
+                timeout_ms=spec.timeout_ms,
+                max_bytes=MAX_REPLY_BYTES,
+                env={**confined.env, ROUND_VAR: str(round_no)},
+                sweeper=sweeper,
+            )
+    except SandboxUnusable as exc:
+        return str(exc), False
     if end.failure is not None:
         return end.failure, False
     parsed = parse_reply(end.stdout)
@@ -119,10 +125,12 @@ def propose(spec: ProposerSpec, request: Mapping[str, Any], sweeper: ProcessSwee
     raise AssertionError("unreachable")
 
 
-def proposer_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The proposer's environment: the caller's (``base``, default os.environ) without the
-    engine's variables and the CI's command files and tokens, as a judge's."""
-    return judge_env(os.environ if base is None else base)
+def proposer_cell(
+    base: Mapping[str, str] | None = None, sandbox: SandboxChoice | None = None
+) -> HelperCell:
+    """Where the proposer runs, from the caller's environment (``base``, default os.environ):
+    in the run's sandbox ``sandbox`` (None: SKILL_EVALS_SANDBOX, else auto)."""
+    return HelperCell(os.environ if base is None else base, sandbox)
 
 
 def request(

@@ -14,12 +14,13 @@ from ..plan.files import path_inside
 from ..plan.run_control import retry_delay
 from ..plan.run_settings import RunSettings
 from ..run.runner import split_command
+from ..sandbox.probe import requested_mode, sandbox_paths, shared_choice
 from ..suite.cases import load_cases
 from ..suite.skill import load_skill
 from .edit import entry_cap, unified_diff
 from .evaluate import Evaluator
 from .loop import ImproveLoop, ImproveSettings, check_budget
-from .proposer import ProposerFailed, ProposerSpec, proposer_env
+from .proposer import ProposerFailed, ProposerSpec, proposer_cell
 from .report import failed_report, improve_report
 from .split import Split, split_suite
 
@@ -50,6 +51,9 @@ class ImproveOptions:
     max_invocations: int | None = None
     max_cost_usd: float | None = None
     env: Mapping[str, str] | None = None  # the runners' environment (default: the caller's)
+    sandbox: str | None = None  # --sandbox (else SKILL_EVALS_SANDBOX, else sandbox_config)
+    sandbox_config: str | None = None  # ci's config sandbox:
+    sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
     display_root: Path | None = None  # the diff names SKILL.md relative to this (default: cwd)
 
 
@@ -86,6 +90,9 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
         suite = load_cases(options.cases, skill.name)
         split = split_suite(suite, options.holdout, options.seed)
         check_budget(split, options.trials, options.max_invocations)
+        environ = os.environ if options.env is None else options.env
+        mode = requested_mode(options.sandbox, environ, options.sandbox_config)
+        choice = shared_choice(mode, sandbox_paths(options.sandbox_path), environ)
         run = RunSettings(
             runner=options.runner,
             trials=options.trials,
@@ -94,12 +101,13 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
             max_bytes=1_000_000,
             retries=options.retries,
             env=options.env,
+            sandbox=choice,
         )
         proposer = ProposerSpec(
             proposer_argv,
             options.proposer_timeout_ms,
             options.retries,
-            proposer_env(options.env),
+            proposer_cell(options.env, choice),
             retry_delay,
         )
         evaluator = Evaluator(run, command, skill.name, suite)

@@ -15,6 +15,7 @@ from ..errors import InvalidInput
 from ..run.judge_pairs import COMPARED_ARMS, pair_draws
 from ..run.judging import JudgeSettings, Judging
 from ..run.observations import Variant
+from ..sandbox.probe import SandboxChoice
 from ..suite.cases import CaseSuite
 from .arms import parse_arms
 
@@ -135,6 +136,7 @@ def plan_judging(
     command: str | None,
     *,
     named: Mapping[str, tuple[str, ...]] | None = None,
+    sandbox: SandboxChoice | None = None,
     timeout_ms: int,
     max_bytes: int,
     retries: int,
@@ -169,6 +171,7 @@ def plan_judging(
         max_cost_usd=max_cost_usd,
         env=env,
         cwd=Path.cwd(),
+        sandbox=sandbox,
     )
     judging = Judging(settings)
     judging.draws = pair_draws(suite, trials, seed, compared)

@@ -2,10 +2,10 @@
 request on stdin, a time bound and a byte cap, its whole session killed afterwards — the
 generic helper run (run/helper_process.py): the runner's I/O pump and process sweeper.
 
-The judge is the user's own trusted program (it is not sandboxed), but it never sees the
-engine's variables or the CI's command files and tokens: its environment is the caller's minus
-every ``EVALGATE_*`` and ``SKILL_EVALS_*`` variable and minus GitHub's ``GITHUB_TOKEN``,
-``GH_TOKEN``, command files and ``ACTIONS_*`` runtime, id-token, cache and results variables."""
+The judge is named by the trusted side, but it reads untrusted answers and holds a key: it runs
+in the run's sandbox with the built-in runners' allowlist of the caller's environment and its
+provider keys through the credential proxy (run/helper_cell.py), never the caller's whole
+environment, the engine's variables or the CI's command files and tokens."""
 
 from __future__ import annotations
 
@@ -15,30 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..checks.judge_verdict import Verdict, VerdictError, own_error, parse_verdict
+from ..sandbox.probe import SandboxUnusable
+from .helper_cell import HelperCell
 from .helper_process import run_helper, signal_name
 from .processes import ProcessSweeper
-
-_DROPPED = ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT")
-_DROPPED_MORE = ("GITHUB_STEP_SUMMARY", "GITHUB_STATE")
-_DROPPED_PREFIXES = (
-    "EVALGATE_",
-    "SKILL_EVALS_",
-    "ACTIONS_RUNTIME_",
-    "ACTIONS_ID_TOKEN_",
-    "ACTIONS_CACHE_",
-    "ACTIONS_RESULTS_",
-)
-
-
-def judge_env(base: Mapping[str, str]) -> dict[str, str]:
-    """The judge's environment: ``base`` without the engine's and the CI's variables."""
-    return {
-        name: value
-        for name, value in base.items()
-        if name not in _DROPPED
-        and name not in _DROPPED_MORE
-        and not name.upper().startswith(_DROPPED_PREFIXES)
-    }
 
 
 @dataclass(frozen=True)
@@ -47,7 +27,7 @@ class JudgeSpec:
 
     timeout_ms: int
     max_bytes: int
-    env: Mapping[str, str]  # already judge_env()
+    cell: HelperCell  # where it runs: sandbox, environment, keys through the proxy
 
 
 @dataclass(frozen=True)
@@ -74,15 +54,19 @@ def ask_once(
     payload = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     # No mark in its environment (it gets none of the engine's variables): what it leaves is
     # found by its session and group and, once its parent is gone, as an orphan of the engine.
-    end = run_helper(
-        argv,
-        payload,
-        timeout_ms=spec.timeout_ms,
-        max_bytes=spec.max_bytes,
-        env=spec.env,
-        sweeper=sweeper,
-        cancel=cancel,
-    )
+    try:
+        with spec.cell.confined(argv) as confined:
+            end = run_helper(
+                confined.argv,
+                payload,
+                timeout_ms=spec.timeout_ms,
+                max_bytes=spec.max_bytes,
+                env=confined.env,
+                sweeper=sweeper,
+                cancel=cancel,
+            )
+    except SandboxUnusable as exc:
+        return Answer(None, f"judge: {exc}")
     if end.failure is not None:
         return Answer(None, f"judge: {end.failure}")
     return _answer(end.stdout, end.code, kind, scale)

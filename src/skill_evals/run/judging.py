@@ -25,9 +25,11 @@ from ..checks import Matcher, judge_task
 from ..checks.judge_files import select
 from ..checks.judge_model import Judge, JudgePairwise
 from ..plan.run_control import retry_delay
+from ..sandbox.probe import SandboxChoice
 from ..suite.cases import Case
+from .helper_cell import HelperCell
 from .judge_ledger import JudgeLedger
-from .judge_process import Answer, JudgeSpec, ask_once, judge_env
+from .judge_process import Answer, JudgeSpec, ask_once
 from .observations import Observation, Variant
 from .processes import ProcessSweeper
 
@@ -49,6 +51,7 @@ class JudgeSettings:
     max_cost_usd: float | None = None  # --max-cost-usd: runners' and judges' reported cost
     env: Mapping[str, str] | None = None
     cwd: Path | None = None
+    sandbox: SandboxChoice | None = None  # the run's (None: SKILL_EVALS_SANDBOX, else auto)
 
 
 def _number(value: float) -> float | int:
@@ -92,7 +95,8 @@ class Judging:
         self.lock = threading.Lock()
         self._identities: dict[tuple[str, ...], Any] = {}
         base = settings.env if settings.env is not None else os.environ
-        self._spec = JudgeSpec(settings.timeout_ms, settings.max_bytes, judge_env(base))
+        self.cell = HelperCell(base, settings.sandbox)
+        self._spec = JudgeSpec(settings.timeout_ms, settings.max_bytes, self.cell)
 
     def argv(self, check: Judge | JudgePairwise) -> tuple[str, ...]:
         """The judge ``check`` names (--judges), else the run's default (validated before

@@ -293,7 +293,7 @@ class ProcessSweeper:
                     keep = {pid, self._engine, *_CHILDREN}
                 if not procs:
                     return
-                targets = self._helper_targets(procs, pid, token, before) - keep
+                targets = self._helper_targets(procs, pid, token, before, keep) - keep
                 if not targets:
                     break
                 for target in targets:
@@ -302,7 +302,12 @@ class ProcessSweeper:
                 self._reap(targets)
 
     def _helper_targets(
-        self, procs: Mapping[int, _Proc], pid: int, token: bytes, before: set[tuple[int, int]]
+        self,
+        procs: Mapping[int, _Proc],
+        pid: int,
+        token: bytes,
+        before: set[tuple[int, int]],
+        keep: set[int],
     ) -> set[int]:
         targets = {p.pid for p in procs.values() if pid in (p.sid, p.pgid)}
         for proc in (procs[d] for d in _descendants(procs, [self._engine])):
@@ -310,7 +315,10 @@ class ProcessSweeper:
             if found == token:
                 targets.add(proc.pid)
                 continue
+            # A child the engine started itself (another judge's bwrap, say) is no orphan, and
+            # neither is anything below it.
             orphan = proc.ppid == self._engine and (proc.pid, proc.start) not in before
+            orphan = orphan and proc.pid not in keep
             if orphan and found is None and _identity_of(proc.pid) is None:
                 targets.add(proc.pid)  # reparented to us meanwhile, no one else's mark
         return targets | _descendants(procs, sorted(targets))

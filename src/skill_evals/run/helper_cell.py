@@ -1,0 +1,125 @@
+"""Where the programs that hold a key run: judges and proposers (docs/judging.md, docs/improve.md).
+
+They are named by the trusted side (the command line, the trusted config), yet what they read —
+answers, workspace files, failing prompts — is not, so they are contained like a built-in runner:
+
+- in the run's bubblewrap sandbox when the run is sandboxed (--sandbox, SKILL_EVALS_SANDBOX, the
+  config), with a private HOME and TMPDIR, the caller's directory empty but for what is bound;
+- with the built-in runners' allowlist of the caller's environment (path, locale, time zone,
+  terminal, proxy and CA settings), never the rest of it;
+- with each provider key of the caller's environment (Anthropic, OpenAI, Gemini) replaced by the
+  credential proxy's placeholder, and the provider's base-URL variable pointed at the proxy: the
+  built-in `skill-evals judge|propose` and a program using a provider SDK work unchanged, and the
+  real key never enters the process.
+
+The proxy lives for one call: started before the program, closed after it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..agents.environment import BASE_PREFIXES, BASE_VARIABLES
+from ..sandbox.bwrap import Sandbox, startable
+from ..sandbox.credential_proxy import CredentialProxy, builtin_credentials
+from ..sandbox.probe import SandboxChoice, SandboxUnusable, requested_mode, shared_choice
+from .helper_commands import probe_environment
+
+# What a Python program needs beyond the runners' base variables to start as the caller's would.
+_PYTHON_NAMES = frozenset({"PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})
+# Every provider row of the proxy's table: OpenCode's runner uses all three providers.
+_PROVIDERS = "opencode"
+
+
+def helper_env(
+    caller: Mapping[str, str], proxied: Mapping[str, str], home: Path, tmp: Path
+) -> dict[str, str]:
+    """A judge's or proposer's environment: the allowlist of ``caller``, the proxy's variables
+    (placeholders, ``SKILL_EVALS_PROXY_*``, base URLs) and the private HOME and TMPDIR."""
+    env = {
+        name: value
+        for name, value in caller.items()
+        if name in BASE_VARIABLES or name in _PYTHON_NAMES or name.startswith(BASE_PREFIXES)
+    }
+    env.update(proxied)
+    env["HOME"], env["TMPDIR"] = str(home), str(tmp)
+    return env
+
+
+@dataclass(frozen=True)
+class Confined:
+    """One call's program: the command line to start (wrapped in bwrap when sandboxed) and its
+    environment."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+class HelperCell:
+    """How one engine run starts its judges or proposers: the sandbox decision (taken once,
+    shared with the run's runners when they share the choice) and the caller's keys."""
+
+    def __init__(self, caller: Mapping[str, str], choice: SandboxChoice | None = None) -> None:
+        self._caller = dict(caller)
+        self._choice = choice
+        self._lock = threading.Lock()
+        self._decided = False
+        self._sandbox: Sandbox | None = None
+        self._unusable: str | None = None
+
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """The sandbox the programs run in (None: unsandboxed), once decided."""
+        return self._sandbox
+
+    def decide(self) -> str | None:
+        """Decide the sandbox (probing it the first time); the reason when it is required and
+        unusable (then nothing may start), else None."""
+        with self._lock:
+            if not self._decided:
+                choice = self._choice
+                if choice is None:
+                    mode = requested_mode(None, self._caller, None)
+                    choice = shared_choice(mode, (), self._caller)
+                try:
+                    state = choice.state(self._caller, probe_environment(self._caller))
+                except SandboxUnusable as exc:
+                    self._unusable = str(exc)
+                else:
+                    if state.program is not None:
+                        self._sandbox = Sandbox(state.program, choice.paths)
+                self._decided = True
+            return self._unusable
+
+    @contextmanager
+    def confined(self, argv: Sequence[str], cwd: str | None = None) -> Iterator[Confined]:
+        """The program ``argv`` ready to start in ``cwd`` (default: the current directory):
+        its proxy running, its private HOME and TMPDIR made; all gone afterwards.
+        SandboxUnusable when the sandbox is required and unusable."""
+        unusable = self.decide()
+        if unusable is not None:
+            raise SandboxUnusable(unusable)
+        where = cwd or os.getcwd()
+        with ExitStack() as stack:
+            root = Path(tempfile.mkdtemp(prefix="skill-evals-helper-"))
+            stack.callback(shutil.rmtree, root, True)
+            home, tmp = root / "home", root / "tmp"
+            home.mkdir()
+            tmp.mkdir()
+            credentials = builtin_credentials(_PROVIDERS, self._caller)
+            proxied: dict[str, str] = {}
+            if credentials:
+                proxy = stack.enter_context(CredentialProxy(credentials))
+                proxied = proxy.child_environment()
+            env = helper_env(self._caller, proxied, home, tmp)
+            command = list(argv)
+            if self._sandbox is not None and command and startable(command[0], where, env):
+                command = self._sandbox.command(command, env, where, [home, tmp])
+            yield Confined(command, env)
