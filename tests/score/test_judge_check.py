@@ -155,3 +155,19 @@ def test_a_failing_judge_is_exit_7(tmp_path: Path) -> None:
     code, report = _check(tmp_path, "labels.jsonl")
     assert code == 7 and report["status"] == "unavailable"
     assert report["failures"] == [{"caseId": "e3", "reason": "judge: exited with code 3"}]
+
+
+def test_a_required_sandbox_that_is_unusable_starts_no_judge(tmp_path: Path) -> None:
+    _write(tmp_path / "labels.jsonl", _absolute_rows())
+    args = ["judge-check", "--cases", "labels.jsonl", "--judge", judge_cmd(tmp_path)]
+    missing = str(tmp_path / "no-bwrap")
+    done = run_cli(
+        tmp_path, *args, "--sandbox", "required", "--format", "json",
+        env={"SKILL_EVALS_BWRAP": missing},
+    )  # fmt: skip
+    report = _valid(json.loads(done.stdout))
+    assert done.returncode == 7 and report["exitCode"] == 7
+    assert report["failures"][0]["reason"] == (
+        "judge: sandbox required but unusable: bwrap not found"
+    )
+    assert not judge_log(tmp_path)  # no judge ever started

@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..run.helper_cell import HelperCell
+from ..run.helper_cell import HelperCell, Unconfinable
 from ..run.helper_process import run_helper, signal_name
 from ..run.processes import ProcessSweeper
-from ..sandbox.probe import SandboxChoice, SandboxUnusable
+from ..sandbox.probe import SandboxChoice
 
 MAX_REPLY_BYTES = 1_000_000
 ROUND_VAR = "SKILL_EVALS_ROUND"
@@ -95,7 +95,7 @@ def _once(spec: ProposerSpec, payload: bytes, round_no: int, sweeper: ProcessSwe
                 env={**confined.env, ROUND_VAR: str(round_no)},
                 sweeper=sweeper,
             )
-    except SandboxUnusable as exc:
+    except Unconfinable as exc:
         return str(exc), False
     if end.failure is not None:
         return end.failure, False

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..agents.environment import BASE_PREFIXES, BASE_VARIABLES
+from ..sandbox.binds import BindRefused
 from ..sandbox.bwrap import Sandbox, startable
 from ..sandbox.credential_proxy import CredentialProxy, builtin_credentials
 from ..sandbox.probe import SandboxChoice, SandboxUnusable, requested_mode, shared_choice
@@ -51,6 +52,11 @@ def helper_env(
     env.update(proxied)
     env["HOME"], env["TMPDIR"] = str(home), str(tmp)
     return env
+
+
+class Unconfinable(Exception):
+    """The program cannot start as it must: the sandbox is required and unusable, or a
+    directory to bind cannot be checked. ``str()`` says why (the caller's failure reason)."""
 
 
 @dataclass(frozen=True)
@@ -102,10 +108,10 @@ class HelperCell:
     def confined(self, argv: Sequence[str], cwd: str | None = None) -> Iterator[Confined]:
         """The program ``argv`` ready to start in ``cwd`` (default: the current directory):
         its proxy running, its private HOME and TMPDIR made; all gone afterwards.
-        SandboxUnusable when the sandbox is required and unusable."""
+        Unconfinable when it may not start."""
         unusable = self.decide()
         if unusable is not None:
-            raise SandboxUnusable(unusable)
+            raise Unconfinable(unusable)
         where = cwd or os.getcwd()
         with ExitStack() as stack:
             root = Path(tempfile.mkdtemp(prefix="skill-evals-helper-"))
@@ -121,5 +127,8 @@ class HelperCell:
             env = helper_env(self._caller, proxied, home, tmp)
             command = list(argv)
             if self._sandbox is not None and command and startable(command[0], where, env):
-                command = self._sandbox.command(command, env, where, [home, tmp])
+                try:
+                    command = self._sandbox.command(command, env, where, [home, tmp])
+                except BindRefused as exc:
+                    raise Unconfinable(str(exc)) from None
             yield Confined(command, env)

@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..checks.judge_verdict import Verdict, VerdictError, own_error, parse_verdict
-from ..sandbox.probe import SandboxUnusable
-from .helper_cell import HelperCell
+from .helper_cell import HelperCell, Unconfinable
 from .helper_process import run_helper, signal_name
 from .processes import ProcessSweeper
 
@@ -65,7 +64,7 @@ def ask_once(
                 sweeper=sweeper,
                 cancel=cancel,
             )
-    except SandboxUnusable as exc:
+    except Unconfinable as exc:
         return Answer(None, f"judge: {exc}")
     if end.failure is not None:
         return Answer(None, f"judge: {end.failure}")
