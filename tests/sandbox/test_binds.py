@@ -134,6 +134,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         os.environ,
         HOME=str(root / "home"),
         GITHUB_TOKEN=secret,
+        SKILL_EVALS_PI_API_KEY=secret,  # pi's key: a custom runner never gets it
         GITHUB_ENV=str(github_env),
         PROBE_TARGETS=json.dumps(targets),
     )

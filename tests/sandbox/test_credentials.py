@@ -60,13 +60,23 @@ def test_pi_proxies_its_custom_provider_in_that_apis_style(api, style):
         "SKILL_EVALS_PI_API_KEY": KEY,
         "SKILL_EVALS_PI_API": api,
         "SKILL_EVALS_PI_BASE_URL": "http://127.0.0.1:8/v1",
-        "ANTHROPIC_API_KEY": KEY,  # pi's own providers are not redirected, so not proxied
+        "ANTHROPIC_API_KEY": KEY,  # pi's built-in providers are redirected too: proxied
+        "GROQ_API_KEY": KEY,
     }
+    anthropic = (
+        "ANTHROPIC_API_KEY",
+        "x-api-key",
+        "https://api.anthropic.com",
+        "ANTHROPIC_BASE_URL",
+    )
+    groq = ("GROQ_API_KEY", "bearer", "https://api.groq.com/openai/v1", None)
     assert _rows("pi", env) == [
-        ("SKILL_EVALS_PI_API_KEY", style, "http://127.0.0.1:8/v1", "SKILL_EVALS_PI_BASE_URL")
+        ("SKILL_EVALS_PI_API_KEY", style, "http://127.0.0.1:8/v1", "SKILL_EVALS_PI_BASE_URL"),
+        anthropic,
+        groq,
     ]
     del env["SKILL_EVALS_PI_BASE_URL"]
-    assert _rows("pi", env) == []
+    assert _rows("pi", env) == [anthropic, groq]
 
 
 def test_a_credential_option_names_the_variable_style_and_upstream():

@@ -34,6 +34,7 @@ from .opencode_events import (
     tool_calls,
 )
 from .opencode_guard import KINDS
+from .opencode_keys import routed_providers
 from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .registry import entry
@@ -153,7 +154,7 @@ class OpenCode:
         config = build_config(
             options.model,
             shell,
-            providers,
+            routed_providers(providers, setup.caller_env) if providers else None,
             options.max_turns,
             mcp_command,
             mcp_env,

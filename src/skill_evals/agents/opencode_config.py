@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..sandbox.child_env import engine_credential
 from .base import RunnerSetupError
 from .opencode_events import MCP_SERVER
 
@@ -41,13 +42,16 @@ def auth_variables(caller: Mapping[str, str], referenced: Sequence[str]) -> list
     """The caller's variables OpenCode may see besides the shared base ones: provider auth and
     endpoint variables (names ending in ``_API_KEY``, ``_API_TOKEN``, ``_AUTH_TOKEN``,
     ``_BASE_URL``; the ``AWS_``, ``AZURE_``, ``GOOGLE_``, ``VERTEX_`` families) and the variables
-    ``--provider-config`` names with ``{env:NAME}``. Nothing else (``OPENCODE_*`` config pointers,
+    ``--provider-config`` names with ``{env:NAME}``; never another runner's ``SKILL_EVALS_*``
+    key unless named so. Nothing else (``OPENCODE_*`` config pointers,
     ``XDG_*``, ``npm_config_*``, …) passes."""
     wanted = set(referenced)
     return sorted(
         name
         for name in caller
-        if name.endswith(_AUTH_SUFFIXES) or name.startswith(_AUTH_PREFIXES) or name in wanted
+        if name in wanted
+        or (name.endswith(_AUTH_SUFFIXES) and not engine_credential(name))  # not pi's key
+        or name.startswith(_AUTH_PREFIXES)
     )
 
 

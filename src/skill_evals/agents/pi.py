@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from ..sandbox.credential_proxy import PI_PROVIDERS, PROXY_VARIABLE_PREFIX
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
 from .content import SkillText
 from .environment import secret_names
@@ -83,31 +85,44 @@ def find_loads(
     return prove(PLUGIN, events, skills, None, patterns)
 
 
+def _proxied_providers(env: Mapping[str, str]) -> dict[str, Any]:
+    """pi's built-in providers whose key the engine's credential proxy serves: their
+    ``baseUrl`` pointed at the proxy (pi keeps their models and sends the placeholder key,
+    which the proxy replaces)."""
+    found: dict[str, Any] = {}
+    for provider, row in PI_PROVIDERS:
+        url = env.get(PROXY_VARIABLE_PREFIX + row.env, "")
+        if url:
+            found[provider] = {"baseUrl": url}
+    return found
+
+
 def _model_args(options: AgentOptions, env: Mapping[str, str], agent_dir: Path) -> list[str]:
-    """``--provider/--model`` arguments, writing ``models.json`` for a custom base URL."""
+    """``--provider/--model`` arguments, writing ``models.json`` for a custom base URL and for
+    the built-in providers the credential proxy serves."""
+    providers = _proxied_providers(env)
     base_url = env.get(ENV_BASE_URL, "")
-    if not base_url:
-        return ["--model", options.model] if options.model else []
-    api = env.get(ENV_API, "") or "openai-completions"
-    if api not in APIS:
-        raise RunnerSetupError(f"{ENV_API}={api}: expected one of {', '.join(APIS)}")
-    if not options.model:
-        raise RunnerSetupError(
-            f"{ENV_BASE_URL} is set: pass --model with the model id that server serves"
-        )
-    models = {
-        "providers": {
-            PROVIDER: {
-                "baseUrl": base_url,
-                "api": api,
-                # The variable's *name*: pi reads its value from the environment per request.
-                "apiKey": ENV_API_KEY,
-                "models": [{"id": options.model}],
-            }
+    args = ["--model", options.model] if options.model else []
+    if base_url:
+        api = env.get(ENV_API, "") or "openai-completions"
+        if api not in APIS:
+            raise RunnerSetupError(f"{ENV_API}={api}: expected one of {', '.join(APIS)}")
+        if not options.model:
+            raise RunnerSetupError(
+                f"{ENV_BASE_URL} is set: pass --model with the model id that server serves"
+            )
+        providers[PROVIDER] = {
+            "baseUrl": base_url,
+            "api": api,
+            # The variable's *name*: pi reads its value from the environment per request.
+            "apiKey": ENV_API_KEY,
+            "models": [{"id": options.model}],
         }
-    }
-    (agent_dir / "models.json").write_text(json.dumps(models, indent=2) + "\n", encoding="utf-8")
-    return ["--provider", PROVIDER, "--model", options.model]
+        args = ["--provider", PROVIDER, "--model", options.model]
+    if providers:
+        text = json.dumps({"providers": providers}, indent=2) + "\n"
+        (agent_dir / "models.json").write_text(text, encoding="utf-8")
+    return args
 
 
 def context_file(project: Path) -> Path | None:

@@ -22,12 +22,9 @@ ENGINE_NAMES = frozenset({"HOME", "TMPDIR", "PYTHONPATH", "PYTHONDONTWRITEBYTECO
 def _provider_names(argv: list[str]) -> list[str]:
     """The variables an OpenCode ``--provider-config`` names with ``{env:NAME}`` (none when
     the file cannot be read: the runner then reports it)."""
-    path: str | None = None
-    for index, arg in enumerate(argv):
-        if arg == "--provider-config" and index + 1 < len(argv):
-            path = argv[index + 1]
-        elif arg.startswith("--provider-config="):
-            path = arg.split("=", 1)[1]
+    from .opencode_keys import provider_config_arg
+
+    path = provider_config_arg(argv)
     if path is None:
         return []
     from .opencode_config import load_provider_config

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from typing import Any
 
+from ..agents.opencode_keys import provider_credentials
 from ..agents.registry import builtin_agent
 from ..errors import EvalError
 from ..escaping.terminal import terminal_safe
@@ -211,10 +212,15 @@ def _finish_pairs(sched: Scheduler, plan: ExecutionPlan, known: Mapping[Key, Obs
 def _credential_proxy(plan: ExecutionPlan, base: Mapping[str, str]) -> CredentialProxy | None:
     """The proxy of this run's credentials: a built-in agent runner's provider keys, or a
     custom runner's --credential variables; None when there is none to serve."""
-    agent = builtin_agent(shlex.join(plan.command))
+    command = shlex.join(plan.command)
+    agent = builtin_agent(command)
     credentials = [*plan.credentials]
     if agent is not None:
-        credentials += builtin_credentials(agent, base)
+        own = builtin_credentials(agent, base)
+        if agent == "opencode":  # its --provider-config keys, each to its provider's endpoint
+            taken = {c.env: c.upstream for c in own}
+            credentials += provider_credentials(command, base, taken)
+        credentials += own
     return CredentialProxy(credentials) if credentials else None
 
 

@@ -67,6 +67,20 @@ _GEMINI = (
     _Row("GEMINI_API_KEY", "x-goog-api-key", "GOOGLE_GEMINI_BASE_URL", _GEMINI_PUBLIC),
     _Row("GOOGLE_API_KEY", "x-goog-api-key", "GOOGLE_GEMINI_BASE_URL", _GEMINI_PUBLIC),
 )
+# pi's built-in providers whose key it may read, each upstream pi's own endpoint for it (its
+# model table), so the pi runner points that provider's baseUrl at the proxy as it is.
+_PI_GEMINI = "https://generativelanguage.googleapis.com/v1beta"
+PI_PROVIDERS: tuple[tuple[str, _Row], ...] = (
+    ("anthropic", _ANTHROPIC[0]),
+    ("openai", _OPENAI[0]),
+    ("google", _Row("GEMINI_API_KEY", "x-goog-api-key", "", _PI_GEMINI)),
+    ("groq", _Row("GROQ_API_KEY", "bearer", "", "https://api.groq.com/openai/v1")),
+    ("xai", _Row("XAI_API_KEY", "bearer", "", "https://api.x.ai/v1")),
+    ("cerebras", _Row("CEREBRAS_API_KEY", "bearer", "", "https://api.cerebras.ai/v1")),
+    ("openrouter", _Row("OPENROUTER_API_KEY", "bearer", "", "https://openrouter.ai/api/v1")),
+    ("deepseek", _Row("DEEPSEEK_API_KEY", "bearer", "", "https://api.deepseek.com")),
+    ("mistral", _Row("MISTRAL_API_KEY", "bearer", "", "https://api.mistral.ai")),
+)
 # pi's own custom provider exists only with SKILL_EVALS_PI_BASE_URL, so it has no public endpoint.
 _PI_API = "SKILL_EVALS_PI_API"
 _PI_KEY = "SKILL_EVALS_PI_API_KEY"
@@ -91,18 +105,21 @@ def _pi_style(environ: Mapping[str, str]) -> str:
 def builtin_credentials(agent: str, environ: Mapping[str, str]) -> list[Credential]:
     """The credentials a built-in agent runner's proxy serves: each row of the agent's provider
     table whose variable is set and non-empty, upstream = the caller's base URL, else the
-    provider's public endpoint. pi's custom-provider key is proxied only when its base URL is set
-    (without it the key is not used). ``simulated`` and unknown agents get none."""
+    provider's public endpoint. pi: its custom provider's key (proxied only when its base URL
+    is set: without it the key is not used) and every built-in provider key it may read
+    (:data:`PI_PROVIDERS`). ``simulated`` and unknown agents get none."""
     rows: Sequence[_Row] = _ROWS.get(agent, ())
     if agent == "pi":
-        rows = (_Row(_PI_KEY, _pi_style(environ), _PI_BASE_URL, None),)
+        custom = _Row(_PI_KEY, _pi_style(environ), _PI_BASE_URL, None)
+        rows = (custom, *(row for _, row in PI_PROVIDERS))
     found = []
     for row in rows:
         secret = environ.get(row.env, "")
-        upstream = environ.get(row.base_url_env, "").strip() or row.public
+        given = environ.get(row.base_url_env, "").strip() if row.base_url_env else ""
+        upstream = given or row.public
         if not secret or upstream is None or not _is_http_url(upstream):
             continue
-        found.append(Credential(row.env, row.style, upstream, row.base_url_env, secret))
+        found.append(Credential(row.env, row.style, upstream, row.base_url_env or None, secret))
     return found
 
 
