@@ -84,6 +84,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     skill = write_skill(root / "skills")
     baseline = write_skill(root / "base", body="# Refund policy\n\nOld text.\n")
     relative = os.path.relpath(places["git_config"], tempfile.gettempdir())
+    (root / "ssh_link").symlink_to(places["id_rsa"].parent)  # a symlinked way to the key
     attacks = [
         str(places["id_rsa"]),
         str(places["git_config"]),
@@ -92,6 +93,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "{workspace}/../..",
         str(skill / "SKILL.md"),
         str(places["sibling"]),
+        str(root / "ssh_link" / "id_rsa"),
     ]
     probe = [sys.executable, str(PROBE)]
     setup = [
@@ -149,6 +151,7 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             *("--sandbox", "required", "--keep-workspaces", str(kept), "--format", "json"),
             *("--sandbox-path", sys.prefix, "--sandbox-path", str(PROBE)),
             *("--sandbox-path", str(root / "tools"), "--jobs", "2"),
+            *("--sandbox-path", str(root / "skills")),  # the hidden skill stays hidden
         ],
         capture_output=True, text=True, timeout=300, env=env, cwd=root,
     )  # fmt: skip
@@ -198,8 +201,8 @@ def test_no_secret_is_read_whoever_names_it(attacked: dict[str, Any], role: str)
         for name in ("id_rsa", "git_config", "sibling"):
             assert found["targets"][str(places[name])]["exists"] is False, (name, arm, role)
         if role != "runner":
-            id_rsa, git_config, dotdot, relative, root, _, sibling, *leak = found["args"]
-            for entry in (id_rsa, git_config, dotdot, relative, sibling, *leak):
+            id_rsa, git_config, dotdot, relative, root, _, sibling, *linked = found["args"]
+            for entry in (id_rsa, git_config, dotdot, relative, sibling, *linked):
                 assert entry["exists"] is False, (case, arm, role, entry)
             assert root["entries"] == 1  # its own slot: no other invocation's workspace
 

@@ -221,7 +221,11 @@ class WorkspaceRoot:
                     if target.exists() or target.is_symlink():
                         remove_tree(target)  # an earlier attempt of this invocation
                 _move_tree(prepared.workspace, target)
-                cut_outward_links(target)
+                try:
+                    cut_outward_links(target)
+                except (OSError, TreeTooLarge):
+                    remove_tree(target)  # never kept with an outward symlink left in it
+                    raise
             except OSError as exc:
                 problem = f"cannot keep the workspace in {target} ({exc.strerror})"
             except TreeTooLarge as exc:
