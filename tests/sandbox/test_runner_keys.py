@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from skill_evals.agents import registry
+from skill_evals.agents.environment import agent_env
+from skill_evals.agents.opencode_config import auth_variables
 from skill_evals.agents.opencode_keys import routed_providers
 from skill_evals.agents.runner_env import builtin_runner_env
 from skill_evals.sandbox.credential_proxy import PLACEHOLDER
@@ -36,6 +38,17 @@ def test_no_built_in_runner_but_pi_starts_with_pis_key(runner: str) -> None:
     assert (PI_KEY in env) is (runner == "pi")
     assert "SKILL_EVALS_MY_TOKEN" not in env  # nobody's: no runner gets it
     assert env["SKILL_EVALS_X"] == "1"  # the engine's other variables pass
+    if runner == "simulated":
+        return
+    # And the agent's own environment, built by the runner from that one.
+    allowed = (
+        auth_variables(env, [])
+        if runner == "opencode"
+        else tuple(registry.agent(runner).environment)
+    )
+    agent = agent_env(env, Path("/nonexistent-home"), allowed)
+    assert (PI_KEY in agent) is (runner == "pi")
+    assert not any(k.startswith("SKILL_EVALS_MY") for k in agent)
 
 
 def _cases(root: Path) -> Path:
