@@ -164,25 +164,30 @@ def skill_paths(env: Mapping[str, str]) -> list[str]:
     return found
 
 
+# The walks of this engine process: a toolchain is walked once, however many runs bind it (a
+# ci run's skills, improve's rounds).
+_WALKED: dict[str, tuple[str, ...]] = {}
+_WALKED_LOCK = threading.Lock()
+
+
 class GitMasks:
-    """The ``.git`` directories below bound directories, found once per directory and run (a
-    bounded walk that never follows a link nor enters a ``.git``); ``count`` is how many
-    distinct ones were masked in the run."""
+    """The ``.git`` directories below bound directories, found once per directory (a bounded
+    walk that never follows a link nor enters a ``.git``); ``count`` is how many distinct
+    ones were masked in the run."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._found: dict[str, tuple[str, ...]] = {}
         self._masked: set[str] = set()
 
     def below(self, directory: str) -> tuple[str, ...]:
         """The ``.git`` directories at any depth below ``directory`` (its own name included);
         BindRefused past the walk's bounds."""
-        with self._lock:
-            known = self._found.get(directory)
+        with _WALKED_LOCK:
+            known = _WALKED.get(directory)
         if known is None:
             known = _find_git(directory)
-            with self._lock:
-                self._found[directory] = known
+            with _WALKED_LOCK:
+                _WALKED[directory] = known
         return known
 
     def used(self, paths: Iterable[str]) -> None:
