@@ -282,7 +282,7 @@ def test_hostile_strings_are_escaped_in_markdown(passing_run: dict[str, Any]) ->
         assert "\\<img src=x onerror=alert\\(2\\)\\>" in text
         assert "\\<script\\>alert\\(1\\)\\</script\\>" in text
         assert "a\\|b\\|c" in text  # a pipe cannot open a table cell
-        assert "\\`tick\\`" in text and "\\[x\\]\\(http://e.x\\)" in text
+        assert "\\`tick\\`" in text and "\\[x\\]\\(` http://e.x `\\)" in text
         assert "@octocat" not in text  # no mention
         for row in (r for r in text.splitlines() if r.startswith("| ")):
             assert row.count(" | ") - row.count("\\|") <= 6

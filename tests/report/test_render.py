@@ -182,7 +182,7 @@ def test_markdown_escapes_user_strings() -> None:
         ("a|b", "a\\|b"),
         ("`code`", "\\`code\\`"),
         ("*bold* _it_", "\\*bold\\* \\_it\\_"),
-        ("[link](http://x)", "\\[link\\]\\(http://x\\)"),
+        ("[link](http://x)", "\\[link\\]\\(` http://x `\\)"),  # no autolink either
         ("<b>", "\\<b\\>"),
         ("# heading", "\\# heading"),
         ("- item", "\\- item"),

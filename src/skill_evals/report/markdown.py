@@ -2,58 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..escaping.invisible import escape_table
 from .cells import STATUS_ICON
 from .comparison import comparison_lines, gate_labels, ledger_summary, report_ledger
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .judge_lines import judge_summary, pairwise_rows
 from .lists import LIST_LIMIT, limited
+from .md_text import escape_md
 from .next_steps import next_steps
 from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold
 from .text import efficiency_summary, skill_name, uplift_summary, verdict_summary
-
-# Characters with a Markdown/GFM/HTML meaning anywhere in a line: backslash first so the
-# escapes added for the others are not escaped again. `&` stops entity references, `$` GitHub
-# math, `~` strikethrough, `|` table cells, `<`/`>` raw HTML and autolinks.
-_INLINE = frozenset("\\`*_{}[]()<>#|~&$!")
-# Line breaks (a newline would end a table row or start a block); U+2028/U+2029 follow the
-# shared invisible-character rule instead (shown as \u2028).
-_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c-\x1e\x85]")
-# An ordered-list marker at the start ("1." / "1)") would turn the text into a list.
-_LIST_NUMBER = re.compile(r"^(\d{1,9})([.)])")
-
-
-def escape_md(text: str) -> str:
-    """Escape a user-controlled string for Markdown tables and prose (|, `, <, >, *, _, [, ], …).
-
-    Line breaks become spaces, invisible characters are shown as ``\\uXXXX`` (the shared
-    rule), other control characters are dropped, every character with an inline meaning is
-    backslash-escaped, a leading block marker (``-``, ``+``, ``=``, ``1.``) is escaped, and
-    ``@`` is written as a code span so a case id cannot @-mention anyone (GitHub links no
-    mention inside code). The result renders as the original text on GitHub."""
-    text = _BREAKS.sub(" ", str(text))
-    escaped = text.translate(escape_table(text, _md_char))
-    if escaped[:1] in ("-", "+", "="):
-        escaped = "\\" + escaped
-    return _LIST_NUMBER.sub(r"\1\\\2", escaped)
-
-
-def _md_char(char: str) -> str | None:
-    """The Markdown form of one visible character (None: as it is)."""
-    if char in _INLINE:
-        return "\\" + char
-    if char == "@":
-        return "`@`"
-    if char == "\t":
-        return " "
-    code = ord(char)
-    if code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
-        return ""  # other controls (C0, DEL, C1) and lone surrogates carry no text
-    return None
 
 
 def _esc(value: object) -> str:

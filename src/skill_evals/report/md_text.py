@@ -1,11 +1,12 @@
-"""How text from a report is written into Markdown: escaped prose (the job summary,
-``--markdown``) or, for the pull-request comment, only the two forms that cannot carry a link,
-an image, an HTML tag or a mention.
+"""How text from a report is written into Markdown: escaped prose (:func:`escape_md`, the one
+escaper of summary.md, the job summary and ``--markdown``) or, for the pull-request comment,
+only the two forms that cannot carry a link, an image, an HTML tag or a mention.
 
 The comment is posted under the base repository's identity from a report that a pull request
 from a fork may have forged, and GitHub's renderer autolinks bare URLs, ``www.`` and e-mail
 addresses and turns ``@name`` into a mention even when every Markdown character is escaped.
-Inside a code span it does none of that. So while :func:`fork_safe` is active, every report
+Inside a code span it does none of that: :func:`escape_md` writes every bare URL, ``www.``
+host and e-mail address as one, and ``@`` too. While :func:`fork_safe` is active, every report
 string is a code span unless it is exactly the name of a skill found in the checked-out base
 repository (lowercase letters, digits and single hyphens: nothing GitHub can turn into a link).
 """
@@ -72,8 +73,6 @@ def md_text(value: object) -> str:
     skill name as it is and anything else as a code span."""
     names = _NAMES.get()
     if names is None:
-        from .markdown import escape_md
-
         return escape_md(str(value))
     text = str(value)
     return text if text in names else code_span(text)
@@ -84,3 +83,71 @@ def md_number(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return md_text(value)
+
+
+# Characters with a Markdown/GFM/HTML meaning anywhere in a line: backslash first so the
+# escapes added for the others are not escaped again. `&` stops entity references, `$` GitHub
+# math, `~` strikethrough, `|` table cells, `<`/`>` raw HTML and autolinks.
+_INLINE = frozenset("\\`*_{}[]()<>#|~&$!")
+# An ordered-list marker at the start ("1." / "1)") would turn the text into a list.
+_LIST_NUMBER = re.compile(r"^(\d{1,9})([.)])")
+
+
+# What GitHub links even when every Markdown character is escaped (its autolink extension):
+# a scheme URL ("https://…", "ftp://…"), a "www." host, "mailto:"/"xmpp:" and an e-mail address.
+# Each becomes one code span, where nothing is linked.
+_AUTOLINK = re.compile(
+    r"(?i)(?:[a-z][a-z0-9+.-]*://|\bwww\.|\b(?:mailto|xmpp):)[^\s`]*"
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+)
+
+
+def escape_md(text: str) -> str:
+    """Escape a user-controlled string for Markdown tables and prose (|, `, <, >, *, _, [, ], …):
+    the one escaper of every Markdown output (summary.md, the job summary, --markdown).
+
+    Line breaks become spaces, invisible characters are shown as ``\\uXXXX`` (the shared
+    rule), other control characters are dropped, every character with an inline meaning is
+    backslash-escaped, a leading block marker (``-``, ``+``, ``=``, ``1.``) is escaped, and
+    ``@`` is written as a code span so a case id cannot @-mention anyone (GitHub links no
+    mention inside code). A bare URL, a ``www.`` host or an e-mail address becomes a code span
+    too, so none is linked. The result renders as the original text on GitHub."""
+    text = _BREAKS.sub(" ", str(text))
+    parts: list[str] = []
+    last = 0
+    for found in _AUTOLINK.finditer(text):
+        link = _trimmed(found.group())
+        parts += [_prose(text[last : found.start()]), code_span(link)]
+        last = found.start() + len(link)
+    escaped = "".join([*parts, _prose(text[last:])])
+    if escaped[:1] in ("-", "+", "="):
+        escaped = "\\" + escaped
+    return _LIST_NUMBER.sub(r"\1\\\2", escaped)
+
+
+def _trimmed(link: str) -> str:
+    """``link`` without the trailing punctuation GitHub leaves out of a link (an unbalanced
+    ``)`` included): it stays prose, escaped as such."""
+    while link and (
+        link[-1] in ".,;:!?'\"*_~" or (link[-1] == ")" and link.count(")") > link.count("("))
+    ):
+        link = link[:-1]
+    return link
+
+
+def _prose(text: str) -> str:
+    return text.translate(escape_table(text, _md_char))
+
+
+def _md_char(char: str) -> str | None:
+    """The Markdown form of one visible character (None: as it is)."""
+    if char in _INLINE:
+        return "\\" + char
+    if char == "@":
+        return "`@`"
+    if char == "\t":
+        return " "
+    code = ord(char)
+    if code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+        return ""  # other controls (C0, DEL, C1) and lone surrogates carry no text
+    return None
