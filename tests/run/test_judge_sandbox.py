@@ -178,3 +178,27 @@ def test_the_openai_judge_gets_its_key_through_the_proxy(tmp_path: Path) -> None
         assert seen["headers"]["authorization"] == f"Bearer {REAL_KEY}"
         _system, user = seen["body"]["messages"]
         assert json.loads(user["content"])["answer"]["output"] == ATTACK
+
+
+def test_unsandboxed_a_judge_still_gets_only_the_allowlist_and_a_placeholder(
+    tmp_path: Path,
+) -> None:
+    fake = FakeJudgeApi([anthropic_text(VERDICT)])
+    try:
+        env = _job(tmp_path, {"ANTHROPIC_API_KEY": REAL_KEY, "ANTHROPIC_BASE_URL": fake.url})
+        env["CALLER_SECRET_SETTING"] = "x"
+        work = tmp_path / "work"
+        rows = {f"c{i}": {"with": {"output": "a"}, "without": {"output": "b"}} for i in range(10)}
+        make_suite(work, rows, [{"check": "judge", "rubric": RUBRIC, "judge": "probe"}])
+        probe = f"probe={_probe_cmd(tmp_path, work)}"
+        done = run_cli(work, *cli_args(work, "--judges", probe, "--sandbox", "off"), env=env)
+    finally:
+        fake.stop()
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(x) for x in (work / "probe.jsonl").read_text("utf-8").splitlines()]
+    assert len(lines) == 20
+    for found in lines:
+        assert found["keyHash"] == _sha(PLACEHOLDER) and found["api"] == 200
+        assert not {"GITHUB_TOKEN", "GITHUB_ENV", "CALLER_SECRET_SETTING"} & set(found["names"])
+        assert found["names"].count("HOME") == 1 and "PATH" in found["names"]
+    assert all(r["headers"]["x-api-key"] == REAL_KEY for r in fake.log)
