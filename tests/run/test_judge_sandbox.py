@@ -86,10 +86,20 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             work,
             "--judge", "skill-evals judge anthropic --model claude-x",
             "--judges", f"probe={_probe_cmd(root, work)}",
-            "--sandbox", "required", "--format", "json", "--jobs", "2",
+            "--sandbox", "required", "--format", "json", "--jobs", "2", "--record", "rec.jsonl",
         )  # fmt: skip
         done = run_cli(work, *args, env=env)
-        yield {"root": root, "work": work, "done": done, "log": list(fake.log)}
+        log = list(fake.log)
+        # A re-score with another default judge: judge calls only, no runner.
+        rescore = cli_args(
+            work,
+            "--judge", "skill-evals judge anthropic --model claude-x --max-tokens 99",
+            "--judges", f"probe={_probe_cmd(root, work)}", "--observations", "rec.jsonl",
+            "--sandbox", "required", "--format", "json", "--jobs", "2",
+            runner=False,
+        )  # fmt: skip
+        again = run_cli(work, *rescore, env=env)
+        yield {"root": root, "work": work, "done": done, "log": log, "again": again}
     finally:
         fake.stop()
 
@@ -101,6 +111,16 @@ def test_the_judges_ran_sandboxed_and_answered(judged: dict[str, Any]) -> None:
     assert report["sandbox"]["mode"] == "bwrap"
     assert report["judge"]["failures"] == 0 and report["judge"]["calls"] == 40
     assert REAL_KEY not in done.stdout + done.stderr
+
+
+def test_a_rescore_that_only_judges_reports_their_sandbox(judged: dict[str, Any]) -> None:
+    again = judged["again"]
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert report["runner"]["invocations"] == 0 and report["judge"]["calls"] == 20
+    assert report["judge"]["resumed"] == 20  # the probe's verdicts are reused
+    assert report["sandbox"]["mode"] == "bwrap"
+    assert report["sandbox"]["proxied"] == ["ANTHROPIC_API_KEY"]
 
 
 def test_the_builtin_judge_reached_the_api_with_the_real_key_only_through_the_proxy(

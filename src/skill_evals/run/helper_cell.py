@@ -17,6 +17,7 @@ The proxy lives for one call: started before the program, closed after it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -30,7 +31,13 @@ from ..agents.environment import BASE_PREFIXES, BASE_VARIABLES
 from ..sandbox.binds import BindRefused
 from ..sandbox.bwrap import Sandbox, startable
 from ..sandbox.credential_proxy import CredentialProxy, builtin_credentials
-from ..sandbox.probe import SandboxChoice, SandboxUnusable, requested_mode, shared_choice
+from ..sandbox.probe import (
+    SandboxChoice,
+    SandboxState,
+    SandboxUnusable,
+    requested_mode,
+    shared_choice,
+)
 from .helper_commands import probe_environment
 
 # What a Python program needs beyond the runners' base variables to start as the caller's would.
@@ -79,11 +86,21 @@ class HelperCell:
         self._decided = False
         self._sandbox: Sandbox | None = None
         self._unusable: str | None = None
+        self._state: SandboxState | None = None
 
     @property
     def sandbox(self) -> Sandbox | None:
         """The sandbox the programs run in (None: unsandboxed), once decided."""
         return self._sandbox
+
+    @property
+    def state(self) -> SandboxState | None:
+        """The decision (``proxied``: the caller's provider keys the programs get through the
+        proxy), None until one was taken or when the sandbox was required and unusable."""
+        if self._state is None:
+            return None
+        names = tuple(c.env for c in builtin_credentials(_PROVIDERS, self._caller))
+        return dataclasses.replace(self._state, proxied=names)
 
     def decide(self) -> str | None:
         """Decide the sandbox (probing it the first time); the reason when it is required and
@@ -99,6 +116,7 @@ class HelperCell:
                 except SandboxUnusable as exc:
                     self._unusable = str(exc)
                 else:
+                    self._state = state
                     if state.program is not None:
                         self._sandbox = Sandbox(state.program, choice.paths)
                 self._decided = True
