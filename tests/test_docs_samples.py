@@ -76,6 +76,8 @@ def test_a_sample_output_is_what_its_command_prints(
 ) -> None:
     argv = shlex.split(command)
     offline = argv[1] == "judge-check" and "examples/" in argv[argv.index("--judge") + 1]
+    if argv[1:3] == ["cases", "draft"]:  # the offline drafter: no model, no runner
+        offline = "examples/drafters/" in argv[argv.index("--drafter") + 1]
     assert "skill-evals runner simulated" in command or "--observations" in argv or offline, (
         f"{where}: a sample output must come from a command that runs offline"
     )

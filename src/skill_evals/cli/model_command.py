@@ -32,6 +32,7 @@ class ModelCommand:
     is_request: Callable[[dict[str, Any]], bool]
     not_a_request: dict[str, Any]
     load: Callable[[], Ask]  # imports the model module only when the command runs
+    max_tokens: int = 1024  # --max-tokens' default
 
 
 def model_command(spec: ModelCommand) -> click.Command:
@@ -51,7 +52,7 @@ def model_command(spec: ModelCommand) -> click.Command:
     @click.option(
         "--max-tokens",
         type=click.IntRange(1, 64_000),
-        default=1024,
+        default=spec.max_tokens,
         show_default=True,
         help="The most tokens the model may answer with.",
     )

@@ -148,7 +148,9 @@ def _near_duplicates(units: list[list[Case]]) -> list[LintProblem]:
     return problems
 
 
-def _names_skill(prompt: str, name: str) -> bool:
+def names_skill(prompt: str, name: str) -> bool:
+    """Whether ``prompt`` holds the skill's name (or it with ``-`` as a space), in any case,
+    with no letter or digit beside it."""
     lowered = prompt.casefold()
     for form in {name.casefold(), name.replace("-", " ").casefold()}:
         if not form:
@@ -165,7 +167,7 @@ def _names_skill(prompt: str, name: str) -> bool:
 
 
 def _prompt_names_skill(suite: CaseSuite, name: str) -> list[LintProblem]:
-    named = [c for c in suite.cases if _names_skill(c.prompt, name)]
+    named = [c for c in suite.cases if names_skill(c.prompt, name)]
     if not named:
         return []
     return [

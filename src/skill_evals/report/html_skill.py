@@ -242,7 +242,7 @@ def _case_parts(report: dict[str, Any], answers: Answers | None, budget: AnswerB
 def _case_row(c: dict[str, Any], answers: Answers | None, budget: AnswerBudget) -> str:
     return (
         "<tr>"
-        f"<td><code>{_e(c.get('id'))}</code></td>"
+        f"<td><code>{_e(c.get('id'))}</code>{_source(c.get('source'))}</td>"
         f'<td class="num">{_e(c.get("line"))}</td>'
         f"<td>{'yes' if c.get('expectTrigger') else 'no'}</td>"
         f"<td>{_trigger_marks(c.get('triggered'), c.get('expectTrigger'))}</td>"
@@ -257,6 +257,11 @@ def _case_row(c: dict[str, Any], answers: Answers | None, budget: AnswerBudget) 
         )
         + "</tr>"
     )
+
+
+def _source(source: object) -> str:
+    """`` (drafted)`` after the id of a case whose ``source`` says where it came from."""
+    return f" <small>({_e(source)})</small>" if isinstance(source, str) and source else ""
 
 
 def _failed_check(failed: object) -> str:

@@ -326,7 +326,7 @@ def failure_order(suite: CaseSuite) -> Any:
 def case_result(case: Case, triggered: list[bool | None], task: CaseTask | None) -> dict[str, Any]:
     # A case without a task check has no pass/fail notion: "with"/"without" are null (not a
     # row of falses). A missing observation is null in its trial's slot.
-    return {
+    result: dict[str, Any] = {
         "id": case.id,
         "line": case.line,
         "unit": case.unit,
@@ -338,6 +338,9 @@ def case_result(case: Case, triggered: list[bool | None], task: CaseTask | None)
         "checks": task.checks if task is not None else [],
         "failedCheck": task.failed_check if task is not None else None,
     }
+    if case.source is not None:
+        result["source"] = case.source  # shown in the per-case table, never scored
+    return result
 
 
 def baseline_passes(

@@ -28,7 +28,9 @@ MIN_UNITS = 10
 DEFAULT_CASES_FILES = ("evals/cases.jsonl", "evals/cases.yaml", "cases.jsonl")
 MAX_ID_CHARS = 200
 
-CASE_FIELDS = ("id", "prompt", "expectTrigger", "task", "loaded", "tags", "fixture", "setup")
+CASE_FIELDS = (
+    "id", "prompt", "expectTrigger", "task", "loaded", "tags", "fixture", "setup", "source",
+)  # fmt: skip
 YAML_ONLY_FIELDS = ("should",)
 
 
@@ -48,6 +50,7 @@ class Case:
     tags: tuple[str, ...] = ()
     fixture: Path | None = None  # absolute; copied into each invocation's workspace
     setup: tuple[tuple[str, ...], ...] = ()  # argv of each setup command
+    source: str | None = None  # where the case came from ("drafted"); never scored
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,7 @@ class _Draft:
     tags: tuple[str, ...]
     fixture: Path | None
     setup: tuple[tuple[str, ...], ...]
+    source: str | None
 
 
 def _dedupe(names: list[str]) -> tuple[str, ...]:
@@ -156,6 +160,9 @@ def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name
     tags: list[str] = []
     if raw.get("tags") is not None:
         tags = checker.string_list(raw["tags"], ("tags",), non_empty_items=False)
+    source = raw.get("source")
+    if source is not None and not isinstance(source, str):
+        raise checker.wrong_type(("source",), "a string", source)
     return _Draft(
         id=case_id,
         prompt=prompt,
@@ -168,6 +175,7 @@ def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name
         tags=tuple(tags),
         fixture=fixture,
         setup=setup,
+        source=source,
     )
 
 
@@ -326,6 +334,7 @@ def load_cases(path: Path, skill_name: str) -> CaseSuite:
                 tags=draft.tags,
                 fixture=draft.fixture,
                 setup=draft.setup,
+                source=draft.source,
             )
         )
     return CaseSuite(path=path, sha256=digest, cases=tuple(cases), unit_count=len(units))
