@@ -120,7 +120,12 @@ def attacked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "task": {"check": "command", "run": ["./run.sh"]},
         }
     )
-    records += [{"id": f"p{i}", "prompt": f"plain {i}", "expectTrigger": False} for i in range(7)]
+    outside = [str(root / "probe_runner.py"), "command"]  # a program the case names: not there
+    records.append(
+        {"id": "outside", "prompt": "question 4", "expectTrigger": False,
+         "task": {"check": "command", "run": outside}}
+    )  # fmt: skip
+    records += [{"id": f"p{i}", "prompt": f"plain {i}", "expectTrigger": False} for i in range(6)]
     cases = write_jsonl(root / "cases.jsonl", records)
     targets = [
         str(places["id_rsa"]), str(places["git_config"]), str(places["sibling"]),
@@ -243,6 +248,9 @@ def test_a_w_script_with_an_outside_interpreter_cannot_start(attacked: dict[str,
     results = {r["id"]: r for r in attacked["report"]["caseResults"]}
     assert results["interp"]["with"] == [False], results["interp"]["failedCheck"]
     assert results["c0"]["with"] == results["c0"]["without"] == [True]
+    failed = results["outside"]["failedCheck"]
+    assert results["outside"]["with"] == [False]
+    assert "cannot start" in failed["reason"] and "--sandbox-path" in failed["reason"], failed
 
 
 def test_a_venv_from_pyenv_python_runs_inside(attacked: dict[str, Any]) -> None:

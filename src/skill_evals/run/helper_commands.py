@@ -89,6 +89,13 @@ def run_helper(
             if path is not None:
                 env[name] = str(path)
                 writable.append(path)
+        places = [str(workspace), *confinement.sight.readable]
+        if argv and sandbox.unseen_program(argv[0], str(workspace), env, places):
+            # Said plainly, rather than as a bare exit code of bwrap; never where it is.
+            return Finished(
+                problem=f"cannot start {argv[0][:200]!r} in the sandbox: it is outside the "
+                "system directories, the workspace and the skill; give it with --sandbox-path"
+            )
         if argv and startable(argv[0], str(workspace), env):
             try:
                 argv = sandbox.command(

@@ -41,7 +41,9 @@ def arm_sight(arm: Arm, tested: Path, env: Mapping[str, str]) -> Sight:
     hidden: tuple[str, ...] = ()
     if arm.name in ("without", "baseline"):
         hidden = (str(Path(tested).absolute()),)
-    return Sight(tuple(skill_paths(env)), hidden)
+    gone = [os.path.realpath(h) for h in hidden]
+    seen = tuple(p for p in skill_paths(env) if os.path.realpath(p) not in gone)
+    return Sight(seen, hidden)
 
 
 def runner_argv(

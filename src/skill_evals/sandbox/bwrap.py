@@ -124,6 +124,29 @@ class Sandbox:
             *argv,
         ]
 
+    def unseen_program(
+        self, argv0: str, cwd: str, env: Mapping[str, str], places: Sequence[str]
+    ) -> bool:
+        """For a case's command: whether the program ``argv0`` lies outside what its sandbox
+        holds (the system directories, ``places`` — W and the arm's skill directories — and
+        the ``--sandbox-path`` paths). A path is judged as written, whether it exists or not
+        (a case learns nothing of the host's files); a name by the ``PATH`` entries that the
+        sandbox holds (inside, the lookup skips the others)."""
+        roots = [os.path.normpath(r) for r in (*places, *(p for p, _ in self.paths))]
+
+        def seen(path: str) -> bool:
+            return in_system(path) or any(_within(path, r) for r in roots)
+
+        if os.sep in argv0:
+            return not seen(os.path.normpath(os.path.join(cwd, argv0)))
+        found = [
+            path
+            for entry in env.get("PATH", os.defpath).split(os.pathsep)
+            if os.path.isfile(path := os.path.abspath(os.path.join(entry or cwd, argv0)))
+            and os.access(path, os.X_OK)
+        ]
+        return bool(found) and not any(seen(path) for path in found)
+
     def _git_masks(self, binds: Mapping[str, bool]) -> list[str]:
         """Every ``.git`` below the bound directories (and their link targets)."""
         found: set[str] = set()
@@ -171,6 +194,10 @@ def _bind_args(binds: Mapping[str, bool]) -> list[str]:
         if rw:
             writable.add(path)
     return args
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _inside_any(path: str, directories: Iterable[str]) -> bool:
