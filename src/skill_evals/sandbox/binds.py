@@ -33,6 +33,7 @@ GIT = ".git"
 _SHEBANG_BYTES = 256
 _MAX_ARG_CHARS = 4096
 _INTERPRETER_LEVELS = 3
+_MAX_LINKS = 40  # as the kernel's own bound on a chain of symbolic links
 # The .git walk: directory levels and entries below one bound directory (a toolchain holds
 # tens of thousands; scandir reads them cheaply, once per run).
 MASK_MAX_DEPTH = 256
@@ -141,6 +142,22 @@ def venv_base(directory: str) -> list[str]:
             if os.path.exists(target) and not target.startswith(directory.rstrip("/") + "/"):
                 found += _program_file(target)
     return [p for p in found if p not in ("", "/") and os.path.exists(p)]
+
+
+def link_chain(path: str) -> list[str]:
+    """Every symbolic link on the way from ``path`` to the file it finally names, ``path``
+    first (a venv's ``python`` -> ``python3`` -> the base interpreter): each must stand in the
+    sandbox, or the first one dangles. Bounded; empty when ``path`` is no link."""
+    chain: list[str] = []
+    current = path
+    while os.path.islink(current) and len(chain) < _MAX_LINKS and current not in chain:
+        chain.append(current)
+        try:
+            text = os.readlink(current)
+        except OSError:
+            break
+        current = os.path.normpath(os.path.join(os.path.realpath(os.path.dirname(current)), text))
+    return chain
 
 
 def named_paths(args: Iterable[str], cwd: str) -> list[str]:

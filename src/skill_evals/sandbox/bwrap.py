@@ -19,6 +19,7 @@ from .binds import (
     GitMasks,
     in_git,
     in_system,
+    link_chain,
     lookup,
     named_paths,
     program_paths,
@@ -175,6 +176,9 @@ def _bind_args(binds: Mapping[str, bool]) -> list[str]:
     targets: dict[str, bool] = {}
     for path, rw in binds.items():
         if os.path.islink(path):
+            for link in link_chain(path)[1:]:  # the links between: made as links too
+                if not in_system(link) and not in_git(link):
+                    targets.setdefault(link, False)
             real = os.path.realpath(path)
             if os.path.exists(real) and real != "/" and not in_system(real):
                 targets[real] = targets.get(real, False) or rw
