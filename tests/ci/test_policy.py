@@ -42,6 +42,8 @@ gates: {min-trigger-f1: 0, min-uplift: -1, max-f1-drop: 1, max-pass-drop: 1, min
 compare: base
 improve: suggest
 improve-options: {rounds: 1}
+draft: suggest
+drafter: "python3 -c 'print(5)'"
 budget: {invocations: 1}
 budget-total: {invocations: 1}
 trials: 2
@@ -67,6 +69,7 @@ NAMED = [
     "sandbox-paths", "cache", "cache-max-age", "history", "require-env",
     "gates.min-trigger-f1", "gates.min-uplift", "gates.max-f1-drop", "gates.max-pass-drop",
     "gates.min-f1-gain", "gates.min-pass-gain", "compare", "improve", "improve-options",
+    "draft", "drafter",
     "budget", "budget-total", "trials", "jobs", "timeout-ms", "max-bytes", "retries", "seed",
     "bootstrap-samples", "arms", "keep-going", "allow-missing-cases",
     "require-verified-isolation", "include-outputs", "strict", "evidence", "listing",

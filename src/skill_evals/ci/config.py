@@ -234,6 +234,10 @@ def validate_config(raw: object, source: str) -> None:
             f"{source}: $.improve: suggest needs a proposer command (proposer: CMD, "
             "docs/improve.md)"
         )
+    if raw.get("draft") == "suggest" and not raw.get("drafter"):
+        raise InvalidInput(
+            f"{source}: $.draft: suggest needs a drafter command (drafter: CMD, docs/drafting.md)"
+        )
     history = raw.get("history")
     if isinstance(history, str) and (
         history.startswith("/") or "\\" in history or ".." in history.split("/")
@@ -287,6 +291,8 @@ def build_config(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
         improve="suggest" if raw.get("improve") == "suggest" else "off",
         proposer=raw.get("proposer"),
         improve_options=dict(raw.get("improve-options", {})),
+        draft="suggest" if raw.get("draft") == "suggest" else "off",
+        drafter=raw.get("drafter"),
     )
 
 

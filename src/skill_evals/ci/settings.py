@@ -140,6 +140,8 @@ class CiConfig:
     improve: str = "off"  # improve: suggest — a validated description for a failed trigger gate
     proposer: str | None = None  # the proposer command of improve: suggest
     improve_options: Mapping[str, Any] = field(default_factory=dict)
+    draft: str = "off"  # draft: suggest — a drafted suite for each skill with no cases
+    drafter: str | None = None  # the drafter command of draft: suggest
     cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
     routing: RoutingConfig | None = None
     budget_total: Budget = field(default_factory=Budget)  # for the whole run (budget-total)

@@ -25,6 +25,7 @@ from .base_skills import CompareBase, compare_ref
 from .budget import TotalBudget
 from .changes import ChangeSet
 from .console import Console
+from .draft_suggest import draft_suite, no_cases_hint
 from .entry_run import entry_group, run_fields, run_with_progress, runner_env, say_result
 from .fingerprint import SkillState
 from .outputs import fresh_record
@@ -109,6 +110,8 @@ def evaluate_skills(
         entry = _not_run(state, interrupted, options, env, console)
         if entry is None:
             entry = runs.evaluate(state, answers)
+        elif entry["status"] == "no-cases" and workspace.config.draft == "suggest":
+            entry["draft"] = runs.draft(state)
         entries[state.path] = entry
         interrupted = interrupted or entry["exitCode"] == INTERRUPTED
     workspace.messages.extend(runs.bases.messages)
@@ -143,7 +146,7 @@ def _not_run(
             state.location.cases_configured or "evals/cases.jsonl, evals/cases.yaml, cases.jsonl"
         )
         allowed = settings.allow_missing_cases
-        text = f"{state.name}: no cases file ({looked} in {state.path})" + (
+        text = f"{state.name}: {no_cases_hint(state.path)} (looked for {looked})" + (
             "; allowed by allow-missing-cases"
             if allowed
             else "; add one or set allow-missing-cases: true"
@@ -224,6 +227,20 @@ class _SkillRuns:
         if self.workspace.config.improve == "suggest":
             entry["suggestion"] = self._suggest(state, report)
         return entry
+
+    def draft(self, state: SkillState) -> dict[str, Any] | None:
+        """A drafted suite for a skill with no cases; never changes the verdict."""
+        root, out, stem = self.workspace.root, self.options.out, safe_file_name(state.name)
+        catalog = tuple(s.path for s in self.workspace.states)  # the neighbours
+        config, env = self.workspace.config, runner_env(self.env)
+        found = draft_suite(state, root, out, config, env, stem, catalog)
+        if found is not None:
+            shown = found["reason"] or (
+                f"{found['cases']} case(s) in {found['path']}, lint: {found['lintWarnings']} "
+                "warning(s); review them before use"
+            )
+            self.console.info(f"{state.name}: drafted suite: {shown}")
+        return found
 
     def _suggest(self, state: SkillState, report: dict[str, Any]) -> dict[str, Any] | None:
         """A validated description for a failed trigger gate; never changes the verdict."""

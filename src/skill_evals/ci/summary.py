@@ -20,6 +20,7 @@ from ..report.md_text import fork_safe, md_number
 from ..report.next_steps import task_failures
 from ..report.route_markdown import ci_routing_markdown
 from ..report.trends import trends_markdown, trends_of_report
+from .draft_suggest import draft_markdown
 from .listing import listing_markdown
 from .policy import POLICY_CHANGE
 from .suggest import suggestion_markdown
@@ -244,6 +245,7 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
         lines += failure_details(skill) or ["- see report.html"]
         lines.append("")
         lines += suggestion_markdown(skill, _esc)
+    lines += draft_markdown(skills, _esc)
     noted = [(s, items) for s in skills if (items := notes_lines(s))]
     if noted:
         lines += ["### Warnings and notes", ""]
