@@ -132,11 +132,12 @@ def words(text):
     return [w for w in re.findall(r"[a-z]{5,}", text.lower()) if w not in STOP]
 
 
-def fill(templates, count, make):
-    """``count`` distinct prompts: each template with each value in turn, then numbered."""
+def fill(templates, count, make, start=0):
+    """``count`` distinct prompts: each template (from ``start``) with each value in turn,
+    then numbered."""
     out, seen, i = [], set(), 0
     while len(out) < count and i < count * 20:
-        prompt = make(templates[i % len(templates)], i)
+        prompt = make(templates[(start + i) % len(templates)], i)
         if i >= len(templates) * 4:
             prompt += f" (variant {i + 1})"
         if prompt.lower() not in seen:

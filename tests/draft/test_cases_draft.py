@@ -170,12 +170,14 @@ def test_the_drafted_suite_lints_and_runs(setup: dict[str, Any]) -> None:
     test = subprocess.run(
         [*base, "test", "--skill", "skills/invoice-audit", "--cases", str(cases), "--runner",
          "skill-evals runner simulated", "--trials", "1", "--format", "json", "--report",
-         str(report)], capture_output=True, text=True, cwd=tmp, env=_env(tmp), timeout=300,
-        check=False,
+         str(report), "--html", str(tmp / "report.html")], capture_output=True, text=True,
+        cwd=tmp, env=_env(tmp), timeout=300, check=False,
     )  # fmt: skip
     assert test.returncode in (0, 1), test.stderr
     results = json.loads(report.read_text("utf-8"))["caseResults"]
     assert len(results) == 20 and {r["source"] for r in results} == {"drafted"}
+    page = (tmp / "report.html").read_text("utf-8")
+    assert "<code>explicit-1</code> <small>(drafted)</small>" in page  # the per-case table
 
 
 def test_never_overwritten_and_append_adds_new_ids(setup: dict[str, Any]) -> None:
