@@ -180,3 +180,21 @@ def test_roots_of_killed_engines_are_swept(tmp_path: Path) -> None:
     sweep_stale_roots(tmp_path)
     assert not stale.exists()
     assert live.exists() and other.exists()
+
+
+def test_a_kept_workspace_loses_its_outward_symlinks_only(tmp_path: Path) -> None:
+    kept = tmp_path / "kept"
+    (kept / "sub").mkdir(parents=True)
+    (kept / "notes.md").write_text("x")
+    os.symlink("/etc/passwd", kept / "abs")
+    os.symlink("../../outside", kept / "sub" / "up")
+    os.symlink(os.fsdecode(b"/tmp/a\nb\xff"), kept / "odd")
+    os.symlink("../notes.md", kept / "sub" / "in")
+    os.symlink(str(kept / "notes.md"), kept / "abs-in")
+    workspace_module.cut_outward_links(kept)
+    assert (kept / "abs").read_text() == "symlink to /etc/passwd removed\n"
+    assert (kept / "sub" / "up").read_text() == "symlink to ../../outside removed\n"
+    assert (kept / "odd").read_text() == "symlink to /tmp/a\\x0ab\\xff removed\n"
+    assert os.readlink(kept / "sub" / "in") == "../notes.md"
+    assert (kept / "abs-in").is_symlink()
+    assert not any(p.is_symlink() for p in (kept / "abs", kept / "sub" / "up", kept / "odd"))
