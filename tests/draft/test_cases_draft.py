@@ -238,3 +238,24 @@ def test_a_gate_sizes_the_suite_and_a_short_one_writes_nothing(setup: dict[str, 
     done, _ = draft(tmp, [{"cases": GOOD[:8]}], "--out", str(short), name="short")
     assert done.returncode == 6 and "nothing was written" in done.stderr
     assert not short.exists() and not os.listdir(short.parent)
+
+
+def test_the_config_gate_and_count_size_the_request(setup: dict[str, Any]) -> None:
+    tmp = setup["tmp"]
+    out = tmp / "sized" / "cases.jsonl"
+    done, seen = draft(tmp, [{"runnerError": "stop here", "retryable": False}], "--out",
+                       str(out), "--count", "10", name="count")  # fmt: skip
+    assert done.returncode == 7 and seen[0]["withTasks"] is False
+    assert seen[0]["buckets"] == {"explicit": 2, "implicit": 2, "contextual": 1, "near-miss": 3,
+                                  "unrelated": 2}  # fmt: skip
+    (tmp / ".skill-evals.yml").write_text("gates:\n  min-uplift: 0.3\n", "utf-8")
+    try:
+        done, seen = draft(tmp, [{"runnerError": "stop here", "retryable": False}], "--out",
+                           str(out), name="config")  # fmt: skip
+        assert "sizing for min-uplift 0.3 from .skill-evals.yml" in done.stderr
+        positives = sum(seen[0]["buckets"][b] for b in ("explicit", "implicit", "contextual"))
+        assert seen[0]["withTasks"] is True and positives == 29
+        done, seen = draft(tmp, [], "--out", str(out), "--min-uplift", "0.5", name="high")
+        assert done.returncode == 5 and "use a gate below 0.5" in done.stderr and seen == []
+    finally:
+        (tmp / ".skill-evals.yml").unlink()

@@ -79,7 +79,8 @@ def cases() -> None:
     default=None,
     metavar="X",
     help="The uplift gate the suite must support: tasks are drafted, and enough should-trigger "
-    "cases that lint raises neither few-task-cases nor uplift-mde. Default: none.",
+    "cases that lint raises neither few-task-cases nor uplift-mde. Default: the skill's "
+    "min-uplift gate in ./.skill-evals.yml, else none.",
 )
 @click.option(
     "--with-tasks",
@@ -125,6 +126,8 @@ def draft(fmt: str, catalog: tuple[str, ...], sandbox_path: tuple[str, ...], **g
     from ..draft.run import DraftOptions, run_draft
     from ..escaping.terminal import terminal_safe
 
+    if given["min_uplift"] is None:
+        given["min_uplift"] = _config_gate(given["skill"])
     result = run_draft(
         DraftOptions(catalog=tuple(catalog), sandbox_path=tuple(sandbox_path), **given)
     )
@@ -136,6 +139,21 @@ def draft(fmt: str, catalog: tuple[str, ...], sandbox_path: tuple[str, ...], **g
         for line in render_text(result):
             click.echo(terminal_safe(line))
     sys.exit(int(result["exitCode"]))
+
+
+def _config_gate(skill: Path) -> float | None:
+    """The skill's ``min-uplift`` gate in the working directory's .skill-evals.yml, if any."""
+    from ..ci.config import find_config, load_config
+    from ..suite.skill import load_skill
+
+    found = find_config(Path.cwd())
+    if found is None:
+        return None
+    gate = load_config(found).for_skill(load_skill(skill).name).gates.min_uplift
+    if gate is None or gate <= 0:
+        return None
+    click.echo(f"skill-evals: note: sizing for min-uplift {gate:g} from {found.name}", err=True)
+    return gate
 
 
 def render_text(result: dict[str, Any]) -> list[str]:
