@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -594,19 +595,43 @@ def test_a_copy_read_from_anywhere_in_without_is_a_reported_breach(
     assert line["invokedSkills"] == ["refund-policy"]
 
 
+def _sandboxed(argv: list[str], env: dict[str, str], tmp_path: Path, pi_binary: str) -> list[str]:
+    """``argv`` in the sandbox the engine gives a runner invocation: its own TMPDIR and HOME,
+    the agent's package readable, nothing of another invocation."""
+    from skill_evals.sandbox.bwrap import Sandbox
+
+    own = [tmp_path / "own-tmp", tmp_path / "own-home"]
+    for place in own:
+        place.mkdir()
+    env.update(TMPDIR=str(own[0]), HOME=str(own[1]))
+    package = Path(pi_binary).parents[1]  # node_modules/.bin/pi: the agent's whole tree
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    readable = [str(package), pi_binary, env["EVALGATE_SKILL_DIR"]]
+    return Sandbox(bwrap).command(argv, env, str(tmp_path), own, readable)
+
+
 @pytest.mark.agents
+@pytest.mark.parametrize("sandbox", ["on", "off"])
 def test_a_without_run_that_globs_a_concurrent_with_run_is_a_reported_breach(
-    pi_binary: str, skills: dict[str, Path], tmp_path: Path
+    pi_binary: str, skills: dict[str, Path], tmp_path: Path, sandbox: str
 ) -> None:
-    """Two invocations at once. The `with` run's workspace sits under a parent nobody can
-    list, with a random name, so a `without` run that globs for it finds nothing — unless it
-    runs as root (pi has no sandbox; root bypasses permissions): then its evidence reports the
-    tested skill, a breach the engine sees, never a silent pass."""
+    """Two invocations at once: the `with` run holds its workspace until the `without` run has
+    finished (a marker, not a delay: the test needs no timing). Unsandboxed, the `with` run's
+    workspace sits under a parent nobody can list, with a random name, so a `without` run that
+    globs for it finds nothing — unless it runs as root (root bypasses permissions): then its
+    evidence reports the tested skill, a breach the engine sees, never a silent pass. In the
+    engine's sandbox (needs bubblewrap) the `without` run sees no other invocation's files,
+    root or not."""
+    if sandbox == "on" and (shutil.which("bwrap") is None or sys.platform != "linux"):
+        pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
     tmpdir = tmp_path / "shared-tmp"
     tmpdir.mkdir()
+    done = tmp_path / "without-done"
     glob = [("bash", {"command": "cat $TMPDIR/../../*/skills/*/SKILL.md 2>&1"})]
-    slow = [("bash", {"command": "sleep 8"})]
-    with FakePiModel(Behaviour(script=slow)) as busy_model, \
+    wait = f"for i in $(seq 1200); do [ -e {done} ] && break; sleep 0.1; done"
+    hold = [("bash", {"command": wait})]
+    with FakePiModel(Behaviour(script=hold)) as busy_model, \
             FakePiModel(Behaviour(script=glob)) as glob_model:  # fmt: skip
         busy_env = runner_env(busy_model, tmp_path, {"TMPDIR": str(tmpdir)})
         busy = subprocess.Popen(
@@ -618,17 +643,31 @@ def test_a_without_run_that_globs_a_concurrent_with_run_is_a_reported_breach(
         assert busy.stdin is not None
         busy.stdin.write(REFUND_PROMPT)
         busy.stdin.close()
-        for _ in range(600):  # until the `with` workspace holds its skill
-            if any((w / "skills" / "refund-policy").is_dir() for w in workspaces_in(tmpdir)):
-                break
-            time.sleep(0.05)
-        glob_env = runner_env(glob_model, tmp_path, {"TMPDIR": str(tmpdir)})
-        proc, line = run_runner(pi_binary, "without", skills["refund-policy"], glob_env)
-        busy.wait(timeout=120)
+        try:
+            for _ in range(1200):  # until the `with` workspace holds its skill
+                if any((w / "skills" / "refund-policy").is_dir() for w in workspaces_in(tmpdir)):
+                    break
+                time.sleep(0.05)
+            glob_env = runner_env(glob_model, tmp_path, {"TMPDIR": str(tmpdir)})
+            glob_env.update(EVALGATE_SKILL_VARIANT="without")
+            glob_env.update(EVALGATE_SKILL_DIR=str(skills["refund-policy"]))
+            argv = [sys.executable, "-m", "skill_evals", "runner", "pi", "--bin", pi_binary]
+            argv += ["--model", "fake"]
+            if sandbox == "on":
+                argv = _sandboxed(argv, glob_env, tmp_path, pi_binary)
+            proc = subprocess.run(
+                argv, input=REFUND_PROMPT, capture_output=True, text=True, timeout=120,
+                env=glob_env,
+            )  # fmt: skip
+        finally:
+            done.touch()
+            busy.wait(timeout=120)
         shown = any("Refunds within 30 days" in str(body) for body in glob_model.requests)
     assert proc.returncode == 0, proc.stderr
+    line = json.loads(proc.stdout)
     assert line["invokedSkills"] == (["refund-policy"] if shown else [])
-    assert shown == (os.geteuid() == 0)  # only root lists the private parent
+    # Only root lists the private parent, and only outside the sandbox.
+    assert shown == (sandbox == "off" and os.geteuid() == 0)
 
 
 @pytest.mark.agents

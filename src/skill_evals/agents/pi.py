@@ -32,10 +32,14 @@ from .environment import secret_names
 from .evidence import Event, EvidencePatterns, Load, ToolCall
 from .pi_events import (
     AGENT,
+    ENV_API_KEY,
     ENV_BASE_URL,
+    NO_KEY_EVENT,
+    NO_KEY_TEXT,
     Transcript,
     explicit,
     final_text,
+    no_api_key,
     outcome,
     tool_calls,
     tool_calls_of,
@@ -43,7 +47,7 @@ from .pi_events import (
 )
 from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
-from .scaffold import run_agent
+from .scaffold import STDERR_FILE, run_agent
 
 __all__ = [  # the transcript readers, for callers that know only this module
     "AGENT", "Transcript", "explicit", "final_text", "find_loads", "outcome", "run",
@@ -52,7 +56,8 @@ __all__ = [  # the transcript readers, for callers that know only this module
 
 PROVIDER = "skill-evals"
 ENV_API = "SKILL_EVALS_PI_API"
-ENV_API_KEY = "SKILL_EVALS_PI_API_KEY"
+# Other variables pi takes a provider's key from.
+_OTHER_KEYS = {"ANTHROPIC_API_KEY": ("ANTHROPIC_OAUTH_TOKEN",)}
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
 # The providers' key variables pi reads (pi-ai's env-api-keys), the custom provider's, and the
 # cloud credentials of Bedrock, Azure and Vertex.
@@ -208,12 +213,20 @@ class Pi:
     environment = AUTH_VARIABLES
 
     def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
-        """``--delivery mcp`` is refused: pi has no MCP client."""
+        """``--delivery mcp`` is refused: pi has no MCP client. A ``--model provider/id`` of
+        a built-in provider whose key variable is unset (and no SKILL_EVALS_PI_API_KEY) is
+        refused before pi starts."""
         if options.delivery == "mcp":
             raise RunnerSetupError(
                 "--delivery mcp: pi has no MCP support (it ships none by design; MCP would need "
                 "a pi extension); use --delivery native"
             )
+        model = options.model or ""
+        row = dict(PI_PROVIDERS).get(model.split("/")[0]) if "/" in model else None
+        if row is not None:
+            given = (ENV_BASE_URL, ENV_API_KEY, row.env, *_OTHER_KEYS.get(row.env, ()))
+            if not any(env.get(name) for name in given):
+                raise no_api_key(model, row.env)
 
     def prepare(self, setup: RunSetup) -> Launch:
         """Fresh agent dir, every discovery off, skills passed with ``--skill``, the tools of
@@ -245,6 +258,7 @@ class Pi:
             argv=argv,
             stdin=setup.invocation.prompt.encode("utf-8"),
             stop_after=_turn_limit(options.max_turns),
+            epilogue=_no_key_note(ws.root / STDERR_FILE),
         )
 
     def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
@@ -256,7 +270,12 @@ class Pi:
         transcript.stopped_at_max_turns = run.stopped
         kept = setup.workspace.root if setup.options.keep_workspace else None
         return outcome(
-            transcript, run.status, round(run.duration_ms), kept, setup.options.max_turns
+            transcript,
+            run.status,
+            round(run.duration_ms),
+            kept,
+            setup.options.max_turns,
+            setup.options.model,
         )
 
     tool_calls = staticmethod(tool_calls)
@@ -277,6 +296,21 @@ def run(
 ) -> AgentResult:
     """One isolated pi run for the invocation."""
     return run_agent(PLUGIN, invocation, options, environ)
+
+
+def _no_key_note(stderr: Path) -> Callable[[], bytes]:
+    """The epilogue that notes, before the workspace goes, whether pi's stderr said the
+    model has no key (its first 4 KiB): one event line for the transcript."""
+
+    def note() -> bytes:
+        try:
+            with stderr.open("rb") as handle:
+                said = NO_KEY_TEXT in handle.read(4096)
+        except OSError:
+            said = False
+        return (json.dumps({"type": NO_KEY_EVENT}) + "\n").encode() if said else b""
+
+    return note
 
 
 def _turn_limit(max_turns: int | None) -> Callable[[Event], bool] | None:

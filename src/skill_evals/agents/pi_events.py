@@ -20,6 +20,10 @@ from .scaffold import STDERR_FILE, TRANSCRIPT_FILE
 
 AGENT = "pi"
 ENV_BASE_URL = "SKILL_EVALS_PI_BASE_URL"
+ENV_API_KEY = "SKILL_EVALS_PI_API_KEY"
+# What pi prints (and exits) when the model's provider has no key: said before any request.
+NO_KEY_TEXT = b"No API key found"
+NO_KEY_EVENT = "skill_evals_no_api_key"  # the runner's note of it in the transcript
 _HINT = f"check --model, {ENV_BASE_URL} and the provider's API key variable"
 
 # ------------------------------------------------------------------------------------ evidence
@@ -134,6 +138,7 @@ class Transcript:
     assistants: list[Mapping[str, Any]] = field(default_factory=list)
     agent_ended: bool = False
     stopped_at_max_turns: bool = False
+    no_api_key: bool = False  # pi said it found no key for the model before it started
 
     def add(self, event: Event) -> None:
         self.events.append(event)
@@ -142,10 +147,22 @@ class Transcript:
             self.turns += 1
         elif kind == "agent_end":
             self.agent_ended = True
+        elif kind == NO_KEY_EVENT:
+            self.no_api_key = True
         message = event.get("message") if kind == "message_end" else None
         if isinstance(message, dict) and message.get("role") == "assistant":
             self.last_assistant = message
             self.assistants.append(message)
+
+
+def no_api_key(model: str | None, variable: str | None) -> RunnerSetupError:
+    """The reason of a run whose model has no key, naming what to set (the provider's
+    variable too, when known)."""
+    named = f" ({variable})" if variable else ""
+    return RunnerSetupError(
+        f"no API key: set {ENV_API_KEY} or the provider's variable{named} for --model "
+        f"{model or '<provider/model>'}"
+    )
 
 
 def final_text(message: Mapping[str, Any] | None) -> str:
@@ -204,6 +221,7 @@ def outcome(
     duration_ms: int,
     kept: Path | None,
     max_turns: int | None = None,
+    model: str | None = None,
 ) -> Outcome:
     """Turn a finished pi run into its outcome, or the runner's reason when the run produced no
     evidence: pi failed to start, the model request itself failed (by its HTTP status), or pi
@@ -217,6 +235,8 @@ def outcome(
     if transcript.stopped_at_max_turns:
         raise reasons.turn_limit(max_turns)
     if not transcript.agent_ended:
+        if transcript.no_api_key:
+            raise no_api_key(model, None)
         raise RunnerSetupError(
             f"pi exited with status {status} before the agent finished (no model reply; "
             f"check --model, {ENV_BASE_URL} and the provider's API key variable); {keep_hint}"

@@ -101,7 +101,8 @@ skill-evals improve --skill examples/improve/invoice-audit \\
 @option("--jobs", help="Runner processes at the same time.")
 @option(
     "--timeout-ms",
-    help="Per invocation: kill the runner after this many milliseconds. Default: 30000.",
+    help="Per invocation: kill the runner after this many milliseconds. Default: test's for "
+    "the runner (300000 for a built-in agent, else 30000).",
 )
 @option(
     "--retries",
@@ -131,11 +132,12 @@ def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
     from ..escaping.terminal import terminal_safe
     from ..improve.report import render_text
     from ..improve.run import ImproveOptions, run_improve
+    from ..plan.run_settings import default_timeout_ms
 
     timeout = given.pop("timeout_ms")
-    options = ImproveOptions(
-        apply=apply_, timeout_ms=timeout if timeout is not None else 30_000, **given
-    )
+    if timeout is None:  # test's default for the same runner: a real agent needs minutes
+        timeout = default_timeout_ms(given.get("runner"))
+    options = ImproveOptions(apply=apply_, timeout_ms=timeout, **given)
     report = run_improve(options)
     if options.report is not None:
         try:
