@@ -162,7 +162,12 @@ def test_an_unreachable_upstream_is_a_502():
     with CredentialProxy([credential]) as proxy:
         status, _, body = _request(proxy.url("OPENAI_API_KEY"), "POST", "/chat", body=b"{}")
     assert status == 502
-    assert json.loads(body) == {"error": "skill-evals proxy: upstream unreachable"}
+    error = json.loads(body)["error"]
+    assert error["type"] == "upstream_unreachable"
+    assert error["message"] == (
+        f"skill-evals proxy: the model API at http://127.0.0.1:{port} is unreachable "
+        "(connection refused)"
+    )
 
 
 def test_server_sent_events_stream_through_before_the_upstream_finishes(upstream):

@@ -283,6 +283,9 @@ def api_failure(
     kind = result.get("api_error_type")
     kind = kind if isinstance(kind, str) else None
     answered = _number(result.get("duration_api_ms"))
+    dead = reasons.unreachable(text)
+    if dead is not None:
+        return dead
     if reasons.names_credentials(text) or (not answered and status is None):
         return reasons.no_credentials(text, _KEY_VARIABLE)
     if status is not None:

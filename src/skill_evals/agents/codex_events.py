@@ -258,6 +258,9 @@ def turn_failure(message: str) -> RunnerError:
     Unauthorized", "exceeded retry limit, last status: 429"; a 500 only as "We're currently
     experiencing high demand"), or quotes the API's error body (a refused request; its ``type``
     only is kept), or neither (no answer at all)."""
+    dead = reasons.unreachable(message)
+    if dead is not None:
+        return dead
     if reasons.names_credentials(message):
         return reasons.no_credentials(message, "OPENAI_API_KEY (or CODEX_API_KEY)")
     status = reasons.status_in(message)

@@ -92,6 +92,9 @@ def outcome(
 
 def api_error(message: str, status: int) -> RunnerError:
     """The reason of a failed model request, without the server's own text."""
+    dead = reasons.unreachable(message)
+    if dead is not None:
+        return RunnerError(str(dead), retryable=dead.retryable)
     if reasons.names_credentials(message):
         failure = reasons.no_credentials(message, "GEMINI_API_KEY (or GOOGLE_API_KEY)")
         return RunnerError(str(failure), retryable=False)

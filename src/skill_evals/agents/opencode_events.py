@@ -198,6 +198,10 @@ def failure(error: Mapping[str, Any], logged: Sequence[str] = ()) -> tuple[str, 
     ``logged``: the error names OpenCode logged, which say more than its ``UnknownError``."""
     data = error.get("data")
     data = data if isinstance(data, Mapping) else {}
+    for text in (data.get("message"), data.get("responseBody")):
+        dead = reasons.unreachable(text) if isinstance(text, str) else None
+        if dead is not None:
+            return str(dead), dead.retryable
     status = data.get("statusCode")
     if isinstance(status, int) and not isinstance(status, bool):
         if status in (401, 403):

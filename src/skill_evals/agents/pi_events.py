@@ -247,6 +247,9 @@ def outcome(
         # task failure. pi's errorMessage starts with the HTTP status ("429 …").
         message = transcript.last_assistant.get("errorMessage") if transcript.last_assistant else ""
         message = message if isinstance(message, str) else ""
+        dead = reasons.unreachable(message)
+        if dead is not None:
+            raise dead
         if reasons.names_credentials(message):
             raise reasons.no_credentials(message, "the provider's API key variable")
         found = reasons.status_in(message, anchored=True)

@@ -58,6 +58,29 @@ def no_credentials(text: str, key_variable: str) -> RunnerError:
     )
 
 
+# The credential proxy's word for an upstream it could not reach (its 502 body), as the
+# agent's error text carries it: where (scheme, host, port) and why.
+_UNREACHABLE = re.compile(
+    r"the model API at (https?://[A-Za-z0-9.\-\[\]:]{1,300}) is unreachable "
+    r"\((connection refused|timed out|name not resolved|connection failed)\)"
+)
+
+
+def unreachable(text: str) -> RunnerError | None:
+    """The reason of a run whose model API the credential proxy could not reach, when the
+    agent's error text carries the proxy's words: ``the model API at <scheme://host:port> is
+    unreachable (<cause>)``; retryable only when it timed out. None for any other text."""
+    match = _UNREACHABLE.search(text[:4000])
+    if match is None:
+        return None
+    origin, cause = match.groups()
+    return RunnerError(
+        f"the model API at {origin} is unreachable ({cause}); check the provider's base URL "
+        "variable and the network",
+        cause in ("timed out", "connection failed"),
+    )
+
+
 def status_in(text: str, *, anchored: bool = False) -> int | None:
     """The HTTP status an agent's error text names ("unexpected status 429", "429 Too Many
     Requests", "last status: 503"); with ``anchored``, only a status at the very start."""

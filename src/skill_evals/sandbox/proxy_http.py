@@ -36,7 +36,24 @@ _HOP_BY_HOP = frozenset(
 # Incoming headers the proxy never forwards: the caller's credentials (the placeholder), and the
 # ones it sets itself.
 _DROPPED = frozenset({"x-api-key", "authorization", "x-goog-api-key", "host", "content-length"})
-_UNREACHABLE = json.dumps({"error": "skill-evals proxy: upstream unreachable"}).encode()
+
+
+def _unreachable(upstream: Upstream, exc: BaseException) -> bytes:
+    """The 502 body of an upstream the proxy could not reach: why (connection refused, timed
+    out, name not resolved) and where (scheme, host and port only), in the error shape the
+    providers' SDKs show, so the agent's error text carries it to the runner's reason."""
+    if isinstance(exc, ConnectionRefusedError):
+        cause = "connection refused"
+    elif isinstance(exc, socket.gaierror):
+        cause = "name not resolved"
+    elif isinstance(exc, TimeoutError):  # socket.timeout too
+        cause = "timed out"
+    else:
+        cause = "connection failed"
+    host = f"[{upstream.host}]" if ":" in upstream.host else upstream.host
+    origin = f"{upstream.scheme}://{host}:{upstream.port}"
+    message = f"skill-evals proxy: the model API at {origin} is unreachable ({cause})"
+    return json.dumps({"error": {"type": "upstream_unreachable", "message": message}}).encode()
 
 
 @dataclass(frozen=True)
@@ -248,8 +265,9 @@ class _Connection:
         target, headers = _upstream_target(request, self._upstream)
         try:
             conn = _connect(self._upstream)
-        except OSError:
-            self._client.sendall(_simple_response(502, "Bad Gateway", _UNREACHABLE, True))
+        except OSError as exc:
+            body = _unreachable(self._upstream, exc)
+            self._client.sendall(_simple_response(502, "Bad Gateway", body, True))
             return False
         sock = conn.sock  # getresponse() detaches it when the body ends with the connection
         assert sock is not None
@@ -261,9 +279,10 @@ class _Connection:
                 conn.putheader("Content-Length", str(len(request.body)))
             conn.endheaders(request.body or None)
             response = conn.getresponse()
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException) as exc:
             conn.close()
-            self._client.sendall(_simple_response(502, "Bad Gateway", _UNREACHABLE, True))
+            body = _unreachable(self._upstream, exc)
+            self._client.sendall(_simple_response(502, "Bad Gateway", body, True))
             return False
         try:
             return self._relay(response, sock, request.keep_alive, deadline)
