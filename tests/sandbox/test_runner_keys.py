@@ -33,6 +33,9 @@ PI_KEY = "SKILL_EVALS_PI_API_KEY"
 @pytest.mark.parametrize("runner", [*registry.names(), "simulated"])
 def test_no_built_in_runner_but_pi_starts_with_pis_key(runner: str) -> None:
     caller = {"PATH": "/bin", PI_KEY: "k-1", "SKILL_EVALS_MY_TOKEN": "k-2", "SKILL_EVALS_X": "1"}
+    alone = builtin_runner_env(f"skill-evals runner {runner}", caller)
+    assert alone is not None and PI_KEY not in alone  # unused without its base URL: nobody's
+    caller["SKILL_EVALS_PI_BASE_URL"] = "http://127.0.0.1:9/v1"
     env = builtin_runner_env(f"skill-evals runner {runner}", caller)
     assert env is not None
     assert (PI_KEY in env) is (runner == "pi")

@@ -16,6 +16,7 @@ from .registry import shipped_runner
 
 # The engine's own variables and what the runner process itself needs to start.
 ENGINE_PREFIXES = ("EVALGATE_SKILL_", "SKILL_EVALS_")
+PI_KEY, PI_BASE_URL = "SKILL_EVALS_PI_API_KEY", "SKILL_EVALS_PI_BASE_URL"
 ENGINE_NAMES = frozenset({"HOME", "TMPDIR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE"})
 
 
@@ -83,4 +84,7 @@ def builtin_runner_env(command: str, caller: Mapping[str, str]) -> dict[str, str
             return False
         return name.startswith(BASE_PREFIXES) or bool(prefixes and name.startswith(prefixes))
 
-    return {name: value for name, value in caller.items() if keep(name)}
+    env = {name: value for name, value in caller.items() if keep(name)}
+    if runner == "pi" and not caller.get(PI_BASE_URL, "").strip():
+        env.pop(PI_KEY, None)  # unused without its base URL, so never proxied: not passed
+    return env
