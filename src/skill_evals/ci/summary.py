@@ -144,7 +144,7 @@ def failure_details(skill: dict[str, Any], limit: int = LIST_LIMIT) -> list[str]
     for group in found.failures[: max(limit, 1)]:
         lines.append(
             f"- Runner failure ×{group.count}: {_esc(group.reason)} (first: "
-            f"{_esc(group.first)}) — {_esc(group.advice)}"
+            f"{_esc(group.first)}) — {_esc(group.advice_text)}"
         )
     if len(found.failures) > max(limit, 1):
         lines.append(

@@ -10,7 +10,13 @@ import click
 
 from .common import FloatRange
 from .helptext import CONTEXT, epilog
-from .options import OUTPUT_PATH, TEXT_OR_JSON, option, report_file_option
+from .options import (
+    OUTPUT_PATH,
+    TEXT_OR_JSON,
+    option,
+    report_file_option,
+    show_runner_stderr_option,
+)
 
 _EXAMPLE = """
 skill-evals improve --skill examples/improve/invoice-audit \\
@@ -124,6 +130,7 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     "(docs/sandbox.md).",
 )
 @option("--sandbox-path", "sandbox_path")
+@show_runner_stderr_option
 def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
     """Try better descriptions for one skill: a proposer suggests them from the train cases'
     failures, each valid one runs on train, and the best runs once on held-out cases next to

@@ -177,3 +177,20 @@ def report_file_option(name: str, what: str) -> Callable[[F], F]:
         metavar="FILE",
         help=f"Also write {what} to FILE. Default: none.",
     )
+
+
+def _show_runner_stderr(_ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        from ..run import runner_stderr
+
+        runner_stderr.show()
+
+
+show_runner_stderr_option = click.option(
+    "--show-runner-stderr",
+    is_flag=True,
+    expose_value=False,
+    callback=_show_runner_stderr,
+    help="Print the last 2,000 characters of the first failing runner invocation's stderr "
+    "to this terminal (escaped), with its case id; never into a report or file.",
+)

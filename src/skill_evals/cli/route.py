@@ -14,7 +14,7 @@ from .cache_options import cache_options, cache_settings
 # The same option helpers as `ci` (one definition of the NaN-safe range and the error line).
 from .common import FloatRange, fail
 from .helptext import CONTEXT, epilog
-from .options import compose, option, report_file_option
+from .options import compose, option, report_file_option, show_runner_stderr_option
 from .reports import run_and_write, write_reports
 
 if TYPE_CHECKING:
@@ -103,6 +103,7 @@ _OPTIONS = [
     option("--quiet", "-q", help="No progress on stderr."),
     option("--sandbox"),
     option("--sandbox-path", "sandbox_path"),
+    show_runner_stderr_option,
     option("--credential", "credential"),
     cache_options,
 ]

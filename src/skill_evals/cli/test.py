@@ -15,7 +15,13 @@ from ..agents import registry as agent_registry
 from .cache_options import cache_options, cache_settings
 from .common import fail
 from .helptext import CONTEXT, epilog
-from .options import compose, dir_option, option, report_file_option
+from .options import (
+    compose,
+    dir_option,
+    option,
+    report_file_option,
+    show_runner_stderr_option,
+)
 from .reports import run_and_write, write_reports
 from .scope_options import arm_options, scope_options
 
@@ -125,6 +131,7 @@ _OPTIONS = [
     ),
     option("--sandbox"),
     option("--sandbox-path", "sandbox_path"),
+    show_runner_stderr_option,
     option("--credential", "credential"),
     cache_options,
     scope_options,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 RUNNER_DOCS = "docs/runner-contract.md#runner-failures"
@@ -26,6 +26,17 @@ class FailureGroup:
     trial: object
     variant: str
     advice: str
+    sandbox: str = ""  # the sandbox's advice, on the first group of a sandboxed run only
+
+    @property
+    def advices(self) -> tuple[str, ...]:
+        """What to do, one line each: the reason's advice, then the sandbox's (if any)."""
+        return (self.advice, self.sandbox) if self.sandbox else (self.advice,)
+
+    @property
+    def advice_text(self) -> str:
+        """:attr:`advices` on one line (tables, lists)."""
+        return "; ".join(self.advices)
 
     @property
     def first(self) -> str:
@@ -116,10 +127,19 @@ _ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (
             r"^(exited with code|killed by signal)",
-            "the runner failed: run it by hand for the first case to read its stderr "
+            "the runner failed: rerun with --show-runner-stderr to see the first failing "
+            "invocation's stderr, or run it by hand for the first case "
             "(docs/runner-contract.md#debugging-a-runner)",
         ),
     )
+)
+
+
+# Said once per sandboxed run with runner failures: the sandbox may be why.
+SANDBOX_ADVICE = (
+    "the runner ran in the sandbox (docs/sandbox.md): it sees the system directories, its own "
+    "file or bin/ prefix, its arguments, the skill and --sandbox-path paths; try once with "
+    "--sandbox off to tell; give what it needs with --sandbox-path"
 )
 
 
@@ -170,7 +190,11 @@ def failure_groups(report: Mapping[str, Any]) -> list[FailureGroup]:
         )
         for reason, first in firsts.items()
     ]
-    return sorted(groups, key=lambda g: (-g.count, order[g.reason]))
+    groups.sort(key=lambda g: (-g.count, order[g.reason]))
+    sandbox = report.get("sandbox")
+    if groups and isinstance(sandbox, Mapping) and sandbox.get("mode") == "bwrap":
+        groups[0] = replace(groups[0], sandbox=SANDBOX_ADVICE)
+    return groups
 
 
 def coverage(report: Mapping[str, Any]) -> tuple[int, int] | None:

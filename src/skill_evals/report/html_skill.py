@@ -133,7 +133,7 @@ def _diagnosis_parts(report: dict[str, Any]) -> list[str]:
         rows = "".join(
             f'<tr><td>{_e(g.reason)}</td><td class="num">{g.count}</td>'
             f"<td><code>{_e(g.case_id)}</code> trial {_e(g.trial)} {_e(g.variant)}</td>"
-            f"<td>{_e(g.advice)}</td></tr>"
+            f"<td>{_e(g.advice_text)}</td></tr>"
             for g in found.failures
         )
         parts.append(

@@ -188,7 +188,7 @@ def _sections(report: Mapping[str, Any]) -> list[str]:
             "| --- | ---: | --- | --- |",
         ]
         lines += [
-            f"| {_esc(g.reason)} | {g.count} | {_esc(g.first)} | {_esc(g.advice)} |"
+            f"| {_esc(g.reason)} | {g.count} | {_esc(g.first)} | {_esc(g.advice_text)} |"
             for g in found.failures[:LIST_LIMIT]
         ]
         lines.append("")

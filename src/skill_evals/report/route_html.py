@@ -158,7 +158,7 @@ def _diagnosis_parts(report: Mapping[str, Any]) -> list[str]:
     if found.failures:
         rows = "".join(
             f"<tr><td>{_e(g.reason)}</td><td class='num'>{g.count}</td>"
-            f"<td>{_e(g.case_id)} trial {_e(g.trial)}</td><td>{_e(g.advice)}</td></tr>"
+            f"<td>{_e(g.case_id)} trial {_e(g.trial)}</td><td>{_e(g.advice_text)}</td></tr>"
             for g in found.failures
         )
         parts.append(

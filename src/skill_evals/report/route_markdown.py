@@ -138,7 +138,7 @@ def _diagnosis_lines(report: Mapping[str, Any], compact: bool) -> list[str]:
         lines.append("| --- | ---: | --- | --- |")
         lines += [
             f"| {_esc(g.reason)} | {g.count} | {_esc(g.case_id)} trial {g.trial} | "
-            f"{_esc(g.advice)} |"
+            f"{_esc(g.advice_text)} |"
             for g in found.failures[:LIST_LIMIT]
         ]
         lines.append("")

@@ -248,7 +248,7 @@ def _sections(report: Mapping[str, Any]) -> list[str]:
                 f"  - {group.count}× {terminal_safe(group.reason)} — first: "
                 f"{terminal_safe(group.case_id)} trial {group.trial}"
             )
-            lines.append(f"    what to do: {group.advice}")
+            lines += [f"    what to do: {advice}" for advice in group.advices]
         lines.append("")
     lines += bullet_list("Warnings", found.warnings) + bullet_list("Notes", found.notes)
     steps = limited(next_steps(report, terminal_safe))

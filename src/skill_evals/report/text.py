@@ -302,7 +302,7 @@ def _sections(report: Mapping[str, Any]) -> list[str]:
         )
         for group in found.failures[:LIST_LIMIT]:
             lines.append(f"  - {group.count}× {clean(group.reason)} — first: {clean(group.first)}")
-            lines.append(f"    what to do: {group.advice}")
+            lines += [f"    what to do: {advice}" for advice in group.advices]
         if len(found.failures) > LIST_LIMIT:
             lines.append(f"  … and {len(found.failures) - LIST_LIMIT} more reasons")
         lines.append("")

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidInput
+from . import runner_stderr
 from .observations import ContractError, Echo, Observation, RunnerFailure, observation_from
 from .processes import ProcessSweeper, identity
 from .runner_output import RunnerError, parse_runner_error, parse_stdout
@@ -48,6 +49,7 @@ class InvocationSpec:
     variant: Echo  # what the runner is told and must echo (a baseline run is a with-run)
     timeout_ms: int
     max_bytes: int
+    show_stderr: bool = False  # keep stderr's tail for --show-runner-stderr (runner_stderr.py)
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class _Outcome:
 
     stdout: bytes
     failure: str | None  # timeout / cap / interrupted, decided while reading
+    stderr_tail: bytes | None = None  # its last bytes, kept only for --show-runner-stderr
 
 
 class _Pump:
@@ -109,6 +112,7 @@ class _Pump:
         self.in_fd = proc.stdin.fileno()
         self.pending = memoryview(prompt)
         self.stdout_chunks: list[bytes] = []
+        self.stderr_tail = bytearray() if spec.show_stderr else None
         self.total = 0
         self.pidfd = -1
         self.open_pipes = 2
@@ -125,7 +129,8 @@ class _Pump:
             self.sel.close()
             if self.pidfd >= 0:
                 os.close(self.pidfd)
-        return _Outcome(b"".join(self.stdout_chunks), self.failure)
+        tail = None if self.stderr_tail is None else bytes(self.stderr_tail)
+        return _Outcome(b"".join(self.stdout_chunks), self.failure, tail)
 
     def open(self) -> None:
         """Watch both output pipes, stdin while there is prompt left, and the child's exit."""
@@ -212,6 +217,9 @@ class _Pump:
             return False
         if what == "out":
             self.stdout_chunks.append(chunk)
+        elif self.stderr_tail is not None:  # a bounded tail, never more
+            self.stderr_tail += chunk
+            del self.stderr_tail[: -runner_stderr.KEEP_BYTES]
         return True
 
 
@@ -266,8 +274,13 @@ def _run_once(
         returncode = proc.wait()
         sweeper.release(proc.pid)
     if outcome.failure is not None:
-        return RunnerError(outcome.failure, False)
-    return _answer(spec, outcome.stdout, returncode)
+        verdict: Observation | RunnerError = RunnerError(outcome.failure, False)
+    else:
+        verdict = _answer(spec, outcome.stdout, returncode)
+    tail = outcome.stderr_tail
+    if isinstance(verdict, RunnerError) and tail is not None and outcome.failure != "interrupted":
+        runner_stderr.offer(spec.case_id, spec.trial, spec.variant, tail)
+    return verdict
 
 
 def _answer(spec: InvocationSpec, stdout: bytes, returncode: int) -> Observation | RunnerError:

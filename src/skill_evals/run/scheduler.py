@@ -29,6 +29,7 @@ from ..sandbox.bwrap import Sandbox
 from ..sandbox.child_env import without_foreign_keys, without_job_secrets
 from ..sandbox.probe import SandboxState
 from ..suite.cases import Case
+from . import runner_stderr
 from .execution_plan import ExecutionPlan
 from .helper_commands import WORKSPACE_VAR, Sight
 from .observations import Key, Observation, RunnerFailure, isolation_breach
@@ -327,6 +328,7 @@ class Scheduler:
             variant=arm.echo,
             timeout_ms=self.plan.timeout_ms,
             max_bytes=self.plan.max_bytes,
+            show_stderr=runner_stderr.wanted(),
         )
         result = run_invocation(spec, self.cancel, self.sweeper)
         outcome = result.outcome
