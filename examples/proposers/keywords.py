@@ -20,6 +20,15 @@ def words(text):
     return [w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 4 and w not in STOP]
 
 
+def why_nothing(missed, wrong):
+    """Why there is no proposal, in words that say what to try instead."""
+    why = "the missed prompts share no word" if missed else "no prompt was missed"
+    why += ": the keyword proposer only widens a description"
+    if wrong:
+        why += "; train errors here are false triggers"
+    return why + " (a model proposer can also narrow one: skill-evals propose anthropic|openai)"
+
+
 def main():
     request = json.load(sys.stdin)
     description = request["skill"]["description"]
@@ -33,11 +42,7 @@ def main():
     present = set(words(description))
     extra = [w for w, n in missed.most_common() if n >= 2 and w not in present and w not in wrong]
     if not extra:
-        print(
-            json.dumps(
-                {"proposerError": "no recurring word in the missed prompts", "retryable": False}
-            )
-        )
+        print(json.dumps({"proposerError": why_nothing(missed, wrong), "retryable": False}))
         return
     proposal = f"{description.rstrip('.')}. Also for: {', '.join(sorted(extra[:8]))}."
     print(

@@ -96,6 +96,37 @@ def failed_report(
     }
 
 
+def stopped_report(
+    skill_name: str, outcome: Outcome, message: str, *, seed: int, holdout: float
+) -> dict[str, Any]:
+    """The report of a loop a proposer failure stopped (exit 7): what it reached on train
+    before stopping (the original's figures, the rounds run), never a held-out verdict."""
+    report = failed_report(skill_name, "unavailable", 7, message, outcome.split)
+    report["split"] = _split_block(outcome.split, seed, holdout)
+    report["rounds"] = list(outcome.rounds)
+    report["original"] = _candidate_block(outcome.original, outcome, "original")
+    report["runner"] = {"invocations": outcome.invocations}
+    report["proposer"] = {"calls": outcome.proposer_calls}
+    return report
+
+
+def _train_line(report: dict[str, Any]) -> str:
+    """``train before stopping: …`` of a stopped run that reached train figures, else ""."""
+    original = report.get("original")
+    if report["status"] != "unavailable" or not isinstance(original, dict):
+        return ""
+    line = f"train before stopping: F1 {_f1(original, 'train')} for the original"
+    scored = [r for r in report.get("rounds") or [] if r.get("train")]
+    if scored:
+        best = max(scored, key=lambda r: r["train"].get("f1") or 0.0)
+        line += f", best candidate {_f1(best, 'train')} (round {best['round']})"
+    figures_ = original["train"]
+    return line + (
+        f"; original: {figures_['tp']} hit, {figures_['fn']} missed, {figures_['fp']} false "
+        f"trigger(s), {figures_['tn']} correctly ignored\n"
+    )
+
+
 def _f1(block: Any, side: str) -> str:
     value = (block or {}).get(side, {}) or {}
     f1 = value.get("f1")
@@ -119,4 +150,4 @@ def render_text(report: dict[str, Any]) -> str:
         diff = "".join(terminal_safe(row) + "\n" for row in (report["diff"] or "").splitlines())
         return line + "\n\n" + diff
     word = report["status"].upper()
-    return f"{word} {skill}: {terminal_safe(str(decision['reason']))}\n"
+    return f"{word} {skill}: {terminal_safe(str(decision['reason']))}\n" + _train_line(report)

@@ -21,7 +21,7 @@ from .edit import entry_cap, unified_diff
 from .evaluate import Evaluator
 from .loop import ImproveLoop, ImproveSettings, check_budget
 from .proposer import ProposerFailed, ProposerSpec, proposer_cell
-from .report import failed_report, improve_report
+from .report import failed_report, improve_report, stopped_report
 from .split import Split, split_suite
 
 
@@ -81,6 +81,7 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
     """Run `improve` and return its report (``exitCode`` is the exit)."""
     skill_name: str | None = None
     split: Split | None = None
+    loop: ImproveLoop | None = None
     try:
         _check_outputs(options)
         command = tuple(split_command(options.runner))
@@ -127,6 +128,10 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
             diff=diff,
         )
     except ProposerFailed as exc:
+        if loop is not None and loop.outcome.original is not None and skill_name is not None:
+            return stopped_report(
+                skill_name, loop.outcome, str(exc), seed=options.seed, holdout=options.holdout
+            )
         return failed_report(skill_name, "unavailable", 7, str(exc), split)
     except EvalError as exc:
         return failed_report(skill_name, exc.status, exc.exit_code, str(exc), split)
