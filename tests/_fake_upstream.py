@@ -17,6 +17,17 @@ from typing import Any
 Handler = Callable[["http.server.BaseHTTPRequestHandler", "Received"], None]
 
 
+def _read_chunked(rfile: Any) -> bytes:
+    body = b""
+    while True:
+        size = int(rfile.readline(1024).split(b";", 1)[0].strip(), 16)
+        if size == 0:
+            rfile.readline(1024)
+            return body
+        body += rfile.read(size)
+        rfile.readline(4)
+
+
 @dataclass
 class Received:
     """One request as the upstream saw it."""
@@ -53,8 +64,11 @@ class FakeUpstream:
                 if len(upstream.received) >= upstream.max_requests:
                     self.send_error(503)
                     return
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(min(length, 64 * 1024 * 1024))
+                if (self.headers.get("Transfer-Encoding") or "").lower() == "chunked":
+                    body = _read_chunked(self.rfile)  # as any HTTP/1.1 server does
+                else:
+                    length = int(self.headers.get("Content-Length") or 0)
+                    body = self.rfile.read(min(length, 64 * 1024 * 1024))
                 got = Received(self.command, self.path, list(self.headers.items()), body)
                 upstream.received.append(got)
                 handler = upstream.routes.get(self.path.split("?", 1)[0], _echo)

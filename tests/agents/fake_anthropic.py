@@ -102,7 +102,8 @@ class FakeAnthropic:
     - ``fail_status``: answer every request with this HTTP error (e.g. 401, a bad API key).
     - ``fail_first``: answer the first requests with these HTTP errors, one each (a 429 that
       a retry gets past).
-    - ``run``: first run this command with the ``Bash`` tool (e.g. ``env``), then answer.
+    - ``run``: first run this command with the ``Bash`` tool (e.g. ``env``), then answer;
+      with ``run_if_offered``, only when that skill is offered (the with arm).
     - ``script``: tool calls made one per turn before answering (see ``scripts.py``).
     - ``first``: tool calls made one per turn before choosing a skill (e.g. ``Bash`` running
       ``env > env.txt``; ``{cwd}`` is replaced), after which the model goes on as usual.
@@ -119,6 +120,7 @@ class FakeAnthropic:
     fail_prompt: str | None = None  # fail_first only hits requests whose prompt holds this
     fail_offered: str | None = None  # ... and that offer this skill (one variant of one case)
     run: str | None = None
+    run_if_offered: str | None = None  # ``run`` only in requests that offer this skill
     script: list[Step] = field(default_factory=list)
     first: tuple[Step, ...] = ()
     write_answer: str | None = None
@@ -369,7 +371,9 @@ class FakeAnthropic:
             loaded = "\n".join(_flatten(m.get("content")) for m in messages)
             action, blocks = f"follow:{expanded.group(1)}", [_text(answer_from_skill(loaded))]
             stop = "end_turn"
-        elif self.run:
+        elif self.run and (
+            self.run_if_offered is None or self.run_if_offered in {o.name for o in offered}
+        ):
             action, stop = "run", "tool_use"
             blocks = [_tool_use("Bash", {"command": self.run, "description": "run"})]
         else:

@@ -924,11 +924,15 @@ def test_full_skill_evals_run_through_pi(
          "--timeout-ms", "120000", "--min-trigger-f1", "0.9", "--min-uplift", "0.1",
          "--report", str(report_path)],
         capture_output=True, text=True, timeout=900,
-        env=runner_env(model, tmp_path, {"SKILL_EVALS_TRANSCRIPT_DIR": str(tmp_path / "saved")}),
+        # A key, as a user gives one: in the contained network the model is reached only
+        # through the credential proxy (the scripted model takes any key).
+        env=runner_env(model, tmp_path, {"SKILL_EVALS_TRANSCRIPT_DIR": str(tmp_path / "saved"),
+                                         "SKILL_EVALS_PI_API_KEY": "pi-test-key"}),
     )  # fmt: skip
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert_valid_report(report)
     assert report["runner"]["failures"] == [], proc.stderr
+    assert report["sandbox"]["network"] == "model"
     assert report["runner"]["retried"] == 1
     trigger = report["trigger"]
     assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 0, 0, 4)

@@ -657,6 +657,7 @@ def test_report_sections_are_exactly_those_of_the_spec(setup: dict[str, Any]) ->
         "messageSeverities",  # additive: the severity of each message
         "coverage",  # additive: observations scored of those planned
         "judge",  # additive: the judging of judge checks (null without any)
+        "behaviour",  # additive: what the runs reached on the network, and the findings
         "sandbox",  # additive: the sandbox the runs had (null when nothing ran)
         "lint",  # additive: the pre-flight's lint findings
     ]

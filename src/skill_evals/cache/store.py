@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from ..errors import InvalidInput
 from ..run.judge_records import split_judge
+from ..run.network_records import split_network, with_network
 from ..run.observations import (
     ContractError,
     Observation,
@@ -225,6 +226,7 @@ class ObservationCache:
         value = entry.value
         try:
             body, judged, judge_files = split_judge(value["observation"])
+            body, network = split_network(body)
             fields = parse_runner_object(body, arm.echo)  # type: ignore[arg-type]
             checks = stored_checks(value.get("checks"), value.get("reasons"))
         except ContractError as exc:
@@ -232,6 +234,7 @@ class ObservationCache:
             return None
         observation = observation_from(fields, (case.id, trial, arm.name), cached=True)
         observation.judged, observation.judge_files = judged, judge_files
+        observation = with_network(observation, network)
         count = len(case.task.checks) if case.task is not None else 0
         if checks is not None and len(checks[0]) == count and count:
             observation = replace(observation, checks=checks[0], reasons=checks[1])

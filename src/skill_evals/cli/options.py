@@ -119,6 +119,41 @@ _SPECS: dict[str, dict[str, Any]] = {
         "key-query); the runner gets a placeholder and SKILL_EVALS_PROXY_<ENV>. Repeatable. "
         "Default: none (docs/sandbox.md).",
     },
+    "--network": {
+        "default": None,
+        "metavar": "model|allow|host",
+        "help": "What a sandbox may reach: model (only the model, through the credential "
+        "proxy), allow (also the --network-allow hosts), host (the machine's own network, "
+        "uncontained). Default: model (docs/sandbox.md).",
+    },
+    "--network-allow": {
+        "multiple": True,
+        "metavar": "HOST[:PORT]",
+        "help": "With --network allow: a host the sandbox may reach, e.g. registry.npmjs.org "
+        "(no port: 443 and 80). Repeatable. Default: none.",
+    },
+    "--fail-on-finding": {
+        "is_flag": True,
+        "default": False,
+        "help": "Fail the gate (exit 1) on a behaviour finding: a with run reached a network "
+        "destination no without run did, or a run tried a refused one. Default: findings are "
+        "warnings (docs/sandbox.md).",
+    },
+    "--max-invocation-tokens": {
+        "type": click.IntRange(min=1),
+        "default": None,
+        "metavar": "N",
+        "help": "Once one invocation's model responses report more than N tokens (input and "
+        "output, read at the wire), its next model request gets 429 and the invocation ends as a "
+        "budget stop. Needs the contained network. Default: no limit (docs/sandbox.md).",
+    },
+    "--max-workspace-bytes": {
+        "type": click.IntRange(min=1),
+        "default": None,
+        "metavar": "BYTES",
+        "help": "Kill a sandboxed invocation whose workspace, TMPDIR and HOME grow past BYTES "
+        "(checked every second). Default: 2147483648 (2 GiB).",
+    },
     "--sandbox-path": {
         "multiple": True,
         "metavar": "PATH[:rw]",

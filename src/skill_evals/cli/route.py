@@ -104,6 +104,11 @@ _OPTIONS = [
     option("--sandbox"),
     option("--sandbox-path", "sandbox_path"),
     show_runner_stderr_option,
+    option("--network"),
+    option("--network-allow", "network_allow"),
+    option("--fail-on-finding", "fail_on_finding"),
+    option("--max-invocation-tokens", "max_invocation_tokens"),
+    option("--max-workspace-bytes", "max_workspace_bytes"),
     option("--credential", "credential"),
     cache_options,
 ]

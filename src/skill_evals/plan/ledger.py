@@ -3,7 +3,10 @@
 Invocations are runner processes started by this run (a retry is one more); cached and resumed
 observations cost nothing now and are counted apart. Tokens and cost are the sums of what the
 runners reported (``meta``); an invocation that reported no cost (a failure, or a runner that
-does not know) is counted in ``costUnreported`` rather than as $0.
+does not know) is counted in ``costUnreported`` rather than as $0. An invocation whose runner
+reported no tokens counts the tokens its model responses reported at the wire (a contained
+sandbox's credential proxy reads them); ``tokensSource`` says which: ``agent``, ``wire`` or
+``mixed`` (null: none known).
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ class ArmLedger:
     output_tokens: list[float] = field(default_factory=list)
     cost_usd: list[float] = field(default_factory=list)
     cost_unreported: int = 0
+    tokens_from: set[str] = field(default_factory=set)  # "agent", "wire"
+
+    @property
+    def tokens_source(self) -> str | None:
+        """agent, wire, mixed, or None when no token count is known."""
+        if len(self.tokens_from) > 1:
+            return "mixed"
+        return next(iter(self.tokens_from), None)
 
     def to_json(self) -> dict[str, Any]:
         """The ledger's JSON fields for this arm."""
@@ -41,6 +52,7 @@ class ArmLedger:
             "outputTokens": reported_sum(self.output_tokens),
             "costUsd": reported_sum(self.cost_usd),
             "costUnreported": self.cost_unreported,
+            "tokensSource": self.tokens_source,
         }
 
 
@@ -78,6 +90,12 @@ class Ledger:
             entry.cost_unreported += attempts - 1
             entry.cost_usd.append(cost)
             self._spent += float(cost)
+        wire = observation.wire_tokens if observation is not None else None
+        if "inputTokens" not in meta and "outputTokens" not in meta and wire is not None:
+            entry.input_tokens.append(wire[0])
+            entry.output_tokens.append(wire[1])
+            entry.tokens_from.add("wire")
+            return
         for key, values in (
             ("inputTokens", entry.input_tokens),
             ("outputTokens", entry.output_tokens),
@@ -85,6 +103,7 @@ class Ledger:
             value = meta.get(key)
             if value is not None:
                 values.append(value)
+                entry.tokens_from.add("agent")
 
     def reused(self, arm: str, *, cached: bool) -> None:
         """An observation that costs nothing now: from the cache, or resumed from a record."""
@@ -111,6 +130,7 @@ class Ledger:
             total.output_tokens += entry.output_tokens
             total.cost_usd += entry.cost_usd
             total.cost_unreported += entry.cost_unreported
+            total.tokens_from |= entry.tokens_from
         return {
             **total.to_json(),
             "arms": {name: entry.to_json() for name, entry in self.arms.items()},

@@ -40,6 +40,8 @@ class Settings:
     # An unverified without run (a command named the skill's files, its result unmatched) is
     # evidence unavailable (exit 7) instead of a warning.
     require_verified_isolation: bool = False
+    # A behaviour finding (a new or refused network destination) fails the gate (exit 1).
+    fail_on_finding: bool = False
 
 
 def envelope(status_code: int, schema_version: int = SCHEMA_VERSION) -> Report:

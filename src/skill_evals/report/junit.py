@@ -37,6 +37,7 @@ from .junit_comparison import comparison_case, scope_properties
 from .junit_task import task_cases
 from .junit_xml import (
     Suite,
+    behaviour_case,
     evaluation_error,
     junit_time,
     note_properties,
@@ -287,6 +288,7 @@ def _skill_suite(name: str, report: Mapping[str, Any]) -> Suite:
         has_error = comparison_case(suite, report) or has_error
         _loading_cases(suite, report)
         has_error = _isolation_case(suite, report) or has_error
+    behaviour_case(suite, report)
     if report.get("exitCode") in (5, 6, 7, 130) and not has_error:
         # The errors explain the exit code; warnings and notes follow them.
         ranked = sorted(severities_of(report), key=lambda item: item[0] != "error")

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..escaping.invisible import show_invisible
-from ..messages import ARTEFACTS
+from ..messages import ARTEFACTS, severities_of
+from ..sandbox.behaviour import finding_text
 from ..sandbox.probe import warning_text
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
@@ -92,7 +93,26 @@ def note_properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
     reason = sandbox.get("reason") if isinstance(sandbox, Mapping) else None
     if isinstance(reason, str):
         found.append(("sandbox", f"warning: {warning_text(reason)}"))
+    found += [("behaviour", finding_text(f)) for f in _findings(report)]
     return found
+
+
+def _findings(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    findings = _mapping(report.get("behaviour")).get("findings")
+    return [f for f in findings if isinstance(f, Mapping)] if isinstance(findings, list) else []
+
+
+def behaviour_case(suite: Suite, report: Mapping[str, Any]) -> None:
+    """A ``behaviour`` testcase when the run raised findings: their lines in system-out, a
+    failure when they failed the gate (--fail-on-finding)."""
+    lines = [finding_text(f) for f in _findings(report)]
+    if not lines:
+        return
+    errors = {m for severity, m in severities_of(report) if severity == "error"}
+    failed = any(m.startswith("behaviour: ") for m in errors)
+    case = suite.case("behaviour", system_out="\n".join(lines))
+    if failed:
+        suite.result(case, "failure", f"{lines[0]} (--fail-on-finding)")
 
 
 class Suite:

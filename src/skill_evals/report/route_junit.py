@@ -19,7 +19,13 @@ from typing import Any
 
 from .diagnosis import gate_partial
 from .junit import not_run_reason, render_junit
-from .junit_xml import Suite, evaluation_error, note_properties, report_properties
+from .junit_xml import (
+    Suite,
+    behaviour_case,
+    evaluation_error,
+    note_properties,
+    report_properties,
+)
 from .numbers import fmt, fmt_threshold
 
 SUITE_NAME = "routing"
@@ -135,6 +141,7 @@ def routing_suite(report: Mapping[str, Any]) -> Suite:
     _properties(suite, report)
     has_error = _case_tests(suite, report)
     has_error = _gate_tests(suite, report) or has_error
+    behaviour_case(suite, report)
     if report.get("exitCode") in (5, 6, 7, 130) and not has_error:
         evaluation_error(suite, report, [str(m) for m in report.get("messages") or []])
     return suite

@@ -18,6 +18,7 @@ from ..score.route_gates import judged_route_gates
 from ..score.routing import RouteMetrics, route_metrics
 from ..suite.catalog import Catalog
 from ..suite.route_cases import RouteSuite
+from .behaviour import behaviour_notes
 from .blocks import envelope, failure_items, identity_block
 
 SCHEMA_VERSION = 1
@@ -39,6 +40,7 @@ class RouteSettings:
     retries: int = 2
     min_accuracy: float | None = None
     min_skill_f1: float | None = None
+    fail_on_finding: bool = False  # a behaviour finding fails the gate (exit 1)
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``settings`` block."""
@@ -128,6 +130,7 @@ def build_route_report(
     gates = judged_route_gates(
         settings.min_accuracy, settings.min_skill_f1, metrics, codes, notes, len(observed), planned
     )
+    behaviour = behaviour_notes(result.observations, codes, notes, settings.fail_on_finding)
     if metrics.other_loads:
         notes.note(
             f"{metrics.other_loads} load(s) of skills outside the catalog (not scored; see "
@@ -155,6 +158,7 @@ def build_route_report(
             "coverage": {"observed": len(observed), "planned": planned, "correct": metrics.correct},
             "messages": notes.texts(),
             "messageSeverities": notes.severities(),
+            "behaviour": behaviour,
         }
     )
     return report

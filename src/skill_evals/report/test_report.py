@@ -48,6 +48,7 @@ from ..score.scoring import (
 )
 from ..suite.cases import MIN_UNITS, CaseSuite
 from ..suite.skill import Skill
+from .behaviour import behaviour_notes
 from .blocks import (
     Report,
     Settings,
@@ -129,6 +130,7 @@ def _evaluate(
     outcomes = _judged_gates(suite, settings, result, figures, comparison, codes)
     _gate_notes(codes, notes, outcomes, suite, settings, figures)
     _loading_notes(codes, notes, settings, figures)
+    behaviour = behaviour_notes(result.observations, codes, notes, settings.fail_on_finding)
     for message in [*result.messages, *runner_warnings([*figures.observed, *figures.others])]:
         notes.warning(message)  # result.messages: e.g. a workspace that could not be kept
     for message in [*messages, *run_notes(arm_plan, stopped, settled, settings.seed)]:
@@ -160,6 +162,7 @@ def _evaluate(
             "messageSeverities": notes.severities(),
             "coverage": {"observed": figures.observed_count, "planned": figures.expected},
             "judge": {"swapConsistency": figures.swap_consistency} if figures.pairs else None,
+            "behaviour": behaviour,
         }
     )
     return report

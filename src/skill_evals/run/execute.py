@@ -36,7 +36,9 @@ from ..plan.run_control import Stopped, retry_delay, signals_cancel
 from ..plan.settle import Settler, Verdict
 from ..sandbox.bwrap import Sandbox
 from ..sandbox.credential_proxy import CredentialProxy, builtin_credentials
+from ..sandbox.egress import INSIDE_PORT, EgressProxy
 from ..sandbox.probe import SandboxChoice, SandboxState
+from ..sandbox.usage import Meter
 from ..score.task_results import task_passed
 from .execution_plan import ExecutionPlan, ExecutionResult, SettleSpec
 from .helper_commands import probe_environment
@@ -129,8 +131,15 @@ def _run_workers(
     scheduler holds what they did."""
     state = _sandbox_state(plan) if todo else None
     sandbox = None
+    host_warning = None
     if state is not None and state.program is not None:
-        sandbox = Sandbox(state.program, plan.sandbox.paths if plan.sandbox else ())
+        choice = plan.sandbox if plan.sandbox is not None else SandboxChoice()
+        contained = choice.network.mode != "host"
+        meter = Meter(choice.max_invocation_tokens) if contained else None
+        egress = EgressProxy(choice.network, meter=meter) if contained else None
+        sandbox = Sandbox(state.program, choice.paths, egress=egress, limits=choice.limits)
+        state = dataclasses.replace(state, network=choice.network.mode)
+        host_warning = choice.network_warning()
     writer = RecordWriter(plan.record) if plan.record is not None else None
     with ExitStack() as stack:
         if writer is not None:
@@ -152,15 +161,24 @@ def _run_workers(
             plan.judging.cancel, plan.judging.sweeper = sched.cancel, sweeper
         sched.sandbox = sandbox
         if todo:
-            proxy = _credential_proxy(plan, sched.base_env)
+            meter = sandbox.egress.meter if sandbox is not None and sandbox.egress else None
+            proxy = _credential_proxy(plan, sched.base_env, meter)
             if proxy is not None:
                 stack.enter_context(proxy)  # started now, closed after the last invocation
-                sched.proxy_env = proxy.child_environment()
+                contained = sandbox is not None and sandbox.egress is not None
+                inside = f"http://127.0.0.1:{INSIDE_PORT}" if contained else None
+                sched.proxy_env = proxy.child_environment(inside)
+                if sandbox is not None and sandbox.egress is not None:
+                    sandbox.egress.routes.update(proxy.routes())
                 if state is not None:
                     state = dataclasses.replace(state, proxied=tuple(proxy.names))
+        if sandbox is not None:
+            sched.proxy_env.update(sandbox.network_env())
         sched.sandbox_state = state
         if state is not None and state.warning is not None:
             sched.messages.append(state.warning)
+        if host_warning is not None:
+            sched.messages.append(host_warning)
         for warning in workspaces.warnings:  # a stale root that could not be removed
             print(f"skill-evals: warning: {terminal_safe(warning)}", file=sys.stderr)
             sched.messages.append(warning)
@@ -209,7 +227,9 @@ def _finish_pairs(sched: Scheduler, plan: ExecutionPlan, known: Mapping[Key, Obs
             sched.failures[key] = RunnerFailure(key[0], key[1], key[2], failure)
 
 
-def _credential_proxy(plan: ExecutionPlan, base: Mapping[str, str]) -> CredentialProxy | None:
+def _credential_proxy(
+    plan: ExecutionPlan, base: Mapping[str, str], meter: Meter | None
+) -> CredentialProxy | None:
     """The proxy of this run's credentials: a built-in agent runner's provider keys, or a
     custom runner's --credential variables; None when there is none to serve."""
     command = shlex.join(plan.command)
@@ -221,7 +241,7 @@ def _credential_proxy(plan: ExecutionPlan, base: Mapping[str, str]) -> Credentia
             taken = {c.env: c.upstream for c in own}
             credentials += provider_credentials(command, base, taken)
         credentials += own
-    return CredentialProxy(credentials) if credentials else None
+    return CredentialProxy(credentials, meter) if credentials else None
 
 
 def _sandbox_state(plan: ExecutionPlan) -> SandboxState:

@@ -75,11 +75,12 @@ def run_helper(
     timeout_seconds: float,
     cancel: threading.Event | None = None,
     confinement: Confinement | None = None,
+    by: str = "command",
 ) -> Finished:
-    """A setup command or a ``command`` check: ``{workspace}`` substituted, run in W with the
-    scrubbed environment, sandboxed when the run is (its private TMPDIR and HOME then). Its
-    argv comes from a case file: it binds nothing; it sees W, the arm's skill directories
-    and the ``--sandbox-path`` paths."""
+    """A setup command or a ``command`` check (``by``: setup or command): ``{workspace}``
+    substituted, run in W with the scrubbed environment, sandboxed when the run is (its private
+    TMPDIR and HOME then, and the network its sandbox has). Its argv comes from a case file: it
+    binds nothing; it sees W, the arm's skill directories and the ``--sandbox-path`` paths."""
     argv = substitute(argv, workspace)
     env = scrubbed_env(base_env, workspace)
     sandbox = confinement.sandbox if confinement is not None else None
@@ -97,13 +98,19 @@ def run_helper(
                 "system directories, the workspace and the skill; give it with --sandbox-path"
             )
         if argv and startable(argv[0], str(workspace), env):
+            channel = sandbox.channel(by)
+            env.update(sandbox.network_env())
             try:
                 argv = sandbox.command(
                     argv, env, str(workspace), writable, confinement.sight.readable,
-                    trusted=False, hidden=confinement.sight.hidden,
+                    trusted=False, hidden=confinement.sight.hidden, channel=channel,
                 )  # fmt: skip
+                return run_quiet(argv, workspace, env, timeout_seconds, cancel)
             except BindRefused as exc:
                 return Finished(problem=f"sandbox: {exc}")
+            finally:
+                if channel is not None:
+                    channel.close()
     return run_quiet(argv, workspace, env, timeout_seconds, cancel)
 
 

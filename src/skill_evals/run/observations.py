@@ -88,6 +88,13 @@ class Observation:
     judged: tuple[Mapping[str, Any], ...] = ()
     # The workspace files its judge checks were shown ({"path", "text", "truncated"}).
     judge_files: tuple[Mapping[str, Any], ...] | None = None
+    # What its sandbox's processes tried to reach ({"host", "port", "kind", "by", "allowed",
+    # "bytesUp", "bytesDown"}, the first 100), recorded by the engine, never by the runner.
+    network: tuple[Mapping[str, Any], ...] = ()
+    network_dropped: int = 0  # attempts past those 100
+    # (input, output) tokens its model responses reported at the wire (recorded in
+    # meta.wireTokens); None when unknown.
+    wire_tokens: tuple[int, int] | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -104,8 +111,12 @@ class Observation:
             "output": self.output,
             "exitCode": self.exit_code,
         }
-        if self.meta:
+        if self.meta or self.wire_tokens is not None:
             record["meta"] = dict(self.meta)
+        if self.wire_tokens is not None:
+            record["meta"]["wireTokens"] = {
+                "input": self.wire_tokens[0], "output": self.wire_tokens[1],
+            }  # fmt: skip
         if self.evidence:
             record["evidence"] = [dict(item) for item in self.evidence]
         if self.tool_calls:
@@ -120,6 +131,10 @@ class Observation:
             record["judge"] = [dict(entry) for entry in self.judged]
         if self.judge_files is not None:
             record["judgeFiles"] = [dict(item) for item in self.judge_files]
+        if self.network:
+            record["network"] = [dict(item) for item in self.network]
+        if self.network_dropped:
+            record["networkDropped"] = self.network_dropped
         return record
 
 

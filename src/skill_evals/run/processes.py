@@ -36,10 +36,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
-_PROC = "/proc"
+from .proc_table import PROC, Proc, descendants, read_stat, scan
+
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 # Kill rounds per sweep: a process forked between a scan and the kill is caught by the next.
@@ -55,65 +55,10 @@ IDENTITY_VARS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Proc:
-    pid: int
-    ppid: int
-    pgid: int
-    sid: int
-    state: str
-    start: int  # start time in clock ticks since boot: tells a reused pid apart
-
-
-def _read_stat(pid: int) -> _Proc | None:
-    try:
-        with open(f"{_PROC}/{pid}/stat", "rb") as handle:
-            data = handle.read(4096)
-    except OSError:
-        return None
-    # "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
-    fields = data.rpartition(b")")[2].split()
-    try:
-        return _Proc(
-            pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode(), int(fields[19])
-        )
-    except (IndexError, ValueError):
-        return None
-
-
-def _scan() -> dict[int, _Proc]:
-    """Every process visible in /proc (empty where there is no /proc)."""
-    found: dict[int, _Proc] = {}
-    try:
-        names = os.listdir(_PROC)
-    except OSError:
-        return found
-    for name in names:
-        if name.isdigit():
-            proc = _read_stat(int(name))
-            if proc is not None:
-                found[proc.pid] = proc
-    return found
-
-
-def _descendants(procs: Mapping[int, _Proc], roots: Sequence[int]) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for proc in procs.values():
-        children.setdefault(proc.ppid, []).append(proc.pid)
-    seen: set[int] = set()
-    stack = list(roots)
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
-    return seen
-
-
 def _identity_of(pid: int) -> tuple[str, ...] | None:
     """The EVALGATE_SKILL_* values in the environment ``pid`` started with, if readable."""
     try:
-        with open(f"{_PROC}/{pid}/environ", "rb") as handle:
+        with open(f"{PROC}/{pid}/environ", "rb") as handle:
             data = handle.read(_ENVIRON_CAP)
     except OSError:
         return None
@@ -189,7 +134,7 @@ def forget_child(pid: int) -> None:
 def _helper_mark(pid: int) -> bytes | None:
     """The HELPER_VAR value in the environment ``pid`` started with, if any."""
     try:
-        with open(f"{_PROC}/{pid}/environ", "rb") as handle:
+        with open(f"{PROC}/{pid}/environ", "rb") as handle:
             data = handle.read(_ENVIRON_CAP)
     except OSError:
         return None
@@ -203,10 +148,10 @@ def _helper_mark(pid: int) -> bytes | None:
 def engine_children() -> set[tuple[int, int]]:
     """(pid, start time) of the engine's children now: what a helper's sweep leaves alone."""
     engine = os.getpid()
-    return {(p.pid, p.start) for p in _scan().values() if p.ppid == engine}
+    return {(p.pid, p.start) for p in scan().values() if p.ppid == engine}
 
 
-def _kill(proc: _Proc) -> None:
+def _kill(proc: Proc) -> None:
     """SIGKILL ``proc`` unless its pid now names another process (checked through a pidfd)."""
     pidfd = -1
     try:
@@ -214,7 +159,7 @@ def _kill(proc: _Proc) -> None:
     except (AttributeError, OSError):
         pidfd = -1
     try:
-        current = _read_stat(proc.pid)
+        current = read_stat(proc.pid)
         if current is None or current.start != proc.start:
             return  # gone, or the pid was reused
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -257,7 +202,7 @@ class ProcessSweeper:
             os.killpg(runner, signal.SIGKILL)
         with self._lock:
             for _ in range(_ROUNDS):
-                procs = _scan()
+                procs = scan()
                 if not procs:
                     return
                 targets = self._targets(procs, runner, marks)
@@ -267,13 +212,24 @@ class ProcessSweeper:
                     if procs[pid].state != "Z":
                         _kill(procs[pid])
                 self._reap(targets)
+        self.reap_sandbox_zombies()
 
-    def _targets(self, procs: Mapping[int, _Proc], runner: int, marks: tuple[str, ...]) -> set[int]:
+    def reap_sandbox_zombies(self) -> None:
+        """Reap exited inner ``bwrap`` processes reparented to the engine (a subreaper): each
+        sandbox's outer bwrap ends before its pid-1 child is reaped, leaving it to us."""
+        with self._lock, _CHILDREN_LOCK:  # the order spawn() takes them in
+            mine = _CHILDREN | self._runners
+            found = [p for p in scan().values() if p.ppid == self._engine and p.comm == b"bwrap"]
+        for pid in (p.pid for p in found if p.state == "Z" and p.pid not in mine):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+
+    def _targets(self, procs: Mapping[int, Proc], runner: int, marks: tuple[str, ...]) -> set[int]:
         others = self._runners - {runner}
-        mine = _descendants(procs, [self._engine]) - _descendants(procs, sorted(others)) - others
+        mine = descendants(procs, [self._engine]) - descendants(procs, sorted(others)) - others
         targets = {p.pid for p in procs.values() if runner in (p.sid, p.pgid)}
         targets |= {pid for pid in mine if pid not in targets and _identity_of(pid) == marks}
-        targets |= _descendants(procs, sorted(targets))
+        targets |= descendants(procs, sorted(targets))
         targets -= {runner, self._engine, *others}
         return targets
 
@@ -289,7 +245,7 @@ class ProcessSweeper:
         with self._lock:
             for _ in range(_ROUNDS):
                 with _CHILDREN_LOCK:  # no child of the engine's is half-registered now
-                    procs = _scan()
+                    procs = scan()
                     keep = {pid, self._engine, *_CHILDREN}
                 if not procs:
                     return
@@ -300,17 +256,18 @@ class ProcessSweeper:
                     if procs[target].state != "Z":
                         _kill(procs[target])
                 self._reap(targets)
+        self.reap_sandbox_zombies()
 
     def _helper_targets(
         self,
-        procs: Mapping[int, _Proc],
+        procs: Mapping[int, Proc],
         pid: int,
         token: bytes,
         before: set[tuple[int, int]],
         keep: set[int],
     ) -> set[int]:
         targets = {p.pid for p in procs.values() if pid in (p.sid, p.pgid)}
-        for proc in (procs[d] for d in _descendants(procs, [self._engine])):
+        for proc in (procs[d] for d in descendants(procs, [self._engine])):
             found = _helper_mark(proc.pid)
             if found == token:
                 targets.add(proc.pid)
@@ -321,7 +278,7 @@ class ProcessSweeper:
             orphan = orphan and proc.pid not in keep
             if orphan and found is None and _identity_of(proc.pid) is None:
                 targets.add(proc.pid)  # reparented to us meanwhile, no one else's mark
-        return targets | _descendants(procs, sorted(targets))
+        return targets | descendants(procs, sorted(targets))
 
     def _reap(self, pids: set[int]) -> None:
         """Reap those of ``pids`` that are (or become, once killed) the engine's children."""
@@ -334,7 +291,7 @@ class ProcessSweeper:
                 except ChildProcessError:
                     # Not our child: gone, reaped by its parent, or about to be reparented to
                     # us (its parent was killed in the same round). Wait while it exists.
-                    now = _read_stat(pid)
+                    now = read_stat(pid)
                     if now is None or (now.state == "Z" and now.ppid != self._engine):
                         pending.discard(pid)  # gone, or a zombie only its parent can reap
                     continue
@@ -349,9 +306,9 @@ class ProcessSweeper:
         during the run (what left the session and cleared its environment)."""
         with self._lock:
             for _ in range(_ROUNDS):
-                procs = _scan()
-                ours = _descendants(procs, [self._engine])
-                old = self._before | _descendants(procs, sorted(self._before & ours))
+                procs = scan()
+                ours = descendants(procs, [self._engine])
+                old = self._before | descendants(procs, sorted(self._before & ours))
                 targets = ours - old - self._runners
                 if not targets:
                     return
@@ -363,7 +320,7 @@ class ProcessSweeper:
     @contextlib.contextmanager
     def running(self) -> Iterator[ProcessSweeper]:
         """While inside, the engine is a child subreaper (Linux); leftovers are swept on exit."""
-        self._before = _descendants(_scan(), [self._engine])
+        self._before = descendants(scan(), [self._engine])
         previous = _subreaper(True)
         try:
             yield self

@@ -11,6 +11,7 @@ from ..errors import InvalidInput
 from ..suite.cases import Case
 from ..suite.jsonl import describe_key
 from .judge_records import split_judge
+from .network_records import split_network, with_network
 from .observations import (
     ARMS,
     MAX_SAFE_INTEGER,
@@ -73,11 +74,12 @@ def record_observation(
 ) -> Observation:
     """The Observation of a recorded line of key ``key``; InvalidInput naming the line (and the
     key at fault) when it breaks the runner contract."""
-    body = {k: v for k, v in value.items() if k not in RECORD_KEYS}
     echo: Echo = "without" if key[2] == "without" else "with"
-    if key[2] == "baseline":
-        body["variant"] = "with"  # a baseline observation is a with-run of another version
     try:
+        stripped, network = split_network(value)
+        body = {k: v for k, v in stripped.items() if k not in RECORD_KEYS}
+        if key[2] == "baseline":
+            body["variant"] = "with"  # a baseline observation is a with-run of another version
         fields = parse_runner_object(body, echo)
         checks = parse_checks(value["checks"]) if "checks" in value else None
         cached = parse_cached(value["cached"]) if "cached" in value else False
@@ -89,7 +91,7 @@ def record_observation(
     observation = observation_from(fields, key, checks, cached)
     if judged or judge_files is not None:
         observation.judged, observation.judge_files = judged, judge_files
-    return observation
+    return with_network(observation, network)
 
 
 def valid_observation(value: dict[str, Any]) -> Observation | None:
@@ -170,6 +172,8 @@ def _optional_fields(value: dict[str, Any]) -> _Optional | None:
     try:
         if "meta" in value:
             keys += 1
+            if isinstance(value["meta"], dict) and "wireTokens" in value["meta"]:
+                return None  # the engine's own key: read by record_observation
             meta = parse_meta(value["meta"])
         if "evidence" in value:
             keys += 1

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InvalidInput
 from ..suite.cases import CaseSuite
 from ..suite.jsonl import check_regular_file, describe_key, read_jsonl_values
+from .network_records import split_network, with_network
 from .observations import ContractError, Observation, parse_runner_object
 from .record_lines import record_case_trial
 
@@ -66,14 +67,15 @@ def _observation(
             f"{path}:{line}: key 'variant' must be \"with\" (a routing run has the whole "
             "catalog installed; there is no without variant)"
         )
-    body = {k: v for k, v in value.items() if k not in _RECORD_KEYS}
     try:
+        stripped, network = split_network(value)
+        body = {k: v for k, v in stripped.items() if k not in _RECORD_KEYS}
         fields = parse_runner_object(body, "with")
     except ContractError as exc:
         named = describe_key(exc.key) if exc.key is not None else None
         where = f" ({named})" if named else ""
         raise InvalidInput(f"{path}:{line}: {exc}{where}") from None
-    return Observation(
+    observation = Observation(
         case_id=case_id,
         trial=trial,
         variant="with",
@@ -83,6 +85,7 @@ def _observation(
         meta=fields["meta"],
         warnings=fields.get("warnings", ()),
     )
+    return with_network(observation, network)
 
 
 def _check_complete(

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InvalidInput
@@ -50,6 +50,9 @@ class InvocationSpec:
     timeout_ms: int
     max_bytes: int
     show_stderr: bool = False  # keep stderr's tail for --show-runner-stderr (runner_stderr.py)
+    # Looked at every tick: why the invocation must end now (e.g. its workspace grew too
+    # large), or None.
+    watch: Callable[[], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,8 @@ class _Pump:
         """Done when both pipes are at EOF and the child has exited (a runner may close its
         stdout and still be working), or on timeout, cap or cancel."""
         # Without cancel or pidfd nothing needs a periodic look.
-        tick = TICK_SECONDS if (self.cancel is not None or self.pidfd < 0) else None
+        looks = self.cancel is not None or self.pidfd < 0 or self.spec.watch is not None
+        tick = TICK_SECONDS if looks else None
         while self.open_pipes or not self.child_gone:
             now = time.monotonic()
             if now >= self.deadline:
@@ -162,6 +166,11 @@ class _Pump:
             if self.cancel is not None and self.cancel.is_set():
                 self.failure = "interrupted"
                 return
+            if self.spec.watch is not None and not self.child_gone:
+                reason = self.spec.watch()
+                if reason is not None:
+                    self.failure = reason
+                    return
             wait = self.deadline - now
             if tick is not None:
                 wait = min(wait, tick)

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..plan.arms import Arm
 from ..sandbox.binds import program_paths, skill_paths
 from ..sandbox.bwrap import Sandbox, startable
+from ..sandbox.egress import Channel
 from .helper_commands import Sight
 from .workspace import Prepared
 
@@ -52,11 +53,13 @@ def runner_argv(
     env: dict[str, str],
     prepared: Prepared,
     agent_program: str | None,
+    channel: Channel | None = None,
 ) -> tuple[str, ...]:
     """The runner's command line: in its own sandbox when the run is sandboxed (with the
-    private HOME, set in ``env``); as given otherwise, or when the program cannot be found
-    (it then fails to start the same way either way). BindRefused when a bound directory
-    cannot be checked for ``.git`` directories."""
+    private HOME, set in ``env``; ``channel`` its way out of its own network namespace); as
+    given otherwise, or when the program cannot be found (it then fails to start the same
+    way either way). BindRefused when a bound directory cannot be checked for ``.git``
+    directories."""
     argv = tuple(command)
     if sandbox is None or not argv:
         return argv
@@ -70,6 +73,6 @@ def runner_argv(
         readable += program_paths(agent_program, cwd, env)
     bwrap = sandbox.command(
         argv, env, cwd, private, readable,
-        hidden=prepared.sight.hidden, shared=_transcripts(env),
+        hidden=prepared.sight.hidden, shared=_transcripts(env), channel=channel,
     )  # fmt: skip
     return tuple(bwrap)

@@ -11,25 +11,27 @@ the ledger, the settle bookkeeping and the progress line, in that order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shlex
 import threading
 from collections.abc import Callable, Mapping
 
 from ..agents.runner_env import agent_program, builtin_runner_env
-from ..checks import NOT_CALLED, WorkspaceView, judge_task
-from ..checks.judge_files import capture
-from ..checks.judge_model import Judge, JudgePairwise
+from ..checks import WorkspaceView
 from ..plan.arms import ARM_VAR, Arm
 from ..plan.ledger import Ledger
 from ..plan.run_control import StopReason, retry_delay
 from ..plan.settle import Settler
+from ..sandbox.behaviour import BehaviourLog, recording
 from ..sandbox.binds import BindRefused
 from ..sandbox.bwrap import Sandbox
 from ..sandbox.child_env import without_foreign_keys, without_job_secrets
+from ..sandbox.egress import Channel
 from ..sandbox.probe import SandboxState
 from ..suite.cases import Case
 from . import runner_stderr
+from .confined import judge_outcome, run_confined, with_behaviour
 from .execution_plan import ExecutionPlan
 from .helper_commands import WORKSPACE_VAR, Sight
 from .observations import Key, Observation, RunnerFailure, isolation_breach
@@ -37,7 +39,7 @@ from .processes import ProcessSweeper
 from .progress_types import Progress, StartListener
 from .record_writer import RecordWriter
 from .regex import RegexPool
-from .runner import InvocationSpec, invocation_env, run_invocation
+from .runner import InvocationSpec, invocation_env
 from .runner_sandbox import arm_sight, runner_argv
 from .workspace import Prepared, WorkspaceRoot
 
@@ -277,12 +279,18 @@ class Scheduler:
         delay = self.plan.retry_delay or retry_delay
         attempt = 0
         while True:
-            prepared = self.workspaces.prepare(
-                case.fixture, case.setup, self.base_env, needs_snapshot, self.cancel,
-                self._sight(arm),
-            )  # fmt: skip
+            log = BehaviourLog()  # what this attempt's runner, setup and verifiers reached
+            with recording(log):
+                prepared = self.workspaces.prepare(
+                    case.fixture, case.setup, self.base_env, needs_snapshot, self.cancel,
+                    self._sight(arm),
+                )  # fmt: skip
             try:
-                outcome, elapsed_ms, retryable = self._invoke(case, key, arm, prepared)
+                with recording(log):
+                    outcome, elapsed_ms, retryable = self._invoke(case, key, arm, prepared)
+                outcome = with_behaviour(outcome, log, self.sandbox)
+                if log.wire.refused:
+                    retryable = False  # another try would only spend more
             finally:
                 # The runner's processes are gone and the checks are done: nothing reads W.
                 problem = self.workspaces.dispose(prepared, case_id, trial, arm.name)
@@ -315,12 +323,8 @@ class Scheduler:
         env[WORKSPACE_VAR] = str(prepared.workspace)
         # The runner's temporary files go with its workspace, even when it is killed.
         env["TMPDIR"] = str(prepared.tmp)
-        try:
-            argv = self._argv(env, prepared)
-        except BindRefused as exc:
-            return RunnerFailure(case_id, trial, arm.name, f"sandbox: {exc}"), 0.0, False
         spec = InvocationSpec(
-            argv=argv,
+            argv=(),
             prompt=case.prompt,
             env=env,
             case_id=case_id,
@@ -330,7 +334,11 @@ class Scheduler:
             max_bytes=self.plan.max_bytes,
             show_stderr=runner_stderr.wanted(),
         )
-        result = run_invocation(spec, self.cancel, self.sweeper)
+        argv_for = functools.partial(self._argv, env, prepared)
+        try:
+            result = run_confined(self.sandbox, spec, argv_for, prepared, self.cancel, self.sweeper)
+        except BindRefused as exc:
+            return RunnerFailure(case_id, trial, arm.name, f"sandbox: {exc}"), 0.0, False
         outcome = result.outcome
         if arm.name != arm.echo:  # a baseline run is a with-run of another directory
             outcome = dataclasses.replace(outcome, variant=arm.name)
@@ -341,12 +349,6 @@ class Scheduler:
         breach = isolation_breach(outcome, self.plan.skill_name)
         if breach is not None:
             return breach, result.elapsed_ms, False
-        if case.task is not None and case.task.judge_files:
-            globs = [
-                c.file_globs for c in case.task.checks if isinstance(c, (Judge, JudgePairwise))
-            ]
-            files = capture(prepared.workspace, globs)
-            outcome = dataclasses.replace(outcome, judge_files=tuple(files))
         if case.task is not None:
             view = WorkspaceView(
                 prepared.workspace,
@@ -355,19 +357,19 @@ class Scheduler:
                 self.cancel,
                 self.workspaces.confinement(prepared),
             )
-            outcomes = judge_task(case.task, outcome, self.regex, view)
-            if self.cancel.is_set():
+            judged = judge_outcome(case.task, outcome, view, self.regex)
+            if judged is None or self.cancel.is_set():
                 return None, result.elapsed_ms, False  # a verifier was interrupted: not judged
-            outcome = dataclasses.replace(
-                outcome,
-                checks=tuple(None if o is NOT_CALLED else o.passed for o in outcomes),
-                reasons=tuple(o.reason for o in outcomes),
-            )
+            outcome = judged
         return outcome, result.elapsed_ms, False
 
-    def _argv(self, env: dict[str, str], prepared: Prepared) -> tuple[str, ...]:
+    def _argv(
+        self, env: dict[str, str], prepared: Prepared, channel: Channel | None = None
+    ) -> tuple[str, ...]:
         """The runner's command line, in its own sandbox when the run is sandboxed."""
-        return runner_argv(self.sandbox, self.plan.command, env, prepared, self.agent_program)
+        return runner_argv(
+            self.sandbox, self.plan.command, env, prepared, self.agent_program, channel
+        )
 
     def _sight(self, arm: Arm) -> Sight:
         """What of the skills an invocation of ``arm`` sees (runner_sandbox.py)."""

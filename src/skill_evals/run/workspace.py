@@ -185,7 +185,13 @@ class WorkspaceRoot:
                 return prepared
         for number, argv in enumerate(setup, 1):
             finished = run_helper(
-                argv, prepared.workspace, env, SETUP_SECONDS, cancel, self.confinement(prepared)
+                argv,
+                prepared.workspace,
+                env,
+                SETUP_SECONDS,
+                cancel,
+                self.confinement(prepared),
+                by="setup",
             )
             if finished.problem == "interrupted":
                 prepared.interrupted = True

@@ -10,6 +10,7 @@ helper_commands.py) with its own environment, which bubblewrap passes on unchang
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,8 @@ from .binds import (
     program_paths,
     venv_base,
 )
+from .egress import Channel, EgressProxy
+from .limits import INSIDE_DIR, Limits, network_env, relay_argv
 
 NAMESPACES = (
     "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session",
@@ -64,6 +67,18 @@ class Sandbox:
     program: str
     paths: tuple[tuple[str, bool], ...] = ()
     masks: GitMasks = field(default_factory=GitMasks, compare=False)
+    # None: the network is the host's (--network host); else each sandbox gets its own.
+    egress: EgressProxy | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    def channel(self, by: str) -> Channel | None:
+        """A way out for one sandboxed process of kind ``by`` (runner, setup, command), or
+        None when the network is the host's. Close it when the process has ended."""
+        return self.egress.channel(by) if self.egress is not None else None
+
+    def network_env(self) -> dict[str, str]:
+        """The proxy variables of a contained sandbox (none on the host's network)."""
+        return network_env() if self.egress is not None else {}
 
     def command(
         self,
@@ -76,6 +91,7 @@ class Sandbox:
         trusted: bool = True,
         hidden: Sequence[str] = (),
         shared: Sequence[Path] = (),
+        channel: Channel | None = None,
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``cwd``. ``private``: the
         invocation's own writable places (W, its TMPDIR and HOME); ``readable``: read-only
@@ -83,8 +99,10 @@ class Sandbox:
         ``trusted``: whether ``argv`` is the runner's (its program and arguments are bound)
         or a case's (they bind nothing); ``hidden``: directories that stand empty (the tested
         skill in the ``without`` and ``baseline`` arms); ``shared``: writable places of the
-        caller (a transcript folder). BindRefused when a bound directory cannot be checked
-        for ``.git`` directories."""
+        caller (a transcript folder); ``channel``: the process's way out of a network
+        namespace of its own (None: the host's network). The command is started by the relay
+        under the sandbox's limits. BindRefused when a bound directory cannot be checked for
+        ``.git`` directories."""
         binds: dict[str, bool] = {}  # path -> writable
         # The real path first: an empty directory stands there before the link leads to it.
         gone = [os.path.normpath(q) for p in hidden for q in (os.path.realpath(p), p)]
@@ -97,7 +115,8 @@ class Sandbox:
                 return
             binds[path] = binds.get(path, False) or rw
 
-        chosen = [_PACKAGE_ROOT, *readable]
+        # The relay, each sandbox's first process, runs on the engine's own interpreter.
+        chosen = [_PACKAGE_ROOT, *program_paths(sys.executable, cwd, env), *readable]
         if trusted and argv:
             chosen += program_paths(argv[0], cwd, env) + named_paths(argv[1:], cwd)
         for path in chosen:
@@ -111,18 +130,23 @@ class Sandbox:
         masks = self._git_masks(binds)
         for place in private:
             add(str(place), True)
+        unshare, way_out = [], []
+        if channel is not None:  # after the other binds: nothing lies on top of it
+            unshare, way_out = ["--unshare-net"], ["--ro-bind", channel.directory, INSIDE_DIR]
         return [
             self.program,
             *NAMESPACES,
+            *unshare,
             *_system(),
             *_bind_args(binds),
             *_empty_over(masks + gone),
+            *way_out,
             "--dir",
             cwd,
             "--chdir",
             cwd,
             "--",
-            *argv,
+            *relay_argv(list(argv), self.limits, channel is not None),
         ]
 
     def unseen_program(

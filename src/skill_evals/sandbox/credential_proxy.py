@@ -19,7 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from .proxy_http import ProxyServer, Upstream
+from ..errors import InvalidInput
+from .egress import Route
+from .proxy_http import ProxyServer
+from .upstream import Upstream
+from .usage import Meter
 
 PLACEHOLDER = "skill-evals-proxy-placeholder"
 PROXY_VARIABLE_PREFIX = "SKILL_EVALS_PROXY_"
@@ -179,6 +183,22 @@ def credential_from_config(entry: object, environ: Mapping[str, str], *, source:
     return _credential(values[0], values[1], values[2], environ, source)
 
 
+def proxied_credentials(
+    options: Sequence[str], entries: Sequence[object], environ: Mapping[str, str]
+) -> tuple[Credential, ...]:
+    """A custom runner's credentials: ``--credential`` options and config ``credentials:``
+    entries (InvalidInput, exit 5, naming the first bad one)."""
+    try:
+        found = [parse_credential_option(t, environ, source="--credential") for t in options]
+        found += [
+            credential_from_config(entry, environ, source=f"config credentials[{i}]")
+            for i, entry in enumerate(entries)
+        ]
+    except CredentialError as exc:
+        raise InvalidInput(str(exc)) from None
+    return tuple(found)
+
+
 def _distinct(credentials: Sequence[Credential]) -> list[Credential]:
     seen: set[str] = set()
     kept = []
@@ -193,9 +213,12 @@ class CredentialProxy:
     """The proxies of one engine run, one loopback server per credential, all under one random
     path prefix. Start before the first invocation, close after the last (or use ``with``)."""
 
-    def __init__(self, credentials: Sequence[Credential]) -> None:
+    def __init__(self, credentials: Sequence[Credential], meter: Meter | None = None) -> None:
         self._credentials = _distinct(credentials)
-        self._prefix = secrets.token_hex(16)
+        self._meter = meter
+        # One secret prefix per credential: inside a contained sandbox every proxy is reached
+        # at the same address, told apart by its prefix.
+        self._prefixes = {c.env: secrets.token_hex(16) for c in self._credentials}
         self._servers: list[tuple[Credential, ProxyServer]] = []
 
     @property
@@ -212,7 +235,7 @@ class CredentialProxy:
                 upstream = Upstream.from_url(
                     credential.upstream, credential.style, credential.secret
                 )
-                server = ProxyServer(self._prefix, upstream)
+                server = ProxyServer(self._prefixes[credential.env], upstream, self._meter)
                 server.start()
                 self._servers.append((credential, server))
         except BaseException:
@@ -225,20 +248,31 @@ class CredentialProxy:
         for _, server in servers:
             server.close()
 
-    def url(self, env: str) -> str:
-        """The proxy URL that stands for ``env`` (after :meth:`start`)."""
+    def url(self, env: str, inside: str | None = None) -> str:
+        """The proxy URL that stands for ``env`` (after :meth:`start`): on the engine's
+        loopback, or under ``inside`` (a contained sandbox's way out)."""
         for credential, server in self._servers:
             if credential.env == env:
-                return f"http://127.0.0.1:{server.port}/{self._prefix}"
+                base = inside or f"http://127.0.0.1:{server.port}"
+                return f"{base}/{self._prefixes[env]}"
         raise KeyError(env)
 
-    def child_environment(self) -> dict[str, str]:
+    def routes(self) -> dict[str, Route]:
+        """Prefix → where the egress proxy passes a contained sandbox's requests under it."""
+        found = {}
+        for credential, server in self._servers:
+            parts = urllib.parse.urlsplit(credential.upstream)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            found[self._prefixes[credential.env]] = Route(server.port, parts.hostname or "", port)
+        return found
+
+    def child_environment(self, inside: str | None = None) -> dict[str, str]:
         """What the child gets instead of the keys: the placeholder, ``SKILL_EVALS_PROXY_<ENV>``
         and, for built-in rows, the base-URL variable (the first proxied row of a provider wins
-        when several share it)."""
+        when several share it); the URLs under ``inside`` for a contained sandbox."""
         env: dict[str, str] = {}
-        for credential, server in self._servers:
-            url = f"http://127.0.0.1:{server.port}/{self._prefix}"
+        for credential, _server in self._servers:
+            url = self.url(credential.env, inside)
             env[credential.env] = PLACEHOLDER
             env[PROXY_VARIABLE_PREFIX + credential.env] = url
             if credential.base_url_env and credential.base_url_env not in env:

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import EvidenceUnavailable, InvalidInput
+from .limits import Limits
+from .network_policy import MODES as NETWORK_MODES
+from .network_policy import NetworkError, NetworkPolicy, parse_allow
 
 MODES = ("auto", "required", "off")
 MODE_VAR = "SKILL_EVALS_SANDBOX"
@@ -111,6 +114,7 @@ class SandboxState:
     proxied: tuple[str, ...] = field(default=())
     masked: int = 0  # .git directories masked in the run (never their paths)
     requested_by: str = "default"  # where the requested mode came from
+    network: str = "host"  # model|allow: contained (docs/sandbox.md); host: the machine's
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``sandbox`` block."""
@@ -122,6 +126,7 @@ class SandboxState:
             "version": self.version,
             "proxied": list(self.proxied),
             "masked": self.masked,
+            "network": self.network if self.mode == "bwrap" else "host",
         }
 
     @property
@@ -218,10 +223,18 @@ class SandboxChoice:
         requested: str = "auto",
         paths: tuple[tuple[str, bool], ...] = (),
         origin: str = "default",
+        *,
+        network: NetworkPolicy | None = None,
+        limits: Limits | None = None,
+        max_invocation_tokens: int | None = None,
     ) -> None:
         self.requested = requested
         self.origin = origin  # where the requested mode came from
         self.paths = paths  # --sandbox-path: (absolute path, writable)
+        self.network = network if network is not None else NetworkPolicy()
+        self.limits = limits if limits is not None else Limits()
+        self.max_invocation_tokens = max_invocation_tokens  # wire tokens (contained network)
+        self._network_warned = False
         self._lock = threading.Lock()
         self._state: SandboxState | None = None
         self._error: SandboxUnusable | None = None
@@ -242,13 +255,27 @@ class SandboxChoice:
                           flush=True)  # fmt: skip
             return self._state
 
+    def network_warning(self) -> str | None:
+        """For a sandboxed run on the host's network: the warning (printed on stderr once)."""
+        if self.network.mode != "host":
+            return None
+        text = (
+            "sandbox network is the host's (--network host): runner, setup and command checks "
+            "can reach this machine's loopback services and any address"
+        )
+        with self._lock:
+            if not self._network_warned:
+                self._network_warned = True
+                print(f"skill-evals: warning: {text}", file=sys.stderr, flush=True)
+        return text
+
     @property
     def decided(self) -> SandboxState | None:
         """The decision, when one was taken."""
         return self._state
 
 
-_CHOICES: dict[tuple[str, tuple[tuple[str, bool], ...], str | None, str], SandboxChoice] = {}
+_CHOICES: dict[tuple[object, ...], SandboxChoice] = {}
 _CHOICES_LOCK = threading.Lock()
 
 
@@ -257,9 +284,48 @@ def shared_choice(
     paths: tuple[tuple[str, bool], ...],
     environ: Mapping[str, str],
     origin: str = "default",
+    *,
+    network: NetworkPolicy | None = None,
+    limits: Limits | None = None,
+    max_invocation_tokens: int | None = None,
 ) -> SandboxChoice:
     """The one choice of this engine run for these settings (and this bwrap program): probed
     once, warned once."""
-    key = (requested, paths, environ.get(PROGRAM_VAR), origin)
+    policy = network if network is not None else NetworkPolicy()
+    bounds = limits if limits is not None else Limits()
+    key = (
+        requested,
+        paths,
+        environ.get(PROGRAM_VAR),
+        origin,
+        policy,
+        bounds,
+        max_invocation_tokens,
+    )
     with _CHOICES_LOCK:
-        return _CHOICES.setdefault(key, SandboxChoice(requested, paths, origin))
+        made = SandboxChoice(
+            requested,
+            paths,
+            origin,
+            network=policy,
+            limits=bounds,
+            max_invocation_tokens=max_invocation_tokens,
+        )
+        return _CHOICES.setdefault(key, made)
+
+
+def network_policy(mode: str | None, allow: tuple[str, ...], source: str) -> NetworkPolicy:
+    """``--network`` (or the config's ``network:``) and its allow list; exit 5 naming the
+    option for an unknown mode or a bad entry."""
+    chosen = mode or "model"
+    if chosen not in NETWORK_MODES:
+        raise InvalidInput(f"{source}: unknown network {chosen!r}: use model, allow or host")
+    try:
+        entries = tuple(parse_allow(text, f"{source}-allow {text!r}"[:200]) for text in allow)
+    except NetworkError as exc:
+        raise InvalidInput(str(exc)) from None
+    if entries and chosen != "allow":
+        raise InvalidInput(
+            f"{source}-allow is given but the network is {chosen!r}: use --network allow"
+        )
+    return NetworkPolicy(chosen, entries)

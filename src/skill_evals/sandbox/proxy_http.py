@@ -3,8 +3,11 @@
 One :class:`ProxyServer` listens on 127.0.0.1 and forwards ``GET``/``POST`` requests under its
 secret path prefix to one upstream, with the caller's credentials replaced by the real one. Every
 read is bounded: request heads 64 KiB (431), bodies 32 MiB (413), 64 connections at once (503),
-upstream connect 30 s, 300 s without an upstream byte or 600 s per request. Responses stream back
-chunk by chunk (server-sent events arrive as the upstream sends them). Nothing is logged.
+upstream connect 30 s, 300 s without an upstream byte or 600 s per request. Bodies stream both
+ways in pieces of at most 64 KiB (server-sent events arrive as the upstream sends them), so a
+server holds at most 64 × 64 KiB of bodies at once. With a :class:`~.usage.Meter`, each
+response's token usage is counted for the invocation that asked, and an invocation past its
+token budget gets ``429``. Nothing is logged.
 """
 
 from __future__ import annotations
@@ -16,26 +19,18 @@ import socket
 import ssl
 import threading
 import time
-import urllib.parse
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .proxy_request import Reject, header, parse_headers, read_body, read_head
+from .proxy_request import Reject, body_pieces, header, parse_headers, read_head
+from .upstream import HOP_BY_HOP, Upstream, upstream_target
+from .usage import BUDGET_BODY, INVOCATION_HEADER, Meter, UsageScanner
 
 MAX_CONNECTIONS = 64
 CONNECT_TIMEOUT_S = 30.0
 IDLE_TIMEOUT_S = 300.0
 REQUEST_DEADLINE_S = 600.0
 _CHUNK = 64 * 1024
-_HOP_BY_HOP = frozenset(
-    {
-        "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
-        "trailer", "trailers", "transfer-encoding", "upgrade", "proxy-connection",
-    }
-)  # fmt: skip
-# Incoming headers the proxy never forwards: the caller's credentials (the placeholder), and the
-# ones it sets itself.
-_DROPPED = frozenset({"x-api-key", "authorization", "x-goog-api-key", "host", "content-length"})
 
 
 def _unreachable(upstream: Upstream, exc: BaseException) -> bytes:
@@ -56,82 +51,19 @@ def _unreachable(upstream: Upstream, exc: BaseException) -> bytes:
     return json.dumps({"error": {"type": "upstream_unreachable", "message": message}}).encode()
 
 
-@dataclass(frozen=True)
-class Upstream:
-    """Where requests go and which credential they carry."""
-
-    scheme: str
-    host: str
-    port: int
-    base_path: str
-    style: str
-    secret: str = field(repr=False)
-
-    @classmethod
-    def from_url(cls, url: str, style: str, secret: str) -> Upstream:
-        """Split an ``http(s)://`` upstream URL (validated by the caller)."""
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        return cls(parts.scheme, parts.hostname or "", port, parts.path.rstrip("/"), style, secret)
-
-    @property
-    def netloc(self) -> str:
-        """The ``Host`` header value."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        default = 443 if self.scheme == "https" else 80
-        return host if self.port == default else f"{host}:{self.port}"
-
-
 @dataclass
 class _Request:
     method: str
     rest: str  # path and query after the prefix
     headers: list[tuple[str, str]]
-    body: bytes
+    length: int | None  # the body's Content-Length; None: chunked
+    body: Iterator[bytes]  # its pieces as they arrive
     keep_alive: bool
 
-
-def _without_key(query: str) -> list[str]:
-    return [
-        part
-        for part in query.split("&")
-        if part and urllib.parse.unquote_plus(part.split("=", 1)[0]) != "key"
-    ]
-
-
-def _forward_headers(request: _Request, upstream: Upstream) -> list[tuple[str, str]]:
-    listed = {
-        token.strip().lower()
-        for token in (header(request.headers, "connection") or "").split(",")
-        if token.strip()
-    }
-    dropped = _HOP_BY_HOP | _DROPPED | listed | {"expect"}
-    kept = [(k, v) for k, v in request.headers if k.lower() not in dropped]
-    kept.insert(0, ("Host", upstream.netloc))
-    return kept
-
-
-def _upstream_target(request: _Request, upstream: Upstream) -> tuple[str, list[tuple[str, str]]]:
-    """The upstream path and headers, the real credential set in the upstream's style."""
-    path, _, query = request.rest.partition("?")
-    had_key = any(
-        urllib.parse.unquote_plus(p.split("=", 1)[0]) == "key" for p in query.split("&") if p
-    )
-    params = _without_key(query)
-    headers = _forward_headers(request, upstream)
-    style = upstream.style
-    if style == "key-query" or (style == "x-goog-api-key" and had_key):
-        params.append("key=" + urllib.parse.quote(upstream.secret, safe=""))
-    elif style == "x-api-key":
-        headers.append(("x-api-key", upstream.secret))
-    elif style == "bearer":
-        headers.append(("Authorization", "Bearer " + upstream.secret))
-    else:
-        headers.append(("x-goog-api-key", upstream.secret))
-    target = (upstream.base_path + path) or "/"
-    if params:
-        target += "?" + "&".join(params)
-    return target, headers
+    @property
+    def invocation(self) -> str | None:
+        """The invocation that asked (set by the egress proxy of a contained sandbox)."""
+        return header(self.headers, INVOCATION_HEADER.lower())
 
 
 def _connect(upstream: Upstream) -> http.client.HTTPConnection:
@@ -168,7 +100,7 @@ def _response_head(response: http.client.HTTPResponse, framing: str) -> bytes:
     lines = [_status_line(response.status, response.reason or "")]
     for name, value in response.getheaders():
         lower = name.lower()
-        if lower in _HOP_BY_HOP or lower in listed or lower == "content-length":
+        if lower in HOP_BY_HOP or lower in listed or lower == "content-length":
             continue
         lines.append(f"{name}: {value}\r\n".encode("latin-1", "replace"))
     if framing == "length":
@@ -212,10 +144,13 @@ def close_gently(sock: socket.socket) -> None:
 class _Connection:
     """One client connection: requests are read, forwarded and answered in turn."""
 
-    def __init__(self, client: socket.socket, prefix: str, upstream: Upstream) -> None:
+    def __init__(
+        self, client: socket.socket, prefix: str, upstream: Upstream, meter: Meter | None
+    ) -> None:
         self._client = client
         self._prefix = "/" + prefix + "/"
         self._upstream = upstream
+        self._meter = meter
         self._reader = client.makefile("rb")
 
     def serve(self) -> None:
@@ -244,10 +179,11 @@ class _Connection:
             raise Reject(404, "Not Found")
         if method not in ("GET", "POST"):
             raise Reject(405, "Method Not Allowed")
-        body = read_body(self._reader, headers, lambda: self._send_continue(headers))
+        length, body = body_pieces(self._reader, headers, lambda: self._send_continue(headers))
         connection = (header(headers, "connection") or "").lower()
         keep_alive = version == "HTTP/1.1" and "close" not in connection
-        return _Request(method, target[len(self._prefix) - 1 :], headers, body, keep_alive)
+        rest = target[len(self._prefix) - 1 :]
+        return _Request(method, rest, headers, length, body, keep_alive)
 
     def _serve_one(self) -> bool:
         try:
@@ -258,11 +194,15 @@ class _Connection:
             return False
         if request is None:
             return False
+        if self._meter is not None and self._meter.exhausted(request.invocation):
+            self._client.sendall(_simple_response(429, "Too Many Requests", BUDGET_BODY, True))
+            close_gently(self._client)
+            return False
         return self._forward(request)
 
     def _forward(self, request: _Request) -> bool:
         deadline = time.monotonic() + REQUEST_DEADLINE_S
-        target, headers = _upstream_target(request, self._upstream)
+        target, headers = upstream_target(request.rest, request.headers, self._upstream)
         try:
             conn = _connect(self._upstream)
         except OSError as exc:
@@ -272,20 +212,27 @@ class _Connection:
         sock = conn.sock  # getresponse() detaches it when the body ends with the connection
         assert sock is not None
         try:
-            conn.putrequest(request.method, target, skip_host=True, skip_accept_encoding=True)
-            for name, value in headers:
-                conn.putheader(name, value)
-            if request.method == "POST" or request.body:
-                conn.putheader("Content-Length", str(len(request.body)))
-            conn.endheaders(request.body or None)
+            _send_request(conn, request, target, headers)
             response = conn.getresponse()
+        except Reject as reject:  # the body broke off or grew too large on its way
+            conn.close()
+            self._client.sendall(_simple_response(reject.status, reject.reason, b"", True))
+            return False
         except (OSError, http.client.HTTPException) as exc:
             conn.close()
             body = _unreachable(self._upstream, exc)
             self._client.sendall(_simple_response(502, "Bad Gateway", body, True))
             return False
         try:
-            return self._relay(response, sock, request.keep_alive, deadline)
+            scanner = None
+            if self._meter is not None and self._meter.known(request.invocation):
+                kind = (response.getheader("content-type") or "").lower()
+                scanner = UsageScanner("text/event-stream" in kind)
+            kept = self._relay(response, sock, request.keep_alive, deadline, scanner)
+            if scanner is not None and self._meter is not None:
+                scanner.finish()
+                self._meter.add(request.invocation, scanner.tokens)
+            return kept
         finally:
             conn.close()
 
@@ -295,6 +242,7 @@ class _Connection:
         sock: socket.socket,
         keep_alive: bool,
         deadline: float,
+        scanner: UsageScanner | None = None,
     ) -> bool:
         bodiless = response.status in (204, 304) or 100 <= response.status < 200
         framing = "none" if bodiless else "length" if response.length is not None else "chunked"
@@ -305,6 +253,8 @@ class _Connection:
         if bodiless:
             return keep_alive
         for chunk in _body_chunks(response, sock, deadline):
+            if scanner is not None:
+                scanner.feed(chunk)
             if framing == "chunked":
                 chunk = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
             self._client.sendall(chunk)
@@ -313,12 +263,36 @@ class _Connection:
         return keep_alive
 
 
+def _send_request(
+    conn: http.client.HTTPConnection,
+    request: _Request,
+    target: str,
+    headers: list[tuple[str, str]],
+) -> None:
+    """The request line, headers and body, the body streamed piece by piece (re-chunked when
+    it came chunked)."""
+    conn.putrequest(request.method, target, skip_host=True, skip_accept_encoding=True)
+    for name, value in headers:
+        conn.putheader(name, value)
+    if request.length is None:
+        conn.putheader("Transfer-Encoding", "chunked")
+    elif request.method == "POST" or request.length:
+        conn.putheader("Content-Length", str(request.length))
+    conn.endheaders()
+    for piece in request.body:
+        conn.send(f"{len(piece):x}\r\n".encode() + piece + b"\r\n" if request.length is None
+                  else piece)  # fmt: skip
+    if request.length is None:
+        conn.send(b"0\r\n\r\n")
+
+
 class ProxyServer:
     """One loopback server forwarding to one upstream; ``port`` is set by :meth:`start`."""
 
-    def __init__(self, prefix: str, upstream: Upstream) -> None:
+    def __init__(self, prefix: str, upstream: Upstream, meter: Meter | None = None) -> None:
         self._prefix = prefix
         self._upstream = upstream
+        self._meter = meter
         self._listener: socket.socket | None = None
         self._clients: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -372,7 +346,7 @@ class ProxyServer:
     def _serve(self, client: socket.socket) -> None:
         client.settimeout(IDLE_TIMEOUT_S)
         try:
-            _Connection(client, self._prefix, self._upstream).serve()
+            _Connection(client, self._prefix, self._upstream, self._meter).serve()
         finally:
             with self._lock:
                 self._clients.discard(client)

@@ -1,10 +1,11 @@
 """Reading one request of the credential proxy from its client, bounded: the head (request
-line and headers) to 64 KiB, the body to 32 MiB, chunked bodies decoded."""
+line and headers) to 64 KiB, the body to 32 MiB, streamed in pieces of at most 64 KiB (chunked
+bodies decoded) so that no body is ever held whole."""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 32 * 1024 * 1024
@@ -54,48 +55,65 @@ def header(headers: list[tuple[str, str]], name: str) -> str | None:
     return ", ".join(values) if values else None
 
 
-def _read_chunked(reader: io.BufferedReader) -> bytes:
-    body = bytearray()
+_PIECE = 64 * 1024
+
+
+def _chunked_pieces(reader: io.BufferedReader) -> Iterator[bytes]:
+    total = 0
     while True:
         size_line = reader.readline(1024)
         try:
             size = int(size_line.split(b";", 1)[0].strip(), 16)
         except ValueError:
             raise Reject(400, "Bad Request") from None
-        if size < 0 or len(body) + size > MAX_BODY_BYTES:
+        if size < 0 or total + size > MAX_BODY_BYTES:
             raise Reject(413, "Content Too Large")
         if size == 0:
             break
-        chunk = reader.read(size)
-        if len(chunk) != size or reader.readline(4) not in (b"\r\n", b"\n"):
+        total += size
+        while size:
+            piece = reader.read(min(size, _PIECE))
+            if not piece:
+                raise Reject(400, "Bad Request")
+            size -= len(piece)
+            yield piece
+        if reader.readline(4) not in (b"\r\n", b"\n"):
             raise Reject(400, "Bad Request")
-        body += chunk
     for _ in range(100):  # trailers, ignored
         line = reader.readline(MAX_HEAD_BYTES)
         if line in (b"\r\n", b"\n", b""):
-            return bytes(body)
+            return
     raise Reject(400, "Bad Request")
 
 
-def read_body(
+def _length_pieces(reader: io.BufferedReader, length: int) -> Iterator[bytes]:
+    while length:
+        piece = reader.read(min(length, _PIECE))
+        if not piece:
+            raise Reject(400, "Bad Request")
+        length -= len(piece)
+        yield piece
+
+
+def body_pieces(
     reader: io.BufferedReader, headers: list[tuple[str, str]], send_continue: Callable[[], None]
-) -> bytes:
+) -> tuple[int | None, Iterator[bytes]]:
+    """The request body as it arrives: (its Content-Length, or None when chunked, and the
+    pieces). A length over 32 MiB is refused before anything is read (413); a chunked body
+    that grows past it stops its pieces with Reject."""
     encoding = header(headers, "transfer-encoding")
     length_text = header(headers, "content-length")
     if encoding is not None:
         if encoding.lower() != "chunked":
             raise Reject(501, "Not Implemented")
         send_continue()
-        return _read_chunked(reader)
+        return None, _chunked_pieces(reader)
     if length_text is None:
-        return b""
+        return 0, iter(())
     if not length_text.isdigit():
         raise Reject(400, "Bad Request")
     length = int(length_text)
     if length > MAX_BODY_BYTES:
         raise Reject(413, "Content Too Large")
     send_continue()
-    body = reader.read(length)
-    if len(body) != length:
-        raise Reject(400, "Bad Request")
-    return bytes(body)
+    return length, _length_pieces(reader, length)

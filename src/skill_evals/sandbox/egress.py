@@ -1,0 +1,360 @@
+"""The egress proxy: the one way out of a contained sandbox (docs/sandbox.md, "The network").
+
+Each sandboxed process (a runner invocation, a setup command, a verifier) gets its own
+*channel*: a unix socket the engine listens on, bound into its sandbox, where the relay inside
+(relay.py) sends every connection made to its ``127.0.0.1:PORT``. On a channel the proxy serves
+
+- origin-form requests under a credential proxy's secret prefix (``/<prefix>/…``): passed on to
+  that credential proxy on the engine's loopback (kind ``model``);
+- ``CONNECT host:port``: a tunnel, to allowed hosts only (kind ``connect``);
+- absolute-form ``http://host[:port]/…`` requests: forwarded, to allowed hosts only (kind
+  ``http``).
+
+Which hosts are allowed is the trusted side's ``network`` setting: ``model`` (none: only the
+credential proxies), ``allow`` (also the listed ``host[:port]`` entries; a host without a port
+allows 443 and 80). The proxy resolves names itself (there is no DNS inside) and refuses any
+loopback, link-local, private, multicast or reserved address unless that literal address is
+listed; a refusal is a ``403`` sent before any upstream connection is tried. Bodies stream
+through in both directions (nothing is buffered whole). Every attempt lands in the invocation's
+:class:`BehaviourLog`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .behaviour import BehaviourLog, current_log
+from .network_policy import NetworkPolicy, permitted_addresses
+from .usage import INVOCATION_HEADER, Meter
+
+MAX_HEAD_BYTES = 64 * 1024
+MAX_CONNECTIONS = 64  # per channel at once
+CONNECT_TIMEOUT_S = 30.0
+IDLE_TIMEOUT_S = 300.0
+INSIDE_PORT = 3128  # the relay's port on each sandbox's own loopback
+INSIDE_SOCKET = "/run/skill-evals/egress.sock"
+_CHUNK = 64 * 1024
+_SOCKET_PATH_MAX = 100  # sun_path holds 107 bytes; keep a margin
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where origin-form requests under one credential proxy's prefix go."""
+
+    port: int  # the credential proxy's port on the engine's loopback
+    host: str  # its upstream, for the record
+    upstream_port: int
+
+
+def _socket_dir() -> str:
+    """A private directory for one channel's socket, on a path short enough for ``sun_path``."""
+    base = tempfile.gettempdir()
+    if len(base) + 40 > _SOCKET_PATH_MAX:
+        base = "/tmp"
+    return tempfile.mkdtemp(prefix="skill-evals-net-", dir=base)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, reason: str, body: bytes = b"") -> None:
+        super().__init__(reason)
+        self.status, self.reason, self.body = status, reason, body
+
+
+def _answer(status: int, reason: str, body: bytes = b"") -> bytes:
+    head = f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n"
+    head += "Content-Type: text/plain\r\n" if body else ""
+    return (head + "Connection: close\r\n\r\n").encode("latin-1") + body
+
+
+def _read_head(client: socket.socket) -> tuple[bytes, bytes] | None:
+    """(the request head up to its blank line, the bytes read past it); None on a clean end."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        if len(data) > MAX_HEAD_BYTES:
+            raise _Refused(431, "Request Header Fields Too Large")
+        chunk = client.recv(_CHUNK)
+        if not chunk:
+            if data.strip():
+                raise _Refused(400, "Bad Request")
+            return None
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    if len(head) > MAX_HEAD_BYTES:
+        raise _Refused(431, "Request Header Fields Too Large")
+    return head, rest
+
+
+def _host_port(authority: str, default: int) -> tuple[str, int]:
+    parts = urllib.parse.urlsplit("//" + authority)
+    try:
+        port = parts.port or default
+    except ValueError:
+        raise _Refused(400, "Bad Request") from None
+    if not parts.hostname:
+        raise _Refused(400, "Bad Request")
+    return parts.hostname.lower(), port
+
+
+class Channel:
+    """One sandboxed process's way out: a listening unix socket at :attr:`path`."""
+
+    def __init__(self, proxy: EgressProxy, by: str, log: BehaviourLog) -> None:
+        self._proxy = proxy
+        self.by = by
+        self.log = log
+        self.token = proxy.meter.open() if proxy.meter is not None else None
+        self.directory = _socket_dir()
+        self.path = os.path.join(self.directory, "egress.sock")
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self.path)
+        self._listener.listen(64)
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self._accepter = threading.Thread(target=self._accept, name="egress", daemon=True)
+        self._accepter.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                if self._closed or len(self._open) >= MAX_CONNECTIONS:
+                    client.close()
+                    continue
+                self._open.add(client)
+                thread = threading.Thread(target=self._serve, args=(client,), daemon=True)
+                self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, client: socket.socket) -> None:
+        try:
+            client.settimeout(IDLE_TIMEOUT_S)
+            self._proxy.serve(client, self)
+        except (OSError, TimeoutError):
+            pass
+        finally:
+            with self._lock:
+                self._open.discard(client)
+            with contextlib.suppress(OSError):
+                client.close()
+
+    def track(self, sock: socket.socket) -> None:
+        """An upstream socket of this channel: cut too when the channel closes."""
+        with self._lock:
+            self._open.add(sock)
+
+    def close(self) -> BehaviourLog:
+        """Stop listening, cut what is still open, wait for the records; the log."""
+        with self._lock:
+            self._closed = True
+            open_now = list(self._open)
+            threads = list(self._threads)
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        for sock in open_now:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for thread in threads:
+            thread.join(timeout=2)
+        self._accepter.join(timeout=2)
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.directory)
+        if self.token is not None and self._proxy.meter is not None:
+            self.log.spent(self._proxy.meter.close(self.token))
+        return self.log
+
+
+class EgressProxy:
+    """The run's egress rules and the credential routes; one :class:`Channel` per sandbox."""
+
+    def __init__(
+        self,
+        policy: NetworkPolicy,
+        routes: Mapping[str, Route] | None = None,
+        meter: Meter | None = None,
+    ) -> None:
+        self.policy = policy
+        self.routes = dict(routes or {})
+        self.meter = meter
+
+    def channel(self, by: str) -> Channel:
+        """A new channel for a process of kind ``by`` (runner, setup, command), recording into
+        the log of the invocation running on this thread."""
+        return Channel(self, by, current_log())
+
+    def serve(self, client: socket.socket, channel: Channel) -> None:
+        """Answer one connection from a sandbox: refuse, or tunnel it to where it may go."""
+        try:
+            got = _read_head(client)
+            if got is None:
+                return
+            head, rest = got
+            words = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            if len(words) != 3 or not words[2].startswith("HTTP/1."):
+                raise _Refused(400, "Bad Request")
+            method, target, _version = words
+            if method == "CONNECT":
+                host, port = _host_port(target, 443)
+                self._tunnel(client, channel, "connect", host, port, None, rest)
+            elif target.startswith("http://"):
+                parts = urllib.parse.urlsplit(target)
+                host, port = _host_port(parts.netloc, 80)
+                path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+                fixed = _origin_form(head, method, path)
+                self._tunnel(client, channel, "http", host, port, fixed, rest)
+            elif target.startswith("/"):
+                self._model(client, channel, target, head, rest)
+            else:
+                raise _Refused(400, "Bad Request")
+        except _Refused as refused:
+            client.sendall(_answer(refused.status, refused.reason, refused.body))
+
+    def _refusal(self, host: str) -> _Refused:
+        body = f"skill-evals sandbox: {host} is not allowed (network: {self.policy.mode})"
+        return _Refused(403, "Forbidden", body.encode("utf-8", "replace"))
+
+    def _tunnel(
+        self,
+        client: socket.socket,
+        channel: Channel,
+        kind: str,
+        host: str,
+        port: int,
+        head: bytes | None,
+        rest: bytes,
+    ) -> None:
+        record: dict[str, object] = {"host": host, "port": port, "kind": kind, "by": channel.by}
+        addresses = (
+            permitted_addresses(self.policy, host, port) if self.policy.lists(host, port) else []
+        )
+        if not addresses:
+            channel.log.add({**record, "allowed": False, "bytesUp": 0, "bytesDown": 0})
+            raise self._refusal(host)
+        upstream = _connect_any(addresses, port)
+        if upstream is None:
+            channel.log.add({**record, "allowed": True, "bytesUp": 0, "bytesDown": 0})
+            raise _Refused(
+                502, "Bad Gateway", f"skill-evals sandbox: {host} is unreachable".encode()
+            )
+        if head is None:
+            client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            first = rest
+        else:
+            first = head + b"\r\n\r\n" + rest
+        up, down = _splice(client, upstream, first, channel)
+        channel.log.add({**record, "allowed": True, "bytesUp": up, "bytesDown": down})
+
+    def _model(
+        self, client: socket.socket, channel: Channel, target: str, head: bytes, rest: bytes
+    ) -> None:
+        prefix = target[1:].split("/", 1)[0].split("?", 1)[0]
+        route = self.routes.get(prefix)
+        if route is None:
+            raise _Refused(404, "Not Found")
+        record: dict[str, object] = {
+            "host": route.host, "port": route.upstream_port, "kind": "model", "by": channel.by,
+        }  # fmt: skip
+        upstream = _connect_any(["127.0.0.1"], route.port)
+        if upstream is None:
+            raise _Refused(502, "Bad Gateway")
+        marked = _marked(head, channel.token)
+        up, down = _splice(client, upstream, marked + b"\r\n\r\n" + rest, channel)
+        channel.log.add({**record, "allowed": True, "bytesUp": up, "bytesDown": down})
+
+
+def _marked(head: bytes, token: str | None) -> bytes:
+    """A model request's head for the credential proxy: one request per connection (so each is
+    seen), marked with the invocation's token (any mark of the sandbox's own removed)."""
+    lines = head.split(b"\r\n")
+    mark = INVOCATION_HEADER.lower().encode()
+    kept = [lines[0]]
+    for line in lines[1:]:
+        name = line.split(b":", 1)[0].strip().lower()
+        if name in (b"connection", b"keep-alive", b"proxy-connection", mark):
+            continue
+        kept.append(line)
+    kept.append(b"Connection: close")
+    if token is not None:
+        kept.append(f"{INVOCATION_HEADER}: {token}".encode())
+    return b"\r\n".join(kept)
+
+
+def _origin_form(head: bytes, method: str, path: str) -> bytes:
+    """An absolute-form request head rewritten for the origin server: origin-form target, no
+    proxy headers, one request per connection."""
+    lines = head.split(b"\r\n")
+    kept = [f"{method} {path} HTTP/1.1".encode("latin-1")]
+    for line in lines[1:]:
+        name = line.split(b":", 1)[0].strip().lower()
+        if name in (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"):
+            continue
+        kept.append(line)
+    kept.append(b"Connection: close")
+    return b"\r\n".join(kept)
+
+
+def _connect_any(addresses: list[str], port: int) -> socket.socket | None:
+    for address in addresses:
+        try:
+            sock = socket.create_connection((address, port), timeout=CONNECT_TIMEOUT_S)
+        except OSError:
+            continue
+        sock.settimeout(IDLE_TIMEOUT_S)
+        return sock
+    return None
+
+
+def _splice(
+    client: socket.socket, upstream: socket.socket, first: bytes, channel: Channel
+) -> tuple[int, int]:
+    """Copy both ways until both sides are done; (bytes up, bytes down)."""
+    channel.track(upstream)
+    counts = [len(first), 0]
+    try:
+        if first:
+            upstream.sendall(first)
+
+        def down() -> None:
+            counts[1] = _pump(upstream, client)
+
+        back = threading.Thread(target=down, daemon=True)
+        back.start()
+        counts[0] += _pump(client, upstream)
+        back.join()
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            upstream.close()
+    return counts[0], counts[1]
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> int:
+    total = 0
+    try:
+        while True:
+            data = source.recv(_CHUNK)
+            if not data:
+                break
+            sink.sendall(data)
+            total += len(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+    return total
