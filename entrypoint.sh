@@ -126,6 +126,7 @@ elif [ "${RUNNER_OS:-$(uname -s)}" = "Linux" ]; then
   args+=(--sandbox required)
   export SKILL_EVALS_SANDBOX_FROM_ACTION=default
 fi
+[ -n "${INPUT_NETWORK:-}" ] && args+=(--network "$INPUT_NETWORK")
 case "${INPUT_TRUST_PR_CONFIG:-false}" in
   true) args+=(--trust-pr-config) ;;
   false) ;;

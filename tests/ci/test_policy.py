@@ -62,6 +62,11 @@ include-outputs: true
 strict: true
 evidence: {toolPatterns: ["(?P<name>.*)"]}
 listing: {listing-budget: 10}
+network: host
+network-allow: ["169.254.169.254:80"]
+fail-on-finding: true
+max-invocation-tokens: 5
+max-workspace-bytes: 1000
 overrides: {alpha: {trials: 3, cases: evals/cases.jsonl}}
 """
 NAMED = [
@@ -73,7 +78,8 @@ NAMED = [
     "budget", "budget-total", "trials", "jobs", "timeout-ms", "max-bytes", "retries", "seed",
     "bootstrap-samples", "arms", "keep-going", "allow-missing-cases",
     "require-verified-isolation", "include-outputs", "strict", "evidence", "listing",
-    "overrides.alpha.trials", "stop-when-settled",
+    "overrides.alpha.trials", "stop-when-settled", "network", "network-allow", "fail-on-finding",
+    "max-invocation-tokens", "max-workspace-bytes",
 ]  # fmt: skip
 
 

@@ -137,6 +137,25 @@ _SELECTION = [
         "config's sandbox-paths. Default: none.",
     ),
     option(
+        "--network",
+        help="What a sandbox may reach: model (only the model, through the credential proxy), "
+        "allow (also the --network-allow hosts), host (the machine's own network). Default: the "
+        "config's network (on a pull request: the base commit's), else model (docs/sandbox.md).",
+    ),
+    option(
+        "--network-allow",
+        "network_allow",
+        help="With --network allow: a host the sandbox may reach (HOST or HOST:PORT; no port: "
+        "443 and 80); repeatable, added to the config's network-allow. Default: none.",
+    ),
+    option(
+        "--fail-on-finding",
+        "fail_on_finding",
+        help="Fail a skill's gate (exit 1) on a behaviour finding: a with run reached a network "
+        "destination no without run did, or a run tried a refused one. Default: the config's "
+        "fail-on-finding, else findings are warnings.",
+    ),
+    option(
         "--cache",
         help="Reuse valid observations stored in DIR and store new ones (docs/cost.md). "
         "Default: the config's cache (none).",
@@ -171,6 +190,9 @@ def cli_values(kwargs: dict[str, Any]) -> dict[str, Any]:
         "cache-max-age": kwargs.get("cache_max_age"),
         "sandbox-option": kwargs.get("sandbox"),
         "sandbox-paths": list(kwargs.get("sandbox_path") or ()),
+        "network": kwargs.get("network"),
+        "network-allow": list(kwargs.get("network_allow") or ()),
+        "fail-on-finding": kwargs.get("fail_on_finding") or None,
     }
 
 

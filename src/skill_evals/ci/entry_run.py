@@ -49,6 +49,11 @@ def run_fields(
         "sandbox_config_where": settings.sandbox_where,
         "sandbox_path": settings.sandbox_paths,
         "credentials_config": settings.credentials,
+        "network": settings.network,
+        "network_allow": settings.network_allow,
+        "fail_on_finding": settings.fail_on_finding,
+        "max_invocation_tokens": settings.max_invocation_tokens,
+        "max_workspace_bytes": settings.max_workspace_bytes,
     }
 
 

@@ -85,6 +85,11 @@ class SkillSettings:
     sandbox_where: str = "config sandbox"  # the config file (and commit) sandbox: came from
     sandbox_paths: tuple[str, ...] = ()  # sandbox-paths: and --sandbox-path
     credentials: tuple[Any, ...] = ()  # credentials: [{env, header, upstream}] (the proxy)
+    network: str | None = None  # network: model|allow|host (docs/sandbox.md); None: model
+    network_allow: tuple[str, ...] = ()  # network-allow: and --network-allow
+    fail_on_finding: bool = False  # a behaviour finding fails the gate
+    max_invocation_tokens: int | None = None  # wire tokens per invocation (429 past them)
+    max_workspace_bytes: int | None = None  # W, TMPDIR and HOME of one sandboxed invocation
 
     def missing_env(self, env: Mapping[str, str]) -> list[str]:
         """The ``require-env`` variables empty or unset in ``env``. None are required when the
@@ -215,6 +220,10 @@ SETTING_KEYS = {
     "sandbox-option": "sandbox_option",
     "sandbox-option-where": "sandbox_option_where",
     "sandbox-where": "sandbox_where",
+    "network": "network",
+    "fail-on-finding": "fail_on_finding",
+    "max-invocation-tokens": "max_invocation_tokens",
+    "max-workspace-bytes": "max_workspace_bytes",
 }
 
 
@@ -232,6 +241,8 @@ def apply_settings(base: SkillSettings, values: Mapping[str, Any]) -> SkillSetti
         changes["credentials"] = tuple(values["credentials"])
     if values.get("sandbox-paths"):
         changes["sandbox_paths"] = (*base.sandbox_paths, *values["sandbox-paths"])
+    if values.get("network-allow"):
+        changes["network_allow"] = (*base.network_allow, *values["network-allow"])
     if "require-env" in values:
         changes["require_env"] = tuple(values["require-env"])
     if "compare" in values:
