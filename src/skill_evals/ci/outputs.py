@@ -16,6 +16,7 @@ from .. import __version__
 from ..codes import STATUS_BY_CODE
 from ..errors import InvalidInput
 from ..report.answers import Answers
+from ..sandbox.behaviour import finding_text
 from ..sandbox.probe import warning_text
 from . import github, workflow
 from .console import Console
@@ -41,6 +42,7 @@ def build_report(
     sandbox = run_sandbox(entries)
     if sandbox is not None and isinstance(sandbox.get("reason"), str):
         messages = [warning_text(sandbox["reason"]), *messages]
+    messages = [*messages, *behaviour_lines(entries)]
     report: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "tool": {"name": "skill-evals", "version": __version__},
@@ -58,6 +60,20 @@ def build_report(
     if routing is not None:
         report["routing"] = dict(routing)
     return report
+
+
+def behaviour_lines(entries: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Each evaluated entry's behaviour findings, one line each, named by the entry: shown in
+    summary.md and the comment whatever the entry's verdict."""
+    lines = []
+    for entry in entries:
+        report = entry.get("report")
+        block = report.get("behaviour") if isinstance(report, Mapping) else None
+        findings = block.get("findings") if isinstance(block, Mapping) else None
+        for finding in findings if isinstance(findings, list) else []:
+            if isinstance(finding, Mapping):
+                lines.append(f"{entry.get('name', 'routing')}: {finding_text(finding)}")
+    return lines
 
 
 def run_sandbox(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
