@@ -103,6 +103,8 @@ def _run(
             *("--cases", str(cases), "--runner", f"{sys.executable} {PROBE} runner {config} {out}"),
             *("--trials", "1", "--jobs", "2", "-q", "--format", "json", "--sandbox", "required"),
             *("--sandbox-path", str(PROBE.parent), "--sandbox-path", str(config.parent)),
+            # The setup and command probes (a case's commands) see only what is named.
+            *("--sandbox-path", str(Path(sys.executable).parent.parent)),
             *("--sandbox-path", f"{out}:rw", "--record", str(root / "record.jsonl")),
             *("--credential", f"PROBE_KEY,bearer,http://127.0.0.1:{model}"),
             *extra,

@@ -12,7 +12,10 @@ answers, workspace files, failing prompts — is not, so they are contained like
   built-in `skill-evals judge|propose` and a program using a provider SDK work unchanged, and the
   real key never enters the process.
 
-The proxy lives for one call: started before the program, closed after it.
+The proxy lives for one call: started before the program, closed after it. In a contained
+network (``--network model``, the default, or ``allow``) the program's sandbox has its own
+network namespace too: it reaches its proxy (and any allowed host) through the egress proxy
+alone, like a runner.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..agents.environment import BASE_PREFIXES, BASE_VARIABLES
 from ..sandbox.binds import BindRefused
 from ..sandbox.bwrap import Sandbox, startable
 from ..sandbox.credential_proxy import CredentialProxy, builtin_credentials
+from ..sandbox.egress import INSIDE_PORT, EgressProxy
 from ..sandbox.probe import (
     SandboxChoice,
     SandboxState,
@@ -118,7 +122,9 @@ class HelperCell:
                 else:
                     self._state = state
                     if state.program is not None:
-                        self._sandbox = Sandbox(state.program, choice.paths)
+                        contained = choice.network.mode != "host"
+                        egress = EgressProxy(choice.network) if contained else None
+                        self._sandbox = Sandbox(state.program, choice.paths, egress=egress)
                 self._decided = True
             return self._unusable
 
@@ -137,16 +143,32 @@ class HelperCell:
             home, tmp = root / "home", root / "tmp"
             home.mkdir()
             tmp.mkdir()
-            credentials = builtin_credentials(_PROVIDERS, self._caller)
-            proxied: dict[str, str] = {}
-            if credentials:
-                proxy = stack.enter_context(CredentialProxy(credentials))
-                proxied = proxy.child_environment()
+            sandbox = self._sandbox
+            egress = sandbox.egress if sandbox is not None else None
+            proxied = self._proxied(stack, egress)
             env = helper_env(self._caller, proxied, home, tmp)
             command = list(argv)
-            if self._sandbox is not None and command and startable(command[0], where, env):
+            if sandbox is not None and command and startable(command[0], where, env):
+                channel = sandbox.channel("command")
+                if channel is not None:
+                    stack.callback(channel.close)
+                    env.update(sandbox.network_env())
                 try:
-                    command = self._sandbox.command(command, env, where, [home, tmp])
+                    command = sandbox.command(command, env, where, [home, tmp], channel=channel)
                 except BindRefused as exc:
                     raise Unconfinable(str(exc)) from None
             yield Confined(command, env)
+
+    def _proxied(self, stack: ExitStack, egress: EgressProxy | None) -> dict[str, str]:
+        """The call's credential proxy started (closed with ``stack``) and the variables that
+        point at it: on the engine's loopback, or at the contained sandbox's way out."""
+        credentials = builtin_credentials(_PROVIDERS, self._caller)
+        if not credentials:
+            return {}
+        proxy = stack.enter_context(CredentialProxy(credentials))
+        if egress is None:
+            return proxy.child_environment()
+        routes = proxy.routes()
+        egress.routes.update(routes)
+        stack.callback(lambda: [egress.routes.pop(prefix, None) for prefix in routes])
+        return proxy.child_environment(f"http://127.0.0.1:{INSIDE_PORT}")
