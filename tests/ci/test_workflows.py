@@ -26,7 +26,7 @@ INPUTS = {
     "config", "base", "runner", "trials", "jobs", "min-trigger-f1", "min-uplift", "only",
     "report-dir", "comment", "github-token", "python", "upload-artifact", "artifact-name",
     "compare", "cache", "improve", "proposer", "sandbox", "trust-pr-config",
-    "skip-on-missing-secrets",
+    "skip-on-missing-secrets", "network",
 }  # fmt: skip
 OUTPUTS = {"exit-code", "status", "changed-skills", "report-dir", "junit", "sandboxed"}
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
