@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .model_judges import JudgeError, ask_model
+from .model_judges import JudgeError, ModelRole
 from .model_proposers import first_object
 
 SYSTEM = (
@@ -42,23 +42,13 @@ def user_message(request: Mapping[str, Any]) -> str:
     return json.dumps(shown, ensure_ascii=False, indent=1)
 
 
-def draft_once(
-    provider_name: str,
-    request: Mapping[str, Any],
-    model: str,
-    max_tokens: int,
-    env: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """One draft: ``{"cases": [...], "meta": …}``, or a runnerError object."""
-    try:
-        text, meta = ask_model(provider_name, SYSTEM, user_message(request), model, max_tokens, env)
-    except JudgeError as exc:
-        reason = str(exc).replace("to use this judge", "to use this drafter")
-        if reason.endswith(("HTTP 401", "HTTP 403")):
-            reason += ": check the API key"
-        return {"runnerError": reason, "retryable": exc.retryable}
+def _cases(_request: Mapping[str, Any], text: str, meta: dict[str, Any]) -> dict[str, Any]:
     found = first_object(text)
     cases = None if found is None else found.get("cases")
     if not isinstance(cases, list) or not cases:
-        return {"runnerError": NO_CASES, "retryable": False}
+        raise JudgeError(NO_CASES, False)
     return {"cases": cases, "meta": meta}
+
+
+# One draft: ``{"cases": [...], "meta": …}``, or a runnerError object.
+draft_once = ModelRole("drafter", lambda _request: SYSTEM, user_message, _cases).once

@@ -12,7 +12,7 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,18 +221,46 @@ def parse_reply(text: str, kind: str) -> dict[str, Any]:
     return value
 
 
-def judge_once(
-    provider_name: str,
-    request: Mapping[str, Any],
-    model: str,
-    max_tokens: int,
-    env: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """One request judged: the verdict line's object, or a runnerError object."""
-    system = ABSOLUTE_SYSTEM if request["kind"] == "absolute" else PAIRWISE_SYSTEM
-    try:
-        text, meta = ask_model(provider_name, system, user_message(request), model, max_tokens, env)
-        verdict = parse_reply(text, str(request["kind"]))
-    except JudgeError as exc:
-        return {"runnerError": str(exc), "retryable": exc.retryable}
-    return {**verdict, "meta": meta}
+@dataclass(frozen=True)
+class ModelRole:
+    """What a built-in judge, drafter or proposer asks its model and how it reads the reply."""
+
+    name: str  # judge | drafter | proposer: named in a missing key's reason
+    system: Callable[[Mapping[str, Any]], str]
+    user: Callable[[Mapping[str, Any]], str]
+    # the reply line from the request, the model's text and meta; JudgeError else
+    read: Callable[[Mapping[str, Any], str, dict[str, Any]], dict[str, Any]]
+    error_key: str = "runnerError"
+    key_hint: bool = True  # a 401/403 reason says to check the key
+
+    def once(
+        self,
+        provider_name: str,
+        request: Mapping[str, Any],
+        model: str,
+        max_tokens: int,
+        env: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """One request answered: ``read``'s object, or an error object."""
+        try:
+            text, meta = ask_model(
+                provider_name, self.system(request), self.user(request), model, max_tokens, env
+            )
+            return self.read(request, text, meta)
+        except JudgeError as exc:
+            reason = str(exc).replace("to use this judge", f"to use this {self.name}")
+            if self.key_hint and reason.endswith(("HTTP 401", "HTTP 403")):
+                reason += ": check the API key"
+            return {self.error_key: reason, "retryable": exc.retryable}
+
+
+def _system(request: Mapping[str, Any]) -> str:
+    return ABSOLUTE_SYSTEM if request["kind"] == "absolute" else PAIRWISE_SYSTEM
+
+
+def _verdict(request: Mapping[str, Any], text: str, meta: dict[str, Any]) -> dict[str, Any]:
+    return {**parse_reply(text, str(request["kind"])), "meta": meta}
+
+
+JUDGE = ModelRole("judge", _system, user_message, _verdict, key_hint=False)
+judge_once = JUDGE.once

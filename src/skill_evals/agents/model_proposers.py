@@ -9,7 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .model_judges import JudgeError, ask_model
+from .model_judges import JudgeError, ModelRole
 
 SYSTEM = (
     "You improve the description of an agent skill: the text an agent reads to decide whether "
@@ -51,27 +51,19 @@ def first_object(text: str) -> dict[str, Any] | None:
     return None
 
 
-def propose_once(
-    provider_name: str,
-    request: Mapping[str, Any],
-    model: str,
-    max_tokens: int,
-    env: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """One proposal: the reply line's object, or a proposerError object."""
-    try:
-        text, meta = ask_model(provider_name, SYSTEM, user_message(request), model, max_tokens, env)
-    except JudgeError as exc:
-        reason = str(exc).replace("to use this judge", "to use this proposer")
-        if reason.endswith(("HTTP 401", "HTTP 403")):
-            reason += ": check the API key"
-        return {"proposerError": reason, "retryable": exc.retryable}
+def _proposal(_request: Mapping[str, Any], text: str, meta: dict[str, Any]) -> dict[str, Any]:
     found = first_object(text)
     description = None if found is None else found.get("description")
     if not isinstance(description, str) or not description.strip():
-        return {"proposerError": NO_PROPOSAL, "retryable": False}
+        raise JudgeError(NO_PROPOSAL, False)
     reply: dict[str, Any] = {"description": description.strip(), "meta": meta}
     rationale = found.get("rationale") if found is not None else None
     if isinstance(rationale, str):
         reply["rationale"] = rationale[:500]
     return reply
+
+
+# One proposal: the reply line's object, or a proposerError object.
+propose_once = ModelRole(
+    "proposer", lambda _request: SYSTEM, user_message, _proposal, error_key="proposerError"
+).once

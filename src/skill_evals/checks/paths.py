@@ -108,11 +108,9 @@ def describe(found: Found) -> str:
     return _WHY.get(found.kind, found.kind)
 
 
-def read_file(root: Path, rel: str, max_bytes: int | None = None) -> bytes:
-    """The bytes of the regular file at ``rel``, at most ``max_bytes`` (default
-    MAX_FILE_BYTES; PathProblem else)."""
-    if max_bytes is None:
-        max_bytes = MAX_FILE_BYTES
+def _open_regular(root: Path, rel: str) -> tuple[int, os.stat_result]:
+    """A descriptor of the regular file at ``rel`` (never following a symlink) and its
+    status; PathProblem when it is no regular file."""
     opened = _open_parent(root, rel)
     if isinstance(opened, Found):
         raise PathProblem(describe(opened))
@@ -128,6 +126,19 @@ def read_file(root: Path, rel: str, max_bytes: int | None = None) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise PathProblem(describe(Found(_kind(info.st_mode))))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def read_file(root: Path, rel: str, max_bytes: int | None = None) -> bytes:
+    """The bytes of the regular file at ``rel``, at most ``max_bytes`` (default
+    MAX_FILE_BYTES; PathProblem else)."""
+    if max_bytes is None:
+        max_bytes = MAX_FILE_BYTES
+    fd, info = _open_regular(root, rel)
+    try:
         if info.st_size > max_bytes:
             raise PathProblem(f"larger than {max_bytes} bytes")
         chunks: list[bytes] = []
@@ -158,21 +169,8 @@ def read_text(root: Path, rel: str, max_bytes: int | None = None) -> str:
 def read_prefix(root: Path, rel: str, limit: int) -> tuple[bytes, bool]:
     """The first ``limit`` bytes of the regular file at ``rel`` (never following a symlink)
     and whether it holds more; PathProblem when it is no regular file."""
-    opened = _open_parent(root, rel)
-    if isinstance(opened, Found):
-        raise PathProblem(describe(opened))
-    dir_fd, name = opened
+    fd, _ = _open_regular(root, rel)
     try:
-        try:
-            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
-        except OSError as exc:
-            raise PathProblem(describe(_classify(dir_fd, name, exc))) from None
-    finally:
-        os.close(dir_fd)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise PathProblem(describe(Found(_kind(info.st_mode))))
         chunks: list[bytes] = []
         total = 0
         while total <= limit:

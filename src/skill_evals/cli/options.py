@@ -229,3 +229,18 @@ show_runner_stderr_option = click.option(
     help="Print the last 2,000 characters of the first failing runner invocation's stderr "
     "to this terminal (escaped), with its case id; never into a report or file.",
 )
+
+
+# The sandbox, network and limit options of the commands that run a suite (test, route), in
+# their --help order.
+sandbox_run_options: list[Callable[[Any], Any]] = [
+    option("--sandbox"),
+    option("--sandbox-path", "sandbox_path"),
+    show_runner_stderr_option,
+    option("--network"),
+    option("--network-allow", "network_allow"),
+    option("--fail-on-finding", "fail_on_finding"),
+    option("--max-invocation-tokens", "max_invocation_tokens"),
+    option("--max-workspace-bytes", "max_workspace_bytes"),
+    option("--credential", "credential"),
+]

@@ -14,7 +14,7 @@ from .cache_options import cache_options, cache_settings
 # The same option helpers as `ci` (one definition of the NaN-safe range and the error line).
 from .common import FloatRange, fail
 from .helptext import CONTEXT, epilog
-from .options import compose, option, report_file_option, show_runner_stderr_option
+from .options import compose, option, report_file_option, sandbox_run_options
 from .reports import run_and_write, write_reports
 
 if TYPE_CHECKING:
@@ -101,15 +101,7 @@ _OPTIONS = [
         "arm, so there is no isolation to verify (the report says so). Default: off.",
     ),
     option("--quiet", "-q", help="No progress on stderr."),
-    option("--sandbox"),
-    option("--sandbox-path", "sandbox_path"),
-    show_runner_stderr_option,
-    option("--network"),
-    option("--network-allow", "network_allow"),
-    option("--fail-on-finding", "fail_on_finding"),
-    option("--max-invocation-tokens", "max_invocation_tokens"),
-    option("--max-workspace-bytes", "max_workspace_bytes"),
-    option("--credential", "credential"),
+    *sandbox_run_options,
     cache_options,
 ]
 

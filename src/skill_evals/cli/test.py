@@ -20,7 +20,7 @@ from .options import (
     dir_option,
     option,
     report_file_option,
-    show_runner_stderr_option,
+    sandbox_run_options,
 )
 from .reports import run_and_write, write_reports
 from .scope_options import arm_options, scope_options
@@ -129,15 +129,7 @@ _OPTIONS = [
         help_text="Move each invocation's workspace to DIR/<case>/<trial>/<variant>/ instead of "
         "deleting it (debugging; DIR must be new or empty, outside the skill). Default: none.",
     ),
-    option("--sandbox"),
-    option("--sandbox-path", "sandbox_path"),
-    show_runner_stderr_option,
-    option("--network"),
-    option("--network-allow", "network_allow"),
-    option("--fail-on-finding", "fail_on_finding"),
-    option("--max-invocation-tokens", "max_invocation_tokens"),
-    option("--max-workspace-bytes", "max_workspace_bytes"),
-    option("--credential", "credential"),
+    *sandbox_run_options,
     cache_options,
     scope_options,
 ]

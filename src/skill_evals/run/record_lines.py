@@ -4,8 +4,9 @@ files themselves are read in records.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import InvalidInput
 from ..suite.cases import Case
@@ -159,42 +160,32 @@ _Optional = tuple[
 ]
 
 
+# key, parser and default (a factory) of each optional field, in _Optional's order
+_OPTIONAL: tuple[tuple[str, Callable[[Any], Any], Callable[[], Any]], ...] = (
+    ("meta", parse_meta, dict),
+    ("evidence", parse_evidence, tuple),
+    ("toolCalls", parse_tool_calls, tuple),
+    ("warnings", parse_warnings, tuple),
+    ("checks", parse_checks, lambda: None),
+    ("cached", parse_cached, bool),
+)
+
+
 def _optional_fields(value: dict[str, Any]) -> _Optional | None:
     """The optional fields of a record with more keys than the required six (defaults for
     those it lacks); None when one is malformed or the record has any other key."""
-    keys = _REQUIRED_KEYS
-    meta: dict[str, float] = {}
-    tool_calls: tuple[ToolCall, ...] = ()
-    checks: tuple[bool | None, ...] | None = None
-    cached = False
-    evidence: tuple[dict[str, str], ...] = ()
-    warnings: tuple[str, ...] = ()
+    meta = value.get("meta")
+    if isinstance(meta, dict) and "wireTokens" in meta:
+        return None  # the engine's own key: read by record_observation
     try:
-        if "meta" in value:
-            keys += 1
-            if isinstance(value["meta"], dict) and "wireTokens" in value["meta"]:
-                return None  # the engine's own key: read by record_observation
-            meta = parse_meta(value["meta"])
-        if "evidence" in value:
-            keys += 1
-            evidence = parse_evidence(value["evidence"])
-        if "toolCalls" in value:
-            keys += 1
-            tool_calls = parse_tool_calls(value["toolCalls"])
-        if "warnings" in value:
-            keys += 1
-            warnings = parse_warnings(value["warnings"])
-        if "checks" in value:
-            keys += 1
-            checks = parse_checks(value["checks"])
-        if "cached" in value:
-            keys += 1
-            cached = parse_cached(value["cached"])
+        fields = tuple(
+            parse(value[key]) if key in value else default() for key, parse, default in _OPTIONAL
+        )
     except ContractError:
         return None
-    if len(value) != keys:
+    if len(value) != _REQUIRED_KEYS + sum(key in value for key, _, _ in _OPTIONAL):
         return None
-    return meta, evidence, tool_calls, warnings, checks, cached
+    return cast(_Optional, fields)
 
 
 def checks_problem(observation: Observation, case: Case) -> str | None:
