@@ -290,10 +290,12 @@ def test_junit_misroutes_without_a_failed_gate_are_not_failures() -> None:
     cases = _cases(suite)
     assert cases["trigger[c03]"].result == []
     assert "wrong in trial(s) 2" in (cases["trigger[c03]"].system_out or "")
-    # only the task testcases of the cases whose task failed with the skill fail
+    # no uplift gate failed: the failed tasks are noted, never failures
     failing = sorted(n for n, c in cases.items() if c.result)
-    assert failing == ["task[c03]", "task[c05]", "task[c08]", "task[c11]"]
-    assert (suite.failures, suite.errors) == (4, 0)
+    assert failing == []
+    assert (suite.failures, suite.errors) == (0, 0)
+    for name in ("task[c03]", "task[c05]", "task[c08]", "task[c11]"):
+        assert (cases[name].system_out or "").startswith("failed in ")
 
 
 def test_junit_runner_failures_are_errors() -> None:
@@ -352,7 +354,7 @@ def test_junit_written_file_is_readable(tmp_path: Path) -> None:
     path = tmp_path / "junit.xml"
     path.write_text(render_junit([("refund-policy", report_for(loaded=True), None)]), "utf-8")
     root = JUnitXml.fromfile(str(path))
-    assert next(iter(root)).failures == 5  # the loading violation, four failed tasks
+    assert next(iter(root)).failures == 1  # the loading violation (no uplift gate failed)
 
 
 # ------------------------------------------------------------------------------------- json

@@ -9,7 +9,8 @@ the very case a reviewer must fix):
   failure, an interrupt, a stopped run). Misroutes without a failed gate are noted in
   ``system-out`` only.
 - ``task[<case id>]`` per case with a task check (report/junit_task.py): failure when the task
-  failed with the skill in a trial that ran, whatever the gates say.
+  failed with the skill in a trial that ran and the uplift gate failed; else the failed trials
+  are noted in ``system-out`` and a suite property (a passing gate has no failure anywhere).
 - ``trigger``: the F1 gate itself (failure when it failed; error when F1 is undefined while gated
   or the figure is partial — the run stopped before every invocation ran: never a pass).
 - ``uplift``: failure when the uplift gate failed; error when it cannot be decided (no task
