@@ -141,6 +141,7 @@ class TestOptions(_RunOptions):
     judges: tuple[str, ...] | Mapping[str, str] = ()  # --judges NAME=CMD, config judges:
     judge_timeout_ms: int = 120_000
     max_judge_calls: int | None = None
+    judge_fallback: tuple[str, float] = ("absolute", 0.05)  # --judge-fallback and its margin
 
     def judging(self, suite: CaseSuite) -> Judging | None:
         """The run's judging (None without judge checks); exit 5 for an undefined judge."""
@@ -160,6 +161,7 @@ class TestOptions(_RunOptions):
             arms=self.scope.arms,
             env=self.env,
             retry_delay=self.retry_delay,
+            fallback=self.judge_fallback,
         )
 
     def run_settings(self, **more: Any) -> RunSettings:

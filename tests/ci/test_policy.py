@@ -29,6 +29,8 @@ runner: "python3 -c 'print(1)'"
 judge: "python3 -c 'print(2)'"
 judges: {evil: "python3 -c 'print(3)'"}
 judge-timeout-ms: 1000
+judge-fallback: tie
+judge-fallback-margin: 0.5
 proposer: "python3 -c 'print(4)'"
 credentials: [{env: ATTACK_KEY, header: x-api-key, upstream: "http://127.0.0.1:9/v1"}]
 sandbox: "off"
@@ -70,7 +72,8 @@ max-workspace-bytes: 1000
 overrides: {alpha: {trials: 3, cases: evals/cases.jsonl}}
 """
 NAMED = [
-    "runner", "judge", "judges", "judge-timeout-ms", "proposer", "credentials", "sandbox",
+    "runner", "judge", "judges", "judge-timeout-ms", "judge-fallback", "judge-fallback-margin",
+    "proposer", "credentials", "sandbox",
     "sandbox-paths", "cache", "cache-max-age", "history", "require-env",
     "gates.min-trigger-f1", "gates.min-uplift", "gates.max-f1-drop", "gates.max-pass-drop",
     "gates.min-f1-gain", "gates.min-pass-gain", "compare", "improve", "improve-options",

@@ -183,12 +183,14 @@ def test_swap_consistency_and_calls_are_over_both_arms(run: dict[str, Any]) -> N
     asked = sum(_expected(arm)["asked"] for arm in ARMS)
     consistent = sum(_expected(arm)["consistent"] for arm in ARMS)
     assert judge["swapConsistency"] == pytest.approx(consistent / asked)
-    assert judge["calls"] == 2 * asked == len(judge_log(run["root"]))
-    assert run["report"]["runner"]["ledger"]["judge"]["calls"] == 2 * asked
+    # An inconsistent pair's two answers are graded alone as well (the absolute fallback).
+    calls = 2 * asked + 2 * (asked - consistent)
+    assert judge["calls"] == calls == len(judge_log(run["root"]))
+    assert run["report"]["runner"]["ledger"]["judge"]["calls"] == calls
 
 
 def test_each_pair_takes_its_own_draw_case_then_trial_then_arm(run: dict[str, Any]) -> None:
-    requests = judge_log(run["root"])
+    requests = [r for r in judge_log(run["root"]) if r["kind"] == "pairwise"]  # not the grades
     draws = iter(mulberry32_draws(42, len(PLAN) * TRIALS * len(ARMS)))
     for i in range(len(PLAN)):
         for t in range(1, TRIALS + 1):
@@ -289,8 +291,10 @@ def test_a_rubric_edit_re_judges_only(tmp_path: Path, run: dict[str, Any]) -> No
     report = json.loads(done.stdout)
     assert_valid_report(report)
     asked = sum(_expected(arm)["asked"] for arm in ARMS)
+    consistent = sum(_expected(arm)["consistent"] for arm in ARMS)
     assert runner_log(root) == []  # every observation came from the cache
-    assert report["judge"]["calls"] == 2 * asked == len(judge_log(root))
+    calls = 2 * asked + 2 * (asked - consistent)  # the inconsistent pairs' grades too
+    assert report["judge"]["calls"] == calls == len(judge_log(root))
     assert {r["rubric"] for r in judge_log(root)} == {"Which notes name every breaking change?"}
     assert report["comparison"]["task"] == run["report"]["comparison"]["task"]
 
@@ -324,7 +328,7 @@ def test_only_the_baseline_compared_numbers_its_pairs_alone(tmp_path: Path) -> N
     assert report["comparison"]["task"]["pairwise"] == _expected("baseline")["pairwise"]
     assert {a for line in runner_log(tmp_path) for a in line.split()[2:]} == {"with", "baseline"}
     draws = iter(mulberry32_draws(42, len(PLAN) * TRIALS))
-    requests = judge_log(tmp_path)
+    requests = [r for r in judge_log(tmp_path) if r["kind"] == "pairwise"]
     for i in range(len(PLAN)):
         for t in range(1, TRIALS + 1):
             draw, mine = next(draws), f"w{i}t{t} "

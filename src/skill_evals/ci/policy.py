@@ -23,6 +23,8 @@ POLICY_KEYS: frozenset[str] = frozenset(
         "judge",
         "judges",
         "judge-timeout-ms",
+        "judge-fallback",
+        "judge-fallback-margin",
         "proposer",
         "drafter",
         "draft",

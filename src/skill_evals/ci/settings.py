@@ -77,6 +77,8 @@ class SkillSettings:
     judge: str | None = None  # the default judge of judge checks (docs/judging.md)
     judges: tuple[tuple[str, str], ...] = ()  # judges: {NAME: CMD}, picked by name by a check
     judge_timeout_ms: int = 120_000
+    judge_fallback: str = "absolute"  # an inconsistent pairwise pair: absolute grades or a tie
+    judge_fallback_margin: float = 0.05
     strict: bool = False  # a lint warning → exit 5 before any runner
     agent: str | None = None  # the frontmatter profile; None: the runner's agent
     sandbox: str | None = None  # the config's sandbox: (docs/sandbox.md)
@@ -214,6 +216,8 @@ SETTING_KEYS = {
     "require-verified-isolation": "require_verified_isolation",
     "judge": "judge",
     "judge-timeout-ms": "judge_timeout_ms",
+    "judge-fallback": "judge_fallback",
+    "judge-fallback-margin": "judge_fallback_margin",
     "strict": "strict",
     "agent": "agent",
     "sandbox": "sandbox",

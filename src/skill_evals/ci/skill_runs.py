@@ -302,6 +302,7 @@ class _SkillRuns:
             judge=settings.judge,
             judges=dict(settings.judges),
             judge_timeout_ms=settings.judge_timeout_ms,
+            judge_fallback=(settings.judge_fallback, settings.judge_fallback_margin),
             max_judge_calls=self.total.for_skill(settings.budget).judge_calls,
             **run_fields(settings, record, self.options.out, runner_env(self.env)),
         )

@@ -97,6 +97,20 @@ _SPECS: dict[str, dict[str, Any]] = {
         "help": "Per judge request: kill the judge after this many milliseconds (a runner "
         "failure of the judged observation).",
     },
+    "--judge-fallback": {
+        "type": click.Choice(["absolute", "tie"]),
+        "default": "absolute",
+        "help": "A pairwise pair whose two asks disagree: grade both answers alone by the same "
+        "rubric (two more judge calls) and prefer the higher grade past "
+        "--judge-fallback-margin ('absolute'), or call it a tie ('tie').",
+    },
+    "--judge-fallback-margin": {
+        "type": click.FloatRange(0.0, 1.0),
+        "default": 0.05,
+        "metavar": "X",
+        "help": "The share of the grading scale two fallback grades must differ by for a "
+        "winner; closer is a tie.",
+    },
     "--max-judge-calls": {
         "type": click.IntRange(1, 10_000_000),
         "default": None,

@@ -104,6 +104,8 @@ _OPTIONS = [
     option("--judges", "judges"),
     option("--judge-timeout-ms"),
     option("--max-judge-calls"),
+    option("--judge-fallback"),
+    option("--judge-fallback-margin"),
     option("--seed", help="Seed of the bootstrap: the same seed gives the same interval."),
     option(
         "--bootstrap-samples",
@@ -187,6 +189,7 @@ def _test_options(given: dict[str, Any], paths: dict[str, Path | None]) -> Any:
     cache = cache_settings(given)
     scope = arm_options(given)
     record = given["record"]
+    given["judge_fallback"] = (given.pop("judge_fallback"), given.pop("judge_fallback_margin"))
     outputs = tuple(p for p in (*paths.values(), record) if p is not None)
     return TestOptions(outputs=outputs, cache=cache, scope=scope, **given)
 

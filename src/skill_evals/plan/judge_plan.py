@@ -148,6 +148,7 @@ def plan_judging(
     arms: str | None = None,
     env: Mapping[str, str] | None = None,
     retry_delay: Callable[[int], float] | None = None,
+    fallback: tuple[str, float] = ("absolute", 0.05),
 ) -> Judging | None:
     """The run's judging, or None when no case has a judge check."""
     argv = split_judge(command)
@@ -172,6 +173,8 @@ def plan_judging(
         env=env,
         cwd=Path.cwd(),
         sandbox=sandbox,
+        fallback=fallback[0],
+        fallback_margin=fallback[1],
     )
     judging = Judging(settings)
     judging.draws = pair_draws(suite, trials, seed, compared)

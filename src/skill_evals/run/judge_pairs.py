@@ -3,13 +3,16 @@ compared arm) — the ``with`` answer against the ``without`` one (the uplift) o
 one (the comparison) — numbered in case-file order, then trial, then arm (``without`` before
 ``baseline``); pair i takes draw i of its own mulberry32 stream seeded with --seed — below 0.5
 the first ask shows the ``with`` answer as ``a``, else as ``b`` — and the second ask swaps them.
-Both asks naming the same arm prefer it; anything else is a tie (``inconsistent`` unless both
-said tie). A pair where exactly one answer failed (``exitCode`` ≠ 0) prefers the other, both
-failed is a tie: nothing is asked.
+Both asks naming the same arm prefer it; both saying tie is a tie. When they disagree
+(``inconsistent``) the pair is decided, by default, by the absolute form of the same rubric: each
+answer graded alone on a 0–1 scale (two more judge calls, cached like the asks), the higher
+grade wins when the two differ by at least the margin (--judge-fallback-margin), else a tie;
+--judge-fallback tie keeps every inconsistent pair a tie. A pair where exactly one answer
+failed (``exitCode`` ≠ 0) prefers the other, both failed is a tie: nothing is asked.
 
 The verdicts are stored on the ``with`` observation, one entry per compared arm, ``{"check",
-"against", "asks": [{"key", "withAs", "winner", "reason"}, …], "preference"}``, and reused
-when both asks' keys match."""
+"against", "asks": [{"key", "withAs", "winner", "reason"}, …], "grades"?: [{"key", "arm",
+"score"}, …], "preference"}``, and reused when the keys match."""
 
 from __future__ import annotations
 
@@ -18,10 +21,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..checks.judge_files import select
-from ..checks.judge_model import JudgePairwise
+from ..checks.judge_model import Judge, JudgePairwise
 from ..score.stats import Mulberry32
 from ..suite.cases import Case, CaseSuite
-from .judging import Judging, in_parallel
+from .judging import Judging, absolute_request, in_parallel
 from .observations import Observation, Variant
 
 # The arms a with answer is compared with, in pair order: the uplift's, then the comparison's.
@@ -77,6 +80,48 @@ def preference_of(asks: Sequence[Mapping[str, Any]]) -> tuple[int, bool]:
             named.append(1 if winner == ask["withAs"] else -1)
     consistent = len(set(named)) == 1
     return (named[0] if consistent else 0), consistent
+
+
+def _grade_request(case: Case, check: JudgePairwise, obs: Observation) -> dict[str, Any]:
+    """The absolute form of the pairwise rubric for one answer: scale 0–1, no threshold."""
+    return absolute_request(case, Judge(rubric=check.rubric, include=check.include), obs)
+
+
+def _graded(
+    judging: Judging,
+    case: Case,
+    check: JudgePairwise,
+    answers: Sequence[tuple[str, Observation]],
+    old: Sequence[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """Each (arm, answer) graded alone (a grade reused when its key matches): the grades, or
+    None and the judge failure."""
+    argv = judging.argv(check)
+    known = {g.get("key"): g for g in old}
+    grades: list[dict[str, Any]] = []
+    for arm, obs in answers:
+        key = judging.request_key(argv, _grade_request(case, check, obs))
+        if key in known and known[key].get("arm") == arm:
+            judging.ledger.reused(cached=obs.cached)
+            grades.append(dict(known[key]))
+            continue
+        answer = judging.call(argv, _grade_request(case, check, obs))
+        if answer.verdict is None:
+            with judging.ledger.lock:
+                judging.ledger.failures += 1
+            return None, answer.failure
+        grades.append({"key": key, "arm": arm, "score": answer.verdict.score})
+    return grades, None
+
+
+def graded_preference(grades: Sequence[Mapping[str, Any]], margin: float) -> int:
+    """+1 when the with answer's grade beats the other's by at least ``margin``, −1 the
+    reverse, else 0 (a tie)."""
+    with_score = float(grades[0]["score"])
+    other_score = float(grades[1]["score"])
+    if abs(with_score - other_score) < margin - 1e-12:
+        return 0
+    return 1 if with_score > other_score else -1
 
 
 def pair_entry(obs: Observation, index: int, arm: str) -> Mapping[str, Any] | None:
@@ -141,8 +186,17 @@ def judge_pair(
         asks.append(
             {"key": key, "withAs": with_as, "winner": verdict.winner, "reason": verdict.reason}
         )
-    preference, _ = preference_of(asks)
-    entry = {"check": index, "against": arm, "asks": asks, "preference": preference}
+    preference, consistent = preference_of(asks)
+    entry: dict[str, Any] = {"check": index, "against": arm, "asks": asks}
+    if not consistent and judging.settings.fallback == "absolute":
+        old_grades = (pair_entry(with_obs, index, arm) or {}).get("grades", [])
+        answers = [("with", with_obs), (arm, other)]
+        grades, failure = _graded(judging, case, check, answers, old_grades)
+        if grades is None:
+            return with_obs, failure
+        entry["grades"] = grades
+        preference = graded_preference(grades, judging.settings.fallback_margin)
+    entry["preference"] = preference
     return _with_entry(with_obs, entry), None
 
 

@@ -16,6 +16,7 @@ MAX_FILES = 2000  # 20 per check
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ABSOLUTE = ("check", "key", "score", "pass", "reason", "meta")
 _PAIRWISE = ("check", "against", "asks", "preference")
+_PAIRWISE_OPTIONAL = ("grades",)  # the absolute fallback of a disagreeing pair
 _ASK = {"key", "withAs", "winner", "reason"}
 
 
@@ -53,8 +54,12 @@ def parse_judge_entries(raw: object) -> tuple[dict[str, Any], ...]:
 
 def _pairwise(item: dict[str, Any], where: str) -> dict[str, Any]:
     """A pairwise verdict entry."""
-    if set(item) != set(_PAIRWISE):
-        raise ContractError(f"wrong-typed key '{where}': an object of {', '.join(_PAIRWISE)}")
+    if not set(_PAIRWISE) <= set(item) <= {*_PAIRWISE, *_PAIRWISE_OPTIONAL}:
+        raise ContractError(
+            f"wrong-typed key '{where}': an object of {', '.join(_PAIRWISE)}, grades?"
+        )
+    if "grades" in item:
+        _grades(item["grades"], item["against"], where)
     check, asks = item["check"], item["asks"]
     if type(check) is not int or not 0 <= check < MAX_ENTRIES:
         raise ContractError(f"wrong-typed key '{where}.check': must be a check index")
@@ -78,6 +83,24 @@ def _pairwise(item: dict[str, Any], where: str) -> dict[str, Any]:
         if not ok:
             raise ContractError(f"wrong-typed key '{where}.asks': {{key, withAs, winner, reason}}")
     return dict(item)
+
+
+def _grades(grades: object, against: object, where: str) -> None:
+    """The two absolute grades of a disagreeing pair: the with answer's, then the other's."""
+    if not isinstance(grades, list) or len(grades) != 2:
+        raise ContractError(f"wrong-typed key '{where}.grades': two {{key, arm, score}}")
+    ok = True
+    for grade, arm in zip(grades, ("with", against), strict=True):
+        ok = ok and (
+            isinstance(grade, dict)
+            and set(grade) == {"key", "arm", "score"}
+            and isinstance(grade["key"], str)
+            and _HEX64.fullmatch(grade["key"]) is not None
+            and grade["arm"] == arm
+            and _number(grade["score"])
+        )
+    if not ok:
+        raise ContractError(f"wrong-typed key '{where}.grades': two {{key, arm, score}}")
 
 
 def parse_judge_files(raw: object) -> tuple[dict[str, Any], ...]:

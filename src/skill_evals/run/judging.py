@@ -52,6 +52,10 @@ class JudgeSettings:
     env: Mapping[str, str] | None = None
     cwd: Path | None = None
     sandbox: SandboxChoice | None = None  # the run's (None: SKILL_EVALS_SANDBOX, else auto)
+    # --judge-fallback: an inconsistent pair is decided by absolute grades ("absolute") or is a
+    # tie ("tie"); the grades must differ by --judge-fallback-margin (a share of the scale).
+    fallback: str = "absolute"
+    fallback_margin: float = 0.05
 
 
 def _number(value: float) -> float | int:
