@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from ..suite.frontmatter import parse_frontmatter
+from ..suite.frontmatter import name_and_description, parse_frontmatter
 
 Variant = Literal["with", "without"]
 Delivery = Literal["native", "mcp"]
@@ -137,14 +137,8 @@ def skill_ref(path: Path, text: str | None = None) -> SkillRef:
         front, _ = parse_frontmatter(text)
     except ValueError as exc:
         raise RunnerSetupError(f"{md}: invalid frontmatter ({exc})") from exc
-    name = front.get("name")
-    desc = front.get("description")
-    return SkillRef(
-        name=name if isinstance(name, str) and name else path.name,
-        path=path,
-        description=desc if isinstance(desc, str) else "",
-        text=text,
-    )
+    name, description = name_and_description(front, path.name)
+    return SkillRef(name=name, path=path, description=description, text=text)
 
 
 def _catalog_dirs(value: str) -> tuple[Path, ...]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..messages import ARTEFACTS
-from ..suite.frontmatter import parse_frontmatter
+from ..suite.frontmatter import name_and_description, parse_frontmatter
 from .base import AgentInvocation, AgentResult, RunnerSetupError
 
 MIN_SHARED_WORDS = 2
@@ -208,13 +208,8 @@ def _read_skill(skill_dir: Path) -> _Installed:
         front, body = parse_frontmatter(md.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunnerSetupError(f"{md}: cannot read the skill ({type(exc).__name__})") from exc
-    name = front.get("name")
-    description = front.get("description")
-    return _Installed(
-        name=name if isinstance(name, str) and name else skill_dir.name,
-        description=description if isinstance(description, str) else "",
-        body=body,
-    )
+    name, description = name_and_description(front, skill_dir.name)
+    return _Installed(name=name, description=description, body=body)
 
 
 def pick_skill(prompt: str, descriptions: list[str]) -> int | None:

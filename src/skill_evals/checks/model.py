@@ -20,6 +20,7 @@ class _Named:
     """A check whose short name for reasons is its name alone."""
 
     name: ClassVar[str]
+    workspace: ClassVar[bool] = False
 
     @property
     def label(self) -> str:
@@ -27,11 +28,14 @@ class _Named:
         return self.name
 
 
+@dataclass(frozen=True)
 class _ToolCheck:
     """A check about calls of one tool: its label names the check and the tool."""
 
     name: ClassVar[str]
+    workspace: ClassVar[bool] = False
     tool: str
+    input: dict[str, object] | None = None
 
     @property
     def label(self) -> str:
@@ -44,7 +48,6 @@ class ExitCode(_Named):
     """The task's exit code equals ``expected``."""
 
     name: ClassVar[str] = "exit_code"
-    workspace: ClassVar[bool] = False
     expected: int
 
 
@@ -53,7 +56,6 @@ class IncludesAll(_Named):
     """Exit code 0 and the output contains every string."""
 
     name: ClassVar[str] = "includes_all"
-    workspace: ClassVar[bool] = False
     expected: tuple[str, ...]
 
 
@@ -62,7 +64,6 @@ class JsonEquals(_Named):
     """Exit code 0 and the output is strict JSON structurally equal to ``expected``."""
 
     name: ClassVar[str] = "json_equals"
-    workspace: ClassVar[bool] = False
     expected: object
 
 
@@ -71,7 +72,6 @@ class OutputMatches(_Named):
     """Exit code 0 and the pattern is found in the output."""
 
     name: ClassVar[str] = "output_matches"
-    workspace: ClassVar[bool] = False
     pattern: str
     flags: str = ""
 
@@ -81,9 +81,6 @@ class ToolCalled(_ToolCheck):
     """The number of completed matching tool calls lies in [minimum, maximum]."""
 
     name: ClassVar[str] = "tool_called"
-    workspace: ClassVar[bool] = False
-    tool: str
-    input: dict[str, object] | None = None
     minimum: int = 1
     maximum: int | None = None
 
@@ -93,9 +90,6 @@ class ToolNotCalled(_ToolCheck):
     """No completed tool call matches."""
 
     name: ClassVar[str] = "tool_not_called"
-    workspace: ClassVar[bool] = False
-    tool: str
-    input: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,10 +109,12 @@ class Budget:
 BUDGETS = ("max_turns", "max_tokens", "max_cost_usd", "max_duration_ms")
 
 
+@dataclass(frozen=True)
 class _FileCheck:
     """A workspace check about one file: its label names the check and the path."""
 
     name: ClassVar[str]
+    workspace: ClassVar[bool] = True
     path: str
 
     @property
@@ -132,8 +128,6 @@ class FileExists(_FileCheck):
     """The workspace holds a regular file at ``path``."""
 
     name: ClassVar[str] = "file_exists"
-    workspace: ClassVar[bool] = True
-    path: str
 
 
 @dataclass(frozen=True)
@@ -141,8 +135,6 @@ class FileAbsent(_FileCheck):
     """Nothing exists at ``path``."""
 
     name: ClassVar[str] = "file_absent"
-    workspace: ClassVar[bool] = True
-    path: str
 
 
 @dataclass(frozen=True)
@@ -150,8 +142,6 @@ class FileContains(_FileCheck):
     """The file is UTF-8 text containing every string."""
 
     name: ClassVar[str] = "file_contains"
-    workspace: ClassVar[bool] = True
-    path: str
     text: tuple[str, ...]
 
 
@@ -160,8 +150,6 @@ class FileMatches(_FileCheck):
     """The pattern is found in the file's text."""
 
     name: ClassVar[str] = "file_matches"
-    workspace: ClassVar[bool] = True
-    path: str
     pattern: str
     flags: str = ""
 
@@ -171,27 +159,29 @@ class JsonFileEquals(_FileCheck):
     """The file is strict JSON structurally equal to ``expected``."""
 
     name: ClassVar[str] = "json_file_equals"
-    workspace: ClassVar[bool] = True
-    path: str
     expected: object
 
 
 @dataclass(frozen=True)
-class ChangesWithin(_Named):
-    """Every file created, modified or deleted since setup lies within ``paths``."""
+class _PathsCheck(_Named):
+    """A workspace check about the changes to several paths."""
 
-    name: ClassVar[str] = "changes_within"
     workspace: ClassVar[bool] = True
     paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class Unchanged(_Named):
+class ChangesWithin(_PathsCheck):
+    """Every file created, modified or deleted since setup lies within ``paths``."""
+
+    name: ClassVar[str] = "changes_within"
+
+
+@dataclass(frozen=True)
+class Unchanged(_PathsCheck):
     """None of ``paths`` changed since setup."""
 
     name: ClassVar[str] = "unchanged"
-    workspace: ClassVar[bool] = True
-    paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,11 @@ hang, a crash or unbounded memory.
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
-from ..suite.jsonl import file_kind, loads_strict
+from ..suite.jsonl import loads_strict, not_regular_problem
 
 MAX_JSON_DEPTH = 64
 _CHUNK = 1 << 20
@@ -40,15 +39,9 @@ def read_bounded(path: Path, what: str, max_bytes: int, *, follow_symlinks: bool
         reason = "a symlink" if not follow_symlinks and os.path.islink(path) else exc.strerror
         raise UntrustedFileError(f"{path}: cannot read {what} ({reason})") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UntrustedFileError(
-                f"{path}: {what} must be a regular file, but it is {file_kind(st.st_mode)}"
-            )
-        if st.st_size > max_bytes:
-            raise UntrustedFileError(
-                f"{path}: {what} is {st.st_size} bytes; the limit is {max_bytes} bytes"
-            )
+        problem = not_regular_problem(path, what, os.fstat(fd), max_bytes)
+        if problem is not None:
+            raise UntrustedFileError(problem)
         # O_NONBLOCK means nothing for a regular file; clear it so reads behave alike anywhere.
         os.set_blocking(fd, True)
     except BaseException:

@@ -71,12 +71,7 @@ def _chunked_pieces(reader: io.BufferedReader) -> Iterator[bytes]:
         if size == 0:
             break
         total += size
-        while size:
-            piece = reader.read(min(size, _PIECE))
-            if not piece:
-                raise Reject(400, "Bad Request")
-            size -= len(piece)
-            yield piece
+        yield from _length_pieces(reader, size)
         if reader.readline(4) not in (b"\r\n", b"\n"):
             raise Reject(400, "Bad Request")
     for _ in range(100):  # trailers, ignored

@@ -32,13 +32,11 @@ from .gates import (
     num,
     undecided,
 )
-from .scoring import interval_block, rate_block, sign_test_block
+from .scoring import interval_block, paired_uplift, rate_block
 from .stats import (
-    bootstrap_interval,
     exact_f1,
     percentiles_of,
     resample_sums_many,
-    sign_test,
     trigger_metrics,
 )
 
@@ -270,14 +268,7 @@ def _task_comparison(
             for u, v in units.items()
         }
     )
-    if differences:
-        point: float | None = float(sum(differences, Fraction(0)) / len(differences))
-        interval = bootstrap_interval(differences, samples, seed)
-        lower: float | None = interval.lower
-        upper: float | None = interval.upper
-    else:
-        point = lower = upper = None
-    signs = sign_test(differences)
+    point, interval, signs = paired_uplift(differences, samples, seed)
     flips = _flips(
         (w, b)
         for case in task_cases
@@ -293,8 +284,8 @@ def _task_comparison(
         "with": rate_block(*totals["with"]),
         "baseline": rate_block(*totals["baseline"]),
         "difference": point,
-        "interval": interval_block(lower, upper, samples, seed),
-        "signTest": sign_test_block(signs),
+        "interval": interval,
+        "signTest": signs,
     }
 
 

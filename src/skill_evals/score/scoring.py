@@ -149,28 +149,35 @@ def task_section(
     if not task_cases:
         return None  # never a zero uplift: there is nothing to measure
     counts, differences = _task_counts(task_cases, task_passes)
-    n = len(differences)
-    if n:
-        difference: float | None = float(sum(differences, Fraction(0)) / n)
-        interval = bootstrap_interval(differences, samples, seed)
-        lower: float | None = interval.lower
-        upper: float | None = interval.upper
-    else:
-        difference = lower = upper = None
-    signs = sign_test(differences)
+    difference, interval, signs = paired_uplift(differences, samples, seed)
     return {
         "mode": "absolute",
-        "units": n,
+        "units": len(differences),
         # Decided by the case file (as before the run), not by how many units a void run
         # happened to observe: missing observations are reported as exit 7 / 130 instead.
         "insufficient": task_unit_count(suite) < MIN_UNITS,
         "with": rate_block(*counts["with"]),
         "without": rate_block(*counts["without"]),
         "difference": difference,
-        "interval": interval_block(lower, upper, samples, seed),
-        "signTest": sign_test_block(signs),
+        "interval": interval,
+        "signTest": signs,
         "efficiency": efficiency_section(suite, grid),
     }
+
+
+def paired_uplift(
+    differences: Sequence[Fraction], samples: int, seed: int
+) -> tuple[float | None, dict[str, Any], dict[str, Any]]:
+    """The mean of the per-unit paired differences (None without any), the report's block of
+    its bootstrap interval (``samples``, ``seed``) and of its sign test."""
+    if not differences:
+        return None, interval_block(None, None, samples, seed), sign_test_block(sign_test([]))
+    interval = bootstrap_interval(differences, samples, seed)
+    return (
+        float(sum(differences, Fraction(0)) / len(differences)),
+        interval_block(interval.lower, interval.upper, samples, seed),
+        sign_test_block(sign_test(differences)),
+    )
 
 
 def interval_block(

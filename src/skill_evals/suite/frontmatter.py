@@ -89,3 +89,14 @@ def decode_skill_md(md: Path, data: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InvalidInput(f"{md}:{line}: invalid UTF-8; save SKILL.md as UTF-8") from None
+
+
+def name_and_description(front: dict[str, object], dir_name: str) -> tuple[str, str]:
+    """The skill's name (the directory's when the frontmatter has none) and its description
+    ("" when not a string), for loading; validation reports what is wrong with them."""
+    name = front.get("name")
+    description = front.get("description")
+    return (
+        name if isinstance(name, str) and name else dir_name,
+        description if isinstance(description, str) else "",
+    )

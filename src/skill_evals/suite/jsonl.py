@@ -61,24 +61,34 @@ def file_kind(mode: int) -> str:
 def check_regular_file(path: Path, what: str = "file") -> None:
     """Raise InvalidInput unless ``path`` is a regular file (not a symlink, FIFO, device, dir)
     no larger than MAX_FILE_BYTES. Never opens a FIFO (so it cannot block)."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        raise InvalidInput(f"{path}: {what} does not exist") from None
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot read {what} ({exc.strerror})") from None
+    st = stat_or_fail(path, False, f"{what} does not exist", f"cannot read {what}")
     _check_stat(path, what, st)
 
 
-def _check_stat(path: Path, what: str, st: os.stat_result) -> None:
+def stat_or_fail(path: Path, follow: bool, missing: str, unreadable: str) -> os.stat_result:
+    """``path``'s status (of the link itself unless ``follow``), or InvalidInput saying it is
+    ``missing`` or ``unreadable`` (with the system's reason)."""
+    try:
+        return os.stat(path, follow_symlinks=follow)
+    except FileNotFoundError:
+        raise InvalidInput(f"{path}: {missing}") from None
+    except OSError as exc:
+        raise InvalidInput(f"{path}: {unreadable} ({exc.strerror})") from None
+
+
+def not_regular_problem(path: Path, what: str, st: os.stat_result, max_bytes: int) -> str | None:
+    """Why ``st`` is not a regular file of at most ``max_bytes``, naming ``path``; or None."""
     if not stat.S_ISREG(st.st_mode):
-        raise InvalidInput(
-            f"{path}: {what} must be a regular file, but it is {file_kind(st.st_mode)}"
-        )
-    if st.st_size > MAX_FILE_BYTES:
-        raise InvalidInput(
-            f"{path}: {what} is {st.st_size} bytes; the limit is {MAX_FILE_BYTES} bytes"
-        )
+        return f"{path}: {what} must be a regular file, but it is {file_kind(st.st_mode)}"
+    if st.st_size > max_bytes:
+        return f"{path}: {what} is {st.st_size} bytes; the limit is {max_bytes} bytes"
+    return None
+
+
+def _check_stat(path: Path, what: str, st: os.stat_result) -> None:
+    problem = not_regular_problem(path, what, st, MAX_FILE_BYTES)
+    if problem is not None:
+        raise InvalidInput(problem)
 
 
 def open_regular_file(path: Path, what: str = "file") -> int:

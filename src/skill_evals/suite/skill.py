@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InvalidInput
-from .frontmatter import decode_skill_md
+from .frontmatter import decode_skill_md, name_and_description
 from .frontmatter import parse_frontmatter as parse_frontmatter
-from .jsonl import MAX_FILE_BYTES
+from .jsonl import MAX_FILE_BYTES, stat_or_fail
 from .skill_rules import frontmatter_problems
 from .skill_rules import validate_skill as validate_skill
 from .walks import walk
@@ -160,22 +160,12 @@ def directory_sha256_without(path: Path, excluded: Sequence[str]) -> str:
 
 def _check_skill_dir(path: Path) -> Path:
     """The absolute skill dir, or InvalidInput when it or its SKILL.md is unusable."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InvalidInput(f"{path}: skill directory does not exist") from None
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot read skill directory ({exc.strerror})") from None
+    st = stat_or_fail(path, True, "skill directory does not exist", "cannot read skill directory")
     if not stat.S_ISDIR(st.st_mode):
         raise InvalidInput(f"{path}: --skill must be a directory holding SKILL.md")
     root = path.resolve()
     md = root / "SKILL.md"
-    try:
-        md_st = os.lstat(md)
-    except FileNotFoundError:
-        raise InvalidInput(f"{md}: missing; a skill directory must hold SKILL.md") from None
-    except OSError as exc:
-        raise InvalidInput(f"{md}: cannot read ({exc.strerror})") from None
+    md_st = stat_or_fail(md, False, "missing; a skill directory must hold SKILL.md", "cannot read")
     if not stat.S_ISREG(md_st.st_mode):
         raise InvalidInput(f"{md}: must be a regular file (not a symlink, directory or FIFO)")
     return root
@@ -197,12 +187,11 @@ def load_skill(path: Path, profile: str | None = None) -> Skill:
         front, body = parse_frontmatter(text)
     except ValueError:
         front, body = {}, text.removeprefix("\ufeff")  # reported in warnings below
-    name = front.get("name")
-    description = front.get("description")
+    name, description = name_and_description(front, root.name)
     return Skill(
-        name=name if isinstance(name, str) and name else root.name,
+        name=name,
         path=root,
-        description=description if isinstance(description, str) else "",
+        description=description,
         body=body,
         frontmatter=front,
         skill_md_sha256=hashlib.sha256(md_bytes).hexdigest(),
