@@ -34,7 +34,7 @@ from ..plan.arms import Arm, run_order
 from ..plan.ledger import Ledger
 from ..plan.run_control import Stopped, retry_delay, signals_cancel
 from ..plan.settle import Settler, Verdict
-from ..sandbox.bwrap import Sandbox
+from ..sandbox.bwrap import Sandbox, sizes_tmpfs
 from ..sandbox.credential_proxy import CredentialProxy, builtin_credentials
 from ..sandbox.egress import INSIDE_PORT, EgressProxy
 from ..sandbox.probe import SandboxChoice, SandboxState
@@ -137,7 +137,10 @@ def _run_workers(
         contained = choice.network.mode != "host"
         meter = Meter(choice.max_invocation_tokens) if contained else None
         egress = EgressProxy(choice.network, meter=meter) if contained else None
-        sandbox = Sandbox(state.program, choice.paths, egress=egress, limits=choice.limits)
+        sized = sizes_tmpfs(state.version)
+        sandbox = Sandbox(
+            state.program, choice.paths, egress=egress, limits=choice.limits, sized_root=sized
+        )
         state = dataclasses.replace(state, network=choice.network.mode)
         host_warning = choice.network_warning()
     writer = RecordWriter(plan.record) if plan.record is not None else None

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..agents.environment import BASE_PREFIXES, BASE_VARIABLES
 from ..sandbox.binds import BindRefused
-from ..sandbox.bwrap import Sandbox, startable
+from ..sandbox.bwrap import Sandbox, sizes_tmpfs, startable
 from ..sandbox.credential_proxy import CredentialProxy, builtin_credentials
 from ..sandbox.egress import INSIDE_PORT, EgressProxy
 from ..sandbox.probe import (
@@ -124,7 +124,12 @@ class HelperCell:
                     if state.program is not None:
                         contained = choice.network.mode != "host"
                         egress = EgressProxy(choice.network) if contained else None
-                        self._sandbox = Sandbox(state.program, choice.paths, egress=egress)
+                        self._sandbox = Sandbox(
+                            state.program,
+                            choice.paths,
+                            egress=egress,
+                            sized_root=sizes_tmpfs(state.version),
+                        )
                 self._decided = True
             return self._unusable
 

@@ -35,9 +35,11 @@ NAMESPACES = (
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)  # holds skill_evals/
 
 
-def _system() -> list[str]:
-    """The empty root, /proc, /dev and the system directories that exist (symlinks kept)."""
-    args = ["--tmpfs", "/", "--proc", "/proc", "--dev", "/dev"]
+def _system(root_bytes: int | None = None) -> list[str]:
+    """The empty root (at most ``root_bytes`` where bwrap can bound a tmpfs), /proc, /dev and
+    the system directories that exist (symlinks kept)."""
+    size = ["--size", str(root_bytes)] if root_bytes is not None else []
+    args = [*size, "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev"]
     for path in SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
@@ -70,6 +72,9 @@ class Sandbox:
     # None: the network is the host's (--network host); else each sandbox gets its own.
     egress: EgressProxy | None = None
     limits: Limits = field(default_factory=Limits)
+    # bwrap ≥ 0.8 bounds the empty root (where /tmp and the runner's working directory live)
+    # to the workspace bound; an older one cannot (docs/sandbox.md).
+    sized_root: bool = False
 
     def channel(self, by: str) -> Channel | None:
         """A way out for one sandboxed process of kind ``by`` (runner, setup, command), or
@@ -137,7 +142,7 @@ class Sandbox:
             self.program,
             *NAMESPACES,
             *unshare,
-            *_system(),
+            *_system(self.limits.workspace_bytes if self.sized_root else None),
             *_bind_args(binds),
             *_empty_over(masks + gone),
             *way_out,
@@ -230,3 +235,14 @@ def _within(path: str, root: str) -> bool:
 
 def _inside_any(path: str, directories: Iterable[str]) -> bool:
     return any(path.startswith(d.rstrip("/") + "/") for d in directories)
+
+
+def sizes_tmpfs(version: str | None) -> bool:
+    """Whether this bwrap (its ``--version`` line) takes ``--size`` for a tmpfs (0.8 and
+    later)."""
+    words = (version or "").split()
+    try:
+        major, minor = (int(part) for part in words[-1].split(".")[:2])
+    except (IndexError, ValueError):
+        return False
+    return (major, minor) >= (0, 8)
