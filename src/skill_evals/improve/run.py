@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import EvalError, InvalidInput
 from ..plan.files import path_inside
+from ..plan.ready import check_helper_key, check_runner
 from ..plan.run_control import retry_delay
 from ..plan.run_settings import RunSettings
 from ..run.runner import split_command
@@ -92,6 +93,8 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
         split = split_suite(suite, options.holdout, options.seed)
         check_budget(split, options.trials, options.max_invocations)
         environ = os.environ if options.env is None else options.env
+        check_runner(options.runner, environ, os.getcwd())
+        check_helper_key(proposer_argv, "propose", "--proposer", environ)
         mode = requested_mode(options.sandbox, environ, options.sandbox_config)
         choice = shared_choice(mode, sandbox_paths(options.sandbox_path), environ)
         run = RunSettings(

@@ -5,6 +5,7 @@ names none, or a name nobody defined)."""
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from ..run.observations import Variant
 from ..sandbox.probe import SandboxChoice
 from ..suite.cases import CaseSuite
 from .arms import parse_arms
+from .ready import check_helper_key
 
 DEFAULT_JUDGE = "default"  # the name of --judge (config judge:)
 
@@ -161,6 +163,10 @@ def plan_judging(
     if not judged:
         return None
     _check_names(suite, judged, argv is not None, named or {})
+    environ = env if env is not None else os.environ
+    check_helper_key(argv, "judge", "--judge", environ)
+    for name, named_argv in (named or {}).items():
+        check_helper_key(named_argv, "judge", f"judge {name}", environ)
     settings = JudgeSettings(
         command=argv,
         named=dict(named or {}),

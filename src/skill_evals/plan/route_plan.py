@@ -11,6 +11,7 @@ catalog).
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 
 from ..cache.key import canonical_json
@@ -24,6 +25,7 @@ from ..suite.catalog import Catalog
 from ..suite.route_cases import RouteSuite
 from .arms import ARM_VAR, ROUTING_ARM, Arm
 from .files import RunFiles, check_outputs, check_outputs_outside, resumed_observations
+from .ready import check_runner
 from .run_settings import RunSettings, require_units, runner_notes
 
 SKILL_DIRS_VAR = "SKILL_EVALS_SKILL_DIRS"
@@ -97,6 +99,7 @@ def plan_route(
     if require_verified_isolation:
         notes = (*notes, NO_ISOLATION_TO_VERIFY)
     check_cache_dir(run.cache, *(s.path for s in catalog.skills))
+    check_runner(run.runner, run.env if run.env is not None else os.environ, os.getcwd())
     execution = run.execution_plan(
         command,
         engine,

@@ -5,6 +5,7 @@ that cannot pass."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from .files import (
     path_inside,
     resumed_observations,
 )
+from .ready import check_runner
 from .run_settings import RunSettings, require_units, runner_notes
 from .scope import ArmOptions, Scope, load_baseline, plan_scope, settle_gates
 
@@ -190,6 +192,7 @@ def plan_test(
     if exposed is not None and builtin_agent(run.runner) is not None:
         notes = (*notes, exposed)
     _check_trigger_cases(gates.min_trigger_f1, suite)
+    check_runner(run.runner, run.env if run.env is not None else os.environ, os.getcwd())
     settle = SettleSpec(
         settle_gates(gates.min_trigger_f1, gates.min_uplift, scope.compare, suite),
         gates.bootstrap_samples,

@@ -1,0 +1,114 @@
+"""Decided before anything starts, naming what to fix: a built-in runner whose agent CLI is
+missing or not executable, a built-in judge or proposer whose key is unset (exit 7);
+`runner opencode` without --model, a --credential whose variable is unset (exit 5). The real
+CLI; a counting runner logs every invocation, so "nothing started" is a file that stays
+empty. Unsandboxed (--sandbox off): the counting log lies outside any sandbox."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, write_jsonl, write_skill
+
+COUNTING = REPO / "tests" / "runners" / "counting.sh"
+KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "MY_KEY")
+
+
+def _setup(tmp_path: Path, judged: bool = False) -> tuple[Path, Path, dict[str, str]]:
+    skill = write_skill(tmp_path / "skills")
+    task = {"check": "judge", "rubric": "Is it right?"} if judged else None
+    cases = [
+        {"id": f"c{i}", "prompt": f"refund question {i} about {chr(97 + i)}",
+         "expectTrigger": i < 5, **({"task": task} if task else {})}
+        for i in range(10)
+    ]  # fmt: skip
+    log = tmp_path / "invocations.log"
+    env = {k: v for k, v in os.environ.items() if k not in KEYS and k != "SKILL_EVALS_SANDBOX"}
+    env["COUNTING_LOG"] = str(log)
+    return skill, write_jsonl(tmp_path / "cases.jsonl", cases), env
+
+
+def _cli(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "skill_evals", *args, "--sandbox", "off"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("runner", "code", "said"),
+    [
+        ("skill-evals runner claude-code --bin {missing}", 7,
+         "--runner: the claude-code CLI '{missing}' is missing or not executable"),
+        ("skill-evals runner codex --bin {plain}", 7,
+         "--runner: the codex CLI '{plain}' is missing or not executable"),
+        ("skill-evals runner opencode --bin {fake}", 5,
+         "--runner: skill-evals runner opencode needs --model provider/model"),
+    ],
+)  # fmt: skip
+def test_a_runner_that_cannot_start_is_refused_first(
+    tmp_path: Path, runner: str, code: int, said: str
+) -> None:
+    skill, cases, env = _setup(tmp_path)
+    places = {"missing": str(tmp_path / "no" / "claude"), "plain": str(tmp_path / "plain")}
+    places["fake"] = str(COUNTING)
+    (tmp_path / "plain").write_text("not a program\n")  # exists, not executable
+    runner = runner.format(**places)
+    proc = _cli(
+        tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases), "--runner", runner
+    )
+    assert proc.returncode == code, proc.stderr
+    assert said.format(**places) in proc.stderr
+    assert not (tmp_path / "invocations.log").exists()
+
+
+def test_a_builtin_judge_without_its_key_is_refused_first(tmp_path: Path) -> None:
+    skill, cases, env = _setup(tmp_path, judged=True)
+    proc = _cli(
+        tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases),
+        "--runner", str(COUNTING), "--judge", "skill-evals judge anthropic --model m",
+    )  # fmt: skip
+    assert proc.returncode == 7, proc.stderr
+    assert (
+        "--judge: skill-evals judge anthropic needs ANTHROPIC_API_KEY, which is not set"
+        in proc.stderr
+    )
+    assert not (tmp_path / "invocations.log").exists()
+
+
+def test_a_builtin_proposer_without_its_key_is_refused_first(tmp_path: Path) -> None:
+    skill, cases, env = _setup(tmp_path)
+    proc = _cli(
+        tmp_path, env, "improve", "--skill", str(skill), "--cases", str(cases),
+        "--runner", str(COUNTING), "--proposer", "skill-evals propose openai --model m",
+    )  # fmt: skip
+    assert proc.returncode == 7, proc.stderr
+    assert "--proposer: skill-evals propose openai needs OPENAI_API_KEY" in proc.stdout
+    assert not (tmp_path / "invocations.log").exists()
+
+
+def test_a_credential_whose_variable_is_unset_is_refused_first(tmp_path: Path) -> None:
+    skill, cases, env = _setup(tmp_path)
+    proc = _cli(
+        tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases),
+        "--runner", str(COUNTING), "--credential", "MY_KEY,bearer,http://127.0.0.1:9",
+    )  # fmt: skip
+    assert proc.returncode == 5, proc.stderr
+    assert "MY_KEY" in proc.stderr
+    assert not (tmp_path / "invocations.log").exists()
+
+
+def test_the_same_runs_start_when_nothing_is_missing(tmp_path: Path) -> None:
+    """The control: the counting runner does run (the log is the proof it would show)."""
+    skill, cases, env = _setup(tmp_path)
+    proc = _cli(
+        tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases),
+        "--runner", str(COUNTING), "--trials", "1",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len((tmp_path / "invocations.log").read_text().splitlines()) == 20
