@@ -190,6 +190,13 @@ def _agent_command(name: str, summary: str, extra: tuple[str, ...], doc: str) ->
 
     for option in extra:
         command = _EXTRA_OPTIONS[option](command)
+    if name == "opencode":  # OpenCode has no default model: the run is refused without one
+        for param in command.params:
+            if param.name == "model" and isinstance(param, click.Option):
+                param.help = (
+                    "Required: the model as provider/model (e.g. anthropic/claude-sonnet-4-5); "
+                    "without it the run stops before it starts (exit 5)."
+                )
     return command
 
 
