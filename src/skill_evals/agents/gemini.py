@@ -27,7 +27,7 @@ import skill_evals
 
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, skill_ref
 from .environment import find_binary, secret_names
-from .evidence import Event, Load, ToolCall
+from .evidence import Event
 from .gemini_events import AGENT, SESSION_MARKER, explicit, skill_tool, tool_calls
 from .gemini_outcome import RunnerError, outcome
 from .protocol import Finished, Launch, Outcome, RunSetup
@@ -262,19 +262,10 @@ class Gemini:
         result.offered = bundled_names(bundled_skills(setup.binary))
         return result
 
-    def tool_calls(self, events: Sequence[Event]) -> list[ToolCall]:
-        """See :func:`.gemini_events.tool_calls`."""
-        return tool_calls(events)
-
-    def skill_tool(self, call: ToolCall) -> str | None:
-        """See :func:`.gemini_events.skill_tool`."""
-        return skill_tool(call)
-
-    def explicit(
-        self, events: Sequence[Event], prompt: str | None, available: frozenset[str]
-    ) -> list[Load]:
-        """See :func:`.gemini_events.explicit`."""
-        return explicit(events, prompt, available)
+    # the transcript readers of :mod:`.gemini_events`
+    tool_calls = staticmethod(tool_calls)
+    skill_tool = staticmethod(skill_tool)
+    explicit = staticmethod(explicit)
 
 
 PLUGIN = Gemini()

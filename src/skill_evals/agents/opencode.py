@@ -22,7 +22,7 @@ from pathlib import Path
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
 from .content import SkillText
 from .environment import agent_env, find_binary, secretless_shell
-from .evidence import Event, EvidencePatterns, Load, ToolCall
+from .evidence import Event, EvidencePatterns, Load
 from .opencode_config import auth_variables, build_config, load_provider_config
 from .opencode_events import (
     AGENT,
@@ -208,13 +208,9 @@ class OpenCode:
             offered=list(BUNDLED_SKILLS),
         )
 
-    def tool_calls(self, events: Sequence[Event]) -> list[ToolCall]:
-        """See :func:`.opencode_events.tool_calls`."""
-        return tool_calls(events)
-
-    def skill_tool(self, call: ToolCall) -> str | None:
-        """See :func:`.opencode_events.skill_tool`."""
-        return skill_tool(call)
+    # the transcript readers of :mod:`.opencode_events`
+    tool_calls = staticmethod(tool_calls)
+    skill_tool = staticmethod(skill_tool)
 
     def explicit(
         self, events: Sequence[Event], prompt: str | None, available: frozenset[str]

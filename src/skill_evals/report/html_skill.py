@@ -7,10 +7,10 @@ from typing import Any
 
 from .answers import AnswerBudget, Answers, case_answers
 from .cells import fmt_num, skill_status
-from .comparison import comparison_lines, gate_labels, ledger_summary, report_ledger
+from .comparison import comparison_lines, gate_labels
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .html_base import anchor, badge, escape_html
-from .judge_lines import judge_summary
+from .judge_lines import run_notes
 
 _e = escape_html
 
@@ -97,12 +97,7 @@ def skill_section(
     parts += _diagnosis_parts(report)
     parts.append(_gate_list(report))
     parts.append(_list("Compared with the baseline", [_e(x) for x in comparison_lines(report)]))
-    ledger = ledger_summary(report_ledger(report))
-    if ledger:
-        parts.append(f"<p>Ledger: {_e(ledger)}</p>")
-    judged = judge_summary(report)
-    if judged:
-        parts.append(f"<p>{_e(judged[0].upper() + judged[1:])}</p>")
+    parts += [f"<p>{_e(note[0].upper() + note[1:])}</p>" for note in run_notes(report)]
     parts += _trigger_parts(report)
     parts += _loading_parts(report)
     parts += _case_parts(report, answers, budget or AnswerBudget())

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .comparison import ledger_summary, report_ledger
+
 
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -56,3 +58,11 @@ def pairwise_rows(task: Mapping[str, Any]) -> list[list[str]] | None:
             f"{float(share) * 100:.1f}%" if isinstance(share, (int, float)) else "n/a",
         ],
     ]
+
+
+def run_notes(report: Mapping[str, Any]) -> list[str]:
+    """What the run spent (``ledger: …``) and what its judges did, each where there is any,
+    as lower-case sentences without a full stop."""
+    ledger = ledger_summary(report_ledger(report))
+    judged = judge_summary(report)
+    return [*([f"ledger: {ledger}"] if ledger else []), *([judged] if judged else [])]

@@ -12,7 +12,7 @@ from .judge_lines import judge_summary, pairwise_rows
 from .lists import LIST_LIMIT, limited
 from .md_text import escape_md
 from .next_steps import next_steps
-from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold
+from .numbers import confusion_cells, fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold
 from .text import efficiency_summary, skill_name, uplift_summary, verdict_summary
 
 
@@ -113,9 +113,7 @@ def _trigger_lines(report: Mapping[str, Any]) -> list[str]:
         "",
         "| TP | FP | FN | TN | precision | recall | F1 |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        f"| {trigger.get('tp')} | {trigger.get('fp')} | {trigger.get('fn')} | "
-        f"{trigger.get('tn')} | {fmt(trigger.get('precision'))} | "
-        f"{fmt(trigger.get('recall'))} | {fmt(trigger.get('f1'))} |",
+        "| " + " | ".join(confusion_cells(trigger, ("tp", "fp", "fn", "tn"))) + " |",
         "",
     ]
 

@@ -3,6 +3,8 @@ a threshold as typed; ``n/a`` for null, so an undefined figure is never shown as
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 
 def is_number(value: object) -> bool:
     """A JSON number (bools are not numbers)."""
@@ -32,3 +34,12 @@ def fmt_p(value: object) -> str:
 def fmt_threshold(value: object) -> str:
     """A gate threshold as the user typed it (shortest repr)."""
     return repr(value) if is_number(value) else "n/a"
+
+
+RATES = ("precision", "recall", "f1")
+
+
+def confusion_cells(figures: Mapping[str, object], counts: Sequence[str]) -> list[str]:
+    """A row of a confusion table as text: the ``counts`` (``tp``, ``fp``, …) as they are,
+    then precision, recall and F1 with ``fmt``."""
+    return [str(figures.get(key)) for key in counts] + [fmt(figures.get(key)) for key in RATES]

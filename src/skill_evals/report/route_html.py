@@ -11,7 +11,7 @@ from typing import Any
 
 from .diagnosis import gate_partial, partial_note, sections
 from .html_base import escape_html, html_page
-from .numbers import fmt, fmt_threshold
+from .numbers import confusion_cells, fmt, fmt_threshold
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
 
 _e = escape_html
@@ -100,12 +100,12 @@ def _per_skill_table(report: Mapping[str, Any]) -> str:
     if not per_skill:
         return ""
     rows = "".join(
-        f"<tr><td>{_e(s.get('name'))}</td><td class='num'>{_e(s.get('expectedBy'))}</td>"
-        f"<td class='num'>{_e(s.get('tp'))}</td><td class='num'>{_e(s.get('fp'))}</td>"
-        f"<td class='num'>{_e(s.get('fn'))}</td>"
-        f"<td class='num'>{fmt(s.get('precision'))}</td>"
-        f"<td class='num'>{fmt(s.get('recall'))}</td>"
-        f"<td class='num'>{fmt(s.get('f1'))}</td></tr>"
+        f"<tr><td>{_e(s.get('name'))}</td>"
+        + "".join(
+            f"<td class='num'>{_e(cell)}</td>"
+            for cell in confusion_cells(s, ("expectedBy", "tp", "fp", "fn"))
+        )
+        + "</tr>"
         for s in per_skill
     )
     return (

@@ -12,7 +12,7 @@ from .diagnosis import gate_partial, partial_note, sections
 from .lists import LIST_LIMIT, limited
 from .markdown import md_bullet_list, md_next_steps
 from .md_text import md_number, md_text
-from .numbers import fmt, fmt_threshold
+from .numbers import confusion_cells, fmt, fmt_threshold
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
 
 MATRIX_MAX_LABELS = 30  # a wider table is unreadable in a PR: the HTML report has it all
@@ -91,11 +91,8 @@ def _per_skill_table(report: Mapping[str, Any]) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for s in per_skill:
-        lines.append(
-            f"| {_esc(s.get('name'))} | {s.get('expectedBy')} | {s.get('tp')} | "
-            f"{s.get('fp')} | {s.get('fn')} | {fmt(s.get('precision'))} | "
-            f"{fmt(s.get('recall'))} | {fmt(s.get('f1'))} |"
-        )
+        cells = [_esc(s.get("name")), *confusion_cells(s, ("expectedBy", "tp", "fp", "fn"))]
+        lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 

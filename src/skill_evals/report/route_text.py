@@ -14,7 +14,7 @@ from typing import Any
 from ..escaping.terminal import terminal_safe
 from .diagnosis import gate_partial, partial_note, sections
 from .lists import LIST_LIMIT, limited
-from .numbers import fmt, fmt_threshold, is_number
+from .numbers import confusion_cells, fmt, fmt_threshold, is_number
 from .text import STATUS_WORD, bullet_list, next_step_lines
 
 Esc = Callable[[object], str]
@@ -175,18 +175,8 @@ def _per_skill_lines(report: Mapping[str, Any], per_skill: list[Mapping[str, Any
     ]
     rows = [["skill", "cases", "TP", "FP", "FN", "precision", "recall", "F1"]]
     for skill in per_skill:
-        rows.append(
-            [
-                terminal_safe(skill.get("name")),
-                str(skill.get("expectedBy")),
-                str(skill.get("tp")),
-                str(skill.get("fp")),
-                str(skill.get("fn")),
-                fmt(skill.get("precision")),
-                fmt(skill.get("recall")),
-                fmt(skill.get("f1")),
-            ]
-        )
+        cells = confusion_cells(skill, ("expectedBy", "tp", "fp", "fn"))
+        rows.append([terminal_safe(skill.get("name")), *cells])
     lines += _table(rows)
     coverage = _mapping(report.get("coverage"))
     lines.append(

@@ -15,14 +15,12 @@ from .comparison import (
     COMPARISON_KEYS,
     comparison_lines,
     gate_labels,
-    ledger_summary,
-    report_ledger,
 )
 from .diagnosis import gate_partial, partial_note, partial_suffix, sections
-from .judge_lines import judge_summary, pairwise_rows
+from .judge_lines import pairwise_rows, run_notes
 from .lists import LIST_LIMIT, limited
 from .next_steps import next_steps
-from .numbers import fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold, is_number
+from .numbers import confusion_cells, fmt, fmt_p, fmt_pct, fmt_signed, fmt_threshold, is_number
 
 STATUS_WORD = {
     "pass": "PASS",
@@ -182,15 +180,7 @@ def _trigger_lines(report: Mapping[str, Any], partial: str) -> list[str]:
     lines += _table(
         [
             ["TP", "FP", "FN", "TN", "precision", "recall", "F1"],
-            [
-                str(trigger.get("tp")),
-                str(trigger.get("fp")),
-                str(trigger.get("fn")),
-                str(trigger.get("tn")),
-                fmt(trigger.get("precision")),
-                fmt(trigger.get("recall")),
-                fmt(trigger.get("f1")),
-            ],
+            confusion_cells(trigger, ("tp", "fp", "fn", "tn")),
         ]
     )
     return [*lines, *_gate_lines(report, "minTriggerF1", "F1"), ""]
@@ -279,14 +269,7 @@ def _runs_lines(report: Mapping[str, Any], partial: str) -> list[str]:
         )
     if partial:
         line += f"; the figures above are {partial}"
-    lines = [line]
-    ledger = ledger_summary(report_ledger(report))
-    if ledger:
-        lines.append(f"  ledger: {ledger}")
-    judged = judge_summary(report)
-    if judged:
-        lines.append(f"  {judged}")
-    return [*lines, ""]
+    return [line, *(f"  {note}" for note in run_notes(report)), ""]
 
 
 def _sections(report: Mapping[str, Any]) -> list[str]:

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import threading
 import time
-from types import TracebackType
 
 from ..checks.model import CHECK_SECONDS
 from ..checks.parse import compile_flags
@@ -202,10 +201,5 @@ class RegexPool:
     def __enter__(self) -> RegexPool:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self.close()
