@@ -20,13 +20,13 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ghs_SUGGESTtoken0987654321"
 PR = 9
 CONFIG = (
-    "runner: skill-evals runner simulated\ntrials: 1\ngates:\n  min-trigger-f1: 0.9\n"
+    "runner: skill-evals runner simulated\ntrials: 1\nseed: 6\ngates:\n  min-trigger-f1: 0.9\n"
     "improve: suggest\nproposer: python3 proposers/keywords.py\n"
     "improve-options:\n  rounds: 2\n"
 )
 NEW = (
-    '"Audit supplier invoices - check totals and tax lines. Also for: billing, card, charges, '
-    'look, receipt, statement."'
+    '"Audit supplier invoices - check totals and tax lines. Also for: billing, statement. '
+    'Also for: charges, receipt."'
 )
 
 

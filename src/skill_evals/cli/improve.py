@@ -130,6 +130,14 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     "(docs/sandbox.md).",
 )
 @option("--sandbox-path", "sandbox_path")
+@click.option(
+    "--finalists",
+    type=click.IntRange(1, 10),
+    default=2,
+    show_default=True,
+    metavar="K",
+    help="The best ranked candidates run on held-out; the decision corrects for K (Holm).",
+)
 @show_runner_stderr_option
 def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
     """Try better descriptions for one skill: a proposer suggests them from the train cases'
@@ -144,7 +152,7 @@ def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
     timeout = given.pop("timeout_ms")
     if timeout is None:  # test's default for the same runner: a real agent needs minutes
         timeout = default_timeout_ms(given.get("runner"))
-    options = ImproveOptions(apply=apply_, timeout_ms=timeout, **given)
+    options = ImproveOptions(apply=apply_, timeout_ms=timeout, notice=_say, **given)
     report = run_improve(options)
     if options.report is not None:
         try:
@@ -159,3 +167,8 @@ def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
         json.dumps(report, indent=2) if fmt == "json" else render_text(report), nl=fmt == "json"
     )
     sys.exit(int(report["exitCode"]))
+
+
+def _say(line: str) -> None:
+    """The pre-flight power line, on stderr."""
+    click.echo(line, err=True)

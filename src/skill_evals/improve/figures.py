@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -86,6 +87,8 @@ class HeldOutInterval:
     samples: int
     seed: int
     undefined: int
+    alpha: Fraction = Fraction(1, 20)  # the two-sided level: a 1 − alpha interval
+    p_value: float | None = None  # the share of kept resamples with a difference ≤ 0
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``interval``."""
@@ -104,10 +107,12 @@ def difference_interval(
     original: Mapping[str, Trials],
     samples: int,
     seed: int,
+    alpha: Fraction = Fraction(1, 20),
 ) -> HeldOutInterval:
     """Resample the held-out units (a fresh mulberry32 seeded with ``seed``), sum each arm's
     TP/FP/FN, take F1(selected) − F1(original); resamples where either F1 is undefined are
-    dropped and counted."""
+    dropped and counted. The interval is the 1 − ``alpha`` percentile interval (positions
+    ⌊α/2·(B′−1)⌋ and ⌈(1−α/2)·(B′−1)⌉, exact); the p-value the share of kept differences ≤ 0."""
     new, old = _unit_counts(cases, selected), _unit_counts(cases, original)
     vectors = [
         [getattr(u, name) for u in side] for side in (new, old) for name in ("tp", "fp", "fn")
@@ -120,6 +125,18 @@ def difference_interval(
             dropped += 1
         else:
             kept.append(a - b)
-    bounds = percentiles_of(kept)
+    bounds = _percentiles(kept, alpha)
     lower, upper = (None, None) if bounds is None else (float(bounds[0]), float(bounds[1]))
-    return HeldOutInterval(lower, upper, samples, seed, dropped)
+    p_value = sum(1 for d in kept if d <= 0) / len(kept) if kept else None
+    return HeldOutInterval(lower, upper, samples, seed, dropped, alpha, p_value)
+
+
+def _percentiles(values: list[Fraction], alpha: Fraction) -> tuple[Fraction, Fraction] | None:
+    """The 1 − ``alpha`` percentile interval (at 5 % the engine's own positions)."""
+    if alpha == Fraction(1, 20) or not values:
+        return percentiles_of(values)
+    values.sort()
+    k = len(values) - 1
+    lo = math.floor(alpha / 2 * k)
+    hi = math.ceil((1 - alpha / 2) * k)
+    return values[lo], values[hi]

@@ -10,15 +10,17 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvidenceUnavailable, InvalidInput
+from ..errors import InvalidInput
 from ..run.processes import ProcessSweeper
 from ..suite.cases import Case, CaseSuite
 from ..suite.frontmatter import parse_frontmatter
 from ..suite.skill import Skill
 from .edit import candidate_copy, description_problems, rewrite
 from .evaluate import Evaluator
-from .figures import Counts, Trials, difference_interval, f1, figures, total
+from .figures import Trials, f1, figures, total
+from .held_out import held_out_step
 from .proposer import Proposal, ProposerSpec, propose, request
+from .select import COPY_PENALTY, Candidate, copied_words, train_halves
 from .split import Split
 
 
@@ -35,22 +37,7 @@ class ImproveSettings:
     bootstrap_samples: int
     max_invocations: int | None
     max_cost_usd: float | None
-
-
-@dataclass
-class Candidate:
-    """A description evaluated on train (round 0 is the original)."""
-
-    round: int
-    description: str
-    text: str  # the SKILL.md that carries it
-    train: Mapping[str, Trials]
-    counts: Counts
-
-    @property
-    def f1(self) -> Fraction:
-        value = f1(self.counts.tp, self.counts.fp, self.counts.fn)
-        return Fraction(0) if value is None else value
+    finalists: int = 2
 
 
 @dataclass
@@ -65,6 +52,8 @@ class Outcome:
     interval: Any = None
     accepted: bool = False
     reason: str = ""
+    finalists: list[dict[str, Any]] = field(default_factory=list)  # held-out per finalist
+    mde: float | None = None
     invocations: int = 0
     proposer_calls: int = 0
     cost_usd: float = 0.0
@@ -111,6 +100,7 @@ class ImproveLoop:
         self.body = body[: settings.body_chars]
         self.outcome = Outcome(split)
         self.sweeper = ProcessSweeper()
+        self.halves = train_halves(split.train, settings.seed)
 
     # ------------------------------------------------------------------------------ budgets
 
@@ -156,8 +146,13 @@ class ImproveLoop:
                 newest = candidates[-1]
                 if entry["status"] == "evaluated" and newest.f1 > best.f1:
                     best = newest
-            self._held_out_step(original, best, scratch)
+            held_out_step(self, original, candidates[1:], scratch)
         return self.outcome
+
+    def halves_of(self, round_no: int) -> tuple[tuple[Case, ...], tuple[Case, ...]]:
+        """(the half whose failures round ``round_no`` shows, the half it is ranked on)."""
+        shown, ranked = self.halves if round_no % 2 == 1 else self.halves[::-1]
+        return shown, ranked
 
     def _round(
         self, round_no: int, best: Candidate, candidates: list[Candidate], scratch: Path
@@ -165,7 +160,12 @@ class ImproveLoop:
         proposal = self._ask(round_no, best)
         description = proposal.description
         problems = description_problems(description, self.when_to_use, self.settings.entry_cap)
-        entry: dict[str, Any] = {"round": round_no, "description": description, "train": None}
+        entry: dict[str, Any] = {
+            "round": round_no,
+            "description": description,
+            "train": None,
+            "ranking": None,
+        }
         if problems:
             return {**entry, "status": "invalid", "problems": problems}
         seen = {c.description for c in candidates} | {r["description"] for r in self.outcome.rounds}
@@ -176,8 +176,20 @@ class ImproveLoop:
         except ValueError as exc:
             return {**entry, "status": "invalid", "problems": [str(exc)]}
         candidate = self._on_train(round_no, description, text, scratch)
+        shown, ranked = self.halves_of(round_no)
+        original = candidates[0]
+        gain = half_f1(candidate, ranked) - half_f1(original, ranked)
+        candidate.copied = tuple(copied_words(description, best.description, shown, ranked))
+        candidate.score = gain - COPY_PENALTY * len(candidate.copied)
         candidates.append(candidate)
-        return {**entry, "status": "evaluated", "problems": [], "train": figures(candidate.counts)}
+        ranking = {"score": float(candidate.score), "copiedWords": len(candidate.copied)}
+        return {
+            **entry,
+            "status": "evaluated",
+            "problems": [],
+            "train": figures(candidate.counts),
+            "ranking": ranking,
+        }
 
     def _ask(self, round_no: int, best: Candidate) -> Proposal:
         history = [
@@ -197,7 +209,7 @@ class ImproveLoop:
             skill,
             limits,
             figures(best.counts),
-            _failures(best, self.split.train),
+            _failures(best, self.halves_of(round_no)[0]),
             history,
         )
         self.outcome.proposer_calls += 1
@@ -206,53 +218,17 @@ class ImproveLoop:
             self.outcome.cost_usd += proposal.cost_usd
         return proposal
 
-    # ----------------------------------------------------------------------------- held-out
-
-    def _held_out_step(self, original: Candidate, best: Candidate, scratch: Path) -> None:
-        outcome = self.outcome
-        if best is original:
-            outcome.reason = "no candidate improved train F1"
-            return
-        outcome.selected = best
-        held = self.split.held_out
-        cap = self.settings.max_cost_usd
-        if cap is not None and outcome.cost_usd >= cap:
-            raise EvidenceUnavailable(
-                f"cost budget reached after ${outcome.cost_usd:.4f}, before the held-out step"
-            )
-        outcome.held_out["original"] = self._evaluate(self.skill.path, held)
-        with candidate_copy(self.skill.path, best.text, scratch) as copy:
-            outcome.held_out["candidate"] = self._evaluate(copy, held)
-        outcome.interval = difference_interval(
-            held,
-            outcome.held_out["candidate"],
-            outcome.held_out["original"],
-            self.settings.bootstrap_samples,
-            self.settings.seed,
-        )
-        self._decide()
-
-    def _decide(self) -> None:
-        outcome = self.outcome
-        difference = held_out_difference(outcome, self.split.held_out)
-        gain = self.settings.min_gain
-        lower = outcome.interval.lower
-        if difference is None or difference < Fraction(repr(gain)):
-            shown = "undefined" if difference is None else f"{float(difference):+.2f}"
-            outcome.reason = f"held-out gain {shown} below --min-gain {gain:g}"
-        elif lower is None or lower <= 0:
-            shown = "undefined" if lower is None else f"{lower:+.2f}"
-            outcome.reason = f"interval lower bound {shown} not above 0"
-        else:
-            outcome.accepted = True
-            outcome.status = "accepted"
-            outcome.reason = "held-out F1 gain at least --min-gain, lower bound above 0"
-
 
 def held_out_f1(results: Mapping[str, Trials], cases: tuple[Case, ...]) -> Fraction | None:
     """F1 of one description on the held-out cases, exactly."""
     counts = total(cases, results)
     return f1(counts.tp, counts.fp, counts.fn)
+
+
+def half_f1(candidate: Candidate, cases: tuple[Case, ...]) -> Fraction:
+    """A candidate's F1 on some train cases (0 when undefined)."""
+    value = held_out_f1(candidate.train, cases)
+    return Fraction(0) if value is None else value
 
 
 def held_out_difference(outcome: Outcome, cases: tuple[Case, ...]) -> Fraction | None:
@@ -263,7 +239,8 @@ def held_out_difference(outcome: Outcome, cases: tuple[Case, ...]) -> Fraction |
 
 
 def minimum_invocations(split: Split, trials: int) -> int:
-    """2·Nₜ·T + 2·Nₕ·T: round 0 and one candidate on train, both on held-out."""
+    """2·Nₜ·T + 2·Nₕ·T: round 0 and one candidate on train, both on held-out (further
+    finalists run on held-out only while the budget allows)."""
     return 2 * len(split.train) * trials + 2 * len(split.held_out) * trials
 
 

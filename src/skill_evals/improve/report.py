@@ -7,7 +7,8 @@ from typing import Any
 from .. import __version__
 from ..escaping.terminal import terminal_safe
 from .figures import figures, total
-from .loop import Candidate, Outcome, held_out_difference
+from .loop import Outcome, held_out_difference
+from .select import Candidate
 from .split import Split
 
 _EXIT = {"accepted": 0, "unchanged": 1}
@@ -31,6 +32,30 @@ def _candidate_block(candidate: Candidate | None, outcome: Outcome, key: str) ->
         "description": candidate.description,
         "train": figures(candidate.counts),
         "heldOut": None if held is None else figures(total(outcome.split.held_out, held)),
+    }
+
+
+def _train_f1(outcome: Outcome) -> dict[str, Any] | None:
+    """Train F1 of the original and the selected candidate: the selection figures, never the
+    reported gain."""
+    if outcome.original is None:
+        return None
+    selected = outcome.selected
+    return {
+        "original": float(outcome.original.f1),
+        "selected": None if selected is None else float(selected.f1),
+    }
+
+
+def _held_out_block(outcome: Outcome) -> dict[str, Any]:
+    """The held-out side: the pre-flight MDE, each finalist's difference and Holm interval,
+    and the reported gain (the accepted finalist's held-out difference, else null)."""
+    accepted = [f for f in outcome.finalists if f.get("accepted")]
+    return {
+        "mde": outcome.mde,
+        "units": len({c.unit for c in outcome.split.held_out}),
+        "finalists": outcome.finalists,
+        "reportedGain": accepted[0]["f1Difference"] if accepted else None,
     }
 
 
@@ -59,12 +84,14 @@ def improve_report(
         "skill": skill_name,
         "split": _split_block(outcome.split, seed, holdout),
         "rounds": [
-            {k: r[k] for k in ("round", "status", "description", "problems", "train")}
+            {k: r[k] for k in ("round", "status", "description", "problems", "train", "ranking")}
             for r in outcome.rounds
         ],
         "original": _candidate_block(outcome.original, outcome, "original"),
         "candidate": _candidate_block(outcome.selected, outcome, "candidate"),
         "heldOutComparison": comparison,
+        "trainF1": _train_f1(outcome),
+        "heldOut": _held_out_block(outcome),
         "decision": {"accepted": outcome.accepted, "reason": outcome.reason, "minGain": min_gain},
         "diff": diff,
         "runner": {"invocations": outcome.invocations},
@@ -88,6 +115,8 @@ def failed_report(
         "original": None,
         "candidate": None,
         "heldOutComparison": None,
+        "trainF1": None,
+        "heldOut": None,
         "decision": {"accepted": False, "reason": message, "minGain": None},
         "diff": None,
         "runner": {"invocations": 0},

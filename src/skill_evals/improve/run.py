@@ -4,7 +4,7 @@ then the diff and ``--apply`` (only for an accepted candidate)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from ..plan.run_control import retry_delay
 from ..plan.run_settings import RunSettings
 from ..run.runner import split_command
 from ..sandbox.probe import requested_mode, sandbox_paths, shared_choice
+from ..score.power import minimum_detectable_uplift
 from ..suite.cases import load_cases
 from ..suite.skill import load_skill
 from .edit import entry_cap, unified_diff
@@ -56,6 +57,8 @@ class ImproveOptions:
     sandbox_config: str | None = None  # ci's config sandbox:
     sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
     display_root: Path | None = None  # the diff names SKILL.md relative to this (default: cwd)
+    finalists: int = 2  # --finalists: candidates run on held-out at most
+    notice: Callable[[str], None] | None = None  # the pre-flight power line (stderr)
 
 
 def _check_outputs(options: ImproveOptions) -> None:
@@ -75,7 +78,27 @@ def _settings(options: ImproveOptions) -> ImproveSettings:
         bootstrap_samples=options.bootstrap_samples,
         max_invocations=options.max_invocations,
         max_cost_usd=options.max_cost_usd,
+        finalists=options.finalists,
     )
+
+
+def preflight(split: Split, options: ImproveOptions) -> float:
+    """The smallest held-out F1 gain the split can prove (lint's uplift-mde over the held-out
+    units at the --min-gain gate), said before any proposer call; a warning past 0.5."""
+    units = len({c.unit for c in split.held_out})
+    mde = minimum_detectable_uplift(units, options.min_gain).value
+    line = (
+        f"improve: {units} held-out unit(s) at {options.trials} trial(s) can prove an F1 gain "
+        f"of {mde:.2f} or more (the minimum detectable gain)"
+    )
+    if mde > 0.5:
+        line += (
+            "; warning: a real gain smaller than that will be rejected — add cases (more units "
+            "to hold out), raise --holdout, or add trials for steadier figures"
+        )
+    if options.notice is not None:
+        options.notice(line)
+    return mde
 
 
 def run_improve(options: ImproveOptions) -> dict[str, Any]:
@@ -92,6 +115,7 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
         suite = load_cases(options.cases, skill.name)
         split = split_suite(suite, options.holdout, options.seed)
         check_budget(split, options.trials, options.max_invocations)
+        mde = preflight(split, options)
         environ = os.environ if options.env is None else options.env
         check_runner(options.runner, environ, os.getcwd())
         check_helper_key(proposer_argv, "propose", "--proposer", environ)
@@ -116,6 +140,7 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
         )
         evaluator = Evaluator(run, command, skill.name, suite)
         loop = ImproveLoop(skill, suite, split, evaluator, proposer, _settings(options))
+        loop.outcome.mde = mde
         outcome = loop.run()
         diff = None
         if outcome.accepted and outcome.selected is not None:

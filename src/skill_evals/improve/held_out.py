@@ -1,0 +1,141 @@
+"""The held-out step (docs/improve.md#held-out-finalists-and-the-decision): the original and up
+to --finalists K of the best ranked candidates run on the held-out cases; each finalist's F1
+difference gets a bootstrap interval, and Holm's step-down decides: the finalist with the
+smallest one-sided p is tested at 5 %/K, the next at 5 %/(K−1), …, stopping at the first whose
+interval's lower bound is not above 0 or whose difference is below --min-gain. Of those that
+pass, the one with the largest held-out difference is accepted; its held-out difference is the
+reported gain (never its train score)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import EvidenceUnavailable
+from .edit import candidate_copy
+from .figures import Trials, difference_interval, f1, total
+from .select import ALPHA, Candidate, holm_levels
+
+if TYPE_CHECKING:
+    from ..suite.cases import Case
+
+# The running loop (loop.py, which imports this module): its outcome, settings, split, skill
+# and _evaluate.
+ImproveLoop = Any
+
+
+def _f1(results: Mapping[str, Trials], cases: tuple[Case, ...]) -> Fraction | None:
+    counts = total(cases, results)
+    return f1(counts.tp, counts.fp, counts.fn)
+
+
+def finalists_of(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
+    """The ``k`` best ranked candidates with a ranking score above 0 (ties: the earlier
+    round first)."""
+    ranked = [c for c in candidates if c.score is not None and c.score > 0]
+    ranked.sort(key=lambda c: (-(c.score or 0), c.round))
+    return ranked[:k]
+
+
+def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[Candidate],
+                  scratch: Path) -> None:  # fmt: skip
+    """Run the finalists and the original on held-out and decide."""
+    outcome, settings = loop.outcome, loop.settings
+    finalists = finalists_of(candidates, settings.finalists)
+    if not finalists:
+        outcome.reason = "no candidate improved train F1 on the half it was not proposed from"
+        return
+    cap = settings.max_cost_usd
+    if cap is not None and outcome.cost_usd >= cap:
+        raise EvidenceUnavailable(
+            f"cost budget reached after ${outcome.cost_usd:.4f}, before the held-out step"
+        )
+    held = loop.split.held_out
+    per_run = len(held) * settings.trials
+    outcome.held_out["original"] = loop._evaluate(loop.skill.path, held)
+    results: list[Mapping[str, Trials]] = []
+    for finalist in finalists:
+        limit = settings.max_invocations
+        if results and limit is not None and outcome.invocations + per_run > limit:
+            break  # the first finalist is always within budget (checked before the run)
+        with candidate_copy(loop.skill.path, finalist.text, scratch) as copy:
+            results.append(loop._evaluate(copy, held))
+    finalists = finalists[: len(results)]
+    _decide(loop, finalists, results)
+
+
+def _decide(loop: ImproveLoop, finalists: list[Candidate],
+            results: list[Mapping[str, Trials]]) -> None:  # fmt: skip
+    outcome, settings = loop.outcome, loop.settings
+    held = loop.split.held_out
+    original = outcome.held_out["original"]
+    old = _f1(original, held)
+    plain = [
+        difference_interval(held, r, original, settings.bootstrap_samples, settings.seed)
+        for r in results
+    ]
+    levels = holm_levels([1.0 if i.p_value is None else i.p_value for i in plain])
+    passed: list[int] = []
+    blocks: dict[int, dict[str, Any]] = {}
+    intervals: dict[int, Any] = {}
+    for index, alpha in levels:
+        level = Fraction(1, 20) if alpha == ALPHA else Fraction(repr(alpha))
+        interval = difference_interval(
+            held, results[index], original, settings.bootstrap_samples, settings.seed, level
+        )
+        new = _f1(results[index], held)
+        difference = None if new is None or old is None else new - old
+        ok = (
+            len(passed) == len(blocks)  # Holm stops at the first finalist not rejected
+            and difference is not None
+            and difference >= Fraction(repr(settings.min_gain))
+            and interval.lower is not None
+            and interval.lower > 0
+        )
+        if ok:
+            passed.append(index)
+        intervals[index] = interval
+        blocks[index] = _block(finalists[index], difference, interval, alpha, plain[index])
+    chosen = max(passed, key=lambda i: (blocks[i]["f1Difference"], -i)) if passed else 0
+    for index, block in sorted(blocks.items()):
+        block["accepted"] = bool(passed) and index == chosen
+        outcome.finalists.append(block)
+    outcome.selected = finalists[chosen]
+    outcome.held_out["candidate"] = dict(results[chosen])
+    outcome.interval = intervals[chosen]
+    _verdict(loop, bool(passed), blocks[chosen], len(finalists))
+
+
+def _block(candidate: Candidate, difference: Fraction | None, interval: Any, alpha: float,
+           plain: Any) -> dict[str, Any]:  # fmt: skip
+    return {
+        "round": candidate.round,
+        "description": candidate.description,
+        "trainScore": None if candidate.score is None else float(candidate.score),
+        "f1Difference": None if difference is None else float(difference),
+        "interval": interval.to_json(),
+        "level": 1 - alpha,
+        "pValue": plain.p_value,
+    }
+
+
+def _verdict(loop: ImproveLoop, accepted: bool, block: dict[str, Any], k: int) -> None:
+    outcome, gain = loop.outcome, loop.settings.min_gain
+    if accepted:
+        outcome.accepted, outcome.status = True, "accepted"
+        outcome.reason = (
+            f"held-out F1 gain at least --min-gain, lower bound above 0 (Holm over {k} finalist(s))"
+        )
+        return
+    difference, lower = block["f1Difference"], block["interval"]["lower"]
+    if difference is None or difference < gain:
+        shown = "undefined" if difference is None else f"{difference:+.2f}"
+        outcome.reason = f"held-out gain {shown} below --min-gain {gain:g}"
+    else:
+        shown = "undefined" if lower is None else f"{lower:+.2f}"
+        outcome.reason = (
+            f"interval lower bound {shown} not above 0 (at {block['level']:.1%}, Holm over "
+            f"{k} finalist(s))"
+        )
