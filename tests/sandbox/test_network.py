@@ -259,7 +259,7 @@ def _behaviour_run(root: Path, urls: list[str], *extra: str) -> subprocess.Compl
             *("--cases", str(cases), "--runner", shlex.join([sys.executable, str(FETCHER), *urls])),
             *("--trials", "1", "--jobs", "2", "-q", "--format", "json", "--sandbox", "required"),
             *("--sandbox-path", str(FETCHER.parent), "--markdown", str(root / "summary.md")),
-            *("--junit", str(root / "junit.xml")),
+            *("--junit", str(root / "junit.xml"), "--html", str(root / "report.html")),
             *extra,
         ],
         capture_output=True,
@@ -298,6 +298,10 @@ def test_what_only_the_with_runs_reach_is_a_finding_in_every_output(
     assert any(m.startswith(line) for m in report["messages"])
     assert line in (tmp_path / "warn" / "summary.md").read_text()
     assert "behaviour: refused destination" in (tmp_path / "warn" / "junit.xml").read_text()
+    assert (
+        f"behaviour: new destination 127.0.0.1:{service}"
+        in (tmp_path / "warn" / "report.html").read_text()
+    )
     failing = _behaviour_run(tmp_path / "fail", urls, *allow, "--fail-on-finding")
     assert failing.returncode == 1
     assert json.loads(failing.stdout)["status"] == "fail"
