@@ -122,11 +122,14 @@ def _unit_problems(units: list[list[Case]]) -> list[LintProblem]:
     return problems
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
 def loose_form(prompt: str) -> str:
     """The prompt compared loosely: casefolded, every non-letter/digit a space, spaces collapsed."""
     folded = unicodedata.normalize("NFKC", prompt).casefold()
-    spaced = "".join(c if c.isalnum() else " " for c in folded)
-    return " ".join(spaced.split())
+    # [\W_] is exactly "not str.isalnum()": one regex pass instead of a Python loop per character.
+    return " ".join(_NOT_ALNUM.sub(" ", folded).split())
 
 
 def _near_duplicates(units: list[list[Case]]) -> list[LintProblem]:
