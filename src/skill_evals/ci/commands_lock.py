@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,9 @@ from .command_options import (
 )
 
 CONFIG_HELP = "The config file. Default: .skill-evals.yml at the root, when present."
+
+if TYPE_CHECKING:
+    from .changes import ChangeSet
 
 
 @click.command(
@@ -91,6 +94,21 @@ def lock(update: bool, config: Path | None, lock_file: Path | None, trust_pr_con
     sys.exit(1)
 
 
+def _counted(changes: ChangeSet, routed: tuple[bool, str] | None) -> str:
+    """How many skills changed, were unchanged or removed, and whether routing re-runs."""
+    from .routing import ROUTING_NAME
+
+    counted = f"{len(changes.changed)} changed, {len(changes.unchanged)} unchanged" + (
+        f", {len(changes.removed)} removed" if changes.removed else ""
+    )
+    if not changes.changed:
+        counted = "no skill changed (" + counted + ")"
+    if routed is not None:
+        counted += f"; {ROUTING_NAME}: " + ("re-runs" if routed[0] else "unchanged")
+        counted += f" ({routed[1]})"
+    return counted
+
+
 @click.command(
     context_settings=CONTEXT,
     short_help="List the skills whose fingerprint changed (how it was decided: on stderr).",
@@ -140,15 +158,7 @@ def changed(
         fail(str(exc), exc.exit_code)
     for message in changes.base.get("messages", []):
         say(f"skill-evals: {message}", err=True)
-    counted = f"{len(changes.changed)} changed, {len(changes.unchanged)} unchanged" + (
-        f", {len(changes.removed)} removed" if changes.removed else ""
-    )
-    if not changes.changed:
-        counted = "no skill changed (" + counted + ")"
-    if routed is not None:
-        counted += f"; {ROUTING_NAME}: " + ("re-runs" if routed[0] else "unchanged")
-        counted += f" ({routed[1]})"
-    say(f"skill-evals: {describe_base(changes.base)}: {counted}", err=True)
+    say(f"skill-evals: {describe_base(changes.base)}: {_counted(changes, routed)}", err=True)
     by_path = {s.path: s for s in workspace.states}
     if fmt == "lines":
         for path in changes.changed:

@@ -179,7 +179,50 @@ def _check_shape(raw: object, source: str) -> None:
 
 
 def validate_config(raw: object, source: str) -> None:
-    """Validate against config.schema.json; the first error (by path) names the JSON path."""
+    """Validate against config.schema.json; the first error (by path) names the JSON path.
+    Then what the schema cannot say: patterns that compile, relative paths, the commands a
+    ``suggest`` needs."""
+    _check_schema(raw, source)
+    assert isinstance(raw, dict)
+    _check_evidence_patterns(raw, source)
+    routing_cases = raw.get("routing", {}).get("cases")
+    if _not_repo_relative(routing_cases):
+        raise InvalidInput(
+            f"{source}: $.routing.cases: give the routing case file relative to the repository "
+            "root, with / separators and no .."
+        )
+    if raw.get("improve") == "suggest" and not raw.get("proposer"):
+        raise InvalidInput(
+            f"{source}: $.improve: suggest needs a proposer command (proposer: CMD, "
+            "docs/improve.md)"
+        )
+    if raw.get("draft") == "suggest" and not raw.get("drafter"):
+        raise InvalidInput(
+            f"{source}: $.draft: suggest needs a drafter command (drafter: CMD, docs/drafting.md)"
+        )
+    history = raw.get("history")
+    if _not_repo_relative(history):
+        raise InvalidInput(
+            f"{source}: $.history: give the history file relative to the repository root, "
+            "with / separators and no .."
+        )
+    for where, value in _cases_values(raw):
+        if value.startswith("/") or "\\" in value:
+            raise InvalidInput(
+                f"{source}: {where}: give the cases file relative to the skill directory, "
+                "with / separators"
+            )
+
+
+def _not_repo_relative(value: object) -> bool:
+    """A path given that is absolute, has a backslash or climbs out with ``..``."""
+    return isinstance(value, str) and (
+        value.startswith("/") or "\\" in value or ".." in value.split("/")
+    )
+
+
+def _check_schema(raw: object, source: str) -> None:
+    """InvalidInput naming the first schema error by path (and how many more there are)."""
     import jsonschema
 
     from ..schemas import load_schema
@@ -206,7 +249,10 @@ def validate_config(raw: object, source: str) -> None:
         error = errors[0]
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise InvalidInput(f"{source}: {error.json_path}: {_short(error.message)}{more}")
-    assert isinstance(raw, dict)
+
+
+def _check_evidence_patterns(raw: dict[str, Any], source: str) -> None:
+    """Each evidence pattern compiles and has a group ``name`` for the skill."""
     evidence = raw.get("evidence", {})
     for key in ("toolPatterns", "uriPatterns"):
         for index, pattern in enumerate(evidence.get(key, [])):
@@ -221,37 +267,6 @@ def validate_config(raw: object, source: str) -> None:
                     f"{source}: $.evidence.{key}[{index}]: needs a named group (?P<name>...) "
                     "that captures the skill name"
                 )
-    routing_cases = raw.get("routing", {}).get("cases")
-    if isinstance(routing_cases, str) and (
-        routing_cases.startswith("/") or "\\" in routing_cases or ".." in routing_cases.split("/")
-    ):
-        raise InvalidInput(
-            f"{source}: $.routing.cases: give the routing case file relative to the repository "
-            "root, with / separators and no .."
-        )
-    if raw.get("improve") == "suggest" and not raw.get("proposer"):
-        raise InvalidInput(
-            f"{source}: $.improve: suggest needs a proposer command (proposer: CMD, "
-            "docs/improve.md)"
-        )
-    if raw.get("draft") == "suggest" and not raw.get("drafter"):
-        raise InvalidInput(
-            f"{source}: $.draft: suggest needs a drafter command (drafter: CMD, docs/drafting.md)"
-        )
-    history = raw.get("history")
-    if isinstance(history, str) and (
-        history.startswith("/") or "\\" in history or ".." in history.split("/")
-    ):
-        raise InvalidInput(
-            f"{source}: $.history: give the history file relative to the repository root, "
-            "with / separators and no .."
-        )
-    for where, value in _cases_values(raw):
-        if value.startswith("/") or "\\" in value:
-            raise InvalidInput(
-                f"{source}: {where}: give the cases file relative to the skill directory, "
-                "with / separators"
-            )
 
 
 def _cases_values(raw: Mapping[str, Any]) -> list[tuple[str, str]]:

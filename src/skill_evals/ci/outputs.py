@@ -184,6 +184,19 @@ def write_outputs(
         workflow.append_step_summary(env, summary)
     except OSError as exc:
         console.warning(f"cannot append to GITHUB_STEP_SUMMARY ({exc.strerror})")
+    _write_step_outputs(ci_report, out, env, console)
+    if comment:
+        result = github.post_comment(files["comment.md"], env)
+        if result.action in ("created", "updated"):
+            console.info(result.message)
+        else:
+            console.warning(result.message)
+
+
+def _write_step_outputs(
+    ci_report: dict[str, Any], out: Path, env: Mapping[str, str], console: Console
+) -> None:
+    """The step's ``$GITHUB_OUTPUT``: exit code, status, changed skills, where the files are."""
     changed = json.dumps(
         ci_report.get("changedSkills", []), ensure_ascii=True, separators=(",", ":")
     )
@@ -201,12 +214,6 @@ def write_outputs(
         )
     except OSError as exc:
         console.warning(f"cannot write GITHUB_OUTPUT ({exc.strerror})")
-    if comment:
-        result = github.post_comment(files["comment.md"], env)
-        if result.action in ("created", "updated"):
-            console.info(result.message)
-        else:
-            console.warning(result.message)
 
 
 def render_ci_junit(ci_report: dict[str, Any]) -> str:

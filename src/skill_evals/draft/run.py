@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import EvalError, InsufficientUnits, InvalidInput
+from ..errors import EvalError, InvalidInput
 from ..plan.lint import LintResult, lint_suite
 from ..plan.run_control import retry_delay
 from ..run.helper_cell import HelperCell
@@ -102,6 +102,22 @@ def _ask(
     return calls
 
 
+def _drafter_spec(
+    options: DraftOptions, argv: tuple[str, ...], environ: Mapping[str, str]
+) -> DrafterSpec:
+    """How each drafter call runs: its command, timeout, retries, seed and sandbox."""
+    mode = requested_mode(options.sandbox, environ, options.sandbox_config)
+    choice = shared_choice(mode, sandbox_paths(options.sandbox_path), environ)
+    return DrafterSpec(
+        argv,
+        options.drafter_timeout_ms,
+        options.retries,
+        options.seed,
+        HelperCell(environ, choice),
+        retry_delay,
+    )
+
+
 def run_draft(options: DraftOptions) -> dict[str, Any]:
     """Run `cases draft` and return its result (``exitCode`` is the exit)."""
     environ = os.environ if options.env is None else options.env
@@ -135,16 +151,7 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         with_tasks = options.with_tasks or task_units > 0
         asked = plan_buckets(options.count, task_units)
         result["asked"] = asked
-        mode = requested_mode(options.sandbox, environ, options.sandbox_config)
-        choice = shared_choice(mode, sandbox_paths(options.sandbox_path), environ)
-        spec = DrafterSpec(
-            argv,
-            options.drafter_timeout_ms,
-            options.retries,
-            options.seed,
-            HelperCell(environ, choice),
-            retry_delay,
-        )
+        spec = _drafter_spec(options, argv, environ)
         shown = {
             "name": skill.name,
             "description": skill.description,
@@ -162,8 +169,6 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         return {**result, "status": "drafted", "exitCode": 0}
     except DrafterFailed as exc:
         return {**result, "status": "unavailable", "exitCode": 7, "reason": str(exc)}
-    except InsufficientUnits as exc:
-        return {**result, "status": exc.status, "exitCode": exc.exit_code, "reason": str(exc)}
     except EvalError as exc:
         return {**result, "status": exc.status, "exitCode": exc.exit_code, "reason": str(exc)}
 

@@ -36,6 +36,33 @@ def task_passed(task: Task, obs: Any, matcher: Matcher) -> bool:
     return all(outcome.passed for outcome in judge_task(task, obs, matcher, None))
 
 
+def _judge_exit_code(only: ExitCode, row: Row) -> CaseTask:
+    """The verdicts of a task that is one ``exit_code`` check."""
+    result = CaseTask()
+    failures: dict[str, dict[str, Any]] = {}
+    expected = only.expected
+    for offset, variant in enumerate(VARIANTS):
+        observed = row[offset::2]
+        row_passes = [
+            None if obs is None else (obs.exit_code == expected and type(expected) is int)
+            for obs in observed
+        ]
+        result.passes[variant] = row_passes
+        if False in row_passes:
+            trial = row_passes.index(False) + 1
+            code = observed[trial - 1].exit_code
+            failures[variant] = _failure(
+                variant,
+                trial,
+                0,
+                only.name,
+                f"{only.label}: exitCode {code}, expected {expected}",
+            )
+    result.checks = [{"check": only.name, "label": only.label, **result.passes}]
+    result.failed_check = failures.get("with") or failures.get("without")
+    return result
+
+
 def judge_case(case: Case, row: Row, matcher: Matcher) -> CaseTask:
     """The task verdicts of one case from its row of observations."""
     result = CaseTask()
@@ -47,27 +74,7 @@ def judge_case(case: Case, row: Row, matcher: Matcher) -> CaseTask:
     if isinstance(only, ExitCode):
         # The most common task, scored without a call per observation (scoring stays a few
         # microseconds per observation).
-        expected = only.expected
-        for offset, variant in enumerate(VARIANTS):
-            observed = row[offset::2]
-            row_passes = [
-                None if obs is None else (obs.exit_code == expected and type(expected) is int)
-                for obs in observed
-            ]
-            result.passes[variant] = row_passes
-            if False in row_passes:
-                trial = row_passes.index(False) + 1
-                code = observed[trial - 1].exit_code
-                failures[variant] = _failure(
-                    variant,
-                    trial,
-                    0,
-                    only.name,
-                    f"{only.label}: exitCode {code}, expected {expected}",
-                )
-        result.checks = [{"check": only.name, "label": only.label, **result.passes}]
-        result.failed_check = failures.get("with") or failures.get("without")
-        return result
+        return _judge_exit_code(only, row)
     per_check: list[dict[str, list[bool | None]]] = [
         {variant: [] for variant in VARIANTS} for _ in task.checks
     ]
