@@ -138,6 +138,15 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     metavar="K",
     help="The best ranked candidates run on held-out; the decision corrects for K (Holm).",
 )
+@click.option(
+    "--max-heldout-trials",
+    type=click.IntRange(1, 100),
+    default=9,
+    show_default=True,
+    metavar="N",
+    help="While a finalist's held-out interval straddles 0, run more trials (the finalists and "
+    "the original only) up to N.",
+)
 @show_runner_stderr_option
 def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
     """Try better descriptions for one skill: a proposer suggests them from the train cases'

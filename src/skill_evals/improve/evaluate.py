@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +38,14 @@ class Evaluator:
     skill_name: str
     suite: CaseSuite
 
-    def evaluate(self, skill_dir: Path, cases: Sequence[Case]) -> Evaluation:
-        """Run every case × trial of ``cases`` with the skill at ``skill_dir``. A runner failure
-        is exit 7 (an improve run has no partial figures); an interrupt is 130."""
+    def evaluate(
+        self, skill_dir: Path, cases: Sequence[Case], trials: range | None = None
+    ) -> Evaluation:
+        """Run every case × trial of ``cases`` with the skill at ``skill_dir`` (``trials``: the
+        trial numbers, default 1…--trials). A runner failure is exit 7 (an improve run has no
+        partial figures); an interrupt is 130."""
+        numbers = trials if trials is not None else range(1, self.run.trials + 1)
+        run = dataclasses.replace(self.run, trials=max(numbers))
         subset = CaseSuite(
             path=self.suite.path,
             sha256=self.suite.sha256,
@@ -47,9 +53,9 @@ class Evaluator:
             unit_count=len({c.unit for c in cases}),
         )
         planned: list[Key] = [  # report order: case-file order, then trial
-            (c.id, t, "with") for c in cases for t in range(1, self.run.trials + 1)
+            (c.id, t, "with") for c in cases for t in numbers
         ]
-        plan = self.run.execution_plan(
+        plan = run.execution_plan(
             self.command,
             subset,
             self.skill_name,

@@ -55,7 +55,7 @@ def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[C
     held = loop.split.held_out
     per_run = len(held) * settings.trials
     outcome.held_out["original"] = loop._evaluate(loop.skill.path, held)
-    results: list[Mapping[str, Trials]] = []
+    results: list[dict[str, Trials]] = []
     for finalist in finalists:
         limit = settings.max_invocations
         if results and limit is not None and outcome.invocations + per_run > limit:
@@ -64,10 +64,42 @@ def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[C
             results.append(loop._evaluate(copy, held))
     finalists = finalists[: len(results)]
     _decide(loop, finalists, results)
+    trials = settings.trials
+    while _undecided(loop) and trials < settings.max_heldout_trials:
+        more = range(trials + 1, min(settings.max_heldout_trials, trials + settings.trials) + 1)
+        limit = settings.max_invocations
+        needed = (1 + len(finalists)) * len(held) * len(more)
+        if limit is not None and outcome.invocations + needed > limit:
+            break
+        _grow(outcome.held_out["original"], loop._evaluate(loop.skill.path, held, more))
+        for finalist, result in zip(finalists, results, strict=True):
+            with candidate_copy(loop.skill.path, finalist.text, scratch) as copy:
+                _grow(result, loop._evaluate(copy, held, more))
+        trials = max(more)
+        outcome.finalists.clear()
+        _decide(loop, finalists, results)
+    outcome.held_out_trials = trials
+
+
+def _grow(results: Mapping[str, Trials], more: Mapping[str, Trials]) -> None:
+    """Append the new trials of each case to its earlier ones."""
+    for case_id, trials in more.items():
+        results[case_id].extend(trials)  # type: ignore[attr-defined]
+
+
+def _undecided(loop: ImproveLoop) -> bool:
+    """Not accepted, and some finalist's interval straddles 0 (more trials may decide it)."""
+    if loop.outcome.accepted:
+        return False
+    return any(
+        (f["interval"]["lower"] or 0) <= 0 < (f["interval"]["upper"] or 0)
+        and (f["f1Difference"] or 0) >= loop.settings.min_gain
+        for f in loop.outcome.finalists
+    )
 
 
 def _decide(loop: ImproveLoop, finalists: list[Candidate],
-            results: list[Mapping[str, Trials]]) -> None:  # fmt: skip
+            results: Sequence[Mapping[str, Trials]]) -> None:  # fmt: skip
     outcome, settings = loop.outcome, loop.settings
     held = loop.split.held_out
     original = outcome.held_out["original"]

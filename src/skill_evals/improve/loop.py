@@ -38,6 +38,7 @@ class ImproveSettings:
     max_invocations: int | None
     max_cost_usd: float | None
     finalists: int = 2
+    max_heldout_trials: int = 9  # adaptive held-out trials stop here
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Outcome:
     reason: str = ""
     finalists: list[dict[str, Any]] = field(default_factory=list)  # held-out per finalist
     mde: float | None = None
+    held_out_trials: int | None = None  # the trials held-out ran at last (adaptive)
     invocations: int = 0
     proposer_calls: int = 0
     cost_usd: float = 0.0
@@ -113,8 +115,10 @@ class ImproveLoop:
         cap = self.settings.max_cost_usd
         return cap is None or self.outcome.cost_usd < cap
 
-    def _evaluate(self, directory: Path, cases: tuple[Case, ...]) -> dict[str, Trials]:
-        evaluation = self.evaluator.evaluate(directory, cases)
+    def _evaluate(
+        self, directory: Path, cases: tuple[Case, ...], trials: range | None = None
+    ) -> dict[str, Trials]:
+        evaluation = self.evaluator.evaluate(directory, cases, trials)
         self.outcome.invocations += evaluation.invocations
         self.outcome.cost_usd += evaluation.cost_usd
         return evaluation.results

@@ -54,6 +54,7 @@ def _held_out_block(outcome: Outcome) -> dict[str, Any]:
     return {
         "mde": outcome.mde,
         "units": len({c.unit for c in outcome.split.held_out}),
+        "trials": outcome.held_out_trials,
         "finalists": outcome.finalists,
         "reportedGain": accepted[0]["f1Difference"] if accepted else None,
     }

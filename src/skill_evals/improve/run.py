@@ -58,6 +58,7 @@ class ImproveOptions:
     sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
     display_root: Path | None = None  # the diff names SKILL.md relative to this (default: cwd)
     finalists: int = 2  # --finalists: candidates run on held-out at most
+    max_heldout_trials: int = 9  # --max-heldout-trials: adaptive held-out trials stop here
     notice: Callable[[str], None] | None = None  # the pre-flight power line (stderr)
 
 
@@ -79,6 +80,7 @@ def _settings(options: ImproveOptions) -> ImproveSettings:
         max_invocations=options.max_invocations,
         max_cost_usd=options.max_cost_usd,
         finalists=options.finalists,
+        max_heldout_trials=max(options.max_heldout_trials, options.trials),
     )
 
 
