@@ -103,6 +103,18 @@ class _RunOptions:
         """The report's settings.mode."""
         return "observations" if self.observations is not None else "runner"
 
+    def shape(self) -> dict[str, Any]:
+        """The settings every run's report gives (:class:`~.report.blocks.RunShape`)."""
+        return {
+            "mode": self.mode,
+            "trials": self.trials,
+            "seed": self.seed,
+            "timeout_ms": self.effective_timeout_ms,
+            "max_bytes": self.max_bytes,
+            "jobs": self.jobs,
+            "fail_on_finding": self.fail_on_finding,
+        }
+
     def files(self) -> RunFiles:
         """The paths this run reads and writes."""
         return RunFiles(self.cases, self.observations, self.record, self.resume, self.outputs)
@@ -182,18 +194,12 @@ class TestOptions(_RunOptions):
     def settings(self) -> Settings:
         """The report's settings block."""
         return Settings(
-            mode=self.mode,
-            trials=self.trials,
-            seed=self.seed,
+            **self.shape(),
             bootstrap_samples=self.bootstrap_samples,
-            timeout_ms=self.effective_timeout_ms,
-            max_bytes=self.max_bytes,
-            jobs=self.jobs,
             min_trigger_f1=self.min_trigger_f1,
             min_uplift=self.min_uplift,
             compare=self.scope.compare,
             require_verified_isolation=self.require_verified_isolation,
-            fail_on_finding=self.fail_on_finding,
         )
 
 
@@ -215,14 +221,8 @@ class RouteOptions(_RunOptions):
     def settings(self) -> RouteSettings:
         """The report's settings."""
         return RouteSettings(
-            mode=self.mode,
-            trials=self.trials,
-            seed=self.seed,
-            timeout_ms=self.effective_timeout_ms,
-            max_bytes=self.max_bytes,
-            jobs=self.jobs,
+            **self.shape(),
             retries=self.retries,
             min_accuracy=self.min_accuracy,
             min_skill_f1=self.min_skill_f1,
-            fail_on_finding=self.fail_on_finding,
         )

@@ -23,25 +23,31 @@ Report = dict[str, Any]
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Settings that shape the evaluation and appear in the report."""
+@dataclass(frozen=True, kw_only=True)
+class RunShape:
+    """The settings of any run (test or route) that appear in its report."""
 
-    mode: Literal["runner", "observations"]
+    mode: Literal["runner", "observations"] = "runner"
     trials: int = 3
     seed: int = 42
-    bootstrap_samples: int = 10_000
     timeout_ms: int = 30_000
     max_bytes: int = 1_000_000
     jobs: int = 4
+    # A behaviour finding (a new or refused network destination) fails the gate (exit 1).
+    fail_on_finding: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings(RunShape):
+    """Settings that shape the evaluation and appear in the report."""
+
+    bootstrap_samples: int = 10_000
     min_trigger_f1: float | None = None
     min_uplift: float | None = None
     compare: CompareGates = field(default_factory=CompareGates)
     # An unverified without run (a command named the skill's files, its result unmatched) is
     # evidence unavailable (exit 7) instead of a warning.
     require_verified_isolation: bool = False
-    # A behaviour finding (a new or refused network destination) fails the gate (exit 1).
-    fail_on_finding: bool = False
 
 
 def envelope(status_code: int, schema_version: int = SCHEMA_VERSION) -> Report:

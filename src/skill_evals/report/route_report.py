@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ..codes import INTERRUPTED, UNAVAILABLE, combine
 from ..messages import Messages, failures_message, runner_warnings
@@ -19,7 +19,7 @@ from ..score.routing import RouteMetrics, route_metrics
 from ..suite.catalog import Catalog
 from ..suite.route_cases import RouteSuite
 from .behaviour import behaviour_notes
-from .blocks import envelope, failure_items, identity_block
+from .blocks import RunShape, envelope, failure_items, identity_block
 
 SCHEMA_VERSION = 1
 ARM = "routing"
@@ -27,20 +27,13 @@ ARM = "routing"
 Report = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class RouteSettings:
+@dataclass(frozen=True, kw_only=True)
+class RouteSettings(RunShape):
     """The settings that shape a routing run and appear in its report."""
 
-    mode: Literal["runner", "observations"] = "runner"
-    trials: int = 3
-    seed: int = 42
-    timeout_ms: int = 30_000
-    max_bytes: int = 1_000_000
-    jobs: int = 4
     retries: int = 2
     min_accuracy: float | None = None
     min_skill_f1: float | None = None
-    fail_on_finding: bool = False  # a behaviour finding fails the gate (exit 1)
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``settings`` block."""
@@ -99,6 +92,23 @@ def _ledger(observations: Iterable[Observation], result: ExecutionResult, resume
     return meta, ledger
 
 
+def _metrics_blocks(metrics: RouteMetrics) -> dict[str, Any]:
+    """The report's figures: accuracy, F1s, loads outside the catalog, per skill, the
+    confusion matrix and the collisions."""
+    return {
+        "accuracy": metrics.accuracy,
+        "microF1": metrics.micro_f1,
+        "macroF1": metrics.macro_f1,
+        "otherLoads": metrics.other_loads,
+        "perSkill": _per_skill(metrics),
+        "confusion": {"labels": list(metrics.labels), "counts": metrics.counts},
+        "collisions": [
+            {"a": c.a, "b": c.b, "count": c.count, "caseIds": list(c.case_ids)}
+            for c in metrics.collisions
+        ],
+    }
+
+
 def build_route_report(
     catalog: Catalog,
     suite: RouteSuite,
@@ -142,16 +152,7 @@ def build_route_report(
             "catalog": catalog_block(catalog),
             "cases": _cases_block(suite),
             "settings": settings.to_json(),
-            "accuracy": metrics.accuracy,
-            "microF1": metrics.micro_f1,
-            "macroF1": metrics.macro_f1,
-            "otherLoads": metrics.other_loads,
-            "perSkill": _per_skill(metrics),
-            "confusion": {"labels": list(metrics.labels), "counts": metrics.counts},
-            "collisions": [
-                {"a": c.a, "b": c.b, "count": c.count, "caseIds": list(c.case_ids)}
-                for c in metrics.collisions
-            ],
+            **_metrics_blocks(metrics),
             "runner": _runner_block(result, failures, observed, resumed),
             "gates": gates,
             "caseResults": _case_results(suite, metrics),
