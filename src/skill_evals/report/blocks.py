@@ -15,6 +15,7 @@ from ..messages import Failed
 from ..score.compare import CompareGates
 from ..score.scoring import meta_sums
 from ..suite.cases import CaseSuite
+from ..suite.route_cases import RouteSuite
 from ..suite.skill import Skill
 
 Report = dict[str, Any]
@@ -93,16 +94,20 @@ def failure_items(failures: Iterable[Failed]) -> list[dict[str, Any]]:
     ]
 
 
-def cases_block(suite: CaseSuite | None) -> dict[str, Any] | None:
-    if suite is None:
-        return None
+def suite_identity(suite: CaseSuite | RouteSuite) -> dict[str, Any]:
+    """What every report's ``cases`` says: the file, its hash, how many cases and units."""
     return {
         "path": str(suite.path),
         "sha256": suite.sha256,
         "total": len(suite.cases),
         "units": suite.unit_count,
-        "withTask": suite.with_task,
     }
+
+
+def cases_block(suite: CaseSuite | None) -> dict[str, Any] | None:
+    if suite is None:
+        return None
+    return {**suite_identity(suite), "withTask": suite.with_task}
 
 
 def settings_block(settings: Settings | None) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from ..score.routing import RouteMetrics, route_metrics
 from ..suite.catalog import Catalog
 from ..suite.route_cases import RouteSuite
 from .behaviour import behaviour_notes
-from .blocks import RunShape, envelope, failure_items, identity_block
+from .blocks import RunShape, envelope, failure_items, identity_block, suite_identity
 
 SCHEMA_VERSION = 1
 ARM = "routing"
@@ -58,13 +58,7 @@ def catalog_block(catalog: Catalog | None) -> list[dict[str, Any]] | None:
 def _cases_block(suite: RouteSuite | None) -> dict[str, Any] | None:
     if suite is None:
         return None
-    return {
-        "path": str(suite.path),
-        "sha256": suite.sha256,
-        "total": len(suite.cases),
-        "units": suite.unit_count,
-        "expectingNone": sum(1 for c in suite.cases if not c.expect),
-    }
+    return {**suite_identity(suite), "expectingNone": sum(1 for c in suite.cases if not c.expect)}
 
 
 def _ledger(observations: Iterable[Observation], result: ExecutionResult, resumed: int) -> Any:
