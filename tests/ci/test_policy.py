@@ -44,6 +44,7 @@ gates: {min-trigger-f1: 0, min-uplift: -1, max-f1-drop: 1, max-pass-drop: 1, min
 compare: base
 improve: suggest
 improve-options: {rounds: 1}
+validate: warn
 draft: suggest
 drafter: "python3 -c 'print(5)'"
 budget: {invocations: 1}
@@ -77,7 +78,7 @@ NAMED = [
     "sandbox-paths", "cache", "cache-max-age", "history", "require-env",
     "gates.min-trigger-f1", "gates.min-uplift", "gates.max-f1-drop", "gates.max-pass-drop",
     "gates.min-f1-gain", "gates.min-pass-gain", "compare", "improve", "improve-options",
-    "draft", "drafter",
+    "draft", "drafter", "validate",
     "budget", "budget-total", "trials", "jobs", "timeout-ms", "max-bytes", "retries", "seed",
     "bootstrap-samples", "arms", "keep-going", "allow-missing-cases",
     "require-verified-isolation", "include-outputs", "strict", "evidence", "listing",

@@ -308,6 +308,7 @@ def build_config(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
         improve_options=dict(raw.get("improve-options", {})),
         draft="suggest" if raw.get("draft") == "suggest" else "off",
         drafter=raw.get("drafter"),
+        validate=raw.get("validate", "error"),
     )
 
 

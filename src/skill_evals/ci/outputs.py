@@ -232,6 +232,9 @@ def render_ci_junit(ci_report: dict[str, Any]) -> str:
             suites.append(SuiteInput(name, skipped=skill.get("reason") or status))
         elif status == "no-cases":
             suites.append(SuiteInput(name, failed=skill.get("reason") or "no cases file"))
+        elif status == "invalid-skill":
+            reason = skill.get("reason") or "invalid skill"
+            suites.append(SuiteInput(name, failed=reason, failure_type="invalid-skill"))
     return render_junit(suites, extra=_routing_suites(ci_report.get("routing")))
 
 

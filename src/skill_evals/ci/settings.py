@@ -149,6 +149,7 @@ class CiConfig:
     improve_options: Mapping[str, Any] = field(default_factory=dict)
     draft: str = "off"  # draft: suggest — a drafted suite for each skill with no cases
     drafter: str | None = None  # the drafter command of draft: suggest
+    validate: str = "error"  # a SKILL.md validate rejects: error (fails the gate) or warn
     cli: Mapping[str, Any] = field(default_factory=dict)  # flags that win over the file
     routing: RoutingConfig | None = None
     budget_total: Budget = field(default_factory=Budget)  # for the whole run (budget-total)

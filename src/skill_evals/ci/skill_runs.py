@@ -107,7 +107,7 @@ def evaluate_skills(
     runs = _SkillRuns(workspace, changes, options, env, console)
     interrupted = False
     for state in chosen:
-        entry = _not_run(state, interrupted, options, env, console)
+        entry = _not_run(state, interrupted, options, env, console, workspace)
         if entry is None:
             entry = runs.evaluate(state, answers)
         elif entry["status"] == "no-cases" and workspace.config.draft == "suggest":
@@ -124,13 +124,17 @@ def _not_run(
     options: CiOptions,
     env: Mapping[str, str],
     console: Console,
+    workspace: Workspace,
 ) -> dict[str, Any] | None:
-    """The entry of a chosen skill that is not evaluated (an interrupt before it, a missing
-    secret, no cases file); None for one that is."""
+    """The entry of a chosen skill that is not evaluated (an interrupt before it, a SKILL.md
+    that validate rejects, a missing secret, no cases file); None for one that is."""
     settings = state.location.settings
     missing = settings.missing_env(env)
     if interrupted:
         return _entry(state, "skipped", "not run: interrupted", INTERRUPTED)
+    invalid = invalid_skill(workspace.root, state, workspace.config.validate, console)
+    if invalid is not None:
+        return _entry(state, "invalid-skill", invalid, INVALID)
     if missing:
         code = UNAVAILABLE if options.fail_on_missing_secrets else 0
         text = (
@@ -153,6 +157,24 @@ def _not_run(
         )
         return _entry(state, "no-cases", text, 0 if allowed else NO_CASES_GATE)
     return None
+
+
+def invalid_skill(root: Path, state: SkillState, mode: str, console: Console) -> str | None:
+    """The errors of a skill whose SKILL.md ``skill-evals validate`` rejects, said on the
+    console: the entry's reason under ``validate: error`` (the default), a warning (and None)
+    under ``validate: warn``; None for a valid skill."""
+    from ..suite.skill_rules import check_skill
+
+    errors = [p.text for p in check_skill(root / state.path) if p.severity == "error"]
+    if not errors:
+        return None
+    text = f"{state.name}: invalid skill ({len(errors)} error(s) from skill-evals validate): "
+    text += "; ".join(errors[:10]) + ("; …" if len(errors) > 10 else "")
+    if mode == "warn":
+        console.warning(text + " (validate: warn)")
+        return None
+    console.error(text + "; fix them, or set validate: warn")
+    return text
 
 
 def _prepare_record(record: Path) -> str | None:

@@ -37,10 +37,11 @@ STATUS_ICON = {
     "skipped": "⏭️ skipped",
     "unchanged": "➖ unchanged",
     "no-cases": "📭 no cases",
+    "invalid-skill": "❌ invalid skill",
 }
 
 
-_CI_STATUSES = frozenset({"evaluated", "unchanged", "skipped", "no-cases"})
+_CI_STATUSES = frozenset({"evaluated", "unchanged", "skipped", "no-cases", "invalid-skill"})
 
 
 def _esc(value: object) -> str:

@@ -25,6 +25,7 @@ STATUS_CLASS = {
     "skipped": "muted",
     "unchanged": "muted",
     "no-cases": "warn",
+    "invalid-skill": "bad",
 }
 
 
