@@ -349,7 +349,11 @@ def test_a_multiline_skill_name_cannot_inject_workflow_commands(tmp_path: Path) 
         "---\nname: |\n  evil\n  ::add-mask::x\ndescription: d\n---\nbody\n", encoding="utf-8"
     )
     # → a warning naming it (a real agent's runner: the simulation requires no variable)
-    config = "runner: skill-evals runner claude-code\nrequire-env: [SKILL_EVALS_UNSET_X]\n"
+    # (validate: warn: the invalid name is a warning, and the skill reaches the skip)
+    config = (
+        "runner: skill-evals runner claude-code\nrequire-env: [SKILL_EVALS_UNSET_X]\n"
+        "validate: warn\n"
+    )
     (tmp_path / ".skill-evals.yml").write_text(config, encoding="utf-8")
     argv = ["ci", "--skip-on-missing-secrets", "--out", str(tmp_path / "out")]
     done = run_cli(argv, tmp_path, gh_env(tmp_path))
