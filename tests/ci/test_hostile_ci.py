@@ -97,9 +97,8 @@ def test_annotations_escape_names_and_paths(tmp_path: Path) -> None:
     """A failing skill whose name holds ESC, BEL, bidi controls and a forged command, in a
     directory whose path holds the property separators: every annotation stays one command
     and shows the text without the controls."""
-    repo = make_repo(
-        tmp_path / "repo", skills=(), config=SIMULATED + "gates: {min-trigger-f1: 0.999}\n"
-    )
+    config = SIMULATED + "gates: {min-trigger-f1: 0.999}\nvalidate: warn\n"  # the name is invalid
+    repo = make_repo(tmp_path / "repo", skills=(), config=config)
     name = f"odd\x1b[2J\x07{BIDI}\n{FORGERY}"
     _add_skill(repo, "skills/we,ird:dir", name=name)
     commit_all(repo)
@@ -214,7 +213,8 @@ def test_observation_file_names_are_distinct_for_distinct_names() -> None:
 
 
 def test_two_long_skill_names_keep_their_own_observations(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "repo", skills=())
+    config = "runner: skill-evals runner simulated\ntrials: 1\nvalidate: warn\n"  # too long
+    repo = make_repo(tmp_path / "repo", skills=(), config=config)
     first, second = "s" * 125 + "-first", "s" * 125 + "-second"
     _add_skill(repo, "skills/first", name=first)
     _add_skill(repo, "skills/second", name=second)

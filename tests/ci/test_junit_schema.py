@@ -202,7 +202,8 @@ def test_test_junit_with_hostile_ids_and_fail_fast(tmp_path: Path) -> None:
 def test_ci_and_merge_junit_valid_with_hostile_skill_names(tmp_path: Path) -> None:
     """ci's junit.xml (a skill without cases named with a control character, an interrupted
     evaluation) and ci merge's: valid and readable."""
-    repo = make_repo(tmp_path / "repo", skills=("alpha",))
+    config = "runner: skill-evals runner simulated\ntrials: 1\nvalidate: warn\n"  # nc's name
+    repo = make_repo(tmp_path / "repo", skills=("alpha",), config=config)
     nc = repo / "skills" / "nc"
     nc.mkdir()
     (nc / "SKILL.md").write_text(

@@ -163,9 +163,9 @@ def invalid_skill(root: Path, state: SkillState, mode: str, console: Console) ->
     """The errors of a skill whose SKILL.md ``skill-evals validate`` rejects, said on the
     console: the entry's reason under ``validate: error`` (the default), a warning (and None)
     under ``validate: warn``; None for a valid skill."""
-    from ..suite.skill_rules import check_skill
+    from ..suite.skill_rules import check_skill_md
 
-    errors = [p.text for p in check_skill(root / state.path) if p.severity == "error"]
+    errors = [p.text for p in check_skill_md(root / state.path) if p.severity == "error"]
     if not errors:
         return None
     text = f"{state.name}: invalid skill ({len(errors)} error(s) from skill-evals validate): "

@@ -261,6 +261,11 @@ def check_skill(path: Path, profile: str | None = None) -> list[Problem]:
     """Every problem of the skill directory ``path``: SKILL.md against the Agent Skills format
     (with the agent ``profile``'s fields), then its cases file (the first of evals/cases.jsonl,
     evals/cases.yaml, cases.jsonl)."""
+    return check_skill_md(path, profile, cases=True)
+
+
+def check_skill_md(path: Path, profile: str | None = None, *, cases: bool = False) -> list[Problem]:
+    """The problems of ``path``'s SKILL.md (and, with ``cases``, of its cases file)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -282,7 +287,7 @@ def check_skill(path: Path, profile: str | None = None) -> list[Problem]:
         front = {}
     name = front.get("name")
     skill_name = name if isinstance(name, str) and name else dir_name
-    return problems + _cases_problems(path, skill_name)
+    return problems + (_cases_problems(path, skill_name) if cases else [])
 
 
 def validate_skill(path: Path) -> list[str]:
