@@ -64,15 +64,19 @@ def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[C
             results.append(loop._evaluate(copy, held))
     finalists = finalists[: len(results)]
     _decide(loop, finalists, results)
-    trials = settings.trials
+    trials, gain = settings.trials, settings.min_gain
     while _undecided(loop) and trials < settings.max_heldout_trials:
         more = range(trials + 1, min(settings.max_heldout_trials, trials + settings.trials) + 1)
+        # Only finalists whose difference reaches --min-gain can still be accepted: the others
+        # keep the trials they had, so the budget goes where it can decide something.
+        rounds = {f["round"] for f in outcome.finalists if (f["f1Difference"] or 0) >= gain}
+        growing = [(f, r) for f, r in zip(finalists, results, strict=True) if f.round in rounds]
         limit = settings.max_invocations
-        needed = (1 + len(finalists)) * len(held) * len(more)
+        needed = (1 + len(growing)) * len(held) * len(more)
         if limit is not None and outcome.invocations + needed > limit:
             break
         _grow(outcome.held_out["original"], loop._evaluate(loop.skill.path, held, more))
-        for finalist, result in zip(finalists, results, strict=True):
+        for finalist, result in growing:
             with candidate_copy(loop.skill.path, finalist.text, scratch) as copy:
                 _grow(result, loop._evaluate(copy, held, more))
         trials = max(more)
