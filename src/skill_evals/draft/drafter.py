@@ -11,14 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..run.helper_cell import HelperCell, Unconfinable
-from ..run.helper_process import run_helper, signal_name
+from ..run.helper_cell import HelperCell
+from ..run.helper_reply import ask_once, reply_object
 from ..run.processes import ProcessSweeper
 
 MAX_REPLY_BYTES = 1_000_000
 SEED_VAR = "SKILL_EVALS_SEED"
 _KEYS = {"cases", "meta"}
-_ERROR_KEYS = {"runnerError", "retryable"}
 
 
 class DrafterFailed(Exception):
@@ -55,21 +54,9 @@ def request(
 def parse_reply(stdout: bytes) -> list[Any] | tuple[str, bool]:
     """The reply's ``cases`` (items not yet checked), or (reason, retryable) for a
     ``runnerError`` or a broken reply."""
-    try:
-        reply = json.loads(stdout.decode("utf-8", "replace"))
-    except ValueError:
-        return "the reply is not one JSON object", False
-    if not isinstance(reply, dict):
-        return "the reply is not a JSON object", False
-    if "runnerError" in reply:
-        message, retryable = reply.get("runnerError"), reply.get("retryable")
-        if set(reply) - _ERROR_KEYS or not isinstance(message, str):
-            return "the runnerError reply has other keys or a non-string message", False
-        text = "".join(c for c in message if c.isprintable())[:300]
-        return text or "runnerError", retryable is True
-    unknown = sorted(set(reply) - _KEYS)
-    if unknown:
-        return f"the reply has an unknown key {unknown[0][:40]!r}", False
+    reply = reply_object(stdout, "runnerError", _KEYS)
+    if isinstance(reply, tuple):
+        return reply
     cases = reply.get("cases")
     if not isinstance(cases, list):
         return "the reply has no array 'cases'", False
@@ -79,28 +66,10 @@ def parse_reply(stdout: bytes) -> list[Any] | tuple[str, bool]:
 def _once(
     spec: DrafterSpec, payload: bytes, sweeper: ProcessSweeper
 ) -> list[Any] | tuple[str, bool]:
-    try:
-        with spec.cell.confined(spec.argv) as confined:
-            end = run_helper(
-                confined.argv,
-                payload,
-                timeout_ms=spec.timeout_ms,
-                max_bytes=MAX_REPLY_BYTES,
-                env={**confined.env, SEED_VAR: str(spec.seed)},
-                sweeper=sweeper,
-            )
-    except Unconfinable as exc:
-        return str(exc), False
-    if end.failure is not None:
-        return end.failure, False
-    parsed = parse_reply(end.stdout)
-    if isinstance(parsed, tuple) and parsed[1]:
-        return parsed  # its own retryable error
-    if end.code < 0:
-        return f"killed by signal {signal_name(-end.code)}", False
-    if end.code > 0:
-        return f"exited with code {end.code}", False
-    return parsed
+    return ask_once(
+        spec.cell, spec.argv, payload, timeout_ms=spec.timeout_ms, max_bytes=MAX_REPLY_BYTES,
+        env={SEED_VAR: str(spec.seed)}, sweeper=sweeper, parse=parse_reply,
+    )  # fmt: skip
 
 
 def draft(spec: DrafterSpec, payload: Mapping[str, Any], sweeper: ProcessSweeper) -> list[Any]:

@@ -15,15 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..run.helper_cell import HelperCell, Unconfinable
-from ..run.helper_process import run_helper, signal_name
+from ..run.helper_cell import HelperCell
+from ..run.helper_reply import ask_once, reply_object
 from ..run.processes import ProcessSweeper
 from ..sandbox.probe import SandboxChoice
 
 MAX_REPLY_BYTES = 1_000_000
 ROUND_VAR = "SKILL_EVALS_ROUND"
 _KEYS = {"description", "rationale", "meta"}
-_ERROR_KEYS = {"proposerError", "retryable"}
 
 
 class ProposerFailed(Exception):
@@ -58,57 +57,6 @@ def _cost(meta: object) -> float | None:
     return None
 
 
-def parse_reply(stdout: bytes) -> Proposal | tuple[str, bool]:
-    """A Proposal, or (reason, retryable) for a ``proposerError`` or a broken reply."""
-    lines = stdout.decode("utf-8", "replace").strip().splitlines()
-    if len(lines) != 1:
-        return "the reply is not exactly one line", False
-    try:
-        reply = json.loads(lines[0])
-    except ValueError:
-        return "the reply is not JSON", False
-    if not isinstance(reply, dict):
-        return "the reply is not a JSON object", False
-    if "proposerError" in reply:
-        message, retryable = reply.get("proposerError"), reply.get("retryable")
-        if set(reply) - _ERROR_KEYS or not isinstance(message, str):
-            return "the proposerError reply has other keys or a non-string message", False
-        text = "".join(c for c in message if c.isprintable())[:300]
-        return text or "proposerError", retryable is True
-    unknown = sorted(set(reply) - _KEYS)
-    if unknown:
-        return f"the reply has an unknown key {unknown[0][:40]!r}", False
-    description = reply.get("description")
-    if not isinstance(description, str):
-        return "the reply has no string 'description'", False
-    return Proposal(description, _cost(reply.get("meta")))
-
-
-def _once(spec: ProposerSpec, payload: bytes, round_no: int, sweeper: ProcessSweeper) -> Any:
-    try:
-        with spec.cell.confined(spec.argv) as confined:
-            end = run_helper(
-                confined.argv,
-                payload,
-                timeout_ms=spec.timeout_ms,
-                max_bytes=MAX_REPLY_BYTES,
-                env={**confined.env, ROUND_VAR: str(round_no)},
-                sweeper=sweeper,
-            )
-    except Unconfinable as exc:
-        return str(exc), False
-    if end.failure is not None:
-        return end.failure, False
-    parsed = parse_reply(end.stdout)
-    if isinstance(parsed, tuple) and parsed[1]:
-        return parsed  # its own retryable error
-    if end.code < 0:
-        return f"killed by signal {signal_name(-end.code)}", False
-    if end.code > 0:
-        return f"exited with code {end.code}", False
-    return parsed
-
-
 def propose(spec: ProposerSpec, request: Mapping[str, Any], sweeper: ProcessSweeper) -> Proposal:
     """Ask the proposer for round ``request["round"]``; retried on its retryable errors. Raises
     ProposerFailed (``proposer: <reason>``, never quoting its output)."""
@@ -123,6 +71,24 @@ def propose(spec: ProposerSpec, request: Mapping[str, Any], sweeper: ProcessSwee
             raise ProposerFailed(f"proposer: {reason}")
         time.sleep(spec.delay(attempt))
     raise AssertionError("unreachable")
+
+
+def parse_reply(stdout: bytes) -> Proposal | tuple[str, bool]:
+    """A Proposal, or (reason, retryable) for a ``proposerError`` or a broken reply."""
+    reply = reply_object(stdout, "proposerError", _KEYS, one_line=True)
+    if isinstance(reply, tuple):
+        return reply
+    description = reply.get("description")
+    if not isinstance(description, str):
+        return "the reply has no string 'description'", False
+    return Proposal(description, _cost(reply.get("meta")))
+
+
+def _once(spec: ProposerSpec, payload: bytes, round_no: int, sweeper: ProcessSweeper) -> Any:
+    return ask_once(
+        spec.cell, spec.argv, payload, timeout_ms=spec.timeout_ms, max_bytes=MAX_REPLY_BYTES,
+        env={ROUND_VAR: str(round_no)}, sweeper=sweeper, parse=parse_reply,
+    )  # fmt: skip
 
 
 def proposer_cell(
