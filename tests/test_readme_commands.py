@@ -23,4 +23,4 @@ def test_opencode_help_says_model_is_required() -> None:
     result = CliRunner().invoke(cli, ["runner", "opencode", "--help"])
     assert result.exit_code == 0
     text = " ".join(result.output.split())
-    assert "--model TEXT Required: the model as provider/model" in text
+    assert "--model TEXT Required (no default): the model as provider/model" in text

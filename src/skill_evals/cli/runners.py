@@ -194,8 +194,9 @@ def _agent_command(name: str, summary: str, extra: tuple[str, ...], doc: str) ->
         for param in command.params:
             if param.name == "model" and isinstance(param, click.Option):
                 param.help = (
-                    "Required: the model as provider/model (e.g. anthropic/claude-sonnet-4-5); "
-                    "without it the run stops before it starts (exit 5)."
+                    "Required (no default): the model as provider/model (e.g. "
+                    "anthropic/claude-sonnet-4-5); without it the run stops before it starts "
+                    "(exit 5)."
                 )
     return command
 
