@@ -34,6 +34,7 @@ from .report.route_report import build_route_report, route_error_report
 from .report.test_report import build_test_report
 from .run.cached_run import CacheUse, Ran, run_plan
 from .run.execute import ExecutionResult, Progress
+from .run.gc_pause import gc_thaw
 from .run.judge_phase import judge_result
 from .run.judging import Judging
 from .run.record_lock import RecordLocks
@@ -121,6 +122,7 @@ def run_test(
         return with_lint(report, got.lint)
     finally:
         locks.release()
+        gc_thaw()
 
 
 def _preflight(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+from ..run.gc_pause import gc_thaw
 from ..run.records import load_observations
 from ..run.regex import RegexPool
 from ..score.scoring import build_grid, judge_tasks
@@ -51,6 +52,7 @@ def record_problems(
             )
     if min_uplift is not None:
         problems += _impossible_gate(suite, tasks, min_uplift, seed, bootstrap_samples)
+    gc_thaw()  # the loader froze the observations (run/gc_pause.py)
     return problems
 
 

@@ -21,8 +21,8 @@ from ..messages import Messages, failures_message, runner_warnings
 from ..plan.arms import ArmPlan
 from ..plan.settle import Verdict
 from ..run.execute import ExecutionResult
+from ..run.gc_pause import gc_paused
 from ..run.observations import RunnerFailure
-from ..run.records import gc_paused
 from ..run.regex import RegexPool
 from ..score.compare import comparison_gates, comparison_section
 from ..score.figures import Figures, measure

@@ -16,13 +16,12 @@ Decisions (documented in docs/runner-contract.md):
 from __future__ import annotations
 
 import dataclasses
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InvalidInput
 from ..suite.cases import MAX_ID_CHARS, CaseSuite
+from .gc_pause import gc_paused
 from .observations import (
     ARMS,
     MAX_TRIALS,
@@ -74,23 +73,6 @@ def load_observations(
     keys = plan_keys(suite, trials) if planned is None else planned
     with gc_paused():
         return _load_observations(path, suite, trials, skill_name, keys, baseline)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many long-lived objects are built or read.
-
-    Loading --observations creates a few acyclic objects per line that survive to the end;
-    the collector would walk them again and again as they pile up (about a third of the load
-    time, docs/performance.md). Reference counting frees everything as usual; collection resumes
-    afterwards if it was on."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _load_observations(

@@ -108,6 +108,8 @@ def behaviour_block(observations: Iterable[Recorded]) -> dict[str, Any]:
     variants: set[str] = set()
     for obs in observations:
         variants.add(obs.variant)
+        if not obs.network:
+            continue  # most observations contacted nothing
         for item in obs.network:
             key = (str(item.get("host", "")), int(item.get("port", 0)))
             allowed = bool(item.get("allowed"))

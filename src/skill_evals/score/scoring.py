@@ -245,8 +245,8 @@ _STATE_RANK = ("loaded", "unverified", "failed", "attempted", "offered")
 def _load_state(obs: Observation | None, skill: str) -> str | None:
     """The tested skill's strongest evidence state in one observation; None without evidence
     naming it (custom runners need not report evidence)."""
-    if obs is None:
-        return None
+    if obs is None or not obs.evidence:
+        return None  # most observations carry no evidence: no set to build
     states = {item.get("state") for item in obs.evidence if item.get("skill") == skill}
     return next((state for state in _STATE_RANK if state in states), None)
 
@@ -289,8 +289,8 @@ def isolation_unverified(
             if obs is None:
                 continue
             runs += 1
-            if skill in obs.invoked_skills:
-                continue  # a load: an isolation breach, reported as such
+            if not obs.evidence or skill in obs.invoked_skills:
+                continue  # no evidence to doubt; or a load: an isolation breach, reported as such
             item = next(
                 (
                     e
