@@ -130,19 +130,7 @@ def _run_workers(
     """Run ``todo`` on ``plan.jobs`` worker threads until done, stopped or interrupted; the
     scheduler holds what they did."""
     state = _sandbox_state(plan) if todo else None
-    sandbox = None
-    host_warning = None
-    if state is not None and state.program is not None:
-        choice = plan.sandbox if plan.sandbox is not None else SandboxChoice()
-        contained = choice.network.mode != "host"
-        meter = Meter(choice.max_invocation_tokens) if contained else None
-        egress = EgressProxy(choice.network, meter=meter) if contained else None
-        sized = sizes_tmpfs(state.version)
-        sandbox = Sandbox(
-            state.program, choice.paths, egress=egress, limits=choice.limits, sized_root=sized
-        )
-        state = dataclasses.replace(state, network=choice.network.mode)
-        host_warning = choice.network_warning()
+    sandbox, state, host_warning = _run_sandbox(plan, state)
     writer = RecordWriter(plan.record) if plan.record is not None else None
     with ExitStack() as stack:
         if writer is not None:
@@ -164,17 +152,7 @@ def _run_workers(
             plan.judging.cancel, plan.judging.sweeper = sched.cancel, sweeper
         sched.sandbox = sandbox
         if todo:
-            meter = sandbox.egress.meter if sandbox is not None and sandbox.egress else None
-            proxy = _credential_proxy(plan, sched.base_env, meter)
-            if proxy is not None:
-                stack.enter_context(proxy)  # started now, closed after the last invocation
-                contained = sandbox is not None and sandbox.egress is not None
-                inside = f"http://127.0.0.1:{INSIDE_PORT}" if contained else None
-                sched.proxy_env = proxy.child_environment(inside)
-                if sandbox is not None and sandbox.egress is not None:
-                    sandbox.egress.routes.update(proxy.routes())
-                if state is not None:
-                    state = dataclasses.replace(state, proxied=tuple(proxy.names))
+            state = _start_credential_proxy(stack, plan, sched, state)
         if sandbox is not None:
             sched.proxy_env.update(sandbox.network_env())
         sched.sandbox_state = state
@@ -192,17 +170,63 @@ def _run_workers(
                 writer.write(obs)  # a record holds the whole run, cached observations too
         with signals_cancel(sched.cancel):
             sched.check_settled()  # what was resumed or cached may settle it already
-            threads = [
-                threading.Thread(target=sched.worker, name=f"skill-evals-job-{i}", daemon=True)
-                for i in range(max(1, min(plan.jobs, len(todo))))
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()  # interruptible: the signal handler runs meanwhile
+            _work(sched, max(1, min(plan.jobs, len(todo))))
             if sched.held:
                 _finish_pairs(sched, plan, known)
     return sched
+
+
+def _run_sandbox(
+    plan: ExecutionPlan, state: SandboxState | None
+) -> tuple[Sandbox | None, SandboxState | None, str | None]:
+    """The run's sandbox (with its egress proxy unless the network is the host's), the state
+    it reports, and the warning a host network gives; no sandbox when none is usable."""
+    if state is None or state.program is None:
+        return None, state, None
+    choice = plan.sandbox if plan.sandbox is not None else SandboxChoice()
+    contained = choice.network.mode != "host"
+    meter = Meter(choice.max_invocation_tokens) if contained else None
+    egress = EgressProxy(choice.network, meter=meter) if contained else None
+    sandbox = Sandbox(
+        state.program,
+        choice.paths,
+        egress=egress,
+        limits=choice.limits,
+        sized_root=sizes_tmpfs(state.version),
+    )
+    state = dataclasses.replace(state, network=choice.network.mode)
+    return sandbox, state, choice.network_warning()
+
+
+def _start_credential_proxy(
+    stack: ExitStack, plan: ExecutionPlan, sched: Scheduler, state: SandboxState | None
+) -> SandboxState | None:
+    """Start the run's credential proxy when a key is to be proxied (closed with ``stack``,
+    after the last invocation): the runners' environment names it, a contained network routes
+    to it; the returned state lists the proxied keys."""
+    sandbox = sched.sandbox
+    egress = sandbox.egress if sandbox is not None else None
+    proxy = _credential_proxy(plan, sched.base_env, egress.meter if egress else None)
+    if proxy is None:
+        return state
+    stack.enter_context(proxy)
+    inside = f"http://127.0.0.1:{INSIDE_PORT}" if egress is not None else None
+    sched.proxy_env = proxy.child_environment(inside)
+    if egress is not None:
+        egress.routes.update(proxy.routes())
+    return dataclasses.replace(state, proxied=tuple(proxy.names)) if state is not None else None
+
+
+def _work(sched: Scheduler, count: int) -> None:
+    """Run ``count`` worker threads until the scheduler has nothing left."""
+    threads = [
+        threading.Thread(target=sched.worker, name=f"skill-evals-job-{i}", daemon=True)
+        for i in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()  # interruptible: the signal handler runs meanwhile
 
 
 def _finish_pairs(sched: Scheduler, plan: ExecutionPlan, known: Mapping[Key, Observation]) -> None:
