@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from skill_evals.agents import claude_code, codex, gemini, opencode, pi
+from skill_evals.agents import claude_code, codex, copilot, gemini, opencode, pi
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.registry import names as agent_names
 from skill_evals.agents.scaffold import TRANSCRIPT_DIR_VAR
@@ -35,9 +35,11 @@ AGENTS: dict[str, tuple[ModuleType, str, str, dict[str, str]]] = {
     "opencode": (opencode, "opencode/with.jsonl", "opencode/probes.jsonl", {}),
     "gemini": (gemini, "gemini/with.jsonl", "gemini/failed-activate.jsonl",
                {"GEMINI_API_KEY": "k"}),
+    "copilot": (copilot, "copilot/with.jsonl", "copilot/failed-load.jsonl",
+                {"COPILOT_PROVIDER_BASE_URL": "http://127.0.0.1:9"}),
 }  # fmt: skip
 # Options an agent cannot run without (OpenCode needs --model provider/model).
-DEFAULTS: dict[str, dict[str, Any]] = {"opencode": {"model": "fake/m1"}}
+DEFAULTS: dict[str, dict[str, Any]] = {"opencode": {"model": "fake/m1"}, "copilot": {"model": "m1"}}
 
 
 def stand_in(tmp_path: Path, transcript: Path, status: int = 0) -> str:
@@ -144,7 +146,8 @@ def test_missing_binaries_and_name_clashes_are_setup_errors(agent: str, tmp_path
     ("agent", "folder"),
     [("claude-code", ".claude/skills"), ("codex", ".agents/skills"), ("pi", ".agents/skills"),
      ("pi", ".pi/skills"), ("opencode", ".opencode/skills"), ("opencode", ".claude/skills"),
-     ("gemini", ".gemini/skills"), ("gemini", ".agents/skills")],
+     ("gemini", ".gemini/skills"), ("gemini", ".agents/skills"),
+     ("copilot", ".github/skills"), ("copilot", ".claude/skills")],
 )  # fmt: skip
 def test_a_fixture_holding_the_tested_skill_is_refused_in_both_variants(
     agent: str, folder: str, tmp_path: Path

@@ -432,6 +432,29 @@ def _gemini_transcript() -> list[dict[str, Any]]:
     ]
 
 
+def _copilot_transcript() -> list[dict[str, Any]]:
+    def ask(tid: str, server: str, tool: str) -> dict[str, Any]:
+        request = {"toolCallId": tid, "name": f"{server}-{tool}", "arguments": {},
+                   "mcpServerName": server, "mcpToolName": tool}  # fmt: skip
+        return {"type": "assistant.message", "data": {"content": "", "toolRequests": [request]}}
+
+    def done(tid: str, ok: bool = True) -> dict[str, Any]:
+        shown = {"result": {"content": "x"}} if ok else {"error": {"message": "failed"}}
+        return {"type": "tool.execution_complete", "data": {"toolCallId": tid, "success": ok,
+                                                            **shown}}  # fmt: skip
+
+    return [
+        ask("a", "skills", "load_refund_policy_skill"),
+        {"type": "tool.execution_start", "data": {"toolCallId": "a", "toolName": "x"}},
+        done("a"),  # line 2
+        ask("b", "docs", "fetch_skill_shipping_times"),
+        done("b"),  # line 4
+        ask("c", "skills", "load_brand_deck_skill"),
+        done("c", ok=False),
+        {"type": "result", "exitCode": 0},  # Copilot reads no MCP resources: no line 8
+    ]
+
+
 TRANSCRIPTS = {
     "claude-code": (_claude_transcript, "mcp__skills__load_refund_policy_skill",
                     "mcp__docs__fetch_skill_shipping_times"),
@@ -439,6 +462,7 @@ TRANSCRIPTS = {
     "pi": (_pi_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
     "opencode": (_opencode_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
     "gemini": (_gemini_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
+    "copilot": (_copilot_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
 }  # fmt: skip
 
 
@@ -479,7 +503,7 @@ def test_evidence_command_has_one_shape_for_every_agent(
          "source": f"mcp tool {custom_tool}", "index": 4},
         failed,
     ]  # fmt: skip
-    if agent != "pi":
+    if agent not in ("pi", "copilot"):  # no MCP resource reads in pi (no client) and Copilot
         expected.append(
             {"skill": "pdf", "state": "loaded", "delivery": "mcp", "agent": agent,
              "source": "mcp resource docs://skills/pdf", "index": 8}

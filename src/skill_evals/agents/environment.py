@@ -26,7 +26,16 @@ BASE_VARIABLES = frozenset(
 BASE_PREFIXES = ("LC_",)
 # Prefixes that never pass by pattern (agent config, plugin, skill and session pointers); an
 # agent may still name one exact auth variable among them (e.g. CODEX_API_KEY).
-DENIED_PREFIXES = ("CLAUDE_", "CODEX_", "PI_", "GEMINI_", "OPENCODE_", "XDG_", "EVALGATE_")
+DENIED_PREFIXES = (
+    "CLAUDE_",
+    "CODEX_",
+    "PI_",
+    "GEMINI_",
+    "OPENCODE_",
+    "COPILOT_",
+    "XDG_",
+    "EVALGATE_",
+)
 
 
 def _allowed(name: str, names: frozenset[str], prefixes: tuple[str, ...]) -> bool:

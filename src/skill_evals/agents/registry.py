@@ -33,7 +33,7 @@ class Entry:
     # the same major.minor; it widens only when the tests ran on those versions (the agent's
     # page records it).
     tested: str
-    node: str | None  # ``engines.node`` of the tested release (None: it needs no Node)
+    node: str | None  # ``engines.node`` of the tested release (None: it declares none)
     # Options only this runner takes, beyond the shared ones (names as on the command line).
     extra_options: tuple[str, ...] = ()
     # Skills the agent ships and offers in both variants: a tested skill of one of these names
@@ -129,6 +129,20 @@ ENTRIES: tuple[Entry, ...] = (
         tested="0.61.0",
         node=">=20",
         bundled_skills=("skill-creator", "antigravity-support"),
+        catalog=True,
+        works=True,
+    ),
+    Entry(
+        "copilot",
+        "copilot",
+        "GitHub Copilot CLI (`copilot --output-format json`, offline, your provider), isolated.",
+        "copilot.md",
+        package="@github/copilot",
+        tested="1.0.102",
+        # 1.0.102 declares no engines.node; its npm loader starts a native binary and ran on
+        # Node 20.20 in the end-to-end tests (GitHub's install page asks for Node 22).
+        node=None,
+        bundled_skills=("customize-cloud-agent", "discover-resources", "github-pr-media"),
         catalog=True,
         works=True,
     ),

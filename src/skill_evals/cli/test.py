@@ -25,8 +25,9 @@ from .options import (
 from .reports import run_and_write, write_reports
 from .scope_options import arm_options, scope_options
 
-# Every shipped runner, named in --help: the agents of the registry and the simulation.
-BUILT_IN_RUNNERS = "|".join([*agent_registry.names(), "simulated"])
+# Every shipped runner, named in --help: the agents of the registry and the simulation (spaced,
+# so the help wraps between names, never inside one).
+BUILT_IN_RUNNERS = " | ".join([*agent_registry.names(), "simulated"])
 
 
 _TEST_EXAMPLE = """

@@ -106,16 +106,27 @@ def _pi_style(environ: Mapping[str, str]) -> str:
     return "bearer"
 
 
+def _copilot_row(environ: Mapping[str, str]) -> _Row:
+    """Copilot's provider key: sent as ``x-api-key`` to an Anthropic provider, as a bearer
+    token to an OpenAI one; only with its base URL (the provider has no public endpoint)."""
+    kind = environ.get("COPILOT_PROVIDER_TYPE", "").strip()
+    style = "x-api-key" if kind == "anthropic" else "bearer"
+    return _Row("COPILOT_PROVIDER_API_KEY", style, "COPILOT_PROVIDER_BASE_URL", None)
+
+
 def builtin_credentials(agent: str, environ: Mapping[str, str]) -> list[Credential]:
     """The credentials a built-in agent runner's proxy serves: each row of the agent's provider
     table whose variable is set and non-empty, upstream = the caller's base URL, else the
     provider's public endpoint. pi: its custom provider's key (proxied only when its base URL
     is set: without it the key is not used) and every built-in provider key it may read
-    (:data:`PI_PROVIDERS`). ``simulated`` and unknown agents get none."""
+    (:data:`PI_PROVIDERS`). Copilot: its provider's key, in that provider's header style.
+    ``simulated`` and unknown agents get none."""
     rows: Sequence[_Row] = _ROWS.get(agent, ())
     if agent == "pi":
         custom = _Row(_PI_KEY, _pi_style(environ), _PI_BASE_URL, None)
         rows = (custom, *(row for _, row in PI_PROVIDERS))
+    elif agent == "copilot":
+        rows = (_copilot_row(environ),)
     found = []
     for row in rows:
         secret = environ.get(row.env, "")

@@ -1,0 +1,316 @@
+"""The GitHub Copilot CLI runner (``skill-evals runner copilot``): one isolated ``copilot`` run
+per invocation, headless with ``--output-format json`` against your own model provider
+(docs/agents/copilot.md).
+
+Per invocation: a fresh workspace whose ``home/`` is HOME (so ``~/.copilot`` — settings,
+sessions, personal skills, plugins, MCP servers, logs — is new and empty), the project made its
+own git root (Copilot reads skills and instructions up to the git root), an environment built
+from an allowlist, offline mode (``COPILOT_OFFLINE=true``: no GitHub login, telemetry, web tools
+or updates) with the provider of ``COPILOT_PROVIDER_BASE_URL``, the skills of the run copied to
+the project's ``.github/skills/<name>/`` (or served by ``skill-evals mcp-serve``), and Copilot's
+own bundled skills disabled in its settings.
+
+Copilot prints the prompt's answer and tool calls on stdout; the body of a loaded skill is
+recorded only in the session's ``events.jsonl`` (``skill.invoked``), so once Copilot exits the
+runner appends that file to the transcript (:mod:`.copilot_events` reads both).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import skill_evals
+
+from . import reasons
+from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
+from .copilot_events import (
+    AGENT,
+    SESSION_MARKER,
+    explicit,
+    final_text,
+    read_transcript,
+    skill_tool,
+    tool_calls,
+    usage_meta,
+)
+from .environment import find_binary, secret_names
+from .evidence import Event
+from .protocol import Finished, Launch, Outcome, RunSetup
+from .registry import entry
+from .scaffold import KEEP_HINT, run_agent
+
+__all__ = ["PLUGIN", "run"]
+
+BASE_URL, PROVIDER_TYPE, API_KEY = (
+    "COPILOT_PROVIDER_BASE_URL",
+    "COPILOT_PROVIDER_TYPE",
+    "COPILOT_PROVIDER_API_KEY",
+)
+PROVIDER_TYPES = ("openai", "anthropic")  # Copilot's default first
+# The caller's variables Copilot gets besides the shared base allowlist: the provider (its key
+# through the credential proxy) and how Copilot talks to it. No GitHub token: runs are offline.
+ENVIRONMENT = (
+    BASE_URL,
+    PROVIDER_TYPE,
+    API_KEY,
+    "COPILOT_MODEL",
+    "COPILOT_PROVIDER_WIRE_API",
+    "COPILOT_PROVIDER_MODEL_ID",
+    "COPILOT_PROVIDER_WIRE_MODEL",
+    "COPILOT_PROVIDER_MAX_PROMPT_TOKENS",
+    "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS",
+)
+# Where Copilot discovers a project's own skills.
+PROJECT_SKILLS = (".github/skills", ".claude/skills", ".agents/skills")
+# Skills Copilot 1.0.102 bundles: disabled in every run's settings, and a tested skill of one of
+# these names is refused (the setting would disable it too).
+BUNDLED_SKILLS = entry(AGENT).bundled_skills
+MCP_SERVER = "skills"  # Copilot names its tools skills-load_<name>_skill
+_FIXED_ENV = {
+    "COPILOT_OFFLINE": "true",  # no GitHub auth, telemetry, web tools, GitHub MCP, updates
+    "COPILOT_AUTO_UPDATE": "false",
+    "NO_COLOR": "1",
+}
+
+
+def provider_problem(env: Mapping[str, str]) -> str | None:
+    """What is wrong with the provider variables (None: usable)."""
+    url = env.get(BASE_URL, "").strip()
+    if not url:
+        return (
+            f"no model provider: set {BASE_URL} (and {PROVIDER_TYPE}=anthropic|openai, "
+            f"{API_KEY}); Copilot runs offline with your own provider"
+        )
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{BASE_URL} must be an http:// or https:// URL"
+    kind = env.get(PROVIDER_TYPE, "").strip() or "openai"
+    if kind not in PROVIDER_TYPES:
+        return f"{PROVIDER_TYPE} must be anthropic or openai"
+    return None
+
+
+def model_of(options: AgentOptions, env: Mapping[str, str]) -> str | None:
+    """``--model``, else the caller's ``COPILOT_MODEL``."""
+    return options.model or env.get("COPILOT_MODEL", "").strip() or None
+
+
+def build_command(binary: str, env: Mapping[str, str], read_only: bool) -> list[str]:
+    """The command line; the prompt goes to stdin (piped stdin is a prompt-mode run), never to
+    argv. The credential-like variables are stripped from the model's commands."""
+    argv = [
+        binary,
+        "--output-format",
+        "json",
+        "--allow-all-tools",
+        "--no-ask-user",
+        "--no-auto-update",
+        "--disable-builtin-mcps",
+        "--disable-client-telemetry",
+        "--log-level",
+        "none",
+    ]
+    hidden = secret_names(env)
+    if hidden:
+        argv.append("--secret-env-vars=" + ",".join(hidden))
+    if read_only:  # skills load and files are read; no commands, no edits
+        argv += ["--deny-tool", "shell", "--deny-tool", "write"]
+    return argv
+
+
+def mcp_config(skill_dirs: Sequence[Path]) -> dict[str, Any]:
+    """An ``--additional-mcp-config`` document serving ``skill_dirs`` with ``mcp-serve``. The
+    package's location goes into the code: Copilot does not pass PYTHONPATH to MCP servers."""
+    package_root = str(Path(skill_evals.__file__).resolve().parent.parent)
+    code = (
+        f"import sys; sys.path.insert(0, {package_root!r}); "
+        "from skill_evals.cli.main import main; main()"
+    )
+    args = ["-c", code, "mcp-serve"]
+    for path in skill_dirs:
+        args += ["--skill", str(path)]
+    server = {"type": "local", "command": sys.executable, "args": args, "tools": ["*"]}
+    return {"mcpServers": {MCP_SERVER: server}}
+
+
+def _git_root(project: Path, env: Mapping[str, str]) -> None:
+    """Make the project its own git root: Copilot reads skills and instructions up to it."""
+    if (project / ".git").exists():
+        return
+    git = shutil.which("git", path=env.get("PATH"))
+    if git is None:
+        raise RunnerSetupError(
+            "git not found on PATH: Copilot needs it to treat the workspace as the project root "
+            "(without it Copilot reads skills and instructions of folders above it); install git"
+        )
+    done = subprocess.run(
+        [git, "init", "--quiet", "--template=", str(project)],
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    if done.returncode != 0:
+        raise RunnerSetupError(f"git init in the workspace failed (status {done.returncode})")
+
+
+def _refuse_bundled_names(setup: RunSetup) -> None:
+    bundled = {name.lower() for name in BUNDLED_SKILLS}
+    for ref in (setup.tested, *setup.neighbours):
+        if ref.name.lower() in bundled:
+            raise RunnerSetupError(
+                f"{ref.path}: skill name '{ref.name}' is a skill Copilot CLI bundles; rename the "
+                "skill (the runner disables Copilot's own copy by that name)"
+            )
+
+
+def _turn_limit(max_turns: int | None) -> Callable[[Event], bool] | None:
+    """Copilot has no turn limit: stop it when it starts a turn past the N-th."""
+    if max_turns is None:
+        return None
+    turns = 0
+
+    def stop_after(event: Event) -> bool:
+        nonlocal turns
+        if event.get("type") != "assistant.turn_start":
+            return False
+        turns += 1
+        return turns > max_turns
+
+    return stop_after
+
+
+def _session_records(home: Path) -> Callable[[], bytes]:
+    """The epilogue: a marker line, then the session's events.jsonl (what reached the model)."""
+
+    def epilogue() -> bytes:
+        marker = (json.dumps({"type": SESSION_MARKER}) + "\n").encode()
+        parts = [marker]
+        for path in sorted((home / ".copilot" / "session-state").glob("*/events.jsonl")):
+            data = path.read_bytes()
+            parts.append(data if data.endswith(b"\n") or not data else data + b"\n")
+        return b"".join(parts)
+
+    return epilogue
+
+
+class Copilot:
+    """GitHub Copilot CLI as an agent plug-in (:class:`~.protocol.Agent`)."""
+
+    name = AGENT
+    binary = "copilot"
+    skill_folders = PROJECT_SKILLS
+    environment = ENVIRONMENT
+
+    def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
+        """The binary must be found, and a provider and a model set."""
+        try:
+            find_binary(options.bin, self.binary, env)
+        except RunnerSetupError as exc:
+            raise RunnerError(str(exc), False) from exc
+        problem = provider_problem(env)
+        if problem is not None:
+            raise RunnerError(problem, False)
+        if model_of(options, env) is None:
+            raise RunnerError("no model: pass --model (or set COPILOT_MODEL)", False)
+
+    def prepare(self, setup: RunSetup) -> Launch:
+        """Fresh settings with the bundled skills disabled, the project its own git root, skills
+        in ``.github/skills`` (or MCP), offline mode and the session records appended."""
+        ws, options = setup.workspace, setup.options
+        _refuse_bundled_names(setup)
+        env = setup.env
+        env.update(_FIXED_ENV)
+        env["COPILOT_MODEL"] = model_of(options, setup.caller_env) or ""
+        config = ws.home / ".copilot"
+        config.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "disabledSkills": list(BUNDLED_SKILLS),
+            "autoUpdate": False,
+            "banner": "never",
+            "memory": False,
+        }
+        (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", "utf-8")
+        _git_root(ws.project, env)
+        argv = build_command(setup.binary, env, options.read_only)
+        if options.delivery == "mcp":
+            if setup.offered:
+                served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
+                path = ws.root / "mcp-config.json"
+                path.write_text(json.dumps(mcp_config(served)), encoding="utf-8")
+                argv += ["--additional-mcp-config", f"@{path}"]
+        else:
+            for ref in setup.offered:
+                ws.install_skill(ref, ws.project / ".github" / "skills")
+        return Launch(
+            argv=argv,
+            stdin=setup.invocation.prompt.encode("utf-8"),
+            stop_after=_turn_limit(options.max_turns),
+            epilogue=_session_records(ws.home),
+        )
+
+    def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
+        """Answer, task exit code and usage; a runner error when the run was void."""
+        return outcome(events, run, setup.options)
+
+    # the transcript readers of :mod:`.copilot_events`
+    tool_calls = staticmethod(tool_calls)
+    skill_tool = staticmethod(skill_tool)
+    explicit = staticmethod(explicit)
+
+
+def api_error(error: Mapping[str, Any]) -> RunnerError:
+    """The reason of a ``session.error``: its HTTP status, never its text (except the credential
+    proxy's own words about an unreachable upstream)."""
+    message = error.get("message")
+    text = message if isinstance(message, str) else ""
+    dead = reasons.unreachable(text)
+    if dead is not None:
+        return dead
+    status = error.get("statusCode")
+    if isinstance(status, int) and not isinstance(status, bool):
+        return reasons.api_failure(status, None, f"check {BASE_URL}, {API_KEY} and --model")
+    if "could not connect" in text.lower():  # Copilot's words for a refused connection
+        return reasons.api_failure(None, None, f"check {BASE_URL}")
+    return RunnerError(f"the model request failed (copilot reported an error); {KEEP_HINT}")
+
+
+def outcome(events: Sequence[Event], run: Finished, options: AgentOptions) -> Outcome:
+    """What a finished run says besides the loads, or RunnerError when it says nothing about
+    the skill: no result line, the model API failed, the turn limit was hit."""
+    t = read_transcript(events)
+    if run.stopped:
+        raise reasons.turn_limit(options.max_turns)
+    if t.error is not None and (t.result is None or t.result.get("exitCode") != 0):
+        raise api_error(t.error)
+    if t.result is None:
+        raise RunnerError(
+            f"copilot exited with status {run.status} (no result line); {KEEP_HINT}", False
+        )
+    code = t.result.get("exitCode")
+    failed = code != 0 or run.status != 0
+    meta = usage_meta(t)
+    meta["durationMs"] = round(run.duration_ms, 3)
+    return Outcome(
+        output=final_text(t),
+        exit_code=(run.status or (code if isinstance(code, int) else 1) or 1) if failed else 0,
+        meta=meta,
+    )
+
+
+PLUGIN = Copilot()
+
+
+def run(
+    invocation: AgentInvocation, options: AgentOptions, environ: Mapping[str, str] | None = None
+) -> AgentResult:
+    """One isolated Copilot CLI run for the invocation."""
+    return run_agent(PLUGIN, invocation, options, environ)

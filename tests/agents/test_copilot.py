@@ -1,0 +1,407 @@
+"""The GitHub Copilot CLI runner: fast tests of the evidence parser on transcripts captured from
+the real CLI (fixtures/copilot/capture.py) and of the runner's setup, and end-to-end tests
+(``-m agents``) that drive the real pinned Copilot CLI, sandboxed, against the scripted model
+of tests/agents/fake_copilot_model.py. Which skills reached the model is read from what that
+server received, never from our own parser."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.agents import copilot
+from skill_evals.agents.base import AgentOptions, RunnerError
+from skill_evals.agents.content import SkillText
+from skill_evals.agents.copilot_events import final_text, read_transcript, tool_calls, usage_meta
+from skill_evals.agents.evidence import Load, loaded_names, read_events
+from skill_evals.agents.proof import prove
+from skill_evals.agents.protocol import Finished
+from skill_evals.sandbox.credential_proxy import builtin_credentials
+from tests.agents.conftest import agent_binary, workspaces_in
+from tests.agents.e2e import caller_env, run_runner_cli
+from tests.agents.fake_copilot_model import GENERIC_ANSWER, REFUSAL, Behaviour, FakeCopilotModel
+from tests.conftest import assert_valid_report, write_jsonl, write_skill
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "copilot"
+sys.path.insert(0, str(FIXTURES))
+from capture import NEIGHBOUR, PROMPT, SKILL  # noqa: E402
+
+TEXTS = [SkillText.of("refund-policy", SKILL), SkillText.of("shipping-times", NEIGHBOUR)]
+# A line of each SKILL.md that only that skill holds: how the server side tells them apart.
+UNIQUE = {"refund-policy": "gift cards are never refundable", "shipping-times": "3 to 5 working"}
+
+
+def events(name: str) -> list[dict[str, Any]]:
+    return read_events(FIXTURES / f"{name}.jsonl")
+
+
+def proved(evs: Sequence[dict[str, Any]], skills: Sequence[SkillText] = TEXTS) -> list[Load]:
+    known = frozenset({"refund-policy", "shipping-times"})
+    return prove(copilot.PLUGIN, evs, skills, available=known)
+
+
+def states(evs: Sequence[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    return [(x.skill, x.state, x.delivery, x.source) for x in proved(evs)]
+
+
+def _marker(evs: Sequence[dict[str, Any]]) -> int:
+    return next(i for i, e in enumerate(evs) if e.get("type") == "skill_evals_session")
+
+
+# ------------------------------------------------------------------ the parser, on real runs
+
+
+def test_a_skill_call_confirmed_by_the_session_is_a_native_load() -> None:
+    assert states(events("with")) == [("refund-policy", "loaded", "native", "skill tool")]
+    assert states(events("without")) == []
+    (call,) = [c for c in tool_calls(events("with")) if c.name == "skill"]
+    assert "gift cards are never refundable" in call.result  # the body, not "loaded successfully"
+
+
+def test_a_skill_call_without_the_session_records_is_only_attempted() -> None:
+    """The stream alone says "loaded successfully": nothing there shows the body."""
+    evs = events("with")
+    assert states(evs[: _marker(evs)]) == [("refund-policy", "attempted", "native", "skill tool")]
+    session = evs[_marker(evs) + 1 :]  # a raw session file is understood on its own
+    assert states(session) == [("refund-policy", "loaded", "native", "skill tool")]
+
+
+def test_two_skills_in_one_turn_keep_the_models_call_order() -> None:
+    evs = events("two-skills")
+    assert loaded_names(proved(evs)) == ["refund-policy", "shipping-times"]
+    # Whatever order Copilot finishes them in: swap the two completions.
+    done = [i for i, e in enumerate(evs[: _marker(evs)]) if e["type"] == "tool.execution_complete"]
+    swapped = list(evs)
+    swapped[done[0]], swapped[done[1]] = evs[done[1]], evs[done[0]]
+    assert loaded_names(proved(swapped)) == ["refund-policy", "shipping-times"]
+
+
+def test_failed_calls_and_reads_of_a_missing_skill_md_are_failed() -> None:
+    """A skill call naming nothing installed, a view of a missing SKILL.md and a `cat` of it
+    (exit 1, "No such file"): failed, never loaded nor unverified."""
+    found = [(x.skill, x.state, x.source) for x in proved(events("failed-load"))]
+    assert found == [
+        ("refund-policy-missing", "failed", "skill tool"),
+        ("refund-policy", "failed", "view"),
+        ("refund-policy", "failed", "bash"),
+    ]
+    calls = [(c.name, c.ok) for c in tool_calls(events("failed-load"))]
+    assert calls == [("skill", False), ("view", False), ("bash", False)]
+
+
+def test_reads_count_by_content_and_encoded_reads_are_unverified() -> None:
+    assert states(events("reads")) == [
+        ("refund-policy", "loaded", "read", "view result"),
+        ("shipping-times", "loaded", "read", "bash result"),
+    ]
+    # base64 of SKILL.md, then a tar of the skill's folder through base64
+    encoded = ("refund-policy", "unverified", "read", "bash result")
+    assert states(events("encoded")) == [encoded, encoded]
+
+
+def test_an_mcp_load_is_named_by_the_servers_tool() -> None:
+    assert states(events("mcp")) == [
+        ("refund-policy", "loaded", "mcp", "mcp tool load_refund_policy_skill")
+    ]
+
+
+def test_answer_usage_and_turns_come_from_the_transcript() -> None:
+    t = read_transcript(events("with"))
+    assert final_text(t).startswith("Following the skill: Refunds within 30 days")
+    assert usage_meta(t) == {"inputTokens": 200.0, "outputTokens": 24.0, "turns": 2}
+    evs = events("with")
+    session = read_transcript(evs[_marker(evs) + 1 :])
+    assert final_text(session) == final_text(t) and usage_meta(session)["turns"] == 2
+
+
+def test_void_runs_are_runner_errors_with_their_reason() -> None:
+    run = Finished(1, 5.0, False)
+    with pytest.raises(RunnerError, match=r"auth refused by the model API \(HTTP 401\)") as err:
+        copilot.outcome(events("api-error-401"), run, AgentOptions())
+    assert err.value.retryable is False
+    for status, retryable in ((429, True), (529, True), (500, True), (400, False)):
+        error = [
+            {"type": "session.error", "data": {"statusCode": status, "message": "x"}},
+            {"type": "result", "exitCode": 1},
+        ]
+        with pytest.raises(RunnerError, match=f"HTTP {status}") as err:
+            copilot.outcome(error, run, AgentOptions())
+        assert err.value.retryable is retryable
+    with pytest.raises(RunnerError, match=r"turn limit reached \(--max-turns 1\)"):
+        copilot.outcome(events("with"), Finished(-15, 5.0, True), AgentOptions(max_turns=1))
+    with pytest.raises(RunnerError, match="no result line") as err:
+        copilot.outcome([], run, AgentOptions())
+    assert "--keep-workspace" in str(err.value)
+
+
+def test_evidence_command_reads_a_saved_transcript(tmp_path: Path) -> None:
+    refund = tmp_path / "refund-policy"
+    refund.mkdir()
+    (refund / "SKILL.md").write_text(SKILL, encoding="utf-8")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skill_evals",
+            "evidence",
+            "--agent",
+            "copilot",
+            "--skill",
+            str(refund),
+            str(FIXTURES / "reads.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = [(x["skill"], x["state"], x["agent"]) for x in json.loads(proc.stdout)]
+    assert found[0] == ("refund-policy", "loaded", "copilot")
+
+
+# ------------------------------------------------------------------------------ runner setup
+
+
+def test_the_command_never_carries_the_prompt_and_hides_key_names() -> None:
+    argv = copilot.build_command("copilot", {"COPILOT_PROVIDER_API_KEY": "v", "A": "b"}, False)
+    assert argv[:3] == ["copilot", "--output-format", "json"] and "-p" not in argv
+    assert "--secret-env-vars=COPILOT_PROVIDER_API_KEY" in argv and "v" not in argv
+    read_only = copilot.build_command("copilot", {}, True)
+    assert read_only[-4:] == ["--deny-tool", "shell", "--deny-tool", "write"]
+
+
+def test_provider_and_model_are_required_and_checked() -> None:
+    assert "COPILOT_PROVIDER_BASE_URL" in (copilot.provider_problem({}) or "")
+    url = {"COPILOT_PROVIDER_BASE_URL": "http://127.0.0.1:9"}
+    assert copilot.provider_problem(url) is None
+    assert "anthropic or openai" in (
+        copilot.provider_problem({**url, "COPILOT_PROVIDER_TYPE": "azure"}) or ""
+    )
+    assert copilot.model_of(AgentOptions(), {"COPILOT_MODEL": "m2"}) == "m2"
+    assert copilot.model_of(AgentOptions(model="m1"), {"COPILOT_MODEL": "m2"}) == "m1"
+
+
+def test_the_proxy_sends_the_key_the_providers_way() -> None:
+    env = {"COPILOT_PROVIDER_BASE_URL": "http://127.0.0.1:9", "COPILOT_PROVIDER_API_KEY": "k"}
+    (openai,) = builtin_credentials("copilot", env)
+    (anthropic,) = builtin_credentials("copilot", {**env, "COPILOT_PROVIDER_TYPE": "anthropic"})
+    assert (openai.style, anthropic.style) == ("bearer", "x-api-key")
+    assert anthropic.base_url_env == "COPILOT_PROVIDER_BASE_URL"
+    assert builtin_credentials("copilot", {"COPILOT_PROVIDER_API_KEY": "k"}) == []
+
+
+def test_a_tested_skill_named_like_a_bundled_one_is_exit_5_before_any_run(
+    tmp_path: Path,
+) -> None:
+    skill = write_skill(tmp_path / "skills", "github-pr-media")
+    cases = write_jsonl(
+        tmp_path / "cases.jsonl",
+        [{"id": f"c{i}", "prompt": f"upload {i}", "expectTrigger": True} for i in range(10)],
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skill_evals",
+            "test",
+            "--skill",
+            str(skill),
+            "--cases",
+            str(cases),
+            "--runner",
+            "skill-evals runner copilot --model m",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 5, proc.stderr
+    assert "skill 'github-pr-media'" in proc.stderr and "bundles a skill" in proc.stderr
+
+
+# -------------------------------------------------------------- the real CLI, end to end
+
+SUITE = [  # (id, prompt, expect trigger, expected answer words or None: trigger only)
+    ("refund-1", "Can I get refunds on store purchases without receipts?", True, "30 days"),
+    ("refund-2", "Are refunds on store purchases paid by card?", True, "30 days"),
+    ("refund-3", "Refunds for store purchases bought on sale?", True, "30 days"),
+    # Copilot retries a 429 itself (retry-after honoured) and then succeeds.
+    ("refund-429", "Refunds for store purchases after a 429 please?", True, "30 days"),
+    # Six 529s in a row: Copilot gives up after its own five retries, the runner reports a
+    # retryable reason and the engine's --retries runs the invocation again.
+    ("refund-529", "Refunds for store purchases after an overload please?", True, "30 days"),
+    # Both skills in one reply.
+    ("both", "Refunds and shipping times for store purchases of parcels?", True, "30 days"),
+    # A skill call that fails (a name not installed), then the real one.
+    ("misnamed", "Refunds on store purchases with a misnamed skill?", True, "30 days"),
+    ("other-1", "How do I reverse a linked list in Python?", False, None),
+    ("other-2", "Write a haiku about autumn leaves.", False, None),
+    ("refusal", "Tell me something forbidden about autumn.", False, None),
+]
+BEHAVIOUR = Behaviour(
+    by_prompt=(
+        ("after a 429", Behaviour(fail=(429,), retry_after=1)),
+        (
+            "after an overload",
+            Behaviour(fail=(529,) * 6, retry_after=1, fail_offered="refund-policy"),
+        ),
+        (
+            "misnamed",
+            Behaviour(
+                script=(
+                    (("skill", {"skill": "refund-polcy"}),),
+                    (("skill", {"skill": "refund-policy"}),),
+                )
+            ),
+        ),
+        ("forbidden", Behaviour(refuse=True)),
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """One sandboxed `skill-evals test` run of the real Copilot CLI over SUITE (both arms, the
+    shipping skill offered as a neighbour), its key only through the credential proxy."""
+    if shutil.which("bwrap") is None or not sys.platform.startswith("linux"):
+        pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
+    binary = agent_binary("copilot")
+    root = tmp_path_factory.mktemp("copilot-suite")
+    for name, text in (("refund-policy", SKILL), ("shipping-times", NEIGHBOUR)):
+        (root / "skills" / name).mkdir(parents=True)
+        (root / "skills" / name / "SKILL.md").write_text(text, encoding="utf-8")
+    rows = [
+        {"id": i, "prompt": p, "expectTrigger": t}
+        | ({"task": {"check": "includes_all", "expected": [w]}} if w else {})
+        for i, p, t, w in SUITE
+    ]
+    cases = write_jsonl(root / "cases.jsonl", rows)
+    key = "sk-copilot-" + secrets.token_hex(16)
+    runner = (
+        f"{sys.executable} -m skill_evals runner copilot --bin {binary} "
+        f"--model claude-sonnet-4 --with-skill {root / 'skills' / 'shipping-times'}"
+    )
+    with FakeCopilotModel(BEHAVIOUR) as model:
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": model.url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": key,
+        }
+        env = caller_env(
+            root, ("COPILOT_",), settings, {"SKILL_EVALS_TRANSCRIPT_DIR": str(root / "saved")}
+        )
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "skill_evals",
+                "test",
+                "--skill",
+                str(root / "skills" / "refund-policy"),
+                "--cases",
+                str(cases),
+                "--runner",
+                runner,
+                "--trials",
+                "1",
+                "--jobs",
+                "2",
+                "--retries",
+                "1",
+                "--sandbox",
+                "required",
+                "--min-trigger-f1",
+                "0.9",
+                "--report",
+                str(root / "report.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+            cwd=root,
+        )
+        yield {
+            "done": done,
+            "model": model,
+            "key": key,
+            "root": root,
+            "report": json.loads((root / "report.json").read_text(encoding="utf-8")),
+        }
+
+
+@pytest.mark.agents
+def test_the_suite_passes_sandboxed_with_retries_and_the_key_only_upstream(
+    suite: dict[str, Any],
+) -> None:
+    done, report, model = suite["done"], suite["report"], suite["model"]
+    assert_valid_report(report)
+    assert report["runner"]["failures"] == [], done.stderr
+    assert report["sandbox"]["mode"] == "bwrap"
+    assert report["sandbox"]["proxied"] == ["COPILOT_PROVIDER_API_KEY"]
+    trigger = report["trigger"]
+    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (7, 0, 0, 3)
+    assert report["loading"]["violations"] == []
+    assert report["runner"]["retried"] == 1  # the 529 invocation, once
+    assert done.returncode == 0 and report["status"] == "pass", done.stderr
+    assert set(model.credentials) == {suite["key"]}  # the real key, upstream only
+    assert 429 in model.failed and model.failed.count(529) == 6
+    for path in (suite["root"] / "saved").iterdir():
+        assert suite["key"] not in path.read_text(encoding="utf-8")
+    assert workspaces_in(suite["root"] / "tmpdir") == []
+
+
+@pytest.mark.agents
+def test_what_reached_the_model_is_what_the_runner_reports(suite: dict[str, Any]) -> None:
+    """Server side: per conversation, which skills' bodies the model received; runner side:
+    the loads its saved transcript proves. Copilot's bundled skills are never offered."""
+    model, saved = suite["model"], suite["root"] / "saved"
+    received = model.received(UNIQUE)
+    arms = {"with": frozenset(UNIQUE), "without": frozenset({"shipping-times"})}
+    for case_id, prompt, _, _ in SUITE:
+        for variant, offered in arms.items():
+            ours = loaded_names(proved(read_events(saved / f"{case_id}.1.{variant}.jsonl")))
+            assert ours == received[(prompt, offered)], (case_id, variant)
+    both = received[(SUITE[5][1], arms["with"])]
+    assert both == ["refund-policy", "shipping-times"]
+    assert received[(SUITE[6][1], arms["with"])] == ["refund-policy"]  # after a failed call
+    assert set(received) == {(p, o) for _, p, _, _ in SUITE for o in arms.values()}
+
+
+@pytest.mark.agents
+def test_a_refusal_is_the_models_answer(suite: dict[str, Any]) -> None:
+    saved = suite["root"] / "saved"
+    evs = read_events(saved / "refusal.1.with.jsonl")
+    assert final_text(read_transcript(evs)) == REFUSAL
+    assert proved(evs) == []
+
+
+@pytest.mark.agents
+def test_an_error_result_is_a_final_runner_error(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path / "skills")
+    with FakeCopilotModel(Behaviour(error_result=400)) as model:
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": model.url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "k",
+        }
+        env = caller_env(tmp_path, ("COPILOT_",), settings)
+        argv = ["copilot", "--bin", agent_binary("copilot"), "--model", "claude-sonnet-4"]
+        proc = run_runner_cli(argv, "with", skill, env, PROMPT, 120)
+    line = json.loads(proc.stdout.splitlines()[-1])
+    assert line == {
+        "runnerError": "the model API refused the request (HTTP 400); check "
+        "COPILOT_PROVIDER_BASE_URL, COPILOT_PROVIDER_API_KEY and --model",
+        "retryable": False,
+    }, proc.stderr
+    assert model.failed == [400] and PROMPT not in proc.stderr
+    assert GENERIC_ANSWER not in proc.stdout
+    assert workspaces_in(tmp_path / "tmpdir") == []
