@@ -94,7 +94,8 @@ class Request:
     system: str
     prompt: str
     cwd: str
-    skills: dict[str, str]  # offered name → location
+    skills: dict[str, str]  # offered name → its SKILL.md path
+    listed: dict[str, str]  # offered name → <location> as Copilot listed it ("project")
     descriptions: dict[str, str]
     turns: int  # assistant turns so far
     texts: list[str] = field(default_factory=list)  # every user-side text (tool results too)
@@ -121,6 +122,7 @@ def parse(body: dict[str, Any]) -> Request:
     system = body.get("system")
     text = system if isinstance(system, str) else _flatten(system)
     skills: dict[str, str] = {}
+    listed: dict[str, str] = {}
     descriptions: dict[str, str] = {}
     cwd = _CWD.search(text)
     base = cwd["cwd"].strip() if cwd else "."
@@ -133,12 +135,13 @@ def parse(body: dict[str, Any]) -> Request:
             location if location.endswith("SKILL.md") else f"{base}/.github/skills/{name}/SKILL.md"
         )
         skills.setdefault(name, path)
+        listed.setdefault(name, location)
         descriptions.setdefault(name, html.unescape(m["description"]).strip())
     messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
     users = [_flatten(m.get("content")) for m in messages if m.get("role") == "user"]
     prompt = re.sub(r"<current_datetime>.*?</current_datetime>\s*", "", users[0] if users else "")
     turns = sum(1 for m in messages if m.get("role") == "assistant")
-    return Request(text, prompt.strip(), base, skills, descriptions, turns, users)
+    return Request(text, prompt.strip(), base, skills, listed, descriptions, turns, users)
 
 
 def _words(text: str) -> set[str]:

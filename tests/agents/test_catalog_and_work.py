@@ -18,7 +18,13 @@ from typing import Any
 
 import pytest
 
-from tests.agents import fake_anthropic, fake_gemini, fake_openai_chat, fake_openai_responses
+from tests.agents import (
+    fake_anthropic,
+    fake_copilot_model,
+    fake_gemini,
+    fake_openai_chat,
+    fake_openai_responses,
+)
 from tests.agents.conftest import agent_binary, workspaces_in
 from tests.conftest import PYTHON_SANDBOX_PATH, write_jsonl, write_skill
 
@@ -211,6 +217,34 @@ def _pi(
         yield runner, env, model
 
 
+def _copilot_listings(model: fake_copilot_model.FakeCopilotModel) -> list[dict[str, str]]:
+    firsts = [fake_copilot_model.parse(body) for body in model.requests]
+    return [dict(r.listed) for r in firsts if r.turns == 0]
+
+
+@contextlib.contextmanager
+def _copilot(
+    tmp_path: Path, best_only: bool, write: str | None, dump: bool
+) -> Iterator[tuple[str, dict[str, str], Any]]:
+    first = (("bash", {"command": "env > env.txt", "description": "Dump the environment"}),)
+    behaviour = fake_copilot_model.Behaviour(
+        best_only=best_only, write_answer=write, first=first if dump else ()
+    )
+    with fake_copilot_model.FakeCopilotModel(behaviour) as model:
+        runner = (
+            f"{sys.executable} -m skill_evals runner copilot "
+            f"--bin {agent_binary('copilot')} --model claude-sonnet-4"
+        )
+        base = {"COPILOT_PROVIDER_BASE_URL": model.url, "COPILOT_PROVIDER_TYPE": "anthropic",
+                "COPILOT_PROVIDER_API_KEY": KEY}  # fmt: skip
+        env = _env(tmp_path, base)
+        yield (
+            runner,
+            {k: v for k, v in env.items() if k in base or not k.startswith("COPILOT_")},
+            model,
+        )
+
+
 AGENTS = [
     Scripted("gemini", _gemini, "write_file", "file_path", "run_shell_command", "activate_skill",
              ".gemini/skills/", _gemini_listings),
@@ -225,6 +259,8 @@ AGENTS = [
     # pi: no skill tool (a load is a `read` of the SKILL.md), skills passed with --skill from the
     # runner's private skills/ folder, never the project; listings read as OpenCode's.
     Scripted("pi", _pi, "write", "path", "bash", "read", "/skills/", _opencode_listings),
+    # Copilot lists each skill with where it comes from ("project"), not its path.
+    Scripted("copilot", _copilot, "create", "path", "bash", "skill", None, _copilot_listings),
 ]  # fmt: skip
 
 

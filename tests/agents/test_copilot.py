@@ -113,6 +113,13 @@ def test_an_mcp_load_is_named_by_the_servers_tool() -> None:
     ]
 
 
+def test_a_sub_agents_read_is_in_the_transcript_and_counts() -> None:
+    """Copilot's `task` tool runs a sub-agent whose own calls are in the stream (marked with
+    the task's call id): what it read reached a model."""
+    assert states(events("subagent")) == [("refund-policy", "loaded", "read", "view result")]
+    assert [c.name for c in tool_calls(events("subagent"))] == ["task", "view"]
+
+
 def test_answer_usage_and_turns_come_from_the_transcript() -> None:
     t = read_transcript(events("with"))
     assert final_text(t).startswith("Following the skill: Refunds within 30 days")
@@ -405,3 +412,45 @@ def test_an_error_result_is_a_final_runner_error(tmp_path: Path) -> None:
     assert model.failed == [400] and PROMPT not in proc.stderr
     assert GENERIC_ANSWER not in proc.stdout
     assert workspaces_in(tmp_path / "tmpdir") == []
+
+
+@pytest.mark.agents
+def test_ci_gates_a_repository_through_copilot(tmp_path: Path) -> None:
+    """`skill-evals ci --all` over a repository whose config names the Copilot runner: the
+    skill's ten cases run sandboxed through the real CLI and the gate passes."""
+    from tests.ci.conftest import commit_all, git, run_cli
+
+    repo = tmp_path / "repo"
+    (repo / "skills" / "refund-policy" / "evals").mkdir(parents=True)
+    (repo / "skills" / "refund-policy" / "SKILL.md").write_text(SKILL, encoding="utf-8")
+    rows = [{"id": i, "prompt": p, "expectTrigger": t} for i, p, t, _ in SUITE[:3] + SUITE[7:9]]
+    rows += [{"id": f"more-{n}", "prompt": f"Refunds for store purchases number {n}?",
+              "expectTrigger": True} for n in range(3)]  # fmt: skip
+    rows += [{"id": "haiku-2", "prompt": "Write a haiku about spring rain.",
+              "expectTrigger": False},
+             {"id": "code-2", "prompt": "How do I sort a list in Python?",
+              "expectTrigger": False}]  # fmt: skip
+    write_jsonl(repo / "skills" / "refund-policy" / "evals" / "cases.jsonl", rows)
+    runner = f"{sys.executable} -m skill_evals runner copilot --bin {agent_binary('copilot')} "
+    (repo / ".skill-evals.yml").write_text(
+        f"runner: {runner}--model claude-sonnet-4\ntrials: 1\njobs: 2\nsandbox: required\n"
+        "gates: {min-trigger-f1: 0.9}\n",
+        encoding="utf-8",
+    )
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo)
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
+    with FakeCopilotModel() as model:
+        settings = {"COPILOT_PROVIDER_BASE_URL": model.url, "COPILOT_PROVIDER_TYPE": "anthropic",
+                    "COPILOT_PROVIDER_API_KEY": "sk-ci-key"}  # fmt: skip
+        env = caller_env(tmp_path, ("COPILOT_",), settings)
+        done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo, env=env, timeout=600)
+        assert set(model.credentials) == {"sk-ci-key"}, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:]
+    (skill,) = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))["skills"]
+    report = skill["report"]
+    assert report["status"] == "pass" and report["trigger"]["f1"] == 1.0
+    assert report["sandbox"]["mode"] == "bwrap"
+    assert report["sandbox"]["proxied"] == ["COPILOT_PROVIDER_API_KEY"]
+    assert report["runner"]["failures"] == []

@@ -135,9 +135,10 @@ def _usage(t: Transcript, data: Mapping[str, Any]) -> None:
 
 def _event(t: Transcript, event: Mapping[str, Any], line: int, session: bool) -> None:
     kind, data = event.get("type"), _data(event)
-    if kind == "assistant.message" and not data.get("parentToolCallId"):
-        _requests(t, data, line)
-        t.messages.append((line, _text(data.get("content")), session))
+    if kind == "assistant.message":
+        _requests(t, data, line)  # a sub-agent's calls too: their results reach a model
+        if not data.get("parentToolCallId"):
+            t.messages.append((line, _text(data.get("content")), session))
     elif kind in ("tool.execution_start", "tool.execution_complete"):
         _tool_event(t, kind, data, line, session)
     elif kind == "skill.invoked" and isinstance(data.get("name"), str):
