@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from skill_evals.agents import claude_code, codex, copilot, gemini, opencode, pi
+from skill_evals.agents import claude_code, codex, copilot, gemini, opencode, pi, qwen
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
 from skill_evals.agents.registry import names as agent_names
 from skill_evals.agents.scaffold import TRANSCRIPT_DIR_VAR
@@ -37,6 +37,8 @@ AGENTS: dict[str, tuple[ModuleType, str, str, dict[str, str]]] = {
                {"GEMINI_API_KEY": "k"}),
     "copilot": (copilot, "copilot/with.jsonl", "copilot/failed-load.jsonl",
                 {"COPILOT_PROVIDER_BASE_URL": "http://127.0.0.1:9"}),
+    "qwen": (qwen, "qwen/server-error-once.jsonl", "qwen/failed-skill.jsonl",
+             {"OPENAI_API_KEY": "k"}),
 }  # fmt: skip
 # Options an agent cannot run without (OpenCode needs --model provider/model).
 DEFAULTS: dict[str, dict[str, Any]] = {"opencode": {"model": "fake/m1"}, "copilot": {"model": "m1"}}

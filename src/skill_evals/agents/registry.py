@@ -146,6 +146,17 @@ ENTRIES: tuple[Entry, ...] = (
         catalog=True,
         works=True,
     ),
+    Entry(
+        "qwen",
+        "qwen",
+        "Qwen Code (`qwen --output-format stream-json`), isolated.",
+        "qwen.md",
+        package="@qwen-code/qwen-code",
+        tested="0.24.4",
+        node=">=22.0.0",
+        catalog=True,
+        works=True,
+    ),
 )
 
 

@@ -93,6 +93,7 @@ _ROWS: dict[str, tuple[_Row, ...]] = {
     "claude-code": _ANTHROPIC,
     "codex": _OPENAI,
     "gemini": _GEMINI,
+    "qwen": _OPENAI[:1],
     "opencode": (*_ANTHROPIC, *_OPENAI, *_GEMINI),
 }
 

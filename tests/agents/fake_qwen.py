@@ -1,0 +1,234 @@
+"""A scripted OpenAI Chat Completions server on 127.0.0.1 for driving the real Qwen Code CLI in
+tests, misbehaving as real model APIs do when asked to (429/529 with ``Retry-After``, a 500, a
+refusal).
+
+Every reply is decided from what Qwen Code sends, as a model would decide: the skills it may load
+are the ones listed in the ``<available_skills>`` block of the request (Qwen Code puts it in a
+``<system-reminder>`` of the user turn); it picks a skill when enough words of the user's prompt
+occur in that skill's description (or ``Behaviour.also_load`` names it) and loads it the way
+``Behaviour.load_with`` says (the ``skill`` tool, or ``cat`` of its ``SKILL.md`` through
+``run_shell_command``); all picked skills are loaded in one turn (parallel calls). The final
+answer quotes the first instruction of every skill body the tool results really showed, else a
+generic answer. So a skill that leaks into a ``without`` run is listed, picked, loaded and
+reported — and which skill bodies reached the model is read from the requests themselves
+(:meth:`FakeQwenModel.bodies_received`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.agents.fake_openai_chat import Call, stream_chunks
+from tests.agents.loopback import LoopbackServer
+
+GENERIC_ANSWER = "I have no specific instructions for this, so here is a general answer."
+REFUSAL = "I'm sorry, but I can't help with that request."
+_SKILL = re.compile(
+    r"<skill>\s*<name>\s*(?P<name>.*?)\s*</name>\s*<description>\s*(?P<description>.*?)\s*"
+    r"</description>",
+    re.S,
+)
+_CWD = re.compile(r"I'm currently working in the directory: (?P<cwd>\S+)")
+_BASE_DIR = re.compile(r"Base directory for this skill: (?P<dir>\S+)")
+_WORD = re.compile(r"[a-z0-9]+")
+_NOT_PROSE = ("#", "Base directory", "Important:", "Error", "Exit", "Signal", "Process Group",
+              "Command:", "Directory:", "Output:")  # fmt: skip
+_STOP = frozenset("a an and are can for from how the this what with without you your".split())
+
+
+@dataclass
+class Behaviour:
+    """What the scripted model does; tests set the knobs they need."""
+
+    min_overlap: int = 2  # prompt/description words in common needed to pick a skill
+    also_load: tuple[str, ...] = ()  # listed skills to load whatever the prompt
+    load_with: str = "skill"  # "skill" | "bash"
+    first: tuple[Call, ...] = ()  # tool calls made (in parallel) before loading
+    wrong_name: bool = False  # call the skill tool with a name that does not exist
+    fail_status: int | None = None  # answer requests with this HTTP status
+    fail_times: int | None = None  # … only the first N requests (None: all of them)
+    retry_after: str | None = None  # the failure's Retry-After header
+    refuse: bool = False  # answer with a refusal (finish_reason content_filter)
+
+
+@dataclass
+class Request:
+    """One chat request, reduced to what the scripted model decides on."""
+
+    prompt: str
+    cwd: str
+    skills: dict[str, str]  # listed skills: name -> description
+    steps: list[list[tuple[str, dict[str, Any], str]]] = field(default_factory=list)
+    tool_texts: list[str] = field(default_factory=list)
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
+    return []
+
+
+def parse(body: dict[str, Any]) -> Request:
+    """Reduce a Chat Completions request as Qwen Code sends it."""
+    prompt, cwd, skills = "", "", {}
+    steps: list[list[tuple[str, dict[str, Any], str]]] = []
+    results: dict[str, str] = {}
+    for message in body.get("messages", []):
+        role = message.get("role")
+        for text in _texts(message.get("content")):
+            for m in _SKILL.finditer(text):
+                skills.setdefault(
+                    m["name"], re.sub(r"\s*\((project|bundled|user)\)$", "", m["description"])
+                )
+            found = _CWD.search(text)
+            cwd = found["cwd"] if found else cwd
+            if role == "user" and not text.lstrip().startswith("<system-reminder>"):
+                prompt = text
+        if role == "assistant" and message.get("tool_calls"):
+            step = []
+            for call in message["tool_calls"]:
+                function = call.get("function") or {}
+                args = json.loads(function.get("arguments") or "{}")
+                step.append((str(function.get("name")), args, str(call.get("id"))))
+            steps.append(step)
+        elif role == "tool":
+            results[str(message.get("tool_call_id"))] = "".join(_texts(message.get("content")))
+    request = Request(prompt, cwd, skills)
+    request.steps = [[(t, a, results.get(i, "")) for t, a, i in step] for step in steps]
+    request.tool_texts = list(results.values())
+    return request
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP}
+
+
+def instruction(text: str) -> str | None:
+    """The first prose line of a skill body a tool result showed (the skill tool's output or a
+    ``cat`` of SKILL.md), else None."""
+    if "Base directory for this skill:" not in text and "\n---" not in text:
+        return None
+    body = text.split("\n---", 2)[-1] if "\n---" in text else text
+    for line in body.splitlines():
+        line = line.strip()
+        if line and not line.startswith(_NOT_PROSE):
+            return line
+    return None
+
+
+def decide(request: Request, behaviour: Behaviour) -> list[Call] | str:
+    """The next step: tool calls, or the final answer."""
+    if behaviour.refuse:
+        return REFUSAL
+    plan: list[list[Call]] = []
+    if behaviour.first:
+        cwd = request.cwd
+        plan.append([Call(c.tool, {k: str(v).replace("{cwd}", cwd) for k, v in c.args.items()})
+                     for c in behaviour.first])  # fmt: skip
+    words = _words(request.prompt)
+    chosen = [name for name, description in request.skills.items()
+              if len(words & _words(description)) >= behaviour.min_overlap
+              or name in behaviour.also_load]  # fmt: skip
+    if chosen:
+        if behaviour.load_with == "bash":
+            calls = [Call("run_shell_command", {"command": f"cat .qwen/skills/{n}/SKILL.md"})
+                     for n in chosen]  # fmt: skip
+        else:
+            suffix = "-missing" if behaviour.wrong_name else ""
+            calls = [Call("skill", {"skill": n + suffix}) for n in chosen]
+        plan.append(calls)
+    if len(request.steps) < len(plan):
+        return plan[len(request.steps)]
+    answers = [f"Following the skill instructions: {found}" for text in request.tool_texts
+               if (found := instruction(text))]  # fmt: skip
+    return " ".join(dict.fromkeys(answers)) or GENERIC_ANSWER
+
+
+class FakeQwenModel(LoopbackServer):
+    """``with FakeQwenModel(Behaviour(...)) as model: model.base_url`` (…/v1). Every request
+    body is kept in ``requests``."""
+
+    def __init__(self, behaviour: Behaviour | None = None) -> None:
+        self.behaviour = behaviour or Behaviour()
+        self.requests: list[dict[str, Any]] = []
+        self.failures = 0
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        super().__init__(self._handler())
+
+    def parsed(self) -> list[Request]:
+        """Every request received so far, parsed."""
+        with self._lock:
+            return [parse(body) for body in self.requests]
+
+    def offered_names(self) -> set[str]:
+        """Every skill any request listed."""
+        return {name for request in self.parsed() for name in request.skills}
+
+    def bodies_received(self) -> set[str]:
+        """The skills whose body came back to the model in a tool result (the folder named by
+        the skill tool's ``Base directory`` line, or a SKILL.md's ``name:``)."""
+        names: set[str] = set()
+        for request in self.parsed():
+            for text in request.tool_texts:
+                names.update(
+                    m["dir"].rstrip("/").rpartition("/")[2] for m in _BASE_DIR.finditer(text)
+                )
+                names.update(re.findall(r"^name: (\S+)$", text, re.M))
+        return names
+
+    def _fail(self) -> int | None:
+        status, limit = self.behaviour.fail_status, self.behaviour.fail_times
+        with self._lock:
+            if status is None or (limit is not None and self.failures >= limit):
+                return None
+            self.failures += 1
+            return status
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                with owner._lock:
+                    owner.requests.append(body)
+                status = owner._fail()
+                if status is not None:
+                    data = json.dumps({"error": {"message": f"scripted HTTP {status}",
+                                                 "type": "scripted"}}).encode()  # fmt: skip
+                    self.send_response(status)
+                    if owner.behaviour.retry_after is not None:
+                        self.send_header("Retry-After", owner.behaviour.retry_after)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                reply = decide(parse(body), owner.behaviour)
+                chunks = stream_chunks(reply, str(body.get("model")), owner._ids, 100)
+                if owner.behaviour.refuse:
+                    chunks[-2]["choices"][0]["finish_reason"] = "content_filter"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.close_connection = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        return Handler

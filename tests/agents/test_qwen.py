@@ -1,0 +1,179 @@
+"""The Qwen Code runner end to end (``-m agents``): the real pinned ``qwen`` against the scripted
+model of tests/agents/fake_qwen.py, which misbehaves as real model APIs do. Each scenario runs
+once (module-scoped) and is read by several tests; which skills reached the model is read from
+what the scripted server received, never from our own parser. The parser's own tests on the
+transcripts captured here are in test_qwen_events.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skill_evals.agents.evidence import read_events
+from tests.agents.conftest import agent_binary, files_holding, keep_fixture, workspaces_in
+from tests.agents.e2e import REFUND_PROMPT, caller_env, run_runner_cli, two_skills
+from tests.agents.fake_openai_chat import Call
+from tests.agents.fake_qwen import GENERIC_ANSWER, REFUSAL, Behaviour, FakeQwenModel
+
+pytestmark = pytest.mark.agents
+
+REFUND_BODY = (
+    "# Refund policy\n\nRefunds within 30 days with a receipt. Items bought on sale can be "
+    "exchanged but not refunded,\nand gift cards are never refundable. Refunds go back to the "
+    "original payment method.\n"
+)
+KEY = "sk-qwen-test-key-0123456789"
+
+
+@dataclass
+class Scenario:
+    """One runner invocation against its own scripted model."""
+
+    proc: subprocess.CompletedProcess[str]
+    line: dict[str, Any]
+    model: FakeQwenModel
+    saved: Path  # the transcript the runner saved
+
+    def states(self) -> list[tuple[str, str, str]]:
+        """(skill, state, delivery) of the line's evidence, offers left out."""
+        return [(e["skill"], e["state"], e["delivery"]) for e in self.line.get("evidence", [])
+                if e["state"] != "offered"]  # fmt: skip
+
+
+SCENARIOS: dict[str, tuple[str, Behaviour, tuple[str, ...]]] = {
+    # name: (variant, the model's behaviour, extra runner options)
+    "with": ("with", Behaviour(also_load=("shipping-times",)), ()),
+    "without": ("without", Behaviour(), ()),
+    "reads": ("with", Behaviour(load_with="bash", first=(
+        Call("run_shell_command", {"command": "cat .qwen/skills/gone/SKILL.md"}),
+        Call("run_shell_command", {"command": "cat .qwen/skills/refund-policy/missing/SKILL.md"}),
+    )), ()),
+    "failed-skill": ("with", Behaviour(wrong_name=True), ()),
+    "rate-limited": ("with", Behaviour(fail_status=429, retry_after="1"), ()),
+    "overloaded": ("with", Behaviour(fail_status=529, retry_after="1"), ()),
+    "server-error-once": ("with", Behaviour(fail_status=500, fail_times=1), ()),
+    "refusal": ("with", Behaviour(refuse=True), ()),
+    "bad-key": ("with", Behaviour(fail_status=401), ()),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def qwen_binary() -> str:
+    return agent_binary("qwen")
+
+
+@pytest.fixture(scope="module")
+def runs(
+    qwen_binary: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Scenario]]:
+    """Every scenario run once through ``skill-evals runner qwen``."""
+    tmp = tmp_path_factory.mktemp("qwen")
+    skills = two_skills(tmp, REFUND_BODY)
+    done: dict[str, Scenario] = {}
+    for name, (variant, behaviour, extra) in SCENARIOS.items():
+        saved = tmp / "saved" / name
+        with FakeQwenModel(behaviour) as model:
+            env = runner_env(model, tmp, {"SKILL_EVALS_TRANSCRIPT_DIR": str(saved)})
+            argv = ["qwen", "--bin", qwen_binary, "--model", "qwen-fake",
+                    "--with-skill", str(skills["shipping-times"]), *extra]  # fmt: skip
+            proc = run_runner_cli(argv, variant, skills["refund-policy"], env, REFUND_PROMPT, 240)
+        lines = proc.stdout.splitlines()
+        files = sorted(saved.glob("*.jsonl"))
+        transcript = files[0] if files else saved / "none.jsonl"
+        if files:
+            keep_fixture(transcript, "qwen", name)
+        done[name] = Scenario(proc, json.loads(lines[-1]) if lines else {}, model, transcript)
+    yield done
+
+
+def runner_env(
+    model: FakeQwenModel, tmp: Path, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The caller's environment: the scripted model, a private TMPDIR, no OpenAI or Qwen
+    variables from the developer's shell."""
+    settings = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url}
+    return caller_env(tmp, ("OPENAI_", "QWEN_"), settings, extra)
+
+
+def test_with_loads_both_skills_of_one_turn_in_call_order(runs: dict[str, Scenario]) -> None:
+    run = runs["with"]
+    assert run.line["invokedSkills"] == ["refund-policy", "shipping-times"], run.proc.stderr
+    assert run.model.bodies_received() == {"refund-policy", "shipping-times"}
+    assert run.states() == [("refund-policy", "loaded", "native"),
+                            ("shipping-times", "loaded", "native")]  # fmt: skip
+    assert run.line["exitCode"] == 0 and "30 days with a receipt" in run.line["output"]
+    assert [c["name"] for c in run.line["toolCalls"]] == ["skill", "skill"]
+    assert set(run.line["meta"]) >= {"durationMs", "inputTokens", "outputTokens", "turns"}
+    # Only the run's skills were listed: Qwen Code's bundled ones are off.
+    assert run.model.offered_names() == {"refund-policy", "shipping-times"}
+
+
+def test_without_never_lists_the_tested_skill(runs: dict[str, Scenario]) -> None:
+    run = runs["without"]
+    assert run.line["invokedSkills"] == [] and run.line["exitCode"] == 0
+    assert run.model.offered_names() == {"shipping-times"}
+    assert run.model.bodies_received() == set()
+    assert run.line["output"] == GENERIC_ANSWER
+
+
+def test_reads_count_by_content_and_a_missing_file_is_failed(runs: dict[str, Scenario]) -> None:
+    run = runs["reads"]
+    assert run.model.bodies_received() == {"refund-policy"}
+    assert ("refund-policy", "loaded", "read") in run.states()
+    # `cat` of a SKILL.md that is not there: exit 1, "No such file" — failed, never unverified
+    assert ("refund-policy", "failed", "read") in run.states()
+    assert all(state != "unverified" for _, state, _ in run.states())
+    assert run.line["invokedSkills"] == ["refund-policy"]
+
+
+def test_a_failed_skill_call_is_no_load(runs: dict[str, Scenario]) -> None:
+    run = runs["failed-skill"]
+    assert run.line["invokedSkills"] == []
+    assert run.model.bodies_received() == set()
+    assert run.states() == [("refund-policy-missing", "failed", "native")]
+    assert run.line["toolCalls"][0]["ok"] is False
+
+
+@pytest.mark.parametrize(
+    ("name", "words", "retryable"),
+    [("rate-limited", "rate limited by the model API (HTTP 429)", True),
+     ("overloaded", "overloaded (HTTP 529)", True),
+     ("bad-key", "HTTP 401", False)],
+)  # fmt: skip
+def test_failed_model_requests_are_runner_errors_after_one_retry(
+    runs: dict[str, Scenario], name: str, words: str, retryable: bool
+) -> None:
+    run = runs[name]
+    assert words in run.line["runnerError"] and run.line["retryable"] is retryable
+    # the first request and one retry (a third may be in flight when the guard ends Qwen Code)
+    assert len(run.model.requests) <= (1 if name == "bad-key" else 3)
+    assert REFUND_PROMPT not in run.line["runnerError"]
+
+
+def test_a_single_server_error_is_retried_by_qwen_and_the_run_counts(
+    runs: dict[str, Scenario],
+) -> None:
+    run = runs["server-error-once"]
+    assert run.line["invokedSkills"] == ["refund-policy"], run.line
+    assert run.model.failures == 1 and run.model.bodies_received() == {"refund-policy"}
+
+
+def test_a_refusal_is_the_answer_not_a_load(runs: dict[str, Scenario]) -> None:
+    run = runs["refusal"]
+    assert "runnerError" not in run.line, run.line
+    assert run.line["invokedSkills"] == [] and REFUSAL in run.line["output"]
+
+
+def test_the_key_reaches_the_model_only(runs: dict[str, Scenario], tmp_path: Path) -> None:
+    run = runs["with"]
+    events = read_events(run.saved)
+    assert KEY not in run.saved.read_text(encoding="utf-8")
+    assert any(e.get("type") == "skill_evals_chat" for e in events)
+    assert workspaces_in(run.saved.parents[2] / "tmpdir") == []
+    assert files_holding([run.saved.parent], KEY) == []
