@@ -455,6 +455,28 @@ def _copilot_transcript() -> list[dict[str, Any]]:
     ]
 
 
+def _qwen_transcript() -> list[dict[str, Any]]:
+    def use(tid: str, name: str, **args: str) -> dict[str, Any]:
+        block = {"type": "tool_use", "id": tid, "name": name, "input": args}
+        return {"type": "assistant", "message": {"id": f"m{tid}", "content": [block]}}
+
+    def result(tid: str, error: bool = False) -> dict[str, Any]:
+        block = {"type": "tool_result", "tool_use_id": tid, "is_error": error, "content": "x"}
+        return {"type": "user", "message": {"role": "user", "content": [block]}}
+
+    return [
+        {"type": "system", "subtype": "init", "tools": []},
+        use("a", "mcp__skills__load_refund_policy_skill"),
+        result("a"),  # line 2
+        use("b", "mcp__docs__fetch_skill_shipping_times"),
+        result("b"),  # line 4
+        use("c", "mcp__skills__load_brand_deck_skill"),
+        result("c", error=True),
+        use("d", "read_mcp_resource", server="docs", uri="docs://skills/pdf"),
+        result("d"),  # line 8
+    ]
+
+
 TRANSCRIPTS = {
     "claude-code": (_claude_transcript, "mcp__skills__load_refund_policy_skill",
                     "mcp__docs__fetch_skill_shipping_times"),
@@ -463,6 +485,8 @@ TRANSCRIPTS = {
     "opencode": (_opencode_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
     "gemini": (_gemini_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
     "copilot": (_copilot_transcript, "load_refund_policy_skill", "fetch_skill_shipping_times"),
+    "qwen": (_qwen_transcript, "mcp__skills__load_refund_policy_skill",
+             "mcp__docs__fetch_skill_shipping_times"),
 }  # fmt: skip
 
 
