@@ -87,20 +87,8 @@ def cases() -> None:
     is_flag=True,
     help="Ask for a task check on the should-trigger cases (implied by --min-uplift).",
 )
-@click.option(
-    "--body-chars",
-    type=click.IntRange(0, 100_000),
-    default=2000,
-    metavar="N",
-    help="Characters of the skill's body the drafter sees.",
-)
-@click.option(
-    "--drafter-timeout-ms",
-    type=click.IntRange(1, 600_000),
-    default=120_000,
-    metavar="N",
-    help="Kill a drafter call after N milliseconds.",
-)
+@option("--body-chars", help="Characters of the skill's body the drafter sees.")
+@option("--drafter-timeout-ms", help="Kill a drafter call after N milliseconds.")
 @option("--seed", help="Given to the drafter as SKILL_EVALS_SEED.")
 @option(
     "--retries", metavar="N", help="Re-runs of a drafter call that reports a retryable failure."

@@ -59,20 +59,8 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     metavar="X",
     help="Accept only a held-out F1 gain of at least X (and a lower bound above 0).",
 )
-@click.option(
-    "--body-chars",
-    type=click.IntRange(0, 100_000),
-    default=2000,
-    metavar="N",
-    help="Characters of the skill's body the proposer sees.",
-)
-@click.option(
-    "--proposer-timeout-ms",
-    type=click.IntRange(1, 600_000),
-    default=120_000,
-    metavar="N",
-    help="Kill a proposer call after N milliseconds.",
-)
+@option("--body-chars", help="Characters of the skill's body the proposer sees.")
+@option("--proposer-timeout-ms", help="Kill a proposer call after N milliseconds.")
 @option(
     "--agent",
     help="The agent whose listing entry cap a candidate must keep (claude-code: 1536). "

@@ -49,6 +49,18 @@ _SPECS: dict[str, dict[str, Any]] = {
         "help": "Per invocation: kill the runner after this many bytes of stdout + stderr.",
     },
     "--retries": {"type": click.IntRange(0, 10), "default": 2},
+    # what a proposer or drafter is shown of the skill, and how long one call may take
+    "--body-chars": {"type": click.IntRange(0, 100_000), "default": 2000, "metavar": "N"},
+    "--proposer-timeout-ms": {
+        "type": click.IntRange(1, 600_000),
+        "default": 120_000,
+        "metavar": "N",
+    },
+    "--drafter-timeout-ms": {
+        "type": click.IntRange(1, 600_000),
+        "default": 120_000,
+        "metavar": "N",
+    },
     "--min-trigger-f1": {"type": FloatRange(0, 1), "default": None, "metavar": "X"},
     "--min-uplift": {"type": FloatRange(-1, 1), "default": None, "metavar": "X"},
     "--format": {"type": click.Choice(FORMATS), "default": "text"},

@@ -107,8 +107,6 @@ def _graded(
             continue
         answer = judging.call(argv, _grade_request(case, check, obs))
         if answer.verdict is None:
-            with judging.ledger.lock:
-                judging.ledger.failures += 1
             return None, answer.failure
         grades.append({"key": key, "arm": arm, "score": answer.verdict.score})
     return grades, None
@@ -179,8 +177,6 @@ def judge_pair(
             continue
         answer = judging.call(argv, request)
         if answer.verdict is None:
-            with judging.ledger.lock:
-                judging.ledger.failures += 1
             return with_obs, answer.failure
         verdict = answer.verdict
         asks.append(

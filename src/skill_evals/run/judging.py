@@ -177,8 +177,6 @@ class Judging:
         """Ask the judge (with retries, within the budget): the entry, or why not."""
         answer = self.call(argv, request)
         if answer.verdict is None:
-            with self.ledger.lock:
-                self.ledger.failures += 1
             return None, answer.failure
         verdict = answer.verdict
         entry: dict[str, Any] = {
@@ -207,7 +205,15 @@ class Judging:
             return True
 
     def call(self, argv: tuple[str, ...], request: Mapping[str, Any]) -> Answer:
-        """One request answered: judge processes started (with retries) within the budget."""
+        """One request answered: judge processes started (with retries) within the budget. A
+        request left without a verdict is counted in the ledger's failures."""
+        answer = self._attempts(argv, request)
+        if answer.verdict is None:
+            with self.ledger.lock:
+                self.ledger.failures += 1
+        return answer
+
+    def _attempts(self, argv: tuple[str, ...], request: Mapping[str, Any]) -> Answer:
         delay = self.settings.retry_delay or retry_delay
         attempt = 0
         while True:

@@ -86,22 +86,6 @@ def normalize_prompt(prompt: str) -> str:
     return "\n".join(line.rstrip(" \t") for line in text.split("\n")).strip()
 
 
-@dataclass
-class _Draft:
-    id: str
-    prompt: str
-    unit_key: str  # the normalised prompt: equal keys, one unit
-    expect_trigger: bool
-    line: int
-    task: Task | None
-    include: tuple[str, ...]
-    exclude: tuple[str, ...]
-    tags: tuple[str, ...]
-    fixture: Path | None
-    setup: tuple[tuple[str, ...], ...]
-    source: str | None
-
-
 def _dedupe(names: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
@@ -132,8 +116,11 @@ def _should_lists(value: object, checker: CaseChecker) -> tuple[list[str], list[
     return include, exclude, bool(include)
 
 
-def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name: str) -> _Draft:
-    """One raw case validated field by field, in the order its errors are reported."""
+def _parse_case(
+    raw: dict[str, Any], line: int, checker: CaseChecker, skill_name: str, units: dict[str, int]
+) -> Case:
+    """One raw case validated field by field, in the order its errors are reported; its unit
+    is the one of an earlier case with the same normalised prompt, else the next (``units``)."""
     allowed = CASE_FIELDS + (YAML_ONLY_FIELDS if checker.fmt == "yaml" else ())
     checker.keys(raw, (), allowed)
     case_id = parse_case_id(raw, checker)
@@ -163,12 +150,12 @@ def _parse_case(raw: dict[str, Any], line: int, checker: CaseChecker, skill_name
     source = raw.get("source")
     if source is not None and not isinstance(source, str):
         raise checker.wrong_type(("source",), "a string", source)
-    return _Draft(
+    return Case(
         id=case_id,
         prompt=prompt,
-        unit_key=unit_key,
         expect_trigger=expect,
         line=line,
+        unit=units.setdefault(unit_key, len(units)),
         task=task,
         include=_dedupe(include),
         exclude=_dedupe(exclude),
@@ -284,14 +271,14 @@ def _apply_should(
     return derived if expect is None else expect
 
 
-def _jsonl_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
+def _jsonl_cases(data: bytes, path: Path, skill_name: str, units: dict[str, int]) -> Iterator[Case]:
     for raw, line, checker in jsonl_case_objects(data, path):
-        yield _parse_case(raw, line, checker, skill_name)
+        yield _parse_case(raw, line, checker, skill_name, units)
 
 
-def _yaml_cases(data: bytes, path: Path, skill_name: str) -> Iterator[_Draft]:
+def _yaml_cases(data: bytes, path: Path, skill_name: str, units: dict[str, int]) -> Iterator[Case]:
     for raw, line, checker in yaml_case_objects(data, path):
-        yield _parse_case(raw, line, checker, skill_name)
+        yield _parse_case(raw, line, checker, skill_name, units)
 
 
 def load_cases(path: Path, skill_name: str) -> CaseSuite:
@@ -305,36 +292,19 @@ def load_cases(path: Path, skill_name: str) -> CaseSuite:
     # One read: the bytes are hashed and parsed from memory (at most 50 MB).
     data = read_regular_file(path, "cases file")
     digest = hashlib.sha256(data).hexdigest()
+    units: dict[str, int] = {}  # normalised prompt → unit, numbered in order of first case
     if suffix == ".jsonl":
-        drafts = _jsonl_cases(data, path, skill_name)
+        parsed = _jsonl_cases(data, path, skill_name, units)
     else:
-        drafts = _yaml_cases(data, path, skill_name)
-
+        parsed = _yaml_cases(data, path, skill_name, units)
     first_line: dict[str, int] = {}
-    units: dict[str, int] = {}
     cases: list[Case] = []
-    for draft in drafts:
-        if draft.id in first_line:
+    for case in parsed:
+        if case.id in first_line:
             raise InvalidInput(
-                f"{path}:{draft.line}: field id: duplicate id {safe_key(draft.id)} "
-                f"(first used on line {first_line[draft.id]}); ids must be unique"
+                f"{path}:{case.line}: field id: duplicate id {safe_key(case.id)} "
+                f"(first used on line {first_line[case.id]}); ids must be unique"
             )
-        first_line[draft.id] = draft.line
-        unit = units.setdefault(draft.unit_key, len(units))
-        cases.append(
-            Case(
-                id=draft.id,
-                prompt=draft.prompt,
-                expect_trigger=draft.expect_trigger,
-                line=draft.line,
-                unit=unit,
-                task=draft.task,
-                include=draft.include,
-                exclude=draft.exclude,
-                tags=draft.tags,
-                fixture=draft.fixture,
-                setup=draft.setup,
-                source=draft.source,
-            )
-        )
+        first_line[case.id] = case.line
+        cases.append(case)
     return CaseSuite(path=path, sha256=digest, cases=tuple(cases), unit_count=len(units))
