@@ -9,8 +9,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..run.helper_commands import Confinement, describe_exit, run_helper
 from ..suite.jsonl import loads_strict
 from .model import (
     CHECK_SECONDS,
@@ -29,6 +29,9 @@ from .model import (
 from .observed import TOO_LONG, Matcher, json_equal, shown
 from .paths import PathProblem, describe, lookup, read_text
 from .snapshot import Snapshot, SnapshotProblem, changed_paths, covers, take_snapshot
+
+if TYPE_CHECKING:
+    from ..run.helper_commands import Confinement
 
 
 @dataclass
@@ -146,6 +149,10 @@ def _changes(check: ChangesWithin | Unchanged, view: WorkspaceView) -> Outcome:
 
 
 def _command(check: Command, view: WorkspaceView) -> Outcome:
+    # Imported here: reading and scoring recorded runs never starts a process, and the helper
+    # commands bring the sandbox and its proxies with them.
+    from ..run.helper_commands import describe_exit, run_helper
+
     finished = run_helper(
         check.run, view.root, view.env, check.timeout_ms / 1000.0, view.cancel, view.confinement
     )

@@ -204,22 +204,43 @@ def _write_outputs(
     held: dict[Path, int] | None = None,
     answers: dict[tuple[str, int, str], str] | None = None,
 ) -> None:
-    """Write the report in every format a path was given for, then ``fmt`` to stdout."""
-    from ..report.html import render_test_html
-    from ..report.json import render_json
-    from ..report.junit import render_junit
-    from ..report.markdown import render_markdown
-    from ..report.text import render_text
-
+    """Write the report in every format a path was given for, then ``fmt`` to stdout. Each
+    renderer is imported when its format is written (a JSON-only run loads no HTML code)."""
     # A run stopped before the skill loaded still has the name the user gave: the directory's.
     fallback = skill_dir.name or str(skill_dir)
     name = (report.get("skill") or {}).get("name") or fallback
+
+    def text() -> str:
+        from ..report.text import render_text
+
+        return render_text(report, fallback)
+
+    def json() -> str:
+        from ..report.json import render_json
+
+        return render_json(report)
+
+    def markdown() -> str:
+        from ..report.markdown import render_markdown
+
+        return render_markdown(report, fallback)
+
+    def junit() -> str:
+        from ..report.junit import render_junit
+
+        return render_junit([(name, report, None)])
+
+    def html() -> str:
+        from ..report.html import render_test_html
+
+        return render_test_html(report, name, str(skill_dir), answers)
+
     renderers: dict[str, Callable[[], str]] = {
-        "text": lambda: render_text(report, fallback),
-        "json": lambda: render_json(report),
-        "markdown": lambda: render_markdown(report, fallback),
-        "junit": lambda: render_junit([(name, report, None)]),
-        "html": lambda: render_test_html(report, name, str(skill_dir), answers),
+        "text": text,
+        "json": json,
+        "markdown": markdown,
+        "junit": junit,
+        "html": html,
     }
     kinds = {"report": "json", "junit": "junit", "markdown": "markdown", "html": "html"}
     files = [(path, renderers[kinds[k]]) for k, path in paths.items() if path is not None]
