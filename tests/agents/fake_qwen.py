@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.agents.fake_openai_chat import Call, stream_chunks
+from tests.agents.fake_openai_chat import _words as words_of
 from tests.agents.loopback import LoopbackServer
 
 GENERIC_ANSWER = "I have no specific instructions for this, so here is a general answer."
@@ -36,10 +37,8 @@ _SKILL = re.compile(
 )
 _CWD = re.compile(r"I'm currently working in the directory: (?P<cwd>\S+)")
 _BASE_DIR = re.compile(r"Base directory for this skill: (?P<dir>\S+)")
-_WORD = re.compile(r"[a-z0-9]+")
 _NOT_PROSE = ("#", "Base directory", "Important:", "Error", "Exit", "Signal", "Process Group",
               "Command:", "Directory:", "Output:")  # fmt: skip
-_STOP = frozenset("a an and are can for from how the this what with without you your".split())
 
 
 @dataclass
@@ -53,8 +52,14 @@ class Behaviour:
     wrong_name: bool = False  # call the skill tool with a name that does not exist
     fail_status: int | None = None  # answer requests with this HTTP status
     fail_times: int | None = None  # … only the first N requests (None: all of them)
+    fail_prompt: str | None = None  # … only requests whose user prompt contains this
     retry_after: str | None = None  # the failure's Retry-After header
     refuse: bool = False  # answer with a refusal (finish_reason content_filter)
+    # Pick only the listed skill sharing the most words with the prompt (the first listed on a
+    # tie), as a model picks among a catalog of installed skills.
+    best_only: bool = False
+    # After loading, write the answer to this workspace file with write_file, then answer.
+    write_answer: str | None = None
 
 
 @dataclass
@@ -109,10 +114,6 @@ def parse(body: dict[str, Any]) -> Request:
     return request
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP}
-
-
 def instruction(text: str) -> str | None:
     """The first prose line of a skill body a tool result showed (the skill tool's output or a
     ``cat`` of SKILL.md), else None."""
@@ -135,10 +136,12 @@ def decide(request: Request, behaviour: Behaviour) -> list[Call] | str:
         cwd = request.cwd
         plan.append([Call(c.tool, {k: str(v).replace("{cwd}", cwd) for k, v in c.args.items()})
                      for c in behaviour.first])  # fmt: skip
-    words = _words(request.prompt)
-    chosen = [name for name, description in request.skills.items()
-              if len(words & _words(description)) >= behaviour.min_overlap
-              or name in behaviour.also_load]  # fmt: skip
+    words = words_of(request.prompt)
+    overlap = {name: len(words & words_of(text)) for name, text in request.skills.items()}
+    chosen = [name for name in request.skills
+              if overlap[name] >= behaviour.min_overlap or name in behaviour.also_load]  # fmt: skip
+    if behaviour.best_only and chosen:
+        chosen = [max(chosen, key=lambda name: overlap[name])]
     if chosen:
         if behaviour.load_with == "bash":
             calls = [Call("run_shell_command", {"command": f"cat .qwen/skills/{n}/SKILL.md"})
@@ -151,7 +154,11 @@ def decide(request: Request, behaviour: Behaviour) -> list[Call] | str:
         return plan[len(request.steps)]
     answers = [f"Following the skill instructions: {found}" for text in request.tool_texts
                if (found := instruction(text))]  # fmt: skip
-    return " ".join(dict.fromkeys(answers)) or GENERIC_ANSWER
+    answer = " ".join(dict.fromkeys(answers)) or GENERIC_ANSWER
+    if behaviour.write_answer and len(request.steps) == len(plan):
+        path = f"{request.cwd}/{behaviour.write_answer}"  # Qwen Code wants an absolute path
+        return [Call("write_file", {"file_path": path, "content": answer})]
+    return answer
 
 
 class FakeQwenModel(LoopbackServer):
@@ -161,6 +168,7 @@ class FakeQwenModel(LoopbackServer):
     def __init__(self, behaviour: Behaviour | None = None) -> None:
         self.behaviour = behaviour or Behaviour()
         self.requests: list[dict[str, Any]] = []
+        self.credentials: list[str] = []  # each request's bearer token
         self.failures = 0
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -170,6 +178,11 @@ class FakeQwenModel(LoopbackServer):
         """Every request received so far, parsed."""
         with self._lock:
             return [parse(body) for body in self.requests]
+
+    def listings(self) -> list[dict[str, str]]:
+        """``{name: ""}`` of the skills each conversation's first request listed (Qwen Code
+        names where a skill comes from, "project", never its path)."""
+        return [dict.fromkeys(r.skills, "") for r in self.parsed() if not r.steps]
 
     def offered_names(self) -> set[str]:
         """Every skill any request listed."""
@@ -187,8 +200,11 @@ class FakeQwenModel(LoopbackServer):
                 names.update(re.findall(r"^name: (\S+)$", text, re.M))
         return names
 
-    def _fail(self) -> int | None:
+    def _fail(self, body: dict[str, Any]) -> int | None:
         status, limit = self.behaviour.fail_status, self.behaviour.fail_times
+        wanted = self.behaviour.fail_prompt
+        if wanted is not None and wanted not in parse(body).prompt:
+            return None
         with self._lock:
             if status is None or (limit is not None and self.failures >= limit):
                 return None
@@ -201,9 +217,11 @@ class FakeQwenModel(LoopbackServer):
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                auth = self.headers.get("Authorization") or ""
                 with owner._lock:
                     owner.requests.append(body)
-                status = owner._fail()
+                    owner.credentials.append(auth.removeprefix("Bearer "))
+                status = owner._fail(body)
                 if status is not None:
                     data = json.dumps({"error": {"message": f"scripted HTTP {status}",
                                                  "type": "scripted"}}).encode()  # fmt: skip

@@ -24,6 +24,7 @@ from tests.agents import (
     fake_gemini,
     fake_openai_chat,
     fake_openai_responses,
+    fake_qwen,
 )
 from tests.agents.conftest import agent_binary, workspaces_in
 from tests.conftest import PYTHON_SANDBOX_PATH, write_jsonl, write_skill
@@ -245,6 +246,22 @@ def _copilot(
         )
 
 
+@contextlib.contextmanager
+def _qwen(
+    tmp_path: Path, best_only: bool, write: str | None, dump: bool
+) -> Iterator[tuple[str, dict[str, str], Any]]:
+    call = fake_openai_chat.Call("run_shell_command", {"command": "env > env.txt"})
+    behaviour = fake_qwen.Behaviour(
+        best_only=best_only, write_answer=write, first=(call,) if dump else ()
+    )
+    with fake_qwen.FakeQwenModel(behaviour) as model:
+        runner = (
+            f"{sys.executable} -m skill_evals runner qwen --bin {agent_binary('qwen')} --model m1"
+        )
+        env = _env(tmp_path, {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url})
+        yield runner, {k: v for k, v in env.items() if not k.startswith("QWEN_")}, model
+
+
 AGENTS = [
     Scripted("gemini", _gemini, "write_file", "file_path", "run_shell_command", "activate_skill",
              ".gemini/skills/", _gemini_listings),
@@ -261,6 +278,9 @@ AGENTS = [
     Scripted("pi", _pi, "write", "path", "bash", "read", "/skills/", _opencode_listings),
     # Copilot lists each skill with where it comes from ("project"), not its path.
     Scripted("copilot", _copilot, "create", "path", "bash", "skill", None, _copilot_listings),
+    # Qwen Code, like Copilot, lists where a skill comes from ("project"), not its path.
+    Scripted("qwen", _qwen, "write_file", "file_path", "run_shell_command", "skill", None,
+             lambda model: model.listings()),
 ]  # fmt: skip
 
 
@@ -315,7 +335,8 @@ def _work_suite(tmp_path: Path, agent: Scripted) -> Path:
     fixture.mkdir(parents=True)
     (fixture / "README.md").write_text("a project\n", encoding="utf-8")
     called: dict[str, Any] = {"check": "tool_called", "tool": agent.write_tool}
-    if agent.path_arg == "file_path":  # a relative path: the same in every workspace
+    # a relative path, the same in every workspace (Qwen Code's write_file takes absolute ones)
+    if agent.path_arg == "file_path" and agent.name != "qwen":
         called["input"] = {agent.path_arg: ANSWER_FILE}
     task = [{"check": "command", "run": VERIFIER}, called]
     return write_jsonl(

@@ -1,0 +1,137 @@
+"""`skill-evals test` and `skill-evals ci` through the real pinned Qwen Code (``-m agents``),
+sandboxed with the contained network (the default), against the scripted model of
+tests/agents/fake_qwen.py: a few invocations each, the first request rate limited. Routing,
+workspace tasks and ``--read-only`` are in test_catalog_and_work.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from skill_evals.agents import qwen
+from skill_evals.agents.content import SkillText
+from skill_evals.agents.evidence import loaded_names, read_events
+from skill_evals.agents.proof import prove
+from tests.agents.conftest import agent_binary, workspaces_in
+from tests.agents.e2e import REFUND_DESCRIPTION, caller_env, two_skills
+from tests.agents.fake_qwen import Behaviour, FakeQwenModel
+from tests.agents.test_qwen import REFUND_BODY
+from tests.conftest import assert_valid_report, write_jsonl
+
+pytestmark = pytest.mark.agents
+
+KEY = "sk-qwen-gate-0123456789abcdef"
+# (id, prompt, expected to load refund-policy)
+CASES = [
+    ("receipts", "Can I get refunds on store purchases without receipts?", True),
+    ("returns", "How do returns and refunds of store purchases work?", True),
+    ("receipt-lost", "I lost the receipts for store purchases, refunds?", True),
+    ("receipt-gift", "Refunds for store purchases given as gifts without receipts?", True),
+    ("return-window", "Is there a window for returns and refunds of store purchases?", True),
+    ("receipts-online", "Do online store purchases need receipts for refunds?", True),
+    ("haiku", "Write a haiku about autumn leaves.", False),
+    ("code", "How do I reverse a linked list in Python?", False),
+    ("weather", "What is the weather like on Mars?", False),
+    ("recipe", "Give me a recipe for pancakes.", False),
+]  # the engine's minimum of ten independent cases
+
+
+def _bwrap() -> None:
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
+
+
+def test_a_sandboxed_test_run_gates_on_what_reached_the_model(tmp_path: Path) -> None:
+    """Ten trigger cases with ``--arms auto`` (every case `with`, three `without` as the
+    isolation spot-check: 13 invocations); one case's first two model requests are answered 429
+    with Retry-After (Qwen Code retries once, then the guard ends it: a retryable runner error
+    the engine runs again, and the rerun is answered); the
+    runner's loads are what its saved transcripts prove, and only the tested skill's body ever
+    reached the model."""
+    _bwrap()
+    skills = two_skills(tmp_path, REFUND_BODY)
+    cases = write_jsonl(tmp_path / "cases.jsonl", [
+        {"id": i, "prompt": p, "expectTrigger": t} for i, p, t in CASES])  # fmt: skip
+    runner = f"{sys.executable} -m skill_evals runner qwen --bin {agent_binary('qwen')} --model m1"
+    report_path, saved = tmp_path / "report.json", tmp_path / "saved"
+    with FakeQwenModel(
+        Behaviour(fail_status=429, fail_times=2, retry_after="1", fail_prompt=CASES[3][1])
+    ) as model:
+        env = caller_env(tmp_path, ("OPENAI_", "QWEN_"),
+                         {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url},
+                         {"SKILL_EVALS_TRANSCRIPT_DIR": str(saved)})  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "skill_evals", "test", "--skill", str(skills["refund-policy"]),
+             "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "2",
+             "--arms", "auto", "--min-trigger-f1", "0.9", "--report", str(report_path)],
+            capture_output=True, text=True, timeout=600, env=env,
+        )  # fmt: skip
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    assert_valid_report(report)
+    assert proc.returncode == 0 and report["status"] == "pass", proc.stderr[-3000:]
+    assert report["sandbox"]["mode"] == "bwrap" and report["sandbox"]["proxied"] == [
+        "OPENAI_API_KEY"
+    ]
+    trigger = report["trigger"]
+    assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (6, 0, 0, 4)
+    assert report["runner"]["invocations"] == 14  # 13 and the rate-limited one again
+    assert report["runner"]["retried"] == 1 and report["runner"]["failures"] == []
+    assert report["loading"]["violations"] == []
+    assert set(model.credentials) == {KEY}  # the real key, upstream of the proxy only
+    text = SkillText.of("refund-policy", (skills["refund-policy"] / "SKILL.md").read_text())
+    expected = {case_id: expect for case_id, _, expect in CASES}
+    transcripts = sorted(saved.glob("*.jsonl"))
+    assert len(transcripts) == 13
+    for path in transcripts:
+        case_id, _, variant, _ = path.name.split(".")
+        events = read_events(path)
+        ours = loaded_names(prove(qwen.PLUGIN, events, [text], None, None))
+        assert ours == (["refund-policy"] if expected[case_id] and variant == "with" else [])
+        assert KEY not in json.dumps(events)
+    received = model.bodies_received()
+    assert received == {"refund-policy"} and model.offered_names() <= {
+        "refund-policy", "shipping-times"}  # fmt: skip
+    assert workspaces_in(tmp_path / "tmpdir") == []
+
+
+def test_ci_gates_a_repository_through_qwen(tmp_path: Path) -> None:
+    """`skill-evals ci --all` over a repository whose config names the Qwen runner: the skill's
+    cases run sandboxed through the real CLI and the gate passes."""
+    from tests.ci.conftest import commit_all, git, run_cli
+
+    _bwrap()
+    repo = tmp_path / "repo"
+    folder = repo / "skills" / "refund-policy"
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        f"---\nname: refund-policy\ndescription: {REFUND_DESCRIPTION}\n---\n{REFUND_BODY}",
+        encoding="utf-8",
+    )
+    write_jsonl(folder / "evals" / "cases.jsonl",
+                [{"id": i, "prompt": p, "expectTrigger": t} for i, p, t in CASES])  # fmt: skip
+    runner = f"{sys.executable} -m skill_evals runner qwen --bin {agent_binary('qwen')} --model m1"
+    (repo / ".skill-evals.yml").write_text(
+        f"runner: {runner}\ntrials: 1\njobs: 2\nsandbox: required\n"
+        "gates: {min-trigger-f1: 0.9}\n",
+        encoding="utf-8",
+    )
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo)
+    with FakeQwenModel() as model:
+        env = caller_env(tmp_path, ("OPENAI_", "QWEN_"),
+                         {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url})  # fmt: skip
+        done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo, env=env, timeout=600)
+        assert set(model.credentials) == {KEY}, done.stderr[-3000:]
+    assert done.returncode == 0, done.stderr[-3000:]
+    (skill,) = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))["skills"]
+    report = skill["report"]
+    assert report["status"] == "pass" and report["trigger"]["f1"] == 1.0
+    assert report["sandbox"]["mode"] == "bwrap"
+    assert report["sandbox"]["proxied"] == ["OPENAI_API_KEY"]
+    assert report["runner"]["failures"] == []
+    assert model.bodies_received() == {"refund-policy"}
