@@ -32,7 +32,13 @@ from .observations import (
     Variant,
     breach_failure,
 )
-from .record_lines import checks_problem, line_key, record_observation
+from .record_lines import (
+    checks_problem,
+    line_key,
+    record_key,
+    record_observation,
+    valid_observation,
+)
 
 _ARM_INDEX = {"with": 0, "without": 1, "baseline": 2}
 
@@ -100,42 +106,47 @@ def _load_observations(
     # its observation, so it is a duplicate, an extra trial or an unknown caseId, and that error
     # names the key. Reading stops there either way.
     for line, value in read_jsonl_values(path, max_records=bound + 1):
-        observation, key = line_key(path, line, value)
-        row = slots.get(key[0])
+        # The fast path's Observation carries its key; a declined line is read the careful way.
+        observation = valid_observation(value)
+        if observation is not None:
+            case_id, trial, arm = observation.case_id, observation.trial, observation.variant
+        else:
+            case_id, trial, arm = record_key(path, line, value)
+        row = slots.get(case_id)
         if row is None:
             raise InvalidInput(
-                f"{path}:{line}: unknown caseId {_show_id(key[0])} (not in {suite.path})"
+                f"{path}:{line}: unknown caseId {_show_id(case_id)} (not in {suite.path})"
             )
-        if not 1 <= key[1] <= trials:
+        if not 1 <= trial <= trials:
             raise InvalidInput(
-                f"{path}:{line}: extra observation {_describe(key)}: trial must be "
-                f"1..{trials} (--trials {trials})"
+                f"{path}:{line}: extra observation {_describe((case_id, trial, arm))}: trial "
+                f"must be 1..{trials} (--trials {trials})"
             )
-        if key[2] == "baseline" and not baseline:
+        if arm == "baseline" and not baseline:
             raise InvalidInput(
-                f"{path}:{line}: {_describe(key)}: a baseline observation needs "
-                "--baseline DIR (the skill version it was run with)"
+                f"{path}:{line}: {_describe((case_id, trial, arm))}: a baseline observation "
+                "needs --baseline DIR (the skill version it was run with)"
             )
-        index = 3 * key[1] - 3 + _ARM_INDEX[key[2]]
-        found, lines = row
+        index = 3 * trial - 3 + _ARM_INDEX[arm]
+        found, lines, needed = row
         if observation is None:
-            observation = record_observation(path, line, value, key)
+            observation = record_observation(path, line, value, (case_id, trial, arm))
         earlier = found[index]
-        if earlier is not None and completes(earlier, observation):
-            found[index] = observation  # the same observation with its pairwise verdicts
-            continue
         if earlier is not None:
+            if completes(earlier, observation):
+                found[index] = observation  # the same observation with its pairwise verdicts
+                continue
             raise InvalidInput(
-                f"{path}:{line}: duplicate observation {_describe(key)} "
+                f"{path}:{line}: duplicate observation {_describe((case_id, trial, arm))} "
                 f"(first on line {lines[index]})"
             )
-        if observation.checks is not None or key[0] in workspace_cases:
-            problem = checks_problem(observation, cases[key[0]])
+        if observation.checks is not None or case_id in workspace_cases:
+            problem = checks_problem(observation, cases[case_id])
             if problem is not None:
-                raise InvalidInput(f"{path}:{line}: {_describe(key)}: {problem}")
+                raise InvalidInput(f"{path}:{line}: {_describe((case_id, trial, arm))}: {problem}")
         found[index] = observation
         lines[index] = line
-        if wanted[key[0]][index]:
+        if needed[index]:
             filled += 1
     if filled != len(planned):
         raise _missing_error(path, suite, trials, slots, wanted, planned)
@@ -155,7 +166,7 @@ def completes(earlier: Observation, later: Observation) -> bool:
 
 # Per case, slot 3 × (trial - 1) + (0 with, 1 without, 2 baseline) holds that observation and,
 # in a parallel list, its line: plan order without building and hashing a key per line.
-_Slots = dict[str, tuple[list[Observation | None], list[int]]]
+_Slots = dict[str, tuple[list[Observation | None], list[int], list[bool]]]
 
 
 def _empty_slots(
@@ -163,10 +174,11 @@ def _empty_slots(
 ) -> tuple[_Slots, dict[str, list[bool]]]:
     """Empty slots for every case, and per case which slots the plan wants."""
     width = 3 * trials
-    slots: _Slots = {case.id: ([None] * width, [0] * width) for case in suite.cases}
     wanted: dict[str, list[bool]] = {case.id: [False] * width for case in suite.cases}
     for case_id, trial, arm in planned:
         wanted[case_id][3 * trial - 3 + _ARM_INDEX[arm]] = True
+    # The third list is the case's row of ``wanted`` (the same list), at hand in the hot loop.
+    slots: _Slots = {c.id: ([None] * width, [0] * width, wanted[c.id]) for c in suite.cases}
     return slots, wanted
 
 
