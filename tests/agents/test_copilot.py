@@ -7,6 +7,7 @@ server received, never from our own parser."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -203,6 +204,21 @@ def test_the_proxy_sends_the_key_the_providers_way() -> None:
     assert (openai.style, anthropic.style) == ("bearer", "x-api-key")
     assert anthropic.base_url_env == "COPILOT_PROVIDER_BASE_URL"
     assert builtin_credentials("copilot", {"COPILOT_PROVIDER_API_KEY": "k"}) == []
+
+
+def test_another_release_is_one_warning_and_the_pinned_one_none(tmp_path: Path) -> None:
+    from skill_evals.agents.registry import entry
+    from skill_evals.agents.versions import version_warning
+
+    stand_in = tmp_path / "copilot"
+    stand_in.write_text("#!/bin/sh\necho 'GitHub Copilot CLI 1.1.3.'\n", encoding="utf-8")
+    stand_in.chmod(0o755)
+    env = {"PATH": os.environ["PATH"]}
+    assert version_warning(entry("copilot"), str(stand_in), env) == (
+        f"copilot: found copilot 1.1.3 ({stand_in}); tested with 1.0.102, results may differ; "
+        "install it: npm install -g @github/copilot@1.0.102"
+    )
+    assert version_warning(entry("copilot"), agent_binary("copilot"), env) is None
 
 
 def test_a_tested_skill_named_like_a_bundled_one_is_exit_5_before_any_run(
@@ -424,12 +440,18 @@ def test_ci_gates_a_repository_through_copilot(tmp_path: Path) -> None:
     (repo / "skills" / "refund-policy" / "evals").mkdir(parents=True)
     (repo / "skills" / "refund-policy" / "SKILL.md").write_text(SKILL, encoding="utf-8")
     rows = [{"id": i, "prompt": p, "expectTrigger": t} for i, p, t, _ in SUITE[:3] + SUITE[7:9]]
-    rows += [{"id": f"more-{n}", "prompt": f"Refunds for store purchases number {n}?",
-              "expectTrigger": True} for n in range(3)]  # fmt: skip
-    rows += [{"id": "haiku-2", "prompt": "Write a haiku about spring rain.",
-              "expectTrigger": False},
-             {"id": "code-2", "prompt": "How do I sort a list in Python?",
-              "expectTrigger": False}]  # fmt: skip
+    rows += [
+        {
+            "id": f"more-{n}",
+            "prompt": f"Refunds for store purchases number {n}?",
+            "expectTrigger": True,
+        }
+        for n in range(3)
+    ]
+    rows += [
+        {"id": "haiku-2", "prompt": "Write a haiku about spring rain.", "expectTrigger": False},
+        {"id": "code-2", "prompt": "How do I sort a list in Python?", "expectTrigger": False},
+    ]
     write_jsonl(repo / "skills" / "refund-policy" / "evals" / "cases.jsonl", rows)
     runner = f"{sys.executable} -m skill_evals runner copilot --bin {agent_binary('copilot')} "
     (repo / ".skill-evals.yml").write_text(
@@ -442,8 +464,11 @@ def test_ci_gates_a_repository_through_copilot(tmp_path: Path) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
     with FakeCopilotModel() as model:
-        settings = {"COPILOT_PROVIDER_BASE_URL": model.url, "COPILOT_PROVIDER_TYPE": "anthropic",
-                    "COPILOT_PROVIDER_API_KEY": "sk-ci-key"}  # fmt: skip
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": model.url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "sk-ci-key",
+        }
         env = caller_env(tmp_path, ("COPILOT_",), settings)
         done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo, env=env, timeout=600)
         assert set(model.credentials) == {"sk-ci-key"}, done.stderr[-3000:]
@@ -454,3 +479,95 @@ def test_ci_gates_a_repository_through_copilot(tmp_path: Path) -> None:
     assert report["sandbox"]["mode"] == "bwrap"
     assert report["sandbox"]["proxied"] == ["COPILOT_PROVIDER_API_KEY"]
     assert report["runner"]["failures"] == []
+
+
+def _plant(root: Path) -> dict[str, str]:
+    """Skills and instructions where a plain Copilot run would find them: the caller's home,
+    COPILOT_HOME, COPILOT_CUSTOM_INSTRUCTIONS_DIRS and a git repository above the workspace.
+    Returns the caller variables pointing there (TMPDIR inside that repository)."""
+    places = {
+        "home-copilot": root / "home" / ".copilot" / "skills",
+        "home-agents": root / "home" / ".agents" / "skills",
+        "copilot-home": root / "copilot-home" / "skills",
+        "above": root / "above" / ".github" / "skills",
+    }
+    for place, folder in places.items():
+        write_skill(
+            folder, f"planted-{place}", f"Planted {place} refunds store purchases receipts."
+        )
+    rules = root / "instructions" / ".github" / "instructions"
+    rules.mkdir(parents=True)
+    text = '---\napplyTo: "**"\n---\nPLANTED-instructions\n'
+    (rules / "planted.instructions.md").write_text(text, encoding="utf-8")
+    (root / "above" / "AGENTS.md").write_text("PLANTED-above-agents\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(root / "above")], check=True)
+    (root / "above" / "tmpdir").mkdir()
+    return {
+        "HOME": str(root / "home"),
+        "COPILOT_HOME": str(root / "copilot-home"),
+        "COPILOT_CUSTOM_INSTRUCTIONS_DIRS": str(root / "instructions"),
+        "XDG_CONFIG_HOME": str(root / "home"),
+        "TMPDIR": str(root / "above" / "tmpdir"),
+    }
+
+
+PLANTED = (
+    "planted-home-copilot",
+    "planted-home-agents",
+    "planted-copilot-home",
+    "planted-above",
+    "PLANTED-instructions",
+    "PLANTED-above-agents",
+)
+
+
+def _seen(model: FakeCopilotModel) -> set[str]:
+    from tests.agents.fake_copilot_model import parse
+
+    text = "\n".join(parse(body).system + "\n".join(parse(body).texts) for body in model.requests)
+    return {marker for marker in PLANTED if marker in text}
+
+
+@pytest.mark.agents
+def test_planted_copies_and_caller_variables_never_reach_the_run(tmp_path: Path) -> None:
+    """Nothing planted reaches a runner's `without` run; the same places reach a plain
+    Copilot run (so they are real places), and the bundled skills are not offered."""
+    planted = _plant(tmp_path)
+    binary = agent_binary("copilot")
+    skill = write_skill(tmp_path / "skills")
+    with FakeCopilotModel() as model:
+        provider = {
+            "COPILOT_PROVIDER_BASE_URL": model.url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "k",
+            "COPILOT_MODEL": "claude-sonnet-4",
+        }
+        env = {**caller_env(tmp_path, ("COPILOT_",), provider), **planted}
+        argv = ["copilot", "--bin", binary]
+        proc = run_runner_cli(argv, "without", skill, env, PROMPT, 120)
+        line = json.loads(proc.stdout.splitlines()[-1])
+        assert line["invokedSkills"] == [] and line["output"] == GENERIC_ANSWER, proc.stderr
+        assert model.offered() == set() and _seen(model) == set()
+        # The same caller running Copilot itself, in the repository above: each place is real.
+        # (COPILOT_HOME replaces ~/.copilot, and ~/.agents/skills with it)
+        home = {"planted-copilot-home", "planted-home-copilot", "planted-home-agents"}
+        for drop, found in (
+            ("COPILOT_HOME", {"planted-home-copilot", "planted-home-agents"}),
+            ("", {"planted-copilot-home"}),
+        ):
+            count = len(model.requests)
+            plain = {k: v for k, v in env.items() if k != drop} | {"COPILOT_OFFLINE": "true"}
+            subprocess.run(
+                [binary, "--output-format", "json", "--allow-all-tools"],
+                input=PROMPT,
+                cwd=tmp_path / "above",
+                env=plain,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            )
+            del model.requests[:count]
+            assert _seen(model) == set(PLANTED) - home | found, drop
+            assert {"customize-cloud-agent", "github-pr-media"} <= model.offered()
+    assert workspaces_in(tmp_path / "above" / "tmpdir") == []

@@ -19,8 +19,8 @@ What the rules get from here (docs/agents/copilot.md):
 - Copilot's native skill tool: ``skill`` naming ``arguments.skill``, a load only when the
   session's ``skill.invoked`` for that name holds content (its result is then that content);
   without session records the call is only ``attempted``;
-- a ``skill.invoked`` no ``skill`` call accounts for (the prompt's ``/skill`` invocation) as a
-  message the CLI injected.
+- a ``skill.invoked`` no ``skill`` call accounts for as a message the CLI injected (prompt mode
+  sends a ``/skill`` prompt as text: there is no explicit invocation).
 """
 
 from __future__ import annotations
@@ -213,8 +213,8 @@ def skill_tool(call: ToolCall) -> str | None:
 
 
 def explicit(events: Sequence[Event], prompt: str | None, available: frozenset[str]) -> list[Load]:
-    """None of its own: a ``/skill`` prompt makes Copilot inject the body, which the injected
-    ``skill.invoked`` message proves (see :func:`tool_calls`)."""
+    """None: Copilot's prompt mode sends a ``/skill`` prompt to the model as text; a body the
+    CLI injects is proven by its ``skill.invoked`` record (see :func:`tool_calls`)."""
     return []
 
 

@@ -47,6 +47,9 @@ class Entry:
     works: bool = False
 
     tested_through: str | None = None
+    # What is known of the Node it needs when the package declares no ``engines.node``
+    # (shown by ``skill-evals runner --help`` instead of "any Node").
+    node_note: str | None = None
 
     @property
     def tested_range(self) -> str:
@@ -142,6 +145,7 @@ ENTRIES: tuple[Entry, ...] = (
         # 1.0.102 declares no engines.node; its npm loader starts a native binary and ran on
         # Node 20.20 in the end-to-end tests (GitHub's install page asks for Node 22).
         node=None,
+        node_note="no engines.node; ran on Node 20, GitHub asks for 22",
         bundled_skills=("customize-cloud-agent", "discover-resources", "github-pr-media"),
         catalog=True,
         works=True,

@@ -40,7 +40,7 @@ def _tested_versions() -> str:
     """The help's list of each agent's tested release, npm package and the Node it needs."""
     lines = ["\b", "Tested agent CLI versions (another release runs, with a warning):"]
     for item in AGENT_ENTRIES:
-        node = f"Node ≥ {item.node_label}" if item.node_label else "any Node"
+        node = f"Node ≥ {item.node_label}" if item.node_label else item.node_note or "any Node"
         lines.append(
             f"  {item.name:<12} npm install -g {item.package}@{item.tested}  ({node}; "
             f"tested {item.tested_range})"
