@@ -10,6 +10,7 @@ from typing import Any
 
 from ..score.stats import percentiles_of, resample_sums_many
 from ..suite.cases import Case
+from .sequential import widening
 
 Trials = Sequence[tuple[bool, tuple[str, ...]]]  # per trial: triggered, the skills it loaded
 
@@ -101,6 +102,16 @@ class HeldOutInterval:
         }
 
 
+def _strata(cases: Sequence[Case]) -> list[list[Case]]:
+    """The cases of the positive units, then of the negative ones (a unit's label is its first
+    case's)."""
+    label: dict[int, bool] = {}
+    for case in cases:
+        label.setdefault(case.unit, case.expect_trigger)
+    parts = [[c for c in cases if label[c.unit] is side] for side in (True, False)]
+    return [part for part in parts if part]
+
+
 def difference_interval(
     cases: Sequence[Case],
     selected: Mapping[str, Trials],
@@ -109,26 +120,54 @@ def difference_interval(
     seed: int,
     alpha: Fraction = Fraction(1, 20),
 ) -> HeldOutInterval:
-    """Resample the held-out units (a fresh mulberry32 seeded with ``seed``), sum each arm's
+    """Resample the held-out units per label, as the split drew them (the positive units with a
+    fresh mulberry32 seeded with ``seed``, the negative ones with ``seed`` + 1), sum each arm's
     TP/FP/FN, take F1(selected) − F1(original); resamples where either F1 is undefined are
-    dropped and counted. The interval is the 1 − ``alpha`` percentile interval (positions
-    ⌊α/2·(B′−1)⌋ and ⌈(1−α/2)·(B′−1)⌉, exact); the p-value the share of kept differences ≤ 0."""
-    new, old = _unit_counts(cases, selected), _unit_counts(cases, original)
-    vectors = [
-        [getattr(u, name) for u in side] for side in (new, old) for name in ("tp", "fp", "fn")
-    ]
+    dropped and counted. The percentile interval (positions ⌊α/2·(B′−1)⌋ and
+    ⌈(1−α/2)·(B′−1)⌉) is stretched around the observed difference by sequential.widening for
+    the few units resampled; the p-value is the share of kept differences ≤ 0."""
+    strata = _strata(cases)
+    sums: list[tuple[int, ...]] | None = None
+    for index, part in enumerate(strata):
+        new, old = _unit_counts(part, selected), _unit_counts(part, original)
+        vectors = [
+            [getattr(u, name) for u in side] for side in (new, old) for name in ("tp", "fp", "fn")
+        ]
+        drawn = resample_sums_many(vectors, samples, (seed + index) & 0xFFFFFFFF)
+        if sums is None:
+            sums = drawn
+        else:  # both strata drew the same number of resamples
+            sums = [
+                tuple(x + y for x, y in zip(a, b, strict=True))
+                for a, b in zip(sums, drawn, strict=True)
+            ]
     kept: list[Fraction] = []
     dropped = 0
-    for tp_n, fp_n, fn_n, tp_o, fp_o, fn_o in resample_sums_many(vectors, samples, seed):
+    for tp_n, fp_n, fn_n, tp_o, fp_o, fn_o in sums or []:
         a, b = f1(tp_n, fp_n, fn_n), f1(tp_o, fp_o, fn_o)
         if a is None or b is None:
             dropped += 1
         else:
             kept.append(a - b)
-    bounds = _percentiles(kept, alpha)
-    lower, upper = (None, None) if bounds is None else (float(bounds[0]), float(bounds[1]))
     p_value = sum(1 for d in kept if d <= 0) / len(kept) if kept else None
+    bounds = _percentiles(kept, alpha)
+    units = len({c.unit for c in cases})
+    stretch = widening(units, len(strata))
+    observed = _difference(cases, selected, original)
+    if bounds is None or stretch is None or observed is None:
+        return HeldOutInterval(None, None, samples, seed, dropped, alpha, p_value)
+    # An F1 difference lies within [−1, 1]: the stretched arms stop there.
+    lower = max(-1.0, float(observed) - stretch * float(observed - bounds[0]))
+    upper = min(1.0, float(observed) + stretch * float(bounds[1] - observed))
     return HeldOutInterval(lower, upper, samples, seed, dropped, alpha, p_value)
+
+
+def _difference(
+    cases: Sequence[Case], selected: Mapping[str, Trials], original: Mapping[str, Trials]
+) -> Fraction | None:
+    new, old = total(cases, selected), total(cases, original)
+    a, b = f1(new.tp, new.fp, new.fn), f1(old.tp, old.fp, old.fn)
+    return None if a is None or b is None else a - b
 
 
 def _percentiles(values: list[Fraction], alpha: Fraction) -> tuple[Fraction, Fraction] | None:

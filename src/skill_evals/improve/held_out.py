@@ -17,6 +17,7 @@ from ..errors import EvidenceUnavailable
 from .edit import candidate_copy
 from .figures import Trials, difference_interval, f1, total
 from .select import ALPHA, Candidate, holm_levels
+from .sequential import look_alpha
 
 if TYPE_CHECKING:
     from ..suite.cases import Case
@@ -63,26 +64,47 @@ def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[C
         with candidate_copy(loop.skill.path, finalist.text, scratch) as copy:
             results.append(loop._evaluate(copy, held))
     finalists = finalists[: len(results)]
-    _decide(loop, finalists, results)
+    most = _most_trials(loop)
     trials, gain = settings.trials, settings.min_gain
-    while _undecided(loop) and trials < settings.max_heldout_trials:
-        more = range(trials + 1, min(settings.max_heldout_trials, trials + settings.trials) + 1)
+    # At most three looks (at --trials, then two equal steps up to `most`), planned before any
+    # held-out outcome: the spending rule shares 5 % between them by look.
+    stride = max(trials, -(-(most - trials) // 2))
+    looks, look = 1 + -(-(most - trials) // stride), 1
+    _decide(loop, finalists, results, look_alpha(0, look, looks, ALPHA))
+    while _undecided(loop) and trials < most:
         # Only finalists whose difference reaches --min-gain can still be accepted: the others
         # keep the trials they had, so the budget goes where it can decide something.
         rounds = {f["round"] for f in outcome.finalists if (f["f1Difference"] or 0) >= gain}
         growing = [(f, r) for f, r in zip(finalists, results, strict=True) if f.round in rounds]
+        step = min(most - trials, stride)
         limit = settings.max_invocations
-        needed = (1 + len(growing)) * len(held) * len(more)
-        if limit is not None and outcome.invocations + needed > limit:
+        if limit is not None:  # a shorter step when a full one does not fit
+            step = min(step, (limit - outcome.invocations) // ((1 + len(growing)) * len(held)))
+        if step < 1:
             break
+        more = range(trials + 1, trials + step + 1)
         _grow(outcome.held_out["original"], loop._evaluate(loop.skill.path, held, more))
         for finalist, result in growing:
             with candidate_copy(loop.skill.path, finalist.text, scratch) as copy:
                 _grow(result, loop._evaluate(copy, held, more))
-        trials = max(more)
         outcome.finalists.clear()
-        _decide(loop, finalists, results)
+        look += 1
+        _decide(loop, finalists, results, look_alpha(look - 1, look, looks, ALPHA))
+        trials = max(more)
     outcome.held_out_trials = trials
+
+
+def _most_trials(loop: ImproveLoop) -> int:
+    """The held-out trials the looks are planned up to: --max-heldout-trials, or fewer when
+    --max-invocations cannot pay for more (the original and one finalist growing). Known
+    before any held-out outcome, so the spending rule may count on it."""
+    settings, outcome = loop.settings, loop.outcome
+    most: int = max(settings.trials, settings.max_heldout_trials)
+    limit = settings.max_invocations
+    if limit is not None:
+        spare = max(0, limit - outcome.invocations) // (2 * len(loop.split.held_out))
+        most = min(most, settings.trials + spare)
+    return most
 
 
 def _grow(results: Mapping[str, Trials], more: Mapping[str, Trials]) -> None:
@@ -103,7 +125,8 @@ def _undecided(loop: ImproveLoop) -> bool:
 
 
 def _decide(loop: ImproveLoop, finalists: list[Candidate],
-            results: Sequence[Mapping[str, Trials]]) -> None:  # fmt: skip
+            results: Sequence[Mapping[str, Trials]], alpha: float) -> None:  # fmt: skip
+    """Holm's step-down over the finalists at this look's level ``alpha``."""
     outcome, settings = loop.outcome, loop.settings
     held = loop.split.held_out
     original = outcome.held_out["original"]
@@ -112,7 +135,7 @@ def _decide(loop: ImproveLoop, finalists: list[Candidate],
         difference_interval(held, r, original, settings.bootstrap_samples, settings.seed)
         for r in results
     ]
-    levels = holm_levels([1.0 if i.p_value is None else i.p_value for i in plain])
+    levels = holm_levels([1.0 if i.p_value is None else i.p_value for i in plain], alpha)
     passed: list[int] = []
     blocks: dict[int, dict[str, Any]] = {}
     intervals: dict[int, Any] = {}

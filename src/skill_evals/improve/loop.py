@@ -123,14 +123,30 @@ class ImproveLoop:
         self.outcome.cost_usd += evaluation.cost_usd
         return evaluation.results
 
-    def _on_train(self, round_no: int, description: str, text: str, scratch: Path) -> Candidate:
-        train = self.split.train
+    def _on_train(
+        self, round_no: int, description: str, text: str, scratch: Path, cases: tuple[Case, ...]
+    ) -> Candidate:
         if round_no == 0:
-            results = self._evaluate(self.skill.path, train)
+            results = self._evaluate(self.skill.path, cases)
         else:
             with candidate_copy(self.skill.path, text, scratch) as copy:
-                results = self._evaluate(copy, train)
-        return Candidate(round_no, description, text, results, total(train, results))
+                results = self._evaluate(copy, cases)
+        return Candidate(round_no, description, text, results, total(cases, results))
+
+    def _missing(self, candidate: Candidate, cases: tuple[Case, ...]) -> tuple[Case, ...]:
+        return tuple(c for c in cases if c.id not in candidate.train)
+
+    def _complete(self, candidate: Candidate, cases: tuple[Case, ...], scratch: Path) -> None:
+        """Run ``candidate`` on those of ``cases`` it has not run on (a round builds on it and
+        shows that half's failures), so its figures cover them too."""
+        missing = self._missing(candidate, cases)
+        if not missing:
+            return
+        with candidate_copy(self.skill.path, candidate.text, scratch) as copy:
+            more = self._evaluate(copy, missing)
+        results = {**candidate.train, **more}
+        ran = tuple(c for c in self.split.train if c.id in results)
+        candidate.train, candidate.counts = results, total(ran, results)
 
     # ------------------------------------------------------------------------------- rounds
 
@@ -138,17 +154,24 @@ class ImproveLoop:
         """Run the loop; EvalErrors (5, 7, 130) propagate to the caller."""
         with tempfile.TemporaryDirectory(prefix="skill-evals-improve-") as scratch_dir:
             scratch = Path(scratch_dir)
-            original = self._on_train(0, self.skill.description, self.text, scratch)
+            original = self._on_train(0, self.skill.description, self.text, scratch,
+                                      self.split.train)  # fmt: skip
             self.outcome.original = original
             best = original
             candidates = [original]
+            trials = self.settings.trials
             for round_no in range(1, self.settings.rounds + 1):
-                if best.f1 == 1 or not self._fits(len(self.split.train) * self.settings.trials):
+                shown, ranked = self.halves_of(round_no)
+                needed = (len(ranked) + len(self._missing(best, shown))) * trials
+                if best.f1 == 1 or not self._fits(needed):
                     break
+                self._complete(best, shown, scratch)
                 entry = self._round(round_no, best, candidates, scratch)
                 self.outcome.rounds.append(entry)
                 newest = candidates[-1]
-                if entry["status"] == "evaluated" and newest.f1 > best.f1:
+                # The next round builds on the largest F1 gain over the original so far, each
+                # measured on train cases its proposal never saw.
+                if entry["status"] == "evaluated" and (newest.gain or 0) > (best.gain or 0):
                     best = newest
             held_out_step(self, original, candidates[1:], scratch)
         return self.outcome
@@ -179,11 +202,14 @@ class ImproveLoop:
             text = rewrite(self.text, description)
         except ValueError as exc:
             return {**entry, "status": "invalid", "problems": [str(exc)]}
-        candidate = self._on_train(round_no, description, text, scratch)
         shown, ranked = self.halves_of(round_no)
+        # Ranked on the half it was not proposed from, it runs there only: the shown half
+        # could not rank it, so those runs go to held-out instead.
+        candidate = self._on_train(round_no, description, text, scratch, ranked)
         original = candidates[0]
         gain = half_f1(candidate, ranked) - half_f1(original, ranked)
         candidate.copied = tuple(copied_words(description, best.description, shown, ranked))
+        candidate.gain = gain
         candidate.score = gain - COPY_PENALTY * len(candidate.copied)
         candidates.append(candidate)
         ranking = {"score": float(candidate.score), "copiedWords": len(candidate.copied)}
@@ -242,17 +268,20 @@ def held_out_difference(outcome: Outcome, cases: tuple[Case, ...]) -> Fraction |
     return None if new is None or old is None else new - old
 
 
-def minimum_invocations(split: Split, trials: int) -> int:
-    """2·Nₜ·T + 2·Nₕ·T: round 0 and one candidate on train, both on held-out (further
-    finalists run on held-out only while the budget allows)."""
-    return 2 * len(split.train) * trials + 2 * len(split.held_out) * trials
+def minimum_invocations(split: Split, trials: int, seed: int) -> int:
+    """(Nₜ + N₂)·T + 2·Nₕ·T: round 0 on train, round 1's candidate on the half it is ranked on
+    (the second, N₂ cases), the original and that candidate on held-out (further finalists
+    run on held-out only while the budget allows)."""
+    ranked = train_halves(split.train, seed)[1]
+    return (len(split.train) + len(ranked) + 2 * len(split.held_out)) * trials
 
 
-def check_budget(split: Split, trials: int, max_invocations: int | None) -> None:
+def check_budget(split: Split, trials: int, max_invocations: int | None, seed: int) -> None:
     """Exit 5 when --max-invocations cannot cover one candidate round and the held-out step."""
-    minimum = minimum_invocations(split, trials)
+    minimum = minimum_invocations(split, trials, seed)
     if max_invocations is not None and max_invocations < minimum:
         raise InvalidInput(
             f"--max-invocations {max_invocations}: improve needs at least {minimum} here "
-            "(the original and one candidate on train, both on held-out)"
+            "(the original on train, one candidate on the half it is ranked on, both on "
+            "held-out)"
         )

@@ -116,7 +116,7 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
         skill_name = skill.name
         suite = load_cases(options.cases, skill.name)
         split = split_suite(suite, options.holdout, options.seed)
-        check_budget(split, options.trials, options.max_invocations)
+        check_budget(split, options.trials, options.max_invocations, options.seed)
         mde = preflight(split, options)
         environ = os.environ if options.env is None else options.env
         check_runner(options.runner, environ, os.getcwd())

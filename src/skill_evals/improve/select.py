@@ -67,6 +67,7 @@ class Candidate:
     train: Mapping[str, Trials]
     counts: Counts
     score: Fraction | None = None  # the ranking score (docs/improve.md); None: the original
+    gain: Fraction | None = None  # F1 gain over the original on the half it is ranked on
     copied: tuple[str, ...] = ()  # words pasted from the prompts shown, never seen elsewhere
 
     @property

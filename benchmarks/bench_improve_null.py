@@ -1,0 +1,84 @@
+"""How often does `improve`'s held-out decision accept a candidate that is no better?
+
+A simulation of the held-out step with its own statistics (skill_evals.improve.figures and
+.sequential): 10 held-out units (5 that should load the skill, 5 that should not), one finalist
+whose chance to load the skill on each unit is the original's (a null: no gain), each unit's
+chance drawn per run (0.2–0.9 for the positives, 0–0.4 for the negatives), 3 trials a look,
+looks planned up to 9 trials as `improve` plans them, the decision as `improve` takes it
+(difference ≥ --min-gain 0.05 and the interval's lower bound above 0). Printed: the share of
+runs accepted at one look only and with the adaptive looks (goal: about the nominal 5 %), and
+the same with a real gain (each positive's chance raised by up to 0.5) for the power.
+
+Usage: python benchmarks/bench_improve_null.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from fractions import Fraction
+
+import _common  # noqa: F401  (puts src/ on the path)
+
+from skill_evals.improve.figures import difference_interval, f1, total
+from skill_evals.improve.sequential import look_alpha
+from skill_evals.suite.cases import Case
+
+CASES = [Case(f"p{i}", "p", True, i, i) for i in range(5)] + [
+    Case(f"n{i}", "n", False, 5 + i, 5 + i) for i in range(5)
+]
+TRIALS, MOST, SAMPLES = 3, 9, 2000
+
+
+def _difference(new: dict[str, list[tuple[bool, tuple[str, ...]]]],
+                old: dict[str, list[tuple[bool, tuple[str, ...]]]]) -> Fraction | None:  # fmt: skip
+    a, b = total(CASES, new), total(CASES, old)
+    x, y = f1(a.tp, a.fp, a.fn), f1(b.tp, b.fp, b.fn)
+    return None if x is None or y is None else x - y
+
+
+def one_run(rng: random.Random, gain: float, adaptive: bool) -> bool:
+    """One held-out step; whether it accepted."""
+    chance = {c.id: rng.uniform(0.2, 0.9) if c.expect_trigger else rng.uniform(0, 0.4)
+              for c in CASES}  # fmt: skip
+    better = {c.id: min(0.95, chance[c.id] + (rng.uniform(0, gain) if c.expect_trigger else 0))
+              for c in CASES}  # fmt: skip
+    old: dict[str, list[tuple[bool, tuple[str, ...]]]] = {c.id: [] for c in CASES}
+    new: dict[str, list[tuple[bool, tuple[str, ...]]]] = {c.id: [] for c in CASES}
+    most = MOST if adaptive else TRIALS
+    stride = max(TRIALS, -(-(most - TRIALS) // 2))
+    looks = 1 + -(-(most - TRIALS) // stride)
+    trials, look, step = 0, 0, TRIALS
+    while trials < most:
+        for side, p in ((old, chance), (new, better)):
+            for c in CASES:
+                side[c.id].extend((rng.random() < p[c.id], ()) for _ in range(step))
+        trials, look = trials + step, look + 1
+        alpha = look_alpha(look - 1, look, looks, 0.05)
+        level = Fraction(repr(alpha))
+        interval = difference_interval(CASES, new, old, SAMPLES, rng.randrange(2**31), level)
+        difference = _difference(new, old)
+        if difference is None or difference < Fraction(1, 20):
+            return False
+        if interval.lower is not None and interval.lower > 0:
+            return True
+        step = min(most - trials, stride)
+    return False
+
+
+def main(argv: list[str]) -> int:
+    runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 1000
+    rng = random.Random(20261206)
+    rates = {}
+    arms = [("null, one look", 0.0, False), ("null, adaptive", 0.0, True),
+            ("gain, one look", 0.5, False), ("gain, adaptive", 0.5, True)]  # fmt: skip
+    for name, gain, adaptive in arms:
+        rates[name] = sum(one_run(rng, gain, adaptive) for _ in range(runs)) / runs
+        print(f"{name}: accepted {rates[name]:.3f} of {runs} runs")
+    print("BENCH " + json.dumps({"name": "improve-null", "runs": runs, **rates}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
