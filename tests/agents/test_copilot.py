@@ -571,3 +571,64 @@ def test_planted_copies_and_caller_variables_never_reach_the_run(tmp_path: Path)
             assert _seen(model) == set(PLANTED) - home | found, drop
             assert {"customize-cloud-agent", "github-pr-media"} <= model.offered()
     assert workspaces_in(tmp_path / "above" / "tmpdir") == []
+
+
+@pytest.mark.agents
+def test_an_openai_provider_gets_its_key_as_a_bearer_token_through_the_proxy(
+    tmp_path: Path,
+) -> None:
+    """COPILOT_PROVIDER_TYPE=openai: Copilot speaks Chat Completions (OpenCode's scripted
+    server), sandboxed; the proxy sends the real key as a bearer token."""
+    from tests.agents.fake_openai_chat import Behaviour as ChatBehaviour
+    from tests.agents.fake_openai_chat import FakeChat
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
+    skill = write_skill(tmp_path / "skills")
+    rows = [
+        {"id": f"c{i}", "prompt": f"Hello number {i}", "expectTrigger": False} for i in range(10)
+    ]
+    cases = write_jsonl(tmp_path / "cases.jsonl", rows)
+    key = "sk-openai-" + secrets.token_hex(12)
+    runner = f"{sys.executable} -m skill_evals runner copilot --bin {agent_binary('copilot')}"
+    with FakeChat(ChatBehaviour(min_overlap=99)) as model:
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": model.base_url,
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_API_KEY": key,
+            "COPILOT_MODEL": "gpt-4.1",
+        }
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "skill_evals",
+                "test",
+                "--skill",
+                str(skill),
+                "--cases",
+                str(cases),
+                "--runner",
+                runner,
+                "--arms",
+                "with",
+                "--trials",
+                "1",
+                "--jobs",
+                "2",
+                "--sandbox",
+                "required",
+                "--report",
+                str(tmp_path / "report.json"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=caller_env(tmp_path, ("COPILOT_",), settings),
+        )
+        assert set(model.credentials) == {f"Bearer {key}"}, done.stderr[-3000:]
+        assert model.offered_names() == {"refund-policy"}
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert report["runner"]["failures"] == [] and report["runner"]["invocations"] == 10
+    assert report["sandbox"]["proxied"] == ["COPILOT_PROVIDER_API_KEY"]
+    assert key not in done.stdout + done.stderr
