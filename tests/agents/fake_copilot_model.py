@@ -4,7 +4,8 @@ tests (``COPILOT_PROVIDER_TYPE=anthropic``; Copilot streams, so replies are serv
 Every reply is *decided from what the CLI sent*, as a model would decide:
 
 * the skills it may load are the ones Copilot listed in the system prompt's
-  ``<available_skills>`` block (name, description, location);
+  ``<available_skills>`` block (name, description, location), and MCP tools named
+  ``<server>-load_<name>_skill`` (``--delivery mcp``), loaded by calling that tool;
 * it loads each skill whose description shares enough words with the user's prompt — all of
   them in one turn (several ``skill`` calls in one reply) — the way ``Behaviour.load_with``
   says: Copilot's ``skill`` tool, its ``view`` tool on the listed location, or ``cat`` through
@@ -40,6 +41,7 @@ _SKILL_BLOCK = re.compile(
     r"\s*<location>(?P<location>.*?)</location>\s*</skill>",
     re.S,
 )
+_MCP_TOOL = re.compile(r"[A-Za-z0-9_]+-load_(?P<name>[A-Za-z0-9_]+)_skill")
 _CWD = re.compile(r"^\* Current working directory: (?P<cwd>.+)$", re.M)
 _SKILL_PATH = re.compile(r"\{skill:([A-Za-z0-9_-]+)\}")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -137,6 +139,12 @@ def parse(body: dict[str, Any]) -> Request:
         skills.setdefault(name, path)
         listed.setdefault(name, location)
         descriptions.setdefault(name, html.unescape(m["description"]).strip())
+    for tool in body.get("tools") or []:  # --delivery mcp: skills-load_<name>_skill tools
+        found = _MCP_TOOL.fullmatch(str(tool.get("name", ""))) if isinstance(tool, dict) else None
+        if found:
+            name = found["name"].replace("_", "-")
+            skills.setdefault(name, f"mcp:{tool['name']}")
+            descriptions.setdefault(name, str(tool.get("description", "")))
     messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
     users = [_flatten(m.get("content")) for m in messages if m.get("role") == "user"]
     prompt = re.sub(r"<current_datetime>.*?</current_datetime>\s*", "", users[0] if users else "")
@@ -170,7 +178,9 @@ def _loads(req: Request, behaviour: Behaviour) -> list[Step]:
     calls: list[Step] = []
     for name in names:
         location = req.skills.get(name, f"{req.cwd}/.github/skills/{name}/SKILL.md")
-        if behaviour.load_with == "view":
+        if location.startswith("mcp:"):
+            calls.append((location.removeprefix("mcp:"), {}))
+        elif behaviour.load_with == "view":
             calls.append(("view", {"path": location}))
         elif behaviour.load_with == "bash":
             calls.append(("bash", {"command": f"cat '{location}'", "description": "Read skill"}))

@@ -408,13 +408,50 @@ def test_a_refusal_is_the_models_answer(suite: dict[str, Any]) -> None:
 
 
 @pytest.mark.agents
+def test_mcp_delivery_serves_the_skill_and_is_reported(tmp_path: Path) -> None:
+    """--delivery mcp: no project skill, the skill is a `skills-load_<name>_skill` tool the
+    model calls; its result (the SKILL.md) reached the model."""
+    skill = tmp_path / "skills" / "refund-policy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL, encoding="utf-8")
+    with FakeCopilotModel() as model:
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": model.url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
+        }
+        argv = [
+            "copilot",
+            "--bin",
+            agent_binary("copilot"),
+            "--model",
+            "claude-sonnet-4",
+            "--delivery",
+            "mcp",
+        ]
+        env = caller_env(tmp_path, ("COPILOT_",), settings)
+        proc = run_runner_cli(argv, "with", skill, env, PROMPT, 120)
+        received = model.received(UNIQUE)
+    line = json.loads(proc.stdout.splitlines()[-1])
+    assert line["invokedSkills"] == ["refund-policy"], proc.stderr
+    assert {
+        "skill": "refund-policy",
+        "state": "loaded",
+        "delivery": "mcp",
+        "source": "mcp tool load_refund_policy_skill",
+    } in line["evidence"]
+    assert received == {(PROMPT, frozenset({"refund-policy"})): ["refund-policy"]}
+    assert line["toolCalls"] == [{"name": "load_refund_policy_skill", "input": {}, "ok": True}]
+
+
+@pytest.mark.agents
 def test_an_error_result_is_a_final_runner_error(tmp_path: Path) -> None:
     skill = write_skill(tmp_path / "skills")
     with FakeCopilotModel(Behaviour(error_result=400)) as model:
         settings = {
             "COPILOT_PROVIDER_BASE_URL": model.url,
             "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "k",
+            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
         }
         env = caller_env(tmp_path, ("COPILOT_",), settings)
         argv = ["copilot", "--bin", agent_binary("copilot"), "--model", "claude-sonnet-4"]
@@ -539,7 +576,7 @@ def test_planted_copies_and_caller_variables_never_reach_the_run(tmp_path: Path)
         provider = {
             "COPILOT_PROVIDER_BASE_URL": model.url,
             "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "k",
+            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
             "COPILOT_MODEL": "claude-sonnet-4",
         }
         env = {**caller_env(tmp_path, ("COPILOT_",), provider), **planted}
