@@ -445,6 +445,38 @@ def test_mcp_delivery_serves_the_skill_and_is_reported(tmp_path: Path) -> None:
 
 
 @pytest.mark.agents
+def test_the_turn_limit_stops_copilot_and_is_a_runner_error(tmp_path: Path) -> None:
+    """--max-turns 1: the model loads the skill in its first turn; Copilot is stopped when it
+    starts the second, and the run is void (not retryable)."""
+    skill = write_skill(tmp_path / "skills")
+    with FakeCopilotModel() as model:
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": model.url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
+        }
+        argv = [
+            "copilot",
+            "--bin",
+            agent_binary("copilot"),
+            "--model",
+            "claude-sonnet-4",
+            "--max-turns",
+            "1",
+        ]
+        proc = run_runner_cli(
+            argv, "with", skill, caller_env(tmp_path, ("COPILOT_",), settings), PROMPT, 120
+        )
+    line = json.loads(proc.stdout.splitlines()[-1])
+    assert line == {
+        "runnerError": "agent turn limit reached (--max-turns 1) before a final "
+        "answer; raise --max-turns",
+        "retryable": False,
+    }, proc.stderr
+    assert len(model.requests) <= 2 and workspaces_in(tmp_path / "tmpdir") == []
+
+
+@pytest.mark.agents
 def test_an_error_result_is_a_final_runner_error(tmp_path: Path) -> None:
     skill = write_skill(tmp_path / "skills")
     with FakeCopilotModel(Behaviour(error_result=400)) as model:

@@ -18,6 +18,8 @@ runner appends that file to the transcript (:mod:`.copilot_events` reads both).
 from __future__ import annotations
 
 import json
+import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -41,7 +43,7 @@ from .copilot_events import (
     usage_meta,
 )
 from .environment import find_binary, secret_names
-from .evidence import Event
+from .evidence import MAX_TRANSCRIPT_BYTES, Event
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .registry import entry
 from .scaffold import KEEP_HINT, run_agent
@@ -100,6 +102,30 @@ def provider_problem(env: Mapping[str, str]) -> str | None:
 def model_of(options: AgentOptions, env: Mapping[str, str]) -> str | None:
     """``--model``, else the caller's ``COPILOT_MODEL``."""
     return options.model or env.get("COPILOT_MODEL", "").strip() or None
+
+
+_ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def native_binary(binary: str) -> str:
+    """The platform binary npm's ``copilot`` (a Node script, ``npm-loader.js``) would start,
+    when it is installed next to it; else ``binary``. Started directly, the agent is the
+    runner's own child: stopping it (``--max-turns``) stops Copilot, not only the Node loader
+    that would leave it running."""
+    real = Path(os.path.realpath(binary))
+    if real.name != "npm-loader.js" or real.parent.parent.name != "@github":
+        return binary
+    arch = _ARCH.get(platform.machine().lower())
+    system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform)
+    if arch is None or system is None:
+        return binary
+    kinds = ["linux", "linuxmusl"] if system == "linux" else [system]
+    for kind in kinds:
+        for scope in (real.parent.parent, real.parent / "node_modules" / "@github"):
+            candidate = scope / f"copilot-{kind}-{arch}" / "copilot"
+            if os.access(candidate, os.X_OK):
+                return str(candidate)
+    return binary
 
 
 def build_command(binary: str, env: Mapping[str, str], read_only: bool) -> list[str]:
@@ -194,7 +220,14 @@ def _session_records(home: Path) -> Callable[[], bytes]:
     def epilogue() -> bytes:
         marker = (json.dumps({"type": SESSION_MARKER}) + "\n").encode()
         parts = [marker]
+        size = 0
         for path in sorted((home / ".copilot" / "session-state").glob("*/events.jsonl")):
+            size += path.stat().st_size
+            if size > MAX_TRANSCRIPT_BYTES:
+                raise RunnerSetupError(
+                    f"copilot's session records hold more than "
+                    f"{MAX_TRANSCRIPT_BYTES // (1024 * 1024)} MiB; {KEEP_HINT}"
+                )
             data = path.read_bytes()
             parts.append(data if data.endswith(b"\n") or not data else data + b"\n")
         return b"".join(parts)
@@ -240,7 +273,7 @@ class Copilot:
         }
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", "utf-8")
         _git_root(ws.project, env)
-        argv = build_command(setup.binary, env, options.read_only)
+        argv = build_command(native_binary(setup.binary), env, options.read_only)
         if options.delivery == "mcp":
             if setup.offered:
                 served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
