@@ -94,21 +94,24 @@ def test_parallel_loads_keep_the_order_the_model_made_them_in() -> None:
 
 
 def test_probes_that_only_name_the_path_or_fail_are_not_loads() -> None:
-    """A skill-tool call for a skill that is not there, ``ls``/``test -f`` of its path (which
-    succeed) and a read of a missing SKILL.md: none showed the skill to the model."""
+    """A skill-tool call for a skill that is not there, ``ls``/``test -f`` of its missing path
+    (exit 1, "No such file or directory": OpenCode says "completed", the exit is in its
+    metadata) and a read of a missing SKILL.md: none showed the skill to the model."""
     evs = events("probes")
     by_tool = {c.name: c for c in tool_calls(evs)}
     assert not by_tool["skill"].ok and "not found" in by_tool["skill"].result
-    assert by_tool["bash"].ok and "refund-policy/SKILL.md" in by_tool["bash"].input["command"]
+    bash = by_tool["bash"]
+    assert not bash.ok and "refund-policy/SKILL.md" in bash.input["command"]
+    assert "No such file or directory" in bash.result
     assert not by_tool["read"].ok
     available = frozenset({"refund-policy"})
     loads = find_loads(evs, EvidencePatterns(), CAPTURED, available=available)
     assert loaded(loads) == []
-    # Each probe is recorded as an attempt of the skill, never as a load: the completed bash
-    # command named the file and showed no text of it (unverified), the others failed.
+    # Each probe is recorded as an attempt of the skill, never as a load, and each failed:
+    # the bash command exited 1 on the missing file (failed, never unverified).
     assert [(x.skill, x.state, x.source) for x in loads] == [
         ("refund-policy", "failed", "skill tool"),
-        ("refund-policy", "unverified", "bash result"),
+        ("refund-policy", "failed", "bash"),
         ("refund-policy", "failed", "read"),
     ]
 

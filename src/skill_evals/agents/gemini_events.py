@@ -41,6 +41,9 @@ SKILL_TOOL = "activate_skill"
 # How the CLI attaches an @-mentioned file to the user turn.
 _ATTACHED = re.compile(r"^\s*Content from @(?P<path>\S+?):\s*$")
 _MENTION = re.compile(r"(?:^|\s)@(?P<path>[^\s]+/(?P<name>[^/\s]+)/SKILL\.md)\b")
+# The line run_shell_command adds to what the model is sent when a command exits non-zero.
+_EXIT_CODE = re.compile(r"^Exit Code: (?P<code>-?\d+)$", re.M)
+SHELL_TOOL = "run_shell_command"
 
 
 @dataclass
@@ -194,8 +197,9 @@ def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
     for call in t.calls.values():
         shown = "\n".join(call.sent) if call.sent else call.display
         done = call.done if call.status is not None else None
+        ok = call.status == "success" and not _exited_non_zero(call.name, shown)
         calls.append(ToolCall(_tool_name(call.name), call.args, (call.line, call.position),
-                              done, call.status == "success", shown))  # fmt: skip
+                              done, ok, shown))  # fmt: skip
     for line, texts in t.user_turns:
         added = [text for text in texts if text != t.prompt]
         if added:
@@ -203,6 +207,16 @@ def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
             at = t.prompt_line if t.prompt_line is not None else line
             calls.append(ToolCall(INJECTED, {}, (at, -1), line, True, "\n".join(added)))
     return sorted(calls, key=lambda c: c.order)
+
+
+def _exited_non_zero(tool: str, shown: str) -> bool:
+    """A shell command that exited non-zero: Gemini CLI reports it as a success whose text ends
+    with ``Exit Code: N``; like a failed read elsewhere, it is an error (``cat`` of a missing
+    SKILL.md is ``failed``, never ``unverified``)."""
+    if tool != SHELL_TOOL:
+        return False
+    codes = _EXIT_CODE.findall(shown)
+    return bool(codes) and codes[-1] != "0"
 
 
 def skill_tool(call: ToolCall) -> str | None:

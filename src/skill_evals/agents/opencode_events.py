@@ -55,12 +55,17 @@ def _call_of(line: int, part: Mapping[str, Any]) -> ToolCall | None:
         text = _READ_LINE_NUMBER.sub("", text)
     prefix = f"{MCP_SERVER}_"
     name = tool[len(prefix) :] if tool.startswith(prefix) and len(tool) > len(prefix) else tool
+    # A command that exited non-zero is "completed" for OpenCode, an error for the rules (`cat`
+    # of a missing SKILL.md is `failed`, never `unverified`): its exit is in the metadata.
+    metadata = state.get("metadata")
+    exit_code = metadata.get("exit") if isinstance(metadata, Mapping) else None
+    exited_non_zero = isinstance(exit_code, int) and exit_code != 0
     return ToolCall(
         name=name,
         input=raw_input if isinstance(raw_input, Mapping) else {},
         order=(line, 0),
         done=line,
-        ok=status == "completed",
+        ok=status == "completed" and not exited_non_zero,
         result=text,
     )
 
