@@ -22,6 +22,7 @@ Naming a path is never a load.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -40,6 +41,17 @@ from .evidence import (
 )
 
 MAX_EVIDENCE = 1000  # items in a runner line
+# An archiver run by a command (tar, zip, …): its operands are folders, bare names included.
+_ARCHIVER = re.compile(
+    r"(?:^|[\s;&|(`'\"])(?:[^\s'\"]*/)?(?:tar|gtar|bsdtar|zip|7z|7za|7zr|cpio|pax|jar|rar|ar)(?=\s|$)"
+)
+# A folder that holds skills (a skills root or an agent's config folder): archived whole, it
+# may hold any skill.
+_SKILL_ROOT = re.compile(
+    r"(?:^|[\s/'\"=])(?:\.?skills|\.claude|\.agents|\.codex|\.qwen|\.gemini|\.opencode|\.github)"
+    r"/?(?=$|[\s'\";|&)])"
+)
+_OPERAND = re.compile(r"[^\s;&|()<>'\"`]+")
 _MAX_LABEL = 80
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:/-@")
 
@@ -226,7 +238,7 @@ def _named_reads(
         if text.startswith("skill://"):
             continue  # an MCP resource: a load only as its SKILL.md (see _mcp_target)
         paths = skills_named(text, in_paths)
-        for folder in [*paths, *folders_named(text, folders)]:
+        for folder in [*paths, *folders_named(text, folders), *archived(text, folders)]:
             skill = aliases.get(folder, folder)
             if skill not in loaded and skill not in named:
                 state = _named_state(call)
@@ -235,6 +247,21 @@ def _named_reads(
                 found.append(Load(skill, "read", agent, source, _at(call), state, call.order))
                 named.add(skill)
     return found
+
+
+def archived(text: str, folders: Sequence[str]) -> list[str]:
+    """The skill folders an archiver command (``tar``, ``zip``, ``cpio``, …) may have packed:
+    each named as an operand, bare names included (``cd .claude/skills && tar c x``, ``tar c -C
+    skills x``), and every one when it archives a folder that holds skills (``tar c
+    .claude/skills``, ``zip -r - .agents``). An archive is what encodes a skill past any text
+    match (``tar c … | base64``), so such a call is ``unverified`` unless its result proves the
+    skill. The project root (``tar c .``) is not matched: nothing says it holds a skill."""
+    if not _ARCHIVER.search(text[:4096]):
+        return []
+    if _SKILL_ROOT.search(text[:65536]):
+        return list(folders)
+    operands = {word.rstrip("/") for word in _OPERAND.findall(text[:65536])}
+    return [folder for folder in folders if folder in operands]
 
 
 def runner_evidence(
