@@ -24,6 +24,7 @@ import pytest
 
 from skill_evals.agents import codex
 from skill_evals.agents.base import AgentInvocation, AgentOptions, RunnerSetupError
+from skill_evals.agents.codex_events import tool_calls
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import EvidencePatterns, loaded_names, read_events
 from tests.agents.conftest import agent_binary, files_holding, keep_fixture, workspaces_in
@@ -106,6 +107,21 @@ def test_failed_read_is_a_failed_attempt_not_a_load() -> None:
 def test_neighbour_and_tested_skill_both_reported_in_call_order() -> None:
     loads = codex.find_loads(events("neighbour"), None, SKILLS)
     assert loaded_names(loads) == ["refund-policy", "shipping-times"]
+
+
+def test_parallel_reads_load_in_the_models_order_not_codexs() -> None:
+    """Captured from Codex 0.169: the model read refund-policy (slow) then shipping-times in one
+    turn; ``exec --json`` started and finished shipping-times first. The session file's
+    function calls (after the marker) give the model's order."""
+    evs = events("parallel-reads")
+    started = [e["item"]["command"] for e in evs if e.get("type") == "item.started"]
+    assert "shipping-times" in started[0] and "refund-policy" in started[1]
+    calls = tool_calls(evs)
+    assert "refund-policy" in calls[0].input["command"]
+    assert calls[0].order[0] == calls[1].order[0] and calls[0].order < calls[1].order
+    marker = next(i for i, e in enumerate(evs) if e.get("type") == "skill_evals_session")
+    stream_only = tool_calls(evs[:marker])
+    assert "shipping-times" in stream_only[0].input["command"]
 
 
 def test_mcp_tool_call_is_an_mcp_load() -> None:
@@ -283,7 +299,8 @@ def test_provider_comes_from_the_environment_and_the_key_never_reaches_the_confi
     policy = config["shell_environment_policy"]
     assert {"CODEX_API_KEY", "OPENAI_API_KEY", "*KEY*"} <= set(policy["exclude"])
     assert config["features"]["plugins"] is False and config["analytics"]["enabled"] is False
-    assert config["features"]["multi_agent"] is False
+    # no sub-agents, by the current key: `[features].multi_agent` makes Codex warn twice a run
+    assert config["agents"] == {"enabled": False} and "multi_agent" not in config["features"]
     assert config["sandbox_workspace_write"] == {"exclude_slash_tmp": True,
                                                  "network_access": False}  # fmt: skip
     server = config["mcp_servers"]["skills"]
@@ -602,9 +619,16 @@ def test_neighbour_is_offered_in_both_variants_and_reported_when_loaded(
         assert "working days" in result["output"]
         expected = {"refund-policy", "shipping-times"} if variant == "with" else {"shipping-times"}
         assert fake.offered_names() == expected
-    fake.behaviour = Behaviour(also_load=("shipping-times",))
+    # Two reads in one turn, the first one slower: Codex reports them as they finish, the
+    # runner in the order the model made them (from Codex's session file).
+    slow_first = "case {path} in *refund*) sleep 2;; esac; cat {path}"
+    fake.behaviour = Behaviour(also_load=("shipping-times",), read_command=slow_first)
     both = run_codex(codex_binary, skills["refund-policy"], "with", REFUND_PROMPT, env, *neighbour)
-    assert sorted(both["invokedSkills"]) == ["refund-policy", "shipping-times"]
+    assert both["invokedSkills"] == ["refund-policy", "shipping-times"]
+    # Sub-agents are off without the deprecated key: no warning, no sub-agent tool offered.
+    assert "deprecated" not in json.dumps(both)
+    offered = {t.get("name") for request in fake.requests for t in request.get("tools", [])}
+    assert not {name for name in offered if name and "agent" in name}, offered
 
 
 @pytest.mark.agents

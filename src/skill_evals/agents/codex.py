@@ -161,8 +161,11 @@ def _fixed_sections() -> list[str]:
         "",
         "[features]",
         "plugins = false  # no curated-plugin sync from github.com / chatgpt.com",
+        "",
         # No sub-agents: evidence and tool calls are read from the main thread's events only.
-        "multi_agent = false",
+        # (`[features].multi_agent`, the older key, makes Codex 0.169 warn twice per run.)
+        "[agents]",
+        "enabled = false",
         "",
         "[history]",
         'persistence = "none"',

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,6 +28,8 @@ TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search")
 # The session file's per-response usage records follow this line in a runner's transcript.
 SESSION_MARKER = "skill_evals_session"
 _USAGE_RECORD = b'"type":"token_usage_record"'
+_RESPONSE_ITEM = b'"type":"response_item"'
+_FUNCTION_CALL = b'"type":"function_call"'
 MAX_CHANGES = 100  # paths reported per file_change item (one apply_patch may touch many)
 
 # ------------------------------------------------------------------------------------ evidence
@@ -113,7 +116,67 @@ def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
             call = _call(item, (at, 0), at)
             if call is not None:
                 calls[item_id] = replace(call, done=None, ok=False, result="")
-    return sorted(calls.values(), key=lambda call: call.order)
+    return sorted(_model_order(list(calls.values()), events), key=lambda call: call.order)
+
+
+def _commands(arguments: Any) -> list[str]:
+    """The command texts a function call's JSON arguments hold (``exec_command``'s ``cmd``,
+    the shell tool's ``command`` list)."""
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else {}
+    except ValueError:
+        return []
+    value = args.get("cmd", args.get("command")) if isinstance(args, dict) else None
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        value = value[-1]
+    return [value, shlex.quote(value)] if isinstance(value, str) and value else []
+
+
+def model_calls(events: Sequence[Event]) -> list[tuple[int, list[str]]]:
+    """``(response, command texts)`` of each command the model asked for, in the order it
+    asked, from the session file's ``function_call`` records after the marker line; a new
+    response starts after each usage record."""
+    found: list[tuple[int, list[str]]] = []
+    response, marked = 0, False
+    for event in events:
+        kind = event.get("type")
+        if kind == SESSION_MARKER:
+            marked = True
+        elif marked and kind == "token_usage_record":
+            response += 1
+        elif marked and kind == "response_item":
+            payload = event.get("payload")
+            if isinstance(payload, dict) and payload.get("type") == "function_call":
+                found.append((response, _commands(payload.get("arguments"))))
+    return found
+
+
+def _model_order(calls: list[ToolCall], events: Sequence[Event]) -> list[ToolCall]:
+    """Commands Codex ran in parallel, put in the order the model asked for them: ``exec
+    --json`` reports them as they run, so each is matched to its ``function_call`` record and
+    the calls of one response share the first one's line, ordered by their position."""
+    commands = [c for c in calls if c.name == "command_execution"]
+    matched: dict[int, tuple[int, int]] = {}  # id(call) -> (response, position)
+    positions: dict[int, int] = {}
+    for response, texts in model_calls(events):
+        position = positions.get(response, 0)
+        positions[response] = position + 1
+        for call in commands:
+            command = str(call.input.get("command", ""))
+            if id(call) not in matched and any(text in command for text in texts):
+                matched[id(call)] = (response, position)
+                break
+    first: dict[int, int] = {}
+    for call in commands:
+        if id(call) in matched:
+            response = matched[id(call)][0]
+            first[response] = min(first.get(response, call.order[0]), call.order[0])
+    return [
+        replace(call, order=(first[matched[id(call)][0]], matched[id(call)][1]))
+        if id(call) in matched
+        else call
+        for call in calls
+    ]
 
 
 def explicit(events: Sequence[Event], prompt: str | None, available: frozenset[str]) -> list[Load]:
@@ -140,6 +203,15 @@ def _is_usage_record(line: bytes) -> bool:
     return line.startswith(b"{") and _USAGE_RECORD in line[1:].split(b"{", 1)[0]
 
 
+def _kept(line: bytes) -> bool:
+    """A usage record, or a ``response_item`` that is a ``function_call`` (the model's own
+    order of its calls), by the top-level keys before the payload."""
+    if _is_usage_record(line):
+        return True
+    head, _, rest = line[1:].partition(b"{")
+    return line.startswith(b"{") and _RESPONSE_ITEM in head and rest.startswith(_FUNCTION_CALL)
+
+
 def _open_regular(path: Path) -> BinaryIO | None:
     """``path`` opened for reading when it is a regular file (never through a symlink, never a
     FIFO or device that could block or never end), else None."""
@@ -154,8 +226,9 @@ def _open_regular(path: Path) -> BinaryIO | None:
 
 
 def session_records(codex_home: Path, limit: int = MAX_TRANSCRIPT_BYTES) -> bytes:
-    """The marker line and the per-response usage records of the session files Codex wrote
-    under ``codex_home/sessions`` (``codex exec --json`` prints no event per model response).
+    """The marker line, the per-response usage records and the model's function calls of the
+    session files Codex wrote under ``codex_home/sessions`` (``codex exec --json`` prints no
+    event per model response, and its items in the order Codex ran them).
     Regular files only, at most :data:`MAX_SESSION_FILES` of them, at most ``limit`` bytes read
     in all and at most 64 KiB of any line."""
     out = [b"\n" + json.dumps({"type": SESSION_MARKER}).encode() + b"\n"]
@@ -175,7 +248,7 @@ def session_records(codex_home: Path, limit: int = MAX_TRANSCRIPT_BYTES) -> byte
                 if not line:
                     break
                 budget -= len(line)
-                if whole and line.endswith(b"\n") and _is_usage_record(line):
+                if whole and line.endswith(b"\n") and _kept(line):
                     out.append(line)
                 whole = line.endswith(b"\n")
     return b"".join(out)
