@@ -7,13 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests._arms_helpers import make_skill, run_test, script_for
 from tests.conftest import write_jsonl
 
 RULE = {"exclude": ["pdf-tools"]}  # never broken here: the runner loads only refund-policy
 
 
-def _cases(path: Path, negatives: int, positives: int, rule_on: str) -> dict[str, bool]:
+def _cases(
+    path: Path, negatives: int, positives: int, rule_on: str, rule: dict[str, Any] = RULE
+) -> dict[str, bool]:
     records: list[dict[str, Any]] = [
         {"id": f"n{i}", "prompt": f"weather question {i}", "expectTrigger": False}
         for i in range(negatives)
@@ -23,7 +27,7 @@ def _cases(path: Path, negatives: int, positives: int, rule_on: str) -> dict[str
     ]
     for record in records:
         if record["id"] == rule_on:
-            record["loaded"] = RULE
+            record["loaded"] = rule
     write_jsonl(path, records)
     return {r["id"]: r["expectTrigger"] for r in records}
 
@@ -31,15 +35,30 @@ def _cases(path: Path, negatives: int, positives: int, rule_on: str) -> dict[str
 ARGS = ("--jobs", "1", "--trials", "1", "--arms", "with,without", "--stop-when-settled")
 
 
-def test_a_failed_gate_is_not_kept_going_by_a_pending_loading_rule(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("rule", "rule_on"),
+    [
+        (RULE, "t9"),  # the very last case
+        (RULE, "t4"),  # mid-file
+        # an include rule is pending the same way (it would be broken here, were t4 or t9 run:
+        # the runner never loads pdf-tools; the run stops before either)
+        ({"include": ["pdf-tools"]}, "t9"),
+        ({"include": ["pdf-tools"]}, "t4"),
+        ({"include": ["pdf-tools"], "exclude": ["shipping-times"]}, "t4"),
+    ],
+)
+def test_a_failed_gate_is_not_kept_going_by_a_pending_loading_rule(
+    tmp_path: Path, rule: dict[str, Any], rule_on: str
+) -> None:
     skill = make_skill(tmp_path / "skills")
     cases = tmp_path / "cases.jsonl"
-    labels = _cases(cases, negatives=5, positives=10, rule_on="t9")  # the very last case
+    labels = _cases(cases, negatives=5, positives=10, rule_on=rule_on, rule=rule)
     script = script_for(labels, with_={"trigger": True})  # loads the skill on every prompt
     run = run_test(tmp_path, skill, cases, script, *ARGS, "--min-trigger-f1", "0.9", formats=True)
     assert run.code == 1, run.report["messages"]
     # Three false triggers settle the F1 gate (even ten true ones after them give 20/23 < 0.9):
-    # n0, n1 with and without, n2 with — the 5th invocation. The rule on t9 cannot change exit 1.
+    # n0, n1 with and without, n2 with — the 5th invocation. The pending rule cannot change
+    # exit 1, include or exclude, wherever it is in the file.
     assert run.count() == 5
     assert run.report["runner"]["stoppedEarly"] == {
         "after": 5,
