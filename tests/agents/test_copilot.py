@@ -476,6 +476,84 @@ def test_the_turn_limit_stops_copilot_and_is_a_runner_error(tmp_path: Path) -> N
     assert len(model.requests) <= 2 and workspaces_in(tmp_path / "tmpdir") == []
 
 
+SHAPES = ("glob-skill", "loop-skill", "cd-skill", "dotdot-skill", "python-skill")
+SKILLS_DIR = "{cwd}/.github/skills"
+
+
+def _shapes_run(tmp_path: Path, variant: str, script: tuple[Any, ...], names: Sequence[str]) -> Any:
+    """The runner with the tested skill and ``names`` as neighbours, the model running
+    ``script`` (one call per turn); its result line and saved transcript."""
+    from tests.agents.scripts import shape_body, shape_description
+
+    skill = write_skill(tmp_path / "skills")
+    args = ["copilot", "--bin", agent_binary("copilot"), "--model", "claude-sonnet-4"]
+    for name in names:
+        path = write_skill(tmp_path / "shapes", name, shape_description(name), shape_body(name))
+        args += ["--with-skill", str(path)]
+    with FakeCopilotModel(Behaviour(script=tuple((call,) for call in script))) as model:
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": model.url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
+        }
+        env = caller_env(
+            tmp_path,
+            ("COPILOT_",),
+            settings,
+            {"SKILL_EVALS_TRANSCRIPT_DIR": str(tmp_path / "saved")},
+        )
+        proc = run_runner_cli(args, variant, skill, env, "Do the steps.", 180)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1]), tmp_path / "saved" / f"case.1.{variant}.jsonl"
+
+
+@pytest.mark.agents
+def test_every_way_of_reading_a_skill_counts_by_content(tmp_path: Path) -> None:
+    """Globs, loops, cd, ../ paths, Python through `bash`, and `view`: whatever shows the
+    content is a load, in the order the calls were made."""
+    from tests.agents.conftest import keep_fixture
+
+    def bash(command: str) -> tuple[str, dict[str, str]]:
+        return ("bash", {"command": command, "description": "step"})
+
+    script = (
+        bash(f"cat {SKILLS_DIR}/glob*/SKILL.md"),
+        bash(f'for d in {SKILLS_DIR}/loop*; do cat "$d/SKILL.md"; done'),
+        bash(f"cd {SKILLS_DIR}/cd-skill && cat SKILL.md"),
+        bash(f"cat {SKILLS_DIR}/../skills/dotdot-skill/../dotdot-skill/SKILL.md"),
+        bash("python3 -c \"print(open('{skill:python-skill}').read())\""),
+        ("view", {"path": "{skill:refund-policy}"}),
+    )
+    line, saved = _shapes_run(tmp_path, "with", script, SHAPES)
+    keep_fixture(saved, "copilot", "shapes-read")
+    assert line["invokedSkills"] == [*SHAPES, "refund-policy"]
+
+
+@pytest.mark.agents
+def test_calls_that_only_name_a_skill_are_never_loads(tmp_path: Path) -> None:
+    """A failed `cat … || echo`, `ls`, `test -f`, `echo`, a view of a missing file and a view
+    past the end name SKILL.md paths and show no content: never loads."""
+    from tests.agents.conftest import keep_fixture
+
+    def bash(command: str) -> tuple[str, dict[str, str]]:
+        return ("bash", {"command": command, "description": "step"})
+
+    script = (
+        bash(f"cat {SKILLS_DIR}/refund-policy/SKILL.md 2>/dev/null || echo no"),
+        bash("ls -l {skill:glob-skill}"),
+        bash("test -f {skill:glob-skill} && echo present"),
+        bash("echo {skill:glob-skill}"),
+        ("view", {"path": f"{SKILLS_DIR}/refund-policy/SKILL.md"}),
+        ("view", {"path": "{skill:glob-skill}", "view_range": [500, 600]}),
+    )
+    line, saved = _shapes_run(tmp_path, "without", script, ["glob-skill"])
+    keep_fixture(saved, "copilot", "shapes-named")
+    assert line["invokedSkills"] == []
+    states = {(e["skill"], e["state"]) for e in line["evidence"]}
+    assert ("refund-policy", "failed") in states and ("glob-skill", "unverified") in states
+    assert not any(state == "loaded" for _, state in states)
+
+
 @pytest.mark.agents
 def test_an_error_result_is_a_final_runner_error(tmp_path: Path) -> None:
     skill = write_skill(tmp_path / "skills")

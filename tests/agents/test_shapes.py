@@ -32,11 +32,15 @@ READ = {
     "pi": ("pi/shapes-read.jsonl",
            ["glob-skill", "loop-skill", "cd-skill", "dotdot-skill", "python-skill",
             "refund-policy"]),
+    "copilot": ("copilot/shapes-read.jsonl",
+                ["glob-skill", "loop-skill", "cd-skill", "dotdot-skill", "python-skill",
+                 "refund-policy"]),
 }  # fmt: skip
 NAMED = {
     "claude-code": "claude-code/shapes-named.jsonl",
     "codex": "codex/shapes_named.jsonl",
     "pi": "pi/shapes-named.jsonl",
+    "copilot": "copilot/shapes-named.jsonl",
 }
 
 

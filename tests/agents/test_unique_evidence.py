@@ -89,11 +89,13 @@ READS = [
     ("pi", "pi/shapes-read.jsonl", "read result"),
     ("gemini", "gemini/read-file.jsonl", "read_file result"),
     ("opencode", "opencode/reads.jsonl", "read result"),
+    ("copilot", "copilot/reads.jsonl", "view result"),
 ]
 NATIVE = [
     ("claude-code", "claude-code/with-skill-tool.jsonl"),
     ("gemini", "gemini/with.jsonl"),
     ("opencode", "opencode/with.jsonl"),
+    ("copilot", "copilot/with.jsonl"),
 ]
 NOTE = "reads cannot be proven without --skill DIR; listed as unverified"
 
