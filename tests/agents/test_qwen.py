@@ -46,8 +46,10 @@ class Scenario:
                 if e["state"] != "offered"]  # fmt: skip
 
 
+SLASH_PROMPT = "/refund-policy what about lost receipts?"
 SCENARIOS: dict[str, tuple[str, Behaviour, tuple[str, ...]]] = {
-    # name: (variant, the model's behaviour, extra runner options)
+    # name: (variant, the model's behaviour, extra runner options); the prompt is REFUND_PROMPT
+    # but for "explicit" (SLASH_PROMPT)
     "with": ("with", Behaviour(also_load=("shipping-times",)), ()),
     "without": ("without", Behaviour(), ()),
     "reads": ("with", Behaviour(load_with="bash", first=(
@@ -60,6 +62,7 @@ SCENARIOS: dict[str, tuple[str, Behaviour, tuple[str, ...]]] = {
     "server-error-once": ("with", Behaviour(fail_status=500, fail_times=1), ()),
     "refusal": ("with", Behaviour(refuse=True), ()),
     "bad-key": ("with", Behaviour(fail_status=401), ()),
+    "explicit": ("with", Behaviour(min_overlap=99), ()),  # the model itself loads nothing
 }  # fmt: skip
 
 
@@ -82,7 +85,8 @@ def runs(
             env = runner_env(model, tmp, {"SKILL_EVALS_TRANSCRIPT_DIR": str(saved)})
             argv = ["qwen", "--bin", qwen_binary, "--model", "qwen-fake",
                     "--with-skill", str(skills["shipping-times"]), *extra]  # fmt: skip
-            proc = run_runner_cli(argv, variant, skills["refund-policy"], env, REFUND_PROMPT, 240)
+            prompt = SLASH_PROMPT if name == "explicit" else REFUND_PROMPT
+            proc = run_runner_cli(argv, variant, skills["refund-policy"], env, prompt, 240)
         lines = proc.stdout.splitlines()
         files = sorted(saved.glob("*.jsonl"))
         transcript = files[0] if files else saved / "none.jsonl"
@@ -168,6 +172,17 @@ def test_a_refusal_is_the_answer_not_a_load(runs: dict[str, Scenario]) -> None:
     run = runs["refusal"]
     assert "runnerError" not in run.line, run.line
     assert run.line["invokedSkills"] == [] and REFUSAL in run.line["output"]
+
+
+def test_a_slash_prompt_is_an_explicit_load(runs: dict[str, Scenario]) -> None:
+    """Qwen Code expands ``/refund-policy …`` into the user turn itself: the model gets the body
+    without a tool call, the chat log records the expansion."""
+    run = runs["explicit"]
+    assert run.line["invokedSkills"] == ["refund-policy"], run.line
+    assert ("refund-policy", "loaded", "explicit") in run.states()
+    assert run.line.get("toolCalls", []) == []
+    first = run.model.requests[0]["messages"]
+    assert any("Refunds within 30 days" in json.dumps(m) for m in first if m["role"] == "user")
 
 
 def test_the_key_reaches_the_model_only(runs: dict[str, Scenario], tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import Load, read_events
 from skill_evals.agents.proof import prove
 from skill_evals.agents.protocol import Finished
-from skill_evals.agents.qwen_events import CHAT_MARKER, read_transcript, tool_calls
+from skill_evals.agents.qwen_events import CHAT_MARKER, explicit, read_transcript, tool_calls
 from tests.agents.e2e import REFUND_DESCRIPTION, SHIPPING_BODY, SHIPPING_DESCRIPTION
 from tests.agents.test_qwen import REFUND_BODY
 
@@ -87,6 +87,15 @@ def test_reads_count_by_content_and_a_missing_file_read_is_failed() -> None:
 
 def test_a_failed_skill_call_is_failed() -> None:
     assert states(events("failed-skill")) == [("refund-policy-missing", "failed", "native")]
+
+
+def test_an_expanded_slash_prompt_is_an_explicit_load() -> None:
+    evs = events("explicit")
+    found = [(x.skill, x.state, x.delivery, x.source) for x in proved(evs)]
+    assert ("refund-policy", "loaded", "explicit", "slash command") in found
+    assert explicit(evs, "/refund-policy what about lost receipts?", KNOWN)
+    assert explicit(evs, "what about /refund-policy?", KNOWN) == []  # not the prompt's start
+    assert explicit(evs, "/refund-policy x", frozenset({"shipping-times"})) == []  # not offered
 
 
 def test_a_refusal_and_an_error_result_load_nothing() -> None:
