@@ -150,7 +150,9 @@ def test_a_forged_report_posts_no_link_image_tag_or_mention(
         assert "\\ue0041" in body and "\\u200b" in body  # the invisible text shown, not dropped
     if where == "name":
         # a name of the base repository stays plain text; a forged one is a code span
-        assert "| refund-policy |" not in body and "`` see https://evil.example" in body
+        # (its own ``tick`` is a code span of its own, so the rest needs only a 1-tick fence)
+        assert "| refund-policy |" not in body and "` see https://evil.example" in body
+        assert "` tick `" in body
 
 
 def test_a_base_repository_skill_name_is_plain_text(

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import re
 import sys
+from html import unescape
 from pathlib import Path
 from typing import Any
 
+import cmarkgfm
 import pytest
 
 from skill_evals.ci.policy import POLICY_KEYS, is_policy, trusted_raw
@@ -146,10 +148,14 @@ def test_each_changed_policy_key_is_named_once_everywhere(all_changed, key):
     said = _said(key)
     assert all_changed["report"]["messages"].count(said) == 1
     assert all_changed["done"].stderr.count(said) == 1
+    shown = " ".join(said.replace("`", "").split())  # its `key` shows as code
     for name in ("summary.md", "comment.md"):
-        # As rendered: the Markdown escapes (\\`) read as the characters they stand for.
-        text = re.sub(r"\\(.)", r"\1", (all_changed["out"] / name).read_text("utf-8"))
-        assert text.count(said) == 1, name
+        # As GitHub renders it: the text of the HTML, the code spans' text included, with no
+        # backtick left over.
+        html = cmarkgfm.github_flavored_markdown_to_html((all_changed["out"] / name).read_text())
+        text = " ".join(unescape(re.sub(r"<[^>]+>", "", html)).split())
+        assert text.count(shown) == 1, name
+        assert f"`{key}`" not in text, name
 
 
 def test_data_keys_are_not_named_and_no_value_is_shown(all_changed):

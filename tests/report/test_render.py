@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import cmarkgfm
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,6 +19,7 @@ from skill_evals.report.blocks import Report, error_report
 from skill_evals.report.json import render_json
 from skill_evals.report.junit import render_junit
 from skill_evals.report.markdown import escape_md, render_markdown
+from skill_evals.report.md_text import code_pieces, fork_safe, md_text
 from skill_evals.report.test_report import build_test_report
 from skill_evals.report.text import render_text
 from skill_evals.run.observations import RunnerFailure
@@ -180,7 +182,11 @@ def test_markdown_escapes_user_strings() -> None:
     ("raw", "escaped"),
     [
         ("a|b", "a\\|b"),
-        ("`code`", "\\`code\\`"),
+        ("`code`", "` code `"),  # a code span stays one, never shown as \`
+        ("use `--trials 5` then", "use ` --trials 5 ` then"),
+        ("a`b", "a`` ` ``b"),  # a backtick with no partner: a code span of its own
+        ("``a ` b``", "`` a ` b ``"),  # the fence is longer than any run inside
+        ("`x`https://e.x", "` x ` ` https://e.x `"),  # touching fences kept apart
         ("*bold* _it_", "\\*bold\\* \\_it\\_"),
         ("[link](http://x)", "\\[link\\]\\(` http://x `\\)"),  # no autolink either
         ("<b>", "\\<b\\>"),
@@ -208,16 +214,55 @@ def test_escape_md(raw: str, escaped: str) -> None:
 def test_escape_md_leaves_no_active_markup(text: str) -> None:
     out = escape_md(text)
     assert "\n" not in out and "\r" not in out
-    # Every special character is preceded by a backslash that is not itself escaped.
-    # (``@`` alone is written as the code span `@`, which cannot mention anyone.)
-    out = out.replace("`@`", "")
+    # Rendered by GitHub's own engine, in a table cell and in a bullet: nothing but text and
+    # code spans, and no backtick shown escaped.
+    for markdown in (f"| x |\n| --- |\n| {out} |\n", f"- {out}\n"):
+        html = cmarkgfm.github_flavored_markdown_to_html(markdown)
+        tags = set(re.findall(r"</?([a-zA-Z][a-zA-Z0-9-]*)", html))
+        assert tags <= {"p", "code", "ul", "li", "table", "thead", "tbody", "tr", "th", "td"}, (
+            text,
+            out,
+        )
+        assert "\\`" not in html or "\\`" in text, (text, out)
+    # Outside its code spans every special character is preceded by a backslash.
+    outside = "".join(piece for code, piece in code_pieces(out) if not code)
     i = 0
-    while i < len(out):
-        if out[i] == "\\":
+    while i < len(outside):
+        if outside[i] == "\\":
             i += 2
             continue
-        assert out[i] not in "`*_[]<>|&$~#()", (text, out)
+        assert outside[i] not in "`*_[]<>|&$~#()", (text, out)
         i += 1
+
+
+@given(st.text(max_size=40))
+@settings(max_examples=200)
+def test_the_fork_safe_form_is_code_spans_only(text: str) -> None:
+    with fork_safe([]):
+        out = md_text(text)
+    html = cmarkgfm.github_flavored_markdown_to_html(f"- {out}\n")
+    assert set(re.findall(r"</?([a-zA-Z][a-zA-Z0-9-]*)", html)) <= {"ul", "li", "code", "p"}
+    outside = re.sub(r"<code>.*?</code>", "", html, flags=re.S)
+    assert re.sub(r"</?(ul|li|p)>", "", outside).strip() == "", (text, out)
+
+
+def test_the_comment_shows_a_messages_code_spans_as_spans() -> None:
+    with fork_safe([]):
+        out = md_text("raise `--trials` to 5")
+    assert out == "` raise  ` ` --trials ` `  to 5 `"
+    html = cmarkgfm.github_flavored_markdown_to_html(out)
+    assert "<code>--trials</code>" in html and "`" not in html
+
+
+def test_markdown_notes_show_code_spans_not_escaped_backticks() -> None:
+    report = report_for(loaded=True)
+    report["messages"].append("raise `--trials` to 5 or see `a``b` | `x` @team")
+    md = render_markdown(report)
+    assert "\\`" not in md
+    assert "` --trials `" in md and "``` a``b ```" in md
+    html = cmarkgfm.github_flavored_markdown_to_html(md)
+    assert "<code>--trials</code>" in html and "<code>a``b</code>" in html
+    assert "@team" not in md.replace("`@`team", "")
 
 
 # ------------------------------------------------------------------------------------ junit
@@ -387,5 +432,17 @@ def test_renderers_with_replaced_suite_ids() -> None:
     assert_valid_report(report)
     md = render_markdown(report)
     assert "\u2028" not in md
-    assert "c03 \\|\\`\\<\\*\\>" in md
+    assert "c03 \\|`` ` ``\\<\\*\\>" in md
     _parse(render_junit([("refund-policy", report, None)]))
+
+
+def test_the_summary_and_the_comment_show_a_messages_code_spans() -> None:
+    from skill_evals.ci.summary import render_comment, render_summary
+
+    ci = {"schemaVersion": 1, "status": "pass", "exitCode": 0, "skills": [],
+          "messages": ["set `require-env` or use `--base`, not a`b"]}  # fmt: skip
+    for body in (render_summary(ci), render_comment(ci)):
+        assert "\\`" not in body
+        html = cmarkgfm.github_flavored_markdown_to_html(body)
+        assert "<code>require-env</code>" in html and "<code>--base</code>" in html
+        assert "a`b" in html.replace("<code>`</code>", "`")  # the lone backtick: a span

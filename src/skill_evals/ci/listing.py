@@ -11,6 +11,7 @@ from typing import Any
 
 from ..agents.registry import builtin_agent
 from ..errors import InvalidInput
+from ..report.md_text import code_span
 from ..suite.listing import DEFAULT_ENTRY_CHARS, DEFAULT_FRACTION, ListingSettings, listing
 from ..suite.skill_rules import listed_skill
 from .console import Console
@@ -55,8 +56,9 @@ def check_listing(
     return result.to_json()
 
 
-def listing_markdown(block: dict[str, Any] | None, escape: Any) -> list[str]:
-    """``### Skill listing`` of the summary: the figures and the skills that lose text."""
+def listing_markdown(block: dict[str, Any] | None) -> list[str]:
+    """``### Skill listing`` of the summary: the figures and the skills that lose text (each
+    name a code span: inert, and never shown with escapes)."""
     if not block or block.get("budget") is None:
         return []
     agent, unit = block["agent"], block.get("unit", "characters")
@@ -66,9 +68,9 @@ def listing_markdown(block: dict[str, Any] | None, escape: Any) -> list[str]:
         f"{agent}: {block['chars']} of {block['budget']} {unit} for {block['skills']} skills.",
     ]
     if block["cut"]:
-        lines.append("Cut at the entry cap: " + ", ".join(f"`{escape(n)}`" for n in block["cut"]))
+        lines.append("Cut at the entry cap: " + ", ".join(code_span(n) for n in block["cut"]))
     if block["dropped"]:
-        names = ", ".join(f"`{escape(n)}`" for n in block["dropped"])
+        names = ", ".join(code_span(n) for n in block["dropped"])
         lines.append(f"Description dropped (name only): {names}")
     if block["chars"] > block["budget"] and not block["dropped"]:
         lines.append(f"{agent} shortens the descriptions to fit.")

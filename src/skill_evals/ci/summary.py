@@ -238,7 +238,7 @@ def render_summary(ci_report: dict[str, Any], max_bytes: int = SUMMARY_MAX_BYTES
         lines.append("")
         lines += _scope_sections(skills)
     lines += ci_routing_markdown(ci_report.get("routing"))
-    lines += listing_markdown(ci_report.get("listing"), _esc)
+    lines += listing_markdown(ci_report.get("listing"))
     failing = [s for s in skills if s.get("exitCode", 0) != 0]
     for skill in failing:
         lines.append(f"### {_esc(skill.get('name'))}: what failed")

@@ -52,6 +52,43 @@ def code_span(value: object) -> str:
     return f"{fence} {text} {fence}"
 
 
+def joined(parts: list[str]) -> str:
+    """``parts`` end to end, with a space where one ends in a backtick and the next starts
+    with one: two fences that touch would read as one longer run and open a different span."""
+    out = ""
+    for part in parts:
+        out += " " + part if out.endswith("`") and part.startswith("`") else part
+    return out
+
+
+def code_pieces(text: str) -> list[tuple[bool, str]]:
+    """``text`` cut into (is code, piece) as CommonMark reads code spans: a run of n backticks
+    opens one that the next run of exactly n closes (one space of padding on each side is
+    dropped when both are there); a run with no closer is text."""
+    runs = list(_TICKS.finditer(text))
+    pieces: list[tuple[bool, str]] = []
+    last = index = 0
+    while index < len(runs):
+        opener = runs[index]
+        width = len(opener.group())
+        close = next(
+            (j for j in range(index + 1, len(runs)) if len(runs[j].group()) == width), None
+        )
+        if close is None:
+            index += 1
+            continue
+        if opener.start() > last:
+            pieces.append((False, text[last : opener.start()]))
+        inside = text[opener.end() : runs[close].start()]
+        if len(inside) > 2 and inside[0] == inside[-1] == " " and inside.strip(" "):
+            inside = inside[1:-1]
+        pieces.append((True, inside))
+        last, index = runs[close].end(), close + 1
+    if last < len(text) or not pieces:
+        pieces.append((False, text[last:]))
+    return pieces
+
+
 def is_skill_name(text: str) -> bool:
     """Whether ``text`` follows the skill-name rules (lowercase letters, digits, hyphens)."""
     return len(text) <= MAX_NAME_CHARS and SKILL_NAME.fullmatch(text) is not None
@@ -75,7 +112,12 @@ def md_text(value: object) -> str:
     if names is None:
         return escape_md(str(value))
     text = str(value)
-    return text if text in names else code_span(text)
+    if text in names:
+        return text
+    # Everything in a code span; a message's own code spans become spans of their own, so its
+    # backticks are not shown.
+    pieces = code_pieces(_BREAKS.sub(" ", text))
+    return joined([code_span(piece) for _, piece in pieces if piece])
 
 
 def md_number(value: object) -> str:
@@ -90,7 +132,9 @@ def md_number(value: object) -> str:
 # math, `~` strikethrough, `|` table cells, `<`/`>` raw HTML and autolinks.
 _INLINE = frozenset("\\`*_{}[]()<>#|~&$!")
 # An ordered-list marker at the start ("1." / "1)") would turn the text into a list.
-_LIST_NUMBER = re.compile(r"^(\d{1,9})([.)])")
+_LIST_NUMBER = re.compile(r"^( *\d{1,9})([.)])")
+# A block marker (list item, thematic break, setext underline) after any leading spaces.
+_BLOCK_MARK = re.compile(r"^( *)([-+=])")
 
 
 # What GitHub links even when every Markdown character is escaped (its autolink extension):
@@ -111,18 +155,27 @@ def escape_md(text: str) -> str:
     backslash-escaped, a leading block marker (``-``, ``+``, ``=``, ``1.``) is escaped, and
     ``@`` is written as a code span so a case id cannot @-mention anyone (GitHub links no
     mention inside code). A bare URL, a ``www.`` host or an e-mail address becomes a code span
-    too, so none is linked. The result renders as the original text on GitHub."""
+    too, so none is linked. The text's own code spans (``like this``) stay code spans, fenced
+    longer than any backtick run inside them, and a backtick with no partner is a code span
+    of its own: no backtick is ever shown escaped. The result renders as the original text on
+    GitHub."""
     text = _BREAKS.sub(" ", str(text))
+    escaped = joined(
+        [code_span(piece) if code else _linkless(piece) for code, piece in code_pieces(text)]
+    )
+    escaped = _BLOCK_MARK.sub(r"\1\\\2", escaped)
+    return _LIST_NUMBER.sub(r"\1\\\2", escaped)
+
+
+def _linkless(text: str) -> str:
+    """Prose with each autolinkable part and each lone backtick run as a code span."""
     parts: list[str] = []
     last = 0
     for found in _AUTOLINK.finditer(text):
         link = _trimmed(found.group())
         parts += [_prose(text[last : found.start()]), code_span(link)]
         last = found.start() + len(link)
-    escaped = "".join([*parts, _prose(text[last:])])
-    if escaped[:1] in ("-", "+", "="):
-        escaped = "\\" + escaped
-    return _LIST_NUMBER.sub(r"\1\\\2", escaped)
+    return joined([*parts, _prose(text[last:])])
 
 
 def _trimmed(link: str) -> str:
@@ -136,7 +189,13 @@ def _trimmed(link: str) -> str:
 
 
 def _prose(text: str) -> str:
-    return text.translate(escape_table(text, _md_char))
+    # A backtick run with no closer is shown in a code span of its own, never as \`.
+    parts = _TICKS.split(text)
+    runs = _TICKS.findall(text)
+    out = [parts[0].translate(escape_table(parts[0], _md_char))]
+    for run, rest in zip(runs, parts[1:], strict=True):
+        out += [code_span(run), rest.translate(escape_table(rest, _md_char))]
+    return joined(out)
 
 
 def _md_char(char: str) -> str | None:
