@@ -2,7 +2,9 @@
 missing or not executable, a built-in judge or proposer whose key is unset (exit 7);
 `runner opencode` without --model, a --credential whose variable is unset (exit 5). The real
 CLI; a counting runner logs every invocation, so "nothing started" is a file that stays
-empty. Unsandboxed (--sandbox off): the counting log lies outside any sandbox."""
+empty. Unsandboxed (--sandbox off): the counting log lies outside any sandbox. `test` and
+`improve` first, then `route` (the runner and --credential checks; it has no judge or
+proposer)."""
 
 from __future__ import annotations
 
@@ -112,3 +114,49 @@ def test_the_same_runs_start_when_nothing_is_missing(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert len((tmp_path / "invocations.log").read_text().splitlines()) == 20
+
+
+# ------------------------------------------------------------------------------------ route
+# `route` takes the same decisions before its first invocation (it has no judge or proposer).
+
+
+def _route(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    from tests._route_helpers import make_catalog, route_cases
+
+    make_catalog(tmp_path)
+    cases = route_cases(tmp_path / "routes.jsonl", {"a": ["alpha"], "b": ["beta"]})
+    return _cli(tmp_path, env, "route", "--catalog", "skills/*", "--cases", str(cases), *args)
+
+
+@pytest.mark.parametrize(
+    ("runner", "code", "said"),
+    [
+        ("skill-evals runner claude-code --bin {missing}", 7,
+         "--runner: the claude-code CLI '{missing}' is missing or not executable"),
+        ("skill-evals runner codex --bin {plain}", 7,
+         "--runner: the codex CLI '{plain}' is missing or not executable"),
+        ("skill-evals runner opencode --bin {fake}", 5,
+         "--runner: skill-evals runner opencode needs --model provider/model"),
+        ("{fake} --credential", 5, "--credential: MY_KEY is not set"),
+        ("{fake}", 0, ""),  # the control: the same runner does start (the log would show it)
+    ],
+)  # fmt: skip
+def test_route_refuses_what_cannot_start_before_any_invocation(
+    tmp_path: Path, runner: str, code: int, said: str
+) -> None:
+    _, _, env = _setup(tmp_path)
+    places = {"missing": str(tmp_path / "no" / "claude"), "plain": str(tmp_path / "plain")}
+    places["fake"] = str(COUNTING)
+    (tmp_path / "plain").write_text("not a program\n")  # exists, not executable
+    extra = ["--trials", "1"]
+    if runner.endswith(" --credential"):
+        runner = runner.removesuffix(" --credential")
+        extra += ["--credential", "MY_KEY,bearer,http://127.0.0.1:9"]
+    proc = _route(tmp_path, env, "--runner", runner.format(**places), *extra)
+    assert proc.returncode == code, proc.stderr
+    log = tmp_path / "invocations.log"
+    if code:
+        assert said.format(**places) in proc.stderr
+        assert not log.exists()
+    else:
+        assert len(log.read_text().splitlines()) == 10  # 10 routing cases × 1 trial
