@@ -1,6 +1,7 @@
 """Decided before anything starts, naming what to fix: a built-in runner whose agent CLI is
 missing or not executable, a built-in judge or proposer whose key is unset (exit 7);
-`runner opencode` without --model, a --credential whose variable is unset (exit 5). The real
+`runner opencode` (or `runner copilot`) without a model, a --credential whose variable is unset
+(exit 5); `runner copilot` without its provider's URL (exit 7). The real
 CLI; a counting runner logs every invocation, so "nothing started" is a file that stays
 empty. Unsandboxed (--sandbox off): the counting log lies outside any sandbox. `test` and
 `improve` first, then `route` (the runner and --credential checks; it has no judge or
@@ -30,7 +31,8 @@ def _setup(tmp_path: Path, judged: bool = False) -> tuple[Path, Path, dict[str, 
         for i in range(10)
     ]  # fmt: skip
     log = tmp_path / "invocations.log"
-    env = {k: v for k, v in os.environ.items() if k not in KEYS and k != "SKILL_EVALS_SANDBOX"}
+    dropped = ("SKILL_EVALS_SANDBOX", *KEYS)
+    env = {k: v for k, v in os.environ.items() if k not in dropped and not k.startswith("COPILOT_")}
     env["COUNTING_LOG"] = str(log)
     return skill, write_jsonl(tmp_path / "cases.jsonl", cases), env
 
@@ -51,6 +53,10 @@ def _cli(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Complete
          "--runner: the codex CLI '{plain}' is missing or not executable"),
         ("skill-evals runner opencode --bin {fake}", 5,
          "--runner: skill-evals runner opencode needs --model provider/model"),
+        ("skill-evals runner copilot --bin {fake}", 5,
+         "--runner: skill-evals runner copilot needs --model (or COPILOT_MODEL set)"),
+        ("skill-evals runner copilot --bin {fake} --model m", 7,
+         "--runner: skill-evals runner copilot needs COPILOT_PROVIDER_BASE_URL"),
     ],
 )  # fmt: skip
 def test_a_runner_that_cannot_start_is_refused_first(

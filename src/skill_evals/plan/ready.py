@@ -60,9 +60,28 @@ def check_helper_key(
         )
 
 
+def _check_copilot(argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """Copilot runs against the caller's provider: a model and the provider's URL are needed."""
+    if (
+        not any(a == "--model" or a.startswith("--model=") for a in argv)
+        and not env.get("COPILOT_MODEL", "").strip()
+    ):
+        raise InvalidInput(
+            "--runner: skill-evals runner copilot needs --model (or COPILOT_MODEL set): Copilot "
+            "runs against your own provider, which has no default model"
+        )
+    if not env.get("COPILOT_PROVIDER_BASE_URL", "").strip():
+        raise EvidenceUnavailable(
+            "--runner: skill-evals runner copilot needs COPILOT_PROVIDER_BASE_URL (with "
+            "COPILOT_PROVIDER_TYPE=anthropic|openai and COPILOT_PROVIDER_API_KEY), which is not "
+            "set: Copilot runs offline against your own provider (docs/agents/copilot.md)"
+        )
+
+
 def check_runner(command: str | None, env: Mapping[str, str], cwd: str) -> None:
-    """Exit 5 for ``runner opencode`` without ``--model``; exit 7 for a built-in runner whose
-    agent CLI (``--bin`` or on PATH) is missing or not executable."""
+    """Exit 5 for ``runner opencode`` without ``--model`` and ``runner copilot`` without a
+    model; exit 7 for ``runner copilot`` without its provider's URL and for a built-in runner
+    whose agent CLI (``--bin`` or on PATH) is missing or not executable."""
     agent = builtin_agent(command)
     if agent is None or command is None:
         return
@@ -74,6 +93,8 @@ def check_runner(command: str | None, env: Mapping[str, str], cwd: str) -> None:
             "--runner: skill-evals runner opencode needs --model provider/model (for example "
             "--model anthropic/claude-sonnet-4-5): OpenCode has no default model"
         )
+    if agent == "copilot":
+        _check_copilot(argv, env)
     program = agent_program(command)
     if program is None:
         return
