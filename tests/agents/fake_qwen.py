@@ -35,6 +35,10 @@ _SKILL = re.compile(
     r"</description>",
     re.S,
 )
+# A deferred MCP tool as Qwen Code lists it: - "mcp__skills__load_x_skill": "description"
+_MCP_TOOL = re.compile(
+    r'^- "(?P<tool>mcp__\w+?__load_(?P<name>\w+)_skill)": "(?P<description>.*)"$', re.M
+)
 _CWD = re.compile(r"I'm currently working in the directory: (?P<cwd>\S+)")
 _BASE_DIR = re.compile(r"Base directory for this skill: (?P<dir>\S+)")
 _NOT_PROSE = ("#", "Base directory", "Important:", "Error", "Exit", "Signal", "Process Group",
@@ -69,6 +73,7 @@ class Request:
     prompt: str
     cwd: str
     skills: dict[str, str]  # listed skills: name -> description
+    mcp_tools: dict[str, str] = field(default_factory=dict)  # skill name -> its MCP tool
     steps: list[list[tuple[str, dict[str, Any], str]]] = field(default_factory=list)
     tool_texts: list[str] = field(default_factory=list)
 
@@ -85,7 +90,7 @@ def _texts(content: Any) -> list[str]:
 
 def parse(body: dict[str, Any]) -> Request:
     """Reduce a Chat Completions request as Qwen Code sends it."""
-    prompt, cwd, skills = "", "", {}
+    prompt, cwd, skills, tools = "", "", {}, {}
     steps: list[list[tuple[str, dict[str, Any], str]]] = []
     results: dict[str, str] = {}
     for message in body.get("messages", []):
@@ -95,6 +100,10 @@ def parse(body: dict[str, Any]) -> Request:
                 skills.setdefault(
                     m["name"], re.sub(r"\s*\((project|bundled|user)\)$", "", m["description"])
                 )
+            for m in _MCP_TOOL.finditer(text):
+                name = m["name"].replace("_", "-")
+                skills.setdefault(name, m["description"])
+                tools[name] = m["tool"]
             found = _CWD.search(text)
             cwd = found["cwd"] if found else cwd
             if role == "user" and not text.lstrip().startswith("<system-reminder>"):
@@ -108,7 +117,7 @@ def parse(body: dict[str, Any]) -> Request:
             steps.append(step)
         elif role == "tool":
             results[str(message.get("tool_call_id"))] = "".join(_texts(message.get("content")))
-    request = Request(prompt, cwd, skills)
+    request = Request(prompt, cwd, skills, tools)
     request.steps = [[(t, a, results.get(i, "")) for t, a, i in step] for step in steps]
     request.tool_texts = list(results.values())
     return request
@@ -148,7 +157,9 @@ def decide(request: Request, behaviour: Behaviour) -> list[Call] | str:
                      for n in chosen]  # fmt: skip
         else:
             suffix = "-missing" if behaviour.wrong_name else ""
-            calls = [Call("skill", {"skill": n + suffix}) for n in chosen]
+            calls = [Call("tool_call", {"name": request.mcp_tools[n], "arguments": {}})
+                     if n in request.mcp_tools else Call("skill", {"skill": n + suffix})
+                     for n in chosen]  # fmt: skip
         plan.append(calls)
     if len(request.steps) < len(plan):
         return plan[len(request.steps)]
@@ -179,6 +190,11 @@ class FakeQwenModel(LoopbackServer):
         with self._lock:
             return [parse(body) for body in self.requests]
 
+    def parse_first(self) -> Request:
+        """The first request received, parsed."""
+        with self._lock:
+            return parse(self.requests[0])
+
     def listings(self) -> list[dict[str, str]]:
         """``{name: ""}`` of the skills each conversation's first request listed (Qwen Code
         names where a skill comes from, "project", never its path)."""
@@ -198,6 +214,7 @@ class FakeQwenModel(LoopbackServer):
                     m["dir"].rstrip("/").rpartition("/")[2] for m in _BASE_DIR.finditer(text)
                 )
                 names.update(re.findall(r"^name: (\S+)$", text, re.M))
+                names.update(re.findall(r"^---\s*name: (\S+)", text, re.M))
         return names
 
     def _fail(self, body: dict[str, Any]) -> int | None:

@@ -63,6 +63,7 @@ SCENARIOS: dict[str, tuple[str, Behaviour, tuple[str, ...]]] = {
     "refusal": ("with", Behaviour(refuse=True), ()),
     "bad-key": ("with", Behaviour(fail_status=401), ()),
     "explicit": ("with", Behaviour(min_overlap=99), ()),  # the model itself loads nothing
+    "mcp": ("with", Behaviour(also_load=("shipping-times",)), ("--delivery", "mcp")),
 }  # fmt: skip
 
 
@@ -183,6 +184,24 @@ def test_a_slash_prompt_is_an_explicit_load(runs: dict[str, Scenario]) -> None:
     assert run.line.get("toolCalls", []) == []
     first = run.model.requests[0]["messages"]
     assert any("Refunds within 30 days" in json.dumps(m) for m in first if m["role"] == "user")
+
+
+def test_mcp_delivery_loads_through_the_tool_bridge(runs: dict[str, Scenario]) -> None:
+    """``--delivery mcp``: Qwen Code defers MCP tools behind ``tool_call``; a bridged call of
+    ``mcp__skills__load_<name>_skill`` whose result is the skill's text is an MCP load."""
+    run = runs["mcp"]
+    assert run.line["invokedSkills"] == ["refund-policy", "shipping-times"], run.line
+    assert run.states() == [("refund-policy", "loaded", "mcp"),
+                            ("shipping-times", "loaded", "mcp")]  # fmt: skip
+    assert run.model.bodies_received() == {"refund-policy", "shipping-times"}
+    assert {c["name"] for c in run.line["toolCalls"]} == {
+        "mcp__skills__load_refund_policy_skill",
+        "mcp__skills__load_shipping_times_skill",
+    }
+    # offered by the server only, never as project skills of Qwen Code's own listing
+    first = run.model.parse_first()
+    assert set(first.mcp_tools) == {"refund-policy", "shipping-times"}
+    assert "<available_skills>" not in json.dumps(run.model.requests[0])
 
 
 def test_the_key_reaches_the_model_only(runs: dict[str, Scenario], tmp_path: Path) -> None:

@@ -98,6 +98,21 @@ def test_an_expanded_slash_prompt_is_an_explicit_load() -> None:
     assert explicit(evs, "/refund-policy x", frozenset({"shipping-times"})) == []  # not offered
 
 
+def test_a_bridged_mcp_call_is_an_mcp_load() -> None:
+    """Qwen Code offers MCP tools behind ``tool_call``: the bridged tool is what counts."""
+    evs = events("mcp")
+    calls = [c for c in tool_calls(evs) if c.name.startswith("mcp__")]
+    assert [c.name for c in calls] == ["mcp__skills__load_refund_policy_skill",
+                                       "mcp__skills__load_shipping_times_skill"]  # fmt: skip
+    assert [(x.skill, x.state, x.delivery, x.source) for x in proved(evs)] == [
+        ("refund-policy", "loaded", "mcp", "mcp tool mcp__skills__load_refund_policy_skill"),
+        ("shipping-times", "loaded", "mcp", "mcp tool mcp__skills__load_shipping_times_skill"),
+    ]
+    settings = qwen.build_settings(AgentOptions(), qwen.mcp_server([Path("/s/refund-policy")]))
+    server = settings["mcpServers"]["skills"]
+    assert server["trust"] is True and server["args"][-2:] == ["--skill", "/s/refund-policy"]
+
+
 def test_a_refusal_and_an_error_result_load_nothing() -> None:
     assert proved(events("refusal")) == [] and proved(events("bad-key")) == []
 

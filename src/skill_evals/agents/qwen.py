@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import skill_evals
+
 from . import reasons
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
 from .environment import find_binary, secretless_shell
@@ -35,9 +37,22 @@ PROJECT_SKILLS = ".qwen/skills"
 SKILL_FOLDERS = (PROJECT_SKILLS,)
 _HINT = f"check {KEY_VAR} and {BASE_URL_VAR}"
 _TURN_LIMIT = "max session turns"
+MCP_SERVER = "skills"  # its tools reach the model as mcp__skills__load_<name>_skill
 
 
-def build_settings(options: AgentOptions) -> dict[str, Any]:
+def mcp_server(skill_dirs: Sequence[Path]) -> dict[str, Any]:
+    """The ``skills`` MCP server: this package's ``mcp-serve`` for ``skill_dirs``, started by
+    this Python with the package first on ``sys.path`` (no ``PYTHONPATH`` needed), trusted."""
+    package_root = str(Path(skill_evals.__file__).resolve().parent.parent)
+    code = (
+        f"import sys; sys.path.insert(0, {package_root!r}); "
+        "from skill_evals.cli.main import main; main()"
+    )
+    args = ["-c", code, "mcp-serve", *(a for d in skill_dirs for a in ("--skill", str(d)))]
+    return {"command": sys.executable, "args": args, "trust": True}
+
+
+def build_settings(options: AgentOptions, mcp: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The fresh ``~/.qwen/settings.json``: OpenAI auth, only the project's skills, no memory
     agent, telemetry, statistics or updates, the chat log kept (it is the evidence), one retry
     inside each model request (:mod:`.qwen_guard` caps the rest)."""
@@ -62,6 +77,8 @@ def build_settings(options: AgentOptions) -> dict[str, Any]:
         "telemetry": {"enabled": False},
         "model": model,
     }
+    if mcp is not None:
+        settings["mcpServers"] = {MCP_SERVER: dict(mcp)}
     if options.read_only:
         # Blocked whatever the approval mode: the model may read and load skills only.
         settings["permissions"] = {"deny": ["ShellTool", "WriteFileTool", "EditTool"]}
@@ -97,13 +114,8 @@ class Qwen:
     environment = ENVIRONMENT
 
     def check(self, options: AgentOptions, env: Mapping[str, str]) -> None:
-        """The binary, a key, and no ``--delivery mcp`` (not offered for Qwen Code yet)."""
+        """The binary and a key."""
         find_binary(options.bin, self.binary, env)
-        if options.delivery == "mcp":
-            raise RunnerSetupError(
-                "--delivery mcp: not supported by the qwen runner; Qwen Code loads skills "
-                "natively from .qwen/skills (use --delivery native)"
-            )
         if not env.get(KEY_VAR):
             raise RunnerError(f"no API key: set {KEY_VAR} (and {BASE_URL_VAR})", False)
 
@@ -122,11 +134,17 @@ class Qwen:
         env["QWEN_CODE_SYSTEM_SETTINGS_PATH"] = str(ws.root / "no-system-settings.json")
         env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(ws.root / "no-system-defaults.json")
         _git_root(ws.project, env)
-        for ref in setup.offered:
-            ws.install_skill(ref, ws.project / PROJECT_SKILLS)
+        mcp = None
+        if options.delivery == "mcp":
+            if setup.offered:
+                served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
+                mcp = mcp_server(served)
+        else:
+            for ref in setup.offered:
+                ws.install_skill(ref, ws.project / PROJECT_SKILLS)
         config = ws.home / ".qwen"
         config.mkdir(parents=True, exist_ok=True)
-        settings = json.dumps(build_settings(options), indent=2) + "\n"
+        settings = json.dumps(build_settings(options, mcp), indent=2) + "\n"
         (config / "settings.json").write_text(settings, encoding="utf-8")
         # Qwen Code runs the model's commands with `bash` from PATH: a wrapper without the key.
         shell = secretless_shell(ws.root / "bin", env)

@@ -17,7 +17,8 @@ What the rules get from here (docs/agents/qwen.md):
   ``tool_result`` content; ``ok`` = no ``is_error`` and, for the ``skill`` tool when the chat log
   is there, a non-empty ``output`` in it (the body reached the model);
 - the native skill tool: ``skill`` naming ``input.skill`` (a leading ``/`` and an extension's
-  ``<extension>:`` prefix removed);
+  ``<extension>:`` prefix removed); a deferred tool called through ``tool_call`` (MCP tools:
+  ``mcp__<server>__<tool>``) as a call of that tool;
 - text Qwen Code put in a user turn itself (a ``/<skill>`` expansion) as an injected message;
 - explicit invocations: a prompt ``/<skill> …`` that Qwen Code expanded.
 """
@@ -37,6 +38,7 @@ AGENT = "qwen"
 CHAT_MARKER = "skill_evals_chat"  # the chat log's records follow this line
 RETRY_CAP = "skill_evals.retry_cap"  # written by qwen_guard.py
 SKILL_TOOL = "skill"
+BRIDGE = "tool_call"  # Qwen Code's bridge to its deferred tools (MCP tools among them)
 _EXPANSION = re.compile(r"\s*Base directory for this skill: (?P<dir>[^\n]+)\n")
 _SLASH = re.compile(r"\s*/(?P<name>[A-Za-z0-9][A-Za-z0-9._:-]*)(?:\s|$)")
 
@@ -146,6 +148,7 @@ def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
     t = read_transcript(events)
     calls: list[ToolCall] = []
     for call in t.calls.values():
+        _unbridge(call)
         ok = call.done is not None and not call.error
         if t.chat and call.name == SKILL_TOOL:
             # The stream shows the description only: the body in the chat log confirms it.
@@ -156,6 +159,14 @@ def tool_calls(events: Sequence[Event]) -> list[ToolCall]:
         if _EXPANSION.match(text):
             calls.append(ToolCall(INJECTED, {}, (0, -1), line, True, text))
     return sorted(calls, key=lambda c: c.order)
+
+
+def _unbridge(call: _Call) -> None:
+    """A ``tool_call`` of a deferred tool (Qwen Code offers MCP tools that way) as a call of
+    that tool: ``{"name": "mcp__skills__load_x_skill", "arguments": {…}}``."""
+    name, arguments = call.args.get("name"), call.args.get("arguments")
+    if call.name == BRIDGE and isinstance(name, str) and name:
+        call.name, call.args = name, arguments if isinstance(arguments, dict) else {}
 
 
 def skill_tool(call: ToolCall) -> str | None:
