@@ -119,6 +119,10 @@ def test_a_sub_agents_read_is_in_the_transcript_and_counts() -> None:
     the task's call id): what it read reached a model."""
     assert states(events("subagent")) == [("refund-policy", "loaded", "read", "view result")]
     assert [c.name for c in tool_calls(events("subagent"))] == ["task", "view"]
+    assert usage_meta(read_transcript(events("subagent")))["turns"] == 2  # its own only
+    stop = copilot._turn_limit(2)
+    stream = events("subagent")[: _marker(events("subagent"))]
+    assert stop is not None and not any(stop(e) for e in stream)
 
 
 def test_answer_usage_and_turns_come_from_the_transcript() -> None:

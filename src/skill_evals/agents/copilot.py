@@ -199,14 +199,18 @@ def _refuse_bundled_names(setup: RunSetup) -> None:
 
 
 def _turn_limit(max_turns: int | None) -> Callable[[Event], bool] | None:
-    """Copilot has no turn limit: stop it when it starts a turn past the N-th."""
+    """Copilot has no turn limit: stop it when it starts a turn past the N-th (its sub-agents'
+    turns are theirs)."""
     if max_turns is None:
         return None
     turns = 0
 
     def stop_after(event: Event) -> bool:
         nonlocal turns
-        if event.get("type") != "assistant.turn_start":
+        data = event.get("data")
+        if event.get("type") != "assistant.turn_start" or (
+            isinstance(data, Mapping) and data.get("parentToolCallId")
+        ):
             return False
         turns += 1
         return turns > max_turns

@@ -149,7 +149,7 @@ def _event(t: Transcript, event: Mapping[str, Any], line: int, session: bool) ->
         _usage(t, data)
     elif kind == "session.error":
         t.error = dict(data)
-    elif kind == "assistant.turn_start":
+    elif kind == "assistant.turn_start" and not data.get("parentToolCallId"):  # a sub-agent's
         t.turns[session] = t.turns.get(session, 0) + 1
     elif kind == "session.skills_loaded" and not t.offered:
         skills = data.get("skills")
