@@ -133,14 +133,15 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     show_default=True,
     metavar="N",
     help="While a finalist's held-out interval straddles 0, run more trials (the finalists and "
-    "the original only) up to N.",
+    "the original only) up to N, in at most three looks that share the 5 % level.",
 )
 @show_runner_stderr_option
 def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
-    """Try better descriptions for one skill: a proposer suggests them from the train cases'
-    failures, each valid one runs on train, and the best runs once on held-out cases next to
-    the original. Accepted (exit 0) only with a held-out F1 gain of at least --min-gain whose
-    bootstrap lower bound is above 0; else exit 1 and nothing changes."""
+    """Try better descriptions for one skill: a proposer suggests them from the failures of one
+    half of the train cases, each valid one is ranked on the other half, and the best ones run
+    on held-out cases next to the original. Accepted (exit 0) only with a held-out F1 gain of
+    at least --min-gain whose bootstrap lower bound (corrected for the finalists and the
+    held-out looks) is above 0; else exit 1 and nothing changes."""
     from ..escaping.terminal import terminal_safe
     from ..improve.report import render_text
     from ..improve.run import ImproveOptions, run_improve
