@@ -7,6 +7,7 @@ transcripts captured here are in test_qwen_events.py."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ SCENARIOS: dict[str, tuple[str, Behaviour, tuple[str, ...]]] = {
     # name: (variant, the model's behaviour, extra runner options); the prompt is REFUND_PROMPT
     # but for "explicit" (SLASH_PROMPT)
     "with": ("with", Behaviour(also_load=("shipping-times",)), ()),
-    "without": ("without", Behaviour(), ()),
+    "without": ("without", Behaviour(), ("--keep-workspace",)),
     "reads": ("with", Behaviour(load_with="bash", first=(
         Call("run_shell_command", {"command": "cat .qwen/skills/gone/SKILL.md"}),
         Call("run_shell_command", {"command": "cat .qwen/skills/refund-policy/missing/SKILL.md"}),
@@ -64,7 +65,12 @@ SCENARIOS: dict[str, tuple[str, Behaviour, tuple[str, ...]]] = {
     "bad-key": ("with", Behaviour(fail_status=401), ()),
     "explicit": ("with", Behaviour(min_overlap=99), ()),  # the model itself loads nothing
     "mcp": ("with", Behaviour(also_load=("shipping-times",)), ("--delivery", "mcp")),
+    "turn-limit": ("with", Behaviour(first=(Call("run_shell_command", {"command": "true"}),)),
+                   ("--max-turns", "1")),
 }  # fmt: skip
+# Planted where a careless runner would let Qwen Code find them: the caller's own ~/.qwen and
+# every folder above the workspaces (TMPDIR): a copy of the tested skill and context files.
+MARKER = "PLANTED-CONTEXT-7f3a"
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +85,17 @@ def runs(
     """Every scenario run once through ``skill-evals runner qwen``."""
     tmp = tmp_path_factory.mktemp("qwen")
     skills = two_skills(tmp, REFUND_BODY)
+    caller_home = tmp / "caller-home"
+    for root in (caller_home / ".qwen", tmp / "tmpdir", tmp / "tmpdir" / ".qwen"):
+        shutil.copytree(skills["refund-policy"], root / "skills" / "refund-policy")
+        for context in ("QWEN.md", "AGENTS.md"):
+            (root / context).write_text(f"{MARKER}: always cite the planted file.\n", "utf-8")
     done: dict[str, Scenario] = {}
     for name, (variant, behaviour, extra) in SCENARIOS.items():
         saved = tmp / "saved" / name
         with FakeQwenModel(behaviour) as model:
-            env = runner_env(model, tmp, {"SKILL_EVALS_TRANSCRIPT_DIR": str(saved)})
+            extra_env = {"SKILL_EVALS_TRANSCRIPT_DIR": str(saved), "HOME": str(caller_home)}
+            env = runner_env(model, tmp, extra_env)
             argv = ["qwen", "--bin", qwen_binary, "--model", "qwen-fake",
                     "--with-skill", str(skills["shipping-times"]), *extra]  # fmt: skip
             prompt = SLASH_PROMPT if name == "explicit" else REFUND_PROMPT
@@ -120,11 +132,15 @@ def test_with_loads_both_skills_of_one_turn_in_call_order(runs: dict[str, Scenar
 
 
 def test_without_never_lists_the_tested_skill(runs: dict[str, Scenario]) -> None:
+    """Copies of the tested skill and context files planted in the caller's ~/.qwen and in
+    every folder above the workspace never reach the model, in any scenario."""
     run = runs["without"]
     assert run.line["invokedSkills"] == [] and run.line["exitCode"] == 0
     assert run.model.offered_names() == {"shipping-times"}
     assert run.model.bodies_received() == set()
     assert run.line["output"] == GENERIC_ANSWER
+    for scenario in runs.values():
+        assert all(MARKER not in json.dumps(body) for body in scenario.model.requests)
 
 
 def test_reads_count_by_content_and_a_missing_file_is_failed(runs: dict[str, Scenario]) -> None:
@@ -204,10 +220,24 @@ def test_mcp_delivery_loads_through_the_tool_bridge(runs: dict[str, Scenario]) -
     assert "<available_skills>" not in json.dumps(run.model.requests[0])
 
 
-def test_the_key_reaches_the_model_only(runs: dict[str, Scenario], tmp_path: Path) -> None:
+def test_the_turn_limit_is_a_runner_error(runs: dict[str, Scenario]) -> None:
+    run = runs["turn-limit"]
+    assert run.line == {
+        "runnerError": "agent turn limit reached (--max-turns 1) before a final answer; raise "
+        "--max-turns",
+        "retryable": False,
+    }, run.proc.stderr
+
+
+def test_the_key_reaches_the_model_only(runs: dict[str, Scenario]) -> None:
+    """The key is in no saved transcript and no file of a kept workspace (settings, chat log,
+    Qwen Code's own files); every workspace but the kept one is gone."""
     run = runs["with"]
     events = read_events(run.saved)
     assert KEY not in run.saved.read_text(encoding="utf-8")
     assert any(e.get("type") == "skill_evals_chat" for e in events)
-    assert workspaces_in(run.saved.parents[2] / "tmpdir") == []
-    assert files_holding([run.saved.parent], KEY) == []
+    kept = runs["without"].proc.stderr.split("workspace kept at ", 1)[1].split()[0]
+    assert workspaces_in(run.saved.parents[2] / "tmpdir") == [Path(kept)]
+    assert (Path(kept) / "home" / ".qwen" / "settings.json").is_file()
+    assert files_holding([run.saved.parents[1], Path(kept)], KEY) == []
+    assert set(run.model.credentials) == {KEY}  # it did reach the model, on every request

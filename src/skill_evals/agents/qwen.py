@@ -37,6 +37,11 @@ PROJECT_SKILLS = ".qwen/skills"
 SKILL_FOLDERS = (PROJECT_SKILLS,)
 _HINT = f"check {KEY_VAR} and {BASE_URL_VAR}"
 _TURN_LIMIT = "max session turns"
+# Qwen Code's own exit statuses for runs that end without a result event.
+TURN_LIMIT_STATUS = 53  # FatalTurnLimitedError: --max-turns (model.maxSessionTurns) reached
+_EXIT_REASONS = {42: "the prompt or an option was refused",
+                 44: "the sandbox could not start", 52: "its configuration could not be used",
+                 55: "a run budget was exceeded"}  # fmt: skip
 MCP_SERVER = "skills"  # its tools reach the model as mcp__skills__load_<name>_skill
 
 
@@ -170,7 +175,10 @@ class Qwen:
             )
         result = t.result
         if result is None:
-            raise RunnerError(f"qwen exited with status {run.status} before a result; {KEEP_HINT}")
+            if run.status == TURN_LIMIT_STATUS:
+                raise reasons.turn_limit(setup.options.max_turns)
+            why = _EXIT_REASONS.get(run.status, "no result event")
+            raise RunnerError(f"qwen exited with status {run.status} ({why}); {KEEP_HINT}")
         if result.get("is_error") is True:
             raise _error(result, setup.options.max_turns)
         meta: dict[str, float] = {"durationMs": round(run.duration_ms, 3)}
