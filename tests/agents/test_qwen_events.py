@@ -189,3 +189,25 @@ def test_the_guard_stops_qwen_after_the_second_failed_request(tmp_path: Path) ->
                                             CHAT_MARKER, "system", "system"]  # fmt: skip
     assert evs[1] == {"type": "skill_evals.retry_cap", "attempts": 2, "status": 529}
     assert read_transcript(evs).retry_cap == evs[1]
+
+
+def test_version_warnings_name_the_pin_and_node_22(tmp_path: Path) -> None:
+    """The pinned 0.24.4 says nothing; another release is one line with the pinned install
+    line and, with an older Node on PATH, the Node 22 its package asks for."""
+    from skill_evals.agents.registry import entry
+    from skill_evals.agents.versions import version_warning
+    from tests.agents.conftest import agent_binary
+
+    qwen_entry = entry("qwen")
+    assert version_warning(qwen_entry, agent_binary("qwen"), dict(os.environ)) is None
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program, answer in (("qwen", "0.23.1"), ("node", "v20.20.2")):
+        (bin_dir / program).write_text(f"#!/bin/sh\necho {answer}\n", encoding="utf-8")
+        (bin_dir / program).chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    assert version_warning(qwen_entry, str(bin_dir / "qwen"), env) == (
+        f"qwen: found qwen 0.23.1 ({bin_dir / 'qwen'}); tested with 0.24.4, results may differ; "
+        "install it: npm install -g @qwen-code/qwen-code@0.24.4; Node v20.20.2 is on PATH; "
+        "0.24.4 needs Node ≥ 22 to install (actions/setup-node with node-version 22)"
+    )
