@@ -378,6 +378,11 @@ def test_the_suite_passes_sandboxed_with_retries_and_the_key_only_upstream(
     assert (trigger["tp"], trigger["fp"], trigger["fn"], trigger["tn"]) == (7, 0, 0, 3)
     assert report["loading"]["violations"] == []
     assert report["runner"]["retried"] == 1  # the 529 invocation, once
+    # Offline: nothing but the model was contacted or tried, in either arm.
+    behaviour = report["behaviour"]
+    assert behaviour["findings"] == [], behaviour
+    for arm in behaviour["arms"].values():
+        assert arm["refused"] == [] and len(arm["contacted"]) == 1, behaviour
     assert done.returncode == 0 and report["status"] == "pass", done.stderr
     assert set(model.credentials) == {suite["key"]}  # the real key, upstream only
     assert 429 in model.failed and model.failed.count(529) == 6
