@@ -82,6 +82,10 @@ def test_a_sandboxed_test_run_gates_on_what_reached_the_model(tmp_path: Path) ->
     assert report["runner"]["invocations"] == 14  # 13 and the rate-limited one again
     assert report["runner"]["retried"] == 1 and report["runner"]["failures"] == []
     assert report["loading"]["violations"] == []
+    # Qwen Code reached nothing but the model (no update check, telemetry or registry)
+    assert report["behaviour"]["findings"] == []
+    for arm in report["behaviour"]["arms"].values():
+        assert arm["refused"] == []
     assert set(model.credentials) == {KEY}  # the real key, upstream of the proxy only
     text = SkillText.of("refund-policy", (skills["refund-policy"] / "SKILL.md").read_text())
     expected = {case_id: expect for case_id, _, expect in CASES}
