@@ -20,14 +20,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "ghs_SUGGESTtoken0987654321"
 PR = 9
 CONFIG = (
-    "runner: skill-evals runner simulated\ntrials: 1\nseed: 6\ngates:\n  min-trigger-f1: 0.9\n"
+    "runner: skill-evals runner simulated\ntrials: 1\nseed: 14\ngates:\n  min-trigger-f1: 0.9\n"
     "improve: suggest\nproposer: python3 proposers/keywords.py\n"
     "improve-options:\n  rounds: 2\n"
 )
-NEW = (
-    '"Audit supplier invoices - check totals and tax lines. Also for: billing, statement. '
-    'Also for: charges, receipt."'
-)
+BEFORE = "Audit supplier invoices - check totals and tax lines."
+NEW = '"' + BEFORE + ' Also for: billing, charges, statement."'
 
 
 def _repo(tmp: Path) -> tuple[Path, str]:
