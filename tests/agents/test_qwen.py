@@ -127,8 +127,10 @@ def test_with_loads_both_skills_of_one_turn_in_call_order(runs: dict[str, Scenar
     assert run.line["exitCode"] == 0 and "30 days with a receipt" in run.line["output"]
     assert [c["name"] for c in run.line["toolCalls"]] == ["skill", "skill"]
     assert set(run.line["meta"]) >= {"durationMs", "inputTokens", "outputTokens", "turns"}
-    # Only the run's skills were listed: Qwen Code's bundled ones are off.
+    # Only the run's skills were listed: Qwen Code's bundled ones are off; no sub-agent tool.
     assert run.model.offered_names() == {"refund-policy", "shipping-times"}
+    tools = {t["function"]["name"] for body in run.model.requests for t in body.get("tools", [])}
+    assert "skill" in tools and not tools & {"agent", "list_agents"}
 
 
 def test_without_never_lists_the_tested_skill(runs: dict[str, Scenario]) -> None:

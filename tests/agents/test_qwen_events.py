@@ -160,6 +160,7 @@ def test_settings_turn_off_bundled_skills_memory_and_retries() -> None:
     settings = qwen.build_settings(AgentOptions(max_turns=3))
     assert settings["skills"]["disabledLevels"] == ["user", "extension", "bundled"]
     assert settings["memory"]["enableManagedAutoMemory"] is False
+    assert settings["tools"] == {"exclude": ["agent", "list_agents"]}  # no sub-agents
     assert settings["model"] == {"generationConfig": {"maxRetries": 0}, "maxSessionTurns": 3}
     assert "permissions" not in settings
     assert "deny" in qwen.build_settings(AgentOptions(read_only=True))["permissions"]

@@ -59,8 +59,8 @@ def mcp_server(skill_dirs: Sequence[Path]) -> dict[str, Any]:
 
 def build_settings(options: AgentOptions, mcp: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The fresh ``~/.qwen/settings.json``: OpenAI auth, only the project's skills, no memory
-    agent, telemetry, statistics or updates, the chat log kept (it is the evidence), one retry
-    inside each model request (:mod:`.qwen_guard` caps the rest)."""
+    agent, sub-agents, telemetry, statistics or updates, the chat log kept (it is the
+    evidence), no retry inside a request (:mod:`.qwen_guard` caps Qwen Code's own at one)."""
     model: dict[str, Any] = {"generationConfig": {"maxRetries": 0}}
     if options.max_turns is not None:
         model["maxSessionTurns"] = options.max_turns
@@ -78,6 +78,8 @@ def build_settings(options: AgentOptions, mcp: Mapping[str, Any] | None = None) 
             "enableAutoUpdateNotification": False,
             "chatRecording": True,
         },
+        # No sub-agents: evidence and tool calls are read from the main session's records.
+        "tools": {"exclude": ["agent", "list_agents"]},
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "model": model,
