@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,7 @@ from skill_evals.agents import copilot
 from skill_evals.agents.base import AgentOptions, RunnerError
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.copilot_events import final_text, read_transcript, tool_calls, usage_meta
+from skill_evals.agents.copilot_outcome import failures_line, outcome, stopper
 from skill_evals.agents.evidence import Load, loaded_names, read_events
 from skill_evals.agents.proof import prove
 from skill_evals.agents.protocol import Finished
@@ -120,7 +122,7 @@ def test_a_sub_agents_read_is_in_the_transcript_and_counts() -> None:
     assert states(events("subagent")) == [("refund-policy", "loaded", "read", "view result")]
     assert [c.name for c in tool_calls(events("subagent"))] == ["task", "view"]
     assert usage_meta(read_transcript(events("subagent")))["turns"] == 2  # its own only
-    stop = copilot._turn_limit(2)
+    stop = stopper(2)
     stream = events("subagent")[: _marker(events("subagent"))]
     assert stop is not None and not any(stop(e) for e in stream)
 
@@ -137,7 +139,7 @@ def test_answer_usage_and_turns_come_from_the_transcript() -> None:
 def test_void_runs_are_runner_errors_with_their_reason() -> None:
     run = Finished(1, 5.0, False)
     with pytest.raises(RunnerError, match=r"auth refused by the model API \(HTTP 401\)") as err:
-        copilot.outcome(events("api-error-401"), run, AgentOptions())
+        outcome(events("api-error-401"), run, AgentOptions())
     assert err.value.retryable is False
     for status, retryable in ((429, True), (529, True), (500, True), (400, False)):
         error = [
@@ -145,13 +147,51 @@ def test_void_runs_are_runner_errors_with_their_reason() -> None:
             {"type": "result", "exitCode": 1},
         ]
         with pytest.raises(RunnerError, match=f"HTTP {status}") as err:
-            copilot.outcome(error, run, AgentOptions())
+            outcome(error, run, AgentOptions())
         assert err.value.retryable is retryable
     with pytest.raises(RunnerError, match=r"turn limit reached \(--max-turns 1\)"):
-        copilot.outcome(events("with"), Finished(-15, 5.0, True), AgentOptions(max_turns=1))
+        outcome(events("with"), Finished(-15, 5.0, True), AgentOptions(max_turns=1))
     with pytest.raises(RunnerError, match="no result line") as err:
-        copilot.outcome([], run, AgentOptions())
+        outcome([], run, AgentOptions())
     assert "--keep-workspace" in str(err.value)
+
+
+def test_copilots_own_retries_are_stopped_after_one_with_the_logged_status(
+    tmp_path: Path,
+) -> None:
+    retry = {"type": "session.info", "data": {"infoType": "model_retry", "message": "x"}}
+    stop = stopper(None)
+    assert [stop(e) for e in (retry, {"type": "assistant.turn_start"}, retry)] == [
+        False,
+        False,
+        True,
+    ]
+    assert failures_line(tmp_path) == b""
+    (tmp_path / "process-1.log").write_text(
+        "".join(
+            "2026-01-01T00:00:00Z [WARNING] [rust:model_events::producer] Model provider request "
+            f'failed {{"stage":"inference","http_status":{status},"failure_kind":"http_error"}}\n'
+            for status in (529, 429)
+        ),
+        encoding="utf-8",
+    )
+    logged = json.loads(failures_line(tmp_path))
+    assert logged == {"type": "skill_evals_failed_requests", "httpStatus": [529, 429]}
+    stopped = Finished(-15, 5.0, True)
+    with pytest.raises(
+        RunnerError,
+        match=r"^rate limited by the model API \(HTTP 429\), "
+        r"twice: Copilot was stopped at its second retry",
+    ) as err:
+        outcome([retry, retry, logged], stopped, AgentOptions())
+    assert err.value.retryable is True
+    with pytest.raises(RunnerError, match=r"no answer from the model API") as err:
+        outcome([retry, retry], stopped, AgentOptions())
+    assert err.value.retryable is True
+    # the session records repeat the stream's retries: one in the stream is no retry stop
+    marker = {"type": "skill_evals_session"}
+    with pytest.raises(RunnerError, match="turn limit"):
+        outcome([retry, marker, retry], stopped, AgentOptions(max_turns=3))
 
 
 def test_evidence_command_reads_a_saved_transcript(tmp_path: Path) -> None:
@@ -262,8 +302,8 @@ SUITE = [  # (id, prompt, expect trigger, expected answer words or None: trigger
     ("refund-3", "Refunds for store purchases bought on sale?", True, "30 days"),
     # Copilot retries a 429 itself (retry-after honoured) and then succeeds.
     ("refund-429", "Refunds for store purchases after a 429 please?", True, "30 days"),
-    # Six 529s in a row: Copilot gives up after its own five retries, the runner reports a
-    # retryable reason and the engine's --retries runs the invocation again.
+    # Two 529s in a row: the runner stops Copilot at its second retry and reports a retryable
+    # reason; the engine's --retries runs the invocation again.
     ("refund-529", "Refunds for store purchases after an overload please?", True, "30 days"),
     # Both skills in one reply.
     ("both", "Refunds and shipping times for store purchases of parcels?", True, "30 days"),
@@ -278,7 +318,7 @@ BEHAVIOUR = Behaviour(
         ("after a 429", Behaviour(fail=(429,), retry_after=1)),
         (
             "after an overload",
-            Behaviour(fail=(529,) * 6, retry_after=1, fail_offered="refund-policy"),
+            Behaviour(fail=(529,) * 2, retry_after=1, fail_offered="refund-policy"),
         ),
         (
             "misnamed",
@@ -385,7 +425,7 @@ def test_the_suite_passes_sandboxed_with_retries_and_the_key_only_upstream(
         assert arm["refused"] == [] and len(arm["contacted"]) == 1, behaviour
     assert done.returncode == 0 and report["status"] == "pass", done.stderr
     assert set(model.credentials) == {suite["key"]}  # the real key, upstream only
-    assert 429 in model.failed and model.failed.count(529) == 6
+    assert 429 in model.failed and model.failed.count(529) == 2
     for path in (suite["root"] / "saved").iterdir():
         assert suite["key"] not in path.read_text(encoding="utf-8")
     assert workspaces_in(suite["root"] / "tmpdir") == []
@@ -561,6 +601,35 @@ def test_calls_that_only_name_a_skill_are_never_loads(tmp_path: Path) -> None:
     states = {(e["skill"], e["state"]) for e in line["evidence"]}
     assert ("refund-policy", "failed") in states and ("glob-skill", "unverified") in states
     assert not any(state == "loaded" for _, state in states)
+
+
+@pytest.mark.agents
+def test_copilots_own_retries_stop_after_one_behind_a_dead_upstream(tmp_path: Path) -> None:
+    """The credential proxy answers 502 (its upstream is gone): Copilot retries once, is
+    stopped at its second retry, and the reason names the status it logged."""
+    from skill_evals.sandbox.credential_proxy import Credential, CredentialProxy
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    upstream = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    closed.close()  # nothing listens there now
+    skill = write_skill(tmp_path / "skills")
+    credential = Credential("COPILOT_PROVIDER_API_KEY", "x-api-key", upstream, None, "k-dead")
+    with CredentialProxy([credential]) as proxy:
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": proxy.url("COPILOT_PROVIDER_API_KEY"),
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "skill-evals-proxy-placeholder",
+        }
+        argv = ["copilot", "--bin", agent_binary("copilot"), "--model", "claude-sonnet-4"]
+        proc = run_runner_cli(
+            argv, "with", skill, caller_env(tmp_path, ("COPILOT_",), settings), PROMPT, 120
+        )
+    line = json.loads(proc.stdout.splitlines()[-1])
+    assert line["runnerError"].startswith(
+        "server error from the model API (HTTP 502), twice: Copilot was stopped at its second retry"
+    ), proc.stderr
+    assert line["retryable"] is True and workspaces_in(tmp_path / "tmpdir") == []
 
 
 @pytest.mark.agents

@@ -17,8 +17,7 @@ from tests.agents.conftest import agent_binary
 from tests.agents.e2e import caller_env, run_runner_cli
 from tests.conftest import write_skill
 
-_KEYS = ("PI_", "SKILL_EVALS_PI_", "ANTHROPIC_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_",
-         "COPILOT_")  # fmt: skip
+_KEYS = ("PI_", "SKILL_EVALS_PI_", "ANTHROPIC_", "OPENAI_", "CODEX_", "GEMINI_", "GOOGLE_")
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +62,9 @@ def test_the_proxys_502_says_where_and_why(proxy: CredentialProxy, dead_port: in
 
 
 @pytest.mark.agents
-@pytest.mark.parametrize("agent", ["claude-code", "codex", "pi", "gemini", "copilot"])
+# Copilot is left out: its runner stops it at its second failed request, before it says why
+# (the proxy's 502 reads as a server error there, docs/agents/copilot.md).
+@pytest.mark.parametrize("agent", ["claude-code", "codex", "pi", "gemini"])
 def test_a_runners_reason_names_the_dead_upstream(
     agent: str, proxy: CredentialProxy, dead_port: int, tmp_path: Path
 ) -> None:
@@ -80,12 +81,6 @@ def test_a_runners_reason_names_the_dead_upstream(
         "pi": {
             "SKILL_EVALS_PI_API_KEY": "placeholder",
             "SKILL_EVALS_PI_BASE_URL": proxy.url("OPENAI_API_KEY"),
-        },
-        # Copilot retries the proxy's 502 five times itself first (about 20 s)
-        "copilot": {
-            "COPILOT_PROVIDER_API_KEY": "placeholder",
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_BASE_URL": proxy.url("ANTHROPIC_API_KEY"),
         },
     }[agent]
     binary = agent_binary({"claude-code": "claude"}.get(agent, agent))

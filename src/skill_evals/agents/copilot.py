@@ -30,18 +30,15 @@ from typing import Any
 
 import skill_evals
 
-from . import reasons
 from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
 from .copilot_events import (
     AGENT,
     SESSION_MARKER,
     explicit,
-    final_text,
-    read_transcript,
     skill_tool,
     tool_calls,
-    usage_meta,
 )
+from .copilot_outcome import LOG_DIR, failures_line, outcome, stopper
 from .environment import find_binary, secret_names
 from .evidence import MAX_TRANSCRIPT_BYTES, Event
 from .protocol import Finished, Launch, Outcome, RunSetup
@@ -128,7 +125,9 @@ def native_binary(binary: str) -> str:
     return binary
 
 
-def build_command(binary: str, env: Mapping[str, str], read_only: bool) -> list[str]:
+def build_command(
+    binary: str, env: Mapping[str, str], read_only: bool, log_dir: Path | None = None
+) -> list[str]:
     """The command line; the prompt goes to stdin (piped stdin is a prompt-mode run), never to
     argv. The credential-like variables are stripped from the model's commands."""
     argv = [
@@ -141,8 +140,10 @@ def build_command(binary: str, env: Mapping[str, str], read_only: bool) -> list[
         "--disable-builtin-mcps",
         "--disable-client-telemetry",
         "--log-level",
-        "none",
+        "warning",  # the failed requests' HTTP status, for the reason (copilot_outcome.py)
     ]
+    if log_dir is not None:
+        argv += ["--log-dir", str(log_dir)]
     hidden = secret_names(env)
     if hidden:
         argv.append("--secret-env-vars=" + ",".join(hidden))
@@ -198,28 +199,9 @@ def _refuse_bundled_names(setup: RunSetup) -> None:
             )
 
 
-def _turn_limit(max_turns: int | None) -> Callable[[Event], bool] | None:
-    """Copilot has no turn limit: stop it when it starts a turn past the N-th (its sub-agents'
-    turns are theirs)."""
-    if max_turns is None:
-        return None
-    turns = 0
-
-    def stop_after(event: Event) -> bool:
-        nonlocal turns
-        data = event.get("data")
-        if event.get("type") != "assistant.turn_start" or (
-            isinstance(data, Mapping) and data.get("parentToolCallId")
-        ):
-            return False
-        turns += 1
-        return turns > max_turns
-
-    return stop_after
-
-
-def _session_records(home: Path) -> Callable[[], bytes]:
-    """The epilogue: a marker line, then the session's events.jsonl (what reached the model)."""
+def _session_records(home: Path, log_dir: Path) -> Callable[[], bytes]:
+    """The epilogue: a marker line, the session's events.jsonl (what reached the model), then
+    the statuses of the failed model requests Copilot logged."""
 
     def epilogue() -> bytes:
         marker = (json.dumps({"type": SESSION_MARKER}) + "\n").encode()
@@ -234,6 +216,7 @@ def _session_records(home: Path) -> Callable[[], bytes]:
                 )
             data = path.read_bytes()
             parts.append(data if data.endswith(b"\n") or not data else data + b"\n")
+        parts.append(failures_line(log_dir))
         return b"".join(parts)
 
     return epilogue
@@ -277,7 +260,8 @@ class Copilot:
         }
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", "utf-8")
         _git_root(ws.project, env)
-        argv = build_command(native_binary(setup.binary), env, options.read_only)
+        log_dir = ws.root / LOG_DIR
+        argv = build_command(native_binary(setup.binary), env, options.read_only, log_dir)
         if options.delivery == "mcp":
             if setup.offered:
                 served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
@@ -290,8 +274,8 @@ class Copilot:
         return Launch(
             argv=argv,
             stdin=setup.invocation.prompt.encode("utf-8"),
-            stop_after=_turn_limit(options.max_turns),
-            epilogue=_session_records(ws.home),
+            stop_after=stopper(options.max_turns),
+            epilogue=_session_records(ws.home, log_dir),
         )
 
     def finish(self, events: Sequence[Event], setup: RunSetup, run: Finished) -> Outcome:
@@ -302,45 +286,6 @@ class Copilot:
     tool_calls = staticmethod(tool_calls)
     skill_tool = staticmethod(skill_tool)
     explicit = staticmethod(explicit)
-
-
-def api_error(error: Mapping[str, Any]) -> RunnerError:
-    """The reason of a ``session.error``: its HTTP status, never its text (except the credential
-    proxy's own words about an unreachable upstream)."""
-    message = error.get("message")
-    text = message if isinstance(message, str) else ""
-    dead = reasons.unreachable(text)
-    if dead is not None:
-        return dead
-    status = error.get("statusCode")
-    if isinstance(status, int) and not isinstance(status, bool):
-        return reasons.api_failure(status, None, f"check {BASE_URL}, {API_KEY} and --model")
-    if "could not connect" in text.lower():  # Copilot's words for a refused connection
-        return reasons.api_failure(None, None, f"check {BASE_URL}")
-    return RunnerError(f"the model request failed (copilot reported an error); {KEEP_HINT}")
-
-
-def outcome(events: Sequence[Event], run: Finished, options: AgentOptions) -> Outcome:
-    """What a finished run says besides the loads, or RunnerError when it says nothing about
-    the skill: no result line, the model API failed, the turn limit was hit."""
-    t = read_transcript(events)
-    if run.stopped:
-        raise reasons.turn_limit(options.max_turns)
-    if t.error is not None and (t.result is None or t.result.get("exitCode") != 0):
-        raise api_error(t.error)
-    if t.result is None:
-        raise RunnerError(
-            f"copilot exited with status {run.status} (no result line); {KEEP_HINT}", False
-        )
-    code = t.result.get("exitCode")
-    failed = code != 0 or run.status != 0
-    meta = usage_meta(t)
-    meta["durationMs"] = round(run.duration_ms, 3)
-    return Outcome(
-        output=final_text(t),
-        exit_code=(run.status or (code if isinstance(code, int) else 1) or 1) if failed else 0,
-        meta=meta,
-    )
 
 
 PLUGIN = Copilot()
