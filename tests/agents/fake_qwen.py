@@ -16,12 +16,18 @@ reported — and which skill bodies reached the model is read from the requests 
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import itertools
 import json
 import re
+import shutil
+import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 from tests.agents.fake_openai_chat import Call, stream_chunks
@@ -170,6 +176,29 @@ def decide(request: Request, behaviour: Behaviour) -> list[Call] | str:
         path = f"{request.cwd}/{behaviour.write_answer}"  # Qwen Code wants an absolute path
         return [Call("write_file", {"file_path": path, "content": answer})]
     return answer
+
+
+def link_short_tmpdir(tmp: Path) -> Path:
+    """``tmp/tmpdir`` as a symlink to a fresh short folder under /tmp (removed when the test
+    process ends), for the TMPDIR of a run: Qwen Code names its chat log folder after the
+    (resolved) working directory and cannot write it past 255 characters, which pytest's
+    folders under a long TMPDIR (as .ci/run sets) pass."""
+    link = tmp / "tmpdir"
+    if not link.exists():
+        short = tempfile.mkdtemp(prefix="sq-", dir="/tmp")
+        atexit.register(shutil.rmtree, short, True)
+        link.symlink_to(short, target_is_directory=True)
+    return link
+
+
+@contextlib.contextmanager
+def short_tmpdir(tmp: Path) -> Iterator[Path]:
+    """:func:`link_short_tmpdir`, its folder removed when the block ends."""
+    link = link_short_tmpdir(tmp)
+    try:
+        yield link
+    finally:
+        shutil.rmtree(link.resolve(), ignore_errors=True)
 
 
 class FakeQwenModel(LoopbackServer):

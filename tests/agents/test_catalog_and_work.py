@@ -254,11 +254,15 @@ def _qwen(
     behaviour = fake_qwen.Behaviour(
         best_only=best_only, write_answer=write, first=(call,) if dump else ()
     )
+    # A short TMPDIR (kept until the tests end: the checks look there after the run): Qwen Code
+    # writes no chat log for a working directory past 255 characters.
+    short = str(fake_qwen.link_short_tmpdir(tmp_path).resolve())  # the sandbox sees this path
     with fake_qwen.FakeQwenModel(behaviour) as model:
         runner = (
             f"{sys.executable} -m skill_evals runner qwen --bin {agent_binary('qwen')} --model m1"
         )
         env = _env(tmp_path, {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url})
+        env["TMPDIR"] = short
         yield runner, {k: v for k, v in env.items() if not k.startswith("QWEN_")}, model
 
 

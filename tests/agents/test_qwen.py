@@ -20,7 +20,13 @@ from skill_evals.agents.evidence import read_events
 from tests.agents.conftest import agent_binary, files_holding, keep_fixture, workspaces_in
 from tests.agents.e2e import REFUND_PROMPT, caller_env, run_runner_cli, two_skills
 from tests.agents.fake_openai_chat import Call
-from tests.agents.fake_qwen import GENERIC_ANSWER, REFUSAL, Behaviour, FakeQwenModel
+from tests.agents.fake_qwen import (
+    GENERIC_ANSWER,
+    REFUSAL,
+    Behaviour,
+    FakeQwenModel,
+    short_tmpdir,
+)
 
 pytestmark = pytest.mark.agents
 
@@ -84,6 +90,11 @@ def runs(
 ) -> Iterator[dict[str, Scenario]]:
     """Every scenario run once through ``skill-evals runner qwen``."""
     tmp = tmp_path_factory.mktemp("qwen")
+    with short_tmpdir(tmp):
+        yield _run_scenarios(qwen_binary, tmp)
+
+
+def _run_scenarios(qwen_binary: str, tmp: Path) -> dict[str, Scenario]:
     skills = two_skills(tmp, REFUND_BODY)
     caller_home = tmp / "caller-home"
     for root in (caller_home / ".qwen", tmp / "tmpdir", tmp / "tmpdir" / ".qwen"):
@@ -106,7 +117,7 @@ def runs(
         if files:
             keep_fixture(transcript, "qwen", name)
         done[name] = Scenario(proc, json.loads(lines[-1]) if lines else {}, model, transcript)
-    yield done
+    return done
 
 
 def runner_env(

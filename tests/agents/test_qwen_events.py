@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from skill_evals.agents import qwen, qwen_guard
-from skill_evals.agents.base import AgentOptions, RunnerError
+from skill_evals.agents.base import AgentOptions, RunnerError, RunnerSetupError
 from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import Load, read_events
 from skill_evals.agents.proof import prove
@@ -117,11 +117,12 @@ def test_a_refusal_and_an_error_result_load_nothing() -> None:
     assert proved(events("refusal")) == [] and proved(events("bad-key")) == []
 
 
-def _finish(name: str, status: int = 0, max_turns: int | None = None) -> Any:
-    class Setup:
-        options = AgentOptions(max_turns=max_turns)
+class _Setup:
+    options = AgentOptions()
 
-    return qwen.PLUGIN.finish(events(name), Setup(), Finished(status, 12.5, False))  # type: ignore[arg-type]
+
+def _finish(name: str, status: int = 0) -> Any:
+    return qwen.PLUGIN.finish(events(name), _Setup(), Finished(status, 12.5, False))  # type: ignore[arg-type]
 
 
 def test_answer_usage_and_turns_come_from_the_result() -> None:
@@ -212,3 +213,34 @@ def test_version_warnings_name_the_pin_and_node_22(tmp_path: Path) -> None:
         "install it: npm install -g @qwen-code/qwen-code@0.24.4; Node v20.20.2 is on PATH; "
         "0.24.4 needs Node ≥ 22 to install (actions/setup-node with node-version 22)"
     )
+
+
+def test_a_workspace_path_too_long_for_the_chat_log_is_refused_before_any_run(
+    tmp_path: Path,
+) -> None:
+    """Qwen Code names its chat log folder after the working directory, one path component:
+    past 255 characters it writes none, and the runner could prove nothing. Refused first."""
+    from skill_evals.agents.base import AgentInvocation
+    from skill_evals.agents.scaffold import run_agent
+    from tests.agents.conftest import agent_binary
+    from tests.conftest import write_skill
+
+    deep = tmp_path
+    while len(str(deep)) < 260:
+        deep = deep / "a-long-folder-name"
+    deep.mkdir(parents=True)
+    skill = write_skill(tmp_path / "skills", "refund-policy")
+    invocation = AgentInvocation("with", skill, "c", 1, "PROMPT-TEXT", workspace=deep)
+    env = {"PATH": os.environ["PATH"], "OPENAI_API_KEY": "k", "TMPDIR": str(tmp_path),
+           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}  # fmt: skip
+    options = AgentOptions(bin=agent_binary("qwen"))
+    with pytest.raises(RunnerSetupError, match="cannot write one past 255") as caught:
+        run_agent(qwen.PLUGIN, invocation, options, env, works=True)
+    assert "PROMPT-TEXT" not in str(caught.value) and list(deep.iterdir()) == []
+
+
+def test_a_missing_chat_log_is_a_runner_error() -> None:
+    evs = events("with")
+    marker = next(i for i, e in enumerate(evs) if e.get("type") == CHAT_MARKER)
+    with pytest.raises(RunnerError, match="kept no chat log"):
+        qwen.PLUGIN.finish(evs[: marker + 1], _Setup(), Finished(0, 1.0, False))  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from skill_evals.agents.evidence import loaded_names, read_events
 from skill_evals.agents.proof import prove
 from tests.agents.conftest import agent_binary, workspaces_in
 from tests.agents.e2e import REFUND_DESCRIPTION, caller_env, two_skills
-from tests.agents.fake_qwen import Behaviour, FakeQwenModel
+from tests.agents.fake_qwen import Behaviour, FakeQwenModel, short_tmpdir
 from tests.agents.test_qwen import REFUND_BODY
 from tests.conftest import assert_valid_report, write_jsonl
 
@@ -41,12 +42,21 @@ CASES = [
 ]  # the engine's minimum of ten independent cases
 
 
+@pytest.fixture
+def _short_tmpdir(tmp_path: Path) -> Iterator[Path]:
+    """Every run here under a short TMPDIR (tmp_path/tmpdir links there): see short_tmpdir."""
+    with short_tmpdir(tmp_path) as link:
+        yield link
+
+
 def _bwrap() -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
 
 
-def test_a_sandboxed_test_run_gates_on_what_reached_the_model(tmp_path: Path) -> None:
+def test_a_sandboxed_test_run_gates_on_what_reached_the_model(
+    tmp_path: Path, _short_tmpdir: Path
+) -> None:
     """Ten trigger cases with ``--arms auto`` (every case `with`, three `without` as the
     isolation spot-check: 13 invocations); one case's first two model requests are answered 429
     with Retry-After (Qwen Code retries once, then the guard ends it: a retryable runner error
@@ -54,6 +64,7 @@ def test_a_sandboxed_test_run_gates_on_what_reached_the_model(tmp_path: Path) ->
     runner's loads are what its saved transcripts prove, and only the tested skill's body ever
     reached the model."""
     _bwrap()
+    short = str(_short_tmpdir.resolve())  # the sandbox sees the real path, not the link
     skills = two_skills(tmp_path, REFUND_BODY)
     cases = write_jsonl(tmp_path / "cases.jsonl", [
         {"id": i, "prompt": p, "expectTrigger": t} for i, p, t in CASES])  # fmt: skip
@@ -64,7 +75,7 @@ def test_a_sandboxed_test_run_gates_on_what_reached_the_model(tmp_path: Path) ->
     ) as model:
         env = caller_env(tmp_path, ("OPENAI_", "QWEN_"),
                          {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url},
-                         {"SKILL_EVALS_TRANSCRIPT_DIR": str(saved)})  # fmt: skip
+                         {"SKILL_EVALS_TRANSCRIPT_DIR": str(saved), "TMPDIR": short})  # fmt: skip
         proc = subprocess.run(
             [sys.executable, "-m", "skill_evals", "test", "--skill", str(skills["refund-policy"]),
              "--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "2",
@@ -103,12 +114,13 @@ def test_a_sandboxed_test_run_gates_on_what_reached_the_model(tmp_path: Path) ->
     assert workspaces_in(tmp_path / "tmpdir") == []
 
 
-def test_ci_gates_a_repository_through_qwen(tmp_path: Path) -> None:
+def test_ci_gates_a_repository_through_qwen(tmp_path: Path, _short_tmpdir: Path) -> None:
     """`skill-evals ci --all` over a repository whose config names the Qwen runner: the skill's
     cases run sandboxed through the real CLI and the gate passes."""
     from tests.ci.conftest import commit_all, git, run_cli
 
     _bwrap()
+    short = str(_short_tmpdir.resolve())
     repo = tmp_path / "repo"
     folder = repo / "skills" / "refund-policy"
     (folder / "evals").mkdir(parents=True)
@@ -128,7 +140,8 @@ def test_ci_gates_a_repository_through_qwen(tmp_path: Path) -> None:
     commit_all(repo)
     with FakeQwenModel() as model:
         env = caller_env(tmp_path, ("OPENAI_", "QWEN_"),
-                         {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url})  # fmt: skip
+                         {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url},
+                         {"TMPDIR": short})  # fmt: skip
         done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo, env=env, timeout=600)
         assert set(model.credentials) == {KEY}, done.stderr[-3000:]
     assert done.returncode == 0, done.stderr[-3000:]

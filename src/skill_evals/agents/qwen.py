@@ -14,6 +14,7 @@ retries at one and appends its chat log (what the model was really sent) to the 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,10 @@ TURN_LIMIT_STATUS = 53  # FatalTurnLimitedError: --max-turns (model.maxSessionTu
 _EXIT_REASONS = {42: "the prompt or an option was refused",
                  44: "the sandbox could not start", 52: "its configuration could not be used",
                  55: "a run budget was exceeded"}  # fmt: skip
-MCP_SERVER = "skills"  # its tools reach the model as mcp__skills__load_<name>_skill
+MCP_SERVER = "skills"
+# Qwen Code names its chat log folder after the whole working directory (every character but
+# letters and digits a "-"), one path component: past this many characters it cannot write it.
+MAX_PROJECT_PATH = 255  # its tools reach the model as mcp__skills__load_<name>_skill
 
 
 def mcp_server(skill_dirs: Sequence[Path]) -> dict[str, Any]:
@@ -112,6 +116,17 @@ def _git_root(project: Path, env: Mapping[str, str]) -> None:
         raise RunnerSetupError(f"git init in the workspace failed (status {done.returncode})")
 
 
+def _check_path_length(project: Path) -> None:
+    """Refuse, before anything runs, a working directory too long for Qwen Code's chat log."""
+    length = len(os.path.realpath(project))
+    if length > MAX_PROJECT_PATH:
+        raise RunnerSetupError(
+            f"the workspace path is {length} characters long: Qwen Code names its chat log "
+            f"folder after it and cannot write one past {MAX_PROJECT_PATH} (the chat log is "
+            "this runner's evidence); use a shorter TMPDIR"
+        )
+
+
 class Qwen:
     """Qwen Code as an agent plug-in (:class:`~.protocol.Agent`)."""
 
@@ -140,6 +155,7 @@ class Qwen:
         # never exist.
         env["QWEN_CODE_SYSTEM_SETTINGS_PATH"] = str(ws.root / "no-system-settings.json")
         env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(ws.root / "no-system-defaults.json")
+        _check_path_length(ws.project)
         _git_root(ws.project, env)
         mcp = None
         if options.delivery == "mcp":
@@ -183,6 +199,11 @@ class Qwen:
             raise RunnerError(f"qwen exited with status {run.status} ({why}); {KEEP_HINT}")
         if result.get("is_error") is True:
             raise _error(result, setup.options.max_turns)
+        if t.chat and not t.chat_records:
+            raise RunnerError(
+                "Qwen Code kept no chat log, so what the model was sent cannot be checked; "
+                + KEEP_HINT
+            )
         meta: dict[str, float] = {"durationMs": round(run.duration_ms, 3)}
         usage = result.get("usage")
         for key, name in (("input_tokens", "inputTokens"), ("output_tokens", "outputTokens")):

@@ -61,6 +61,7 @@ class Transcript:
 
     calls: dict[str, _Call] = field(default_factory=dict)
     chat: bool = False  # the chat log follows the stream
+    chat_records: int = 0  # how many records it holds
     user_turns: list[tuple[int, str]] = field(default_factory=list)  # chat log user texts
     result: dict[str, Any] | None = None
     retry_cap: dict[str, Any] | None = None
@@ -136,6 +137,7 @@ def read_transcript(events: Sequence[Mapping[str, Any]]) -> Transcript:
         if event.get("type") == CHAT_MARKER:
             t.chat = True
         elif t.chat:
+            t.chat_records += bool(event)
             _chat_record(t, event, line)
         else:
             _stream_event(t, event, line)
