@@ -57,7 +57,7 @@ class Behaviour:
 
     min_overlap: int = 2  # prompt/description words in common needed to pick a skill
     also_load: tuple[str, ...] = ()  # listed skills to load whatever the prompt
-    load_with: str = "skill"  # "skill" | "bash"
+    load_with: str = "skill"  # "skill" | "bash" | "read" (read_file)
     first: tuple[Call, ...] = ()  # tool calls made (in parallel) before loading
     wrong_name: bool = False  # call the skill tool with a name that does not exist
     fail_status: int | None = None  # answer requests with this HTTP status
@@ -158,7 +158,10 @@ def decide(request: Request, behaviour: Behaviour) -> list[Call] | str:
     if behaviour.best_only and chosen:
         chosen = [max(chosen, key=lambda name: overlap[name])]
     if chosen:
-        if behaviour.load_with == "bash":
+        if behaviour.load_with == "read":
+            calls = [Call("read_file", {"file_path": f"{request.cwd}/.qwen/skills/{n}/SKILL.md"})
+                     for n in chosen]  # fmt: skip
+        elif behaviour.load_with == "bash":
             calls = [Call("run_shell_command", {"command": f"cat .qwen/skills/{n}/SKILL.md"})
                      for n in chosen]  # fmt: skip
         else:

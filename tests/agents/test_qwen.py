@@ -63,6 +63,7 @@ SCENARIOS: dict[str, tuple[str, Behaviour, tuple[str, ...]]] = {
         Call("run_shell_command", {"command": "cat .qwen/skills/gone/SKILL.md"}),
         Call("run_shell_command", {"command": "cat .qwen/skills/refund-policy/missing/SKILL.md"}),
     )), ()),
+    "read-file": ("with", Behaviour(load_with="read"), ()),
     "failed-skill": ("with", Behaviour(wrong_name=True), ()),
     "rate-limited": ("with", Behaviour(fail_status=429, retry_after="1"), ()),
     "overloaded": ("with", Behaviour(fail_status=529, retry_after="1"), ()),
@@ -163,6 +164,14 @@ def test_reads_count_by_content_and_a_missing_file_is_failed(runs: dict[str, Sce
     # `cat` of a SKILL.md that is not there: exit 1, "No such file" — failed, never unverified
     assert ("refund-policy", "failed", "read") in run.states()
     assert all(state != "unverified" for _, state, _ in run.states())
+    assert run.line["invokedSkills"] == ["refund-policy"]
+
+
+def test_a_read_file_of_skill_md_counts_by_content(runs: dict[str, Scenario]) -> None:
+    run = runs["read-file"]
+    assert run.model.bodies_received() == {"refund-policy"}
+    assert run.states() == [("refund-policy", "loaded", "read")], run.line
+    assert run.line["evidence"][-1]["source"] == "read_file result"
     assert run.line["invokedSkills"] == ["refund-policy"]
 
 
