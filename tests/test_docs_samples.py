@@ -156,10 +156,9 @@ def test_every_runner_list_names_every_runner() -> None:
             for match in RUNNER_LIST.finditer(line):
                 seen += 1
                 listed = match.group(1).split("|")
-                # The MCP delivery exists for the runners that offer it: all but pi (no MCP
-                # client) and qwen (its runner refuses it).
+                # The MCP delivery exists for the agents with an MCP client: all but pi.
                 if line[match.end() :].startswith(" --delivery mcp"):
-                    expected = [name for name in registry.names() if name not in ("pi", "qwen")]
+                    expected = [name for name in registry.names() if name != "pi"]
                 else:
                     expected = RUNNERS
                 assert sorted(listed) == sorted(expected), f"{path}:{line_no}"
