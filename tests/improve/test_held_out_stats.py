@@ -1,7 +1,7 @@
 """The held-out decision's statistics checked against values computed here independently: the
 stratified bootstrap of the F1 difference (its own mulberry32, resampling, percentiles and
 small-sample widening), the alpha-spending rule's levels, and the per-look levels summing to
-5 % however the looks fall."""
+5 % however the looks fall; and the rule that keeps near-copies out of the finalists."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from fractions import Fraction
 
 import pytest
 
-from skill_evals.improve.figures import difference_interval
+from skill_evals.improve.figures import Counts, difference_interval
+from skill_evals.improve.held_out import finalists_of
+from skill_evals.improve.select import Candidate, near_copy
 from skill_evals.improve.sequential import look_alpha, spent, widening
 from skill_evals.suite.cases import Case
 
@@ -114,3 +116,29 @@ def test_the_spending_rule_shares_five_percent_between_the_looks() -> None:
     assert levels == pytest.approx([0.022641621263, 0.015527504506, 0.011830874230], abs=1e-11)
     assert sum(levels) == pytest.approx(0.05)
     assert look_alpha(0, 1, 1, 0.05) == pytest.approx(0.05)  # one planned look: all of it
+
+
+def _candidate(round_: int, description: str, score: str) -> Candidate:
+    return Candidate(round_, description, "", {}, Counts(), Fraction(score))
+
+
+def test_a_near_copy_of_a_better_finalist_gives_its_place_to_the_next_distinct_one() -> None:
+    base = "Audit supplier invoices - check totals and tax lines. Also for: billing, refund"
+    first = _candidate(1, base + ", statement.", "0.6")
+    # The same 10 words plus one ("audits") and a repeated one: a near-copy of the first.
+    copy = _candidate(3, base + ", statement. Also for: audits, refund.", "0.5")
+    other = _candidate(2, "Audit receipts and card statements: totals and tax lines.", "0.2")
+    below = _candidate(4, "Something else entirely, never ranked above zero.", "0")
+    assert near_copy(first, copy) and not near_copy(first, other)
+    # Of the words of 4 characters or more either has, 9 in 10 shared: a near-copy. 9 words
+    # and one more (9/10), yes; two more (9/11) or a short one changing a word (3/5), no.
+    nine = "audit supplier invoices check totals lines billing refund statement"
+    assert near_copy(_candidate(5, nine, "0.1"), _candidate(6, nine + " duplicate", "0.1"))
+    assert not near_copy(_candidate(5, nine, "0.1"), _candidate(6, nine + " duplicate card", "0.1"))
+    assert not near_copy(_candidate(5, "Audit invoice and receipt totals", "0.1"),
+                         _candidate(6, "Audit invoice, billing totals", "0.1"))  # fmt: skip
+    assert near_copy(_candidate(5, "Totals, audit!", "0.1"), _candidate(6, "audit totals", "0.1"))
+    assert [c.round for c in finalists_of([first, copy, other, below], 2)] == [1, 2]
+    # With room for more, the copy still stays out; with one place, only the best.
+    assert [c.round for c in finalists_of([copy, first, other], 3)] == [1, 2]
+    assert [c.round for c in finalists_of([other, copy, first], 1)] == [1]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import EvidenceUnavailable
 from .edit import candidate_copy
 from .figures import Trials, difference_interval, f1, total
-from .select import ALPHA, Candidate, holm_levels
+from .select import ALPHA, Candidate, holm_levels, near_copy
 from .sequential import look_alpha
 
 if TYPE_CHECKING:
@@ -34,10 +34,15 @@ def _f1(results: Mapping[str, Trials], cases: tuple[Case, ...]) -> Fraction | No
 
 def finalists_of(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
     """The ``k`` best ranked candidates with a ranking score above 0 (ties: the earlier
-    round first)."""
+    round first), skipping a near-copy of a better ranked finalist (select.near_copy): it
+    would take a share of the Holm level for a second look at the same description."""
     ranked = [c for c in candidates if c.score is not None and c.score > 0]
     ranked.sort(key=lambda c: (-(c.score or 0), c.round))
-    return ranked[:k]
+    chosen: list[Candidate] = []
+    for candidate in ranked:
+        if len(chosen) < k and not any(near_copy(candidate, f) for f in chosen):
+            chosen.append(candidate)
+    return chosen
 
 
 def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[Candidate],

@@ -22,6 +22,7 @@ COPY_PENALTY = Fraction(3, 100)  # F1 lost per copied word in the ranking score
 ALPHA = 0.05
 _WORD = re.compile(r"[a-z0-9]+")
 MIN_WORD = 4  # shorter words (the, and, for …) are not counted as copied
+NEAR_COPY = Fraction(9, 10)  # finalists sharing this share of their words or more are one
 
 
 def words(text: str) -> set[str]:
@@ -82,3 +83,12 @@ def holm_levels(p_values: Sequence[float], alpha: float = ALPHA) -> list[tuple[i
     order = sorted(range(len(p_values)), key=lambda i: (p_values[i], i))
     k = len(p_values)
     return [(i, alpha / (k - rank)) for rank, i in enumerate(order)]
+
+
+def near_copy(one: Candidate, other: Candidate) -> bool:
+    """Whether two descriptions are near-copies: of the words (MIN_WORD characters or more,
+    lower-cased) either has, at least NEAR_COPY are in both: a long description with a word
+    appended is a near-copy, a short one that changes a word is not."""
+    a, b = words(one.description), words(other.description)
+    union = a | b
+    return not union or Fraction(len(a & b), len(union)) >= NEAR_COPY
