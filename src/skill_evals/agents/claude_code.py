@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import reasons
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .base import AgentOptions, RunnerSetupError
 from .claude_code_events import (
     AGENT,
     Result,
@@ -54,7 +54,7 @@ from .environment import secretless_shell
 from .evidence import Event, EvidencePatterns, Load
 from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
-from .scaffold import KEEP_HINT, run_agent
+from .scaffold import KEEP_HINT, agent_run
 
 __all__ = [  # the transcript readers, for callers that know only this module
     "AGENT", "Result", "api_failure", "available_skills", "explicit", "find_loads", "model_turns",
@@ -286,11 +286,4 @@ class ClaudeCode:
 
 PLUGIN = ClaudeCode()
 
-
-def run(
-    invocation: AgentInvocation,
-    options: AgentOptions,
-    environ: Mapping[str, str] | None = None,
-) -> AgentResult:
-    """Run Claude Code once for ``invocation`` in a fresh isolated workspace."""
-    return run_agent(PLUGIN, invocation, options, environ)
+run = agent_run(PLUGIN)

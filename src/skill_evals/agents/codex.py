@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .base import AgentOptions, RunnerSetupError
 from .codex_events import (
     AGENT,
     ENV_BASE_URL,
@@ -39,7 +39,7 @@ __all__ = [  # the transcript readers, for callers that know only this module
 ]  # fmt: skip
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .registry import entry
-from .scaffold import KEEP_HINT, run_agent
+from .scaffold import KEEP_HINT, agent_run
 
 # Environment variables this runner reads (documented in docs/agents/codex.md).
 ENV_API_KEYS = ("CODEX_API_KEY", "OPENAI_API_KEY")  # first one set wins
@@ -330,13 +330,4 @@ class Codex:
 
 PLUGIN = Codex()
 
-
-def run(
-    invocation: AgentInvocation,
-    options: AgentOptions,
-    environ: Mapping[str, str] | None = None,
-) -> AgentResult:
-    """Run Codex once for ``invocation`` in isolation (in the engine's workspace when the
-    invocation names one, unless ``options.read_only``) and report the runner contract's
-    result."""
-    return run_agent(PLUGIN, invocation, options, environ, works=entry(AGENT).works)
+run = agent_run(PLUGIN, works=entry(AGENT).works)

@@ -20,17 +20,13 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import skill_evals
-
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
+from .base import AgentOptions, RunnerError, RunnerSetupError
 from .copilot_events import (
     AGENT,
     SESSION_MARKER,
@@ -39,11 +35,12 @@ from .copilot_events import (
     tool_calls,
 )
 from .copilot_outcome import LOG_DIR, failures_line, outcome, stopper
-from .environment import find_binary, secret_names
+from .environment import find_binary, mcp_serve_args, secret_names
 from .evidence import MAX_TRANSCRIPT_BYTES, Event
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .registry import entry
-from .scaffold import KEEP_HINT, run_agent
+from .scaffold import KEEP_HINT, agent_run
+from .workspace import git_root, refuse_bundled_names
 
 __all__ = ["PLUGIN", "run"]
 
@@ -155,48 +152,9 @@ def build_command(
 def mcp_config(skill_dirs: Sequence[Path]) -> dict[str, Any]:
     """An ``--additional-mcp-config`` document serving ``skill_dirs`` with ``mcp-serve``. The
     package's location goes into the code: Copilot does not pass PYTHONPATH to MCP servers."""
-    package_root = str(Path(skill_evals.__file__).resolve().parent.parent)
-    code = (
-        f"import sys; sys.path.insert(0, {package_root!r}); "
-        "from skill_evals.cli.main import main; main()"
-    )
-    args = ["-c", code, "mcp-serve"]
-    for path in skill_dirs:
-        args += ["--skill", str(path)]
+    args = mcp_serve_args(skill_dirs)
     server = {"type": "local", "command": sys.executable, "args": args, "tools": ["*"]}
     return {"mcpServers": {MCP_SERVER: server}}
-
-
-def _git_root(project: Path, env: Mapping[str, str]) -> None:
-    """Make the project its own git root: Copilot reads skills and instructions up to it."""
-    if (project / ".git").exists():
-        return
-    git = shutil.which("git", path=env.get("PATH"))
-    if git is None:
-        raise RunnerSetupError(
-            "git not found on PATH: Copilot needs it to treat the workspace as the project root "
-            "(without it Copilot reads skills and instructions of folders above it); install git"
-        )
-    done = subprocess.run(
-        [git, "init", "--quiet", "--template=", str(project)],
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=False,
-        timeout=60,
-    )
-    if done.returncode != 0:
-        raise RunnerSetupError(f"git init in the workspace failed (status {done.returncode})")
-
-
-def _refuse_bundled_names(setup: RunSetup) -> None:
-    bundled = {name.lower() for name in BUNDLED_SKILLS}
-    for ref in (setup.tested, *setup.neighbours):
-        if ref.name.lower() in bundled:
-            raise RunnerSetupError(
-                f"{ref.path}: skill name '{ref.name}' is a skill Copilot CLI bundles; rename the "
-                "skill (the runner disables Copilot's own copy by that name)"
-            )
 
 
 def _session_records(home: Path, log_dir: Path) -> Callable[[], bytes]:
@@ -246,7 +204,9 @@ class Copilot:
         """Fresh settings with the bundled skills disabled, the project its own git root, skills
         in ``.github/skills`` (or MCP), offline mode and the session records appended."""
         ws, options = setup.workspace, setup.options
-        _refuse_bundled_names(setup)
+        refs = (setup.tested, *setup.neighbours)
+        why = "the runner disables Copilot's own copy by that name"
+        refuse_bundled_names(refs, BUNDLED_SKILLS, "Copilot CLI bundles", why)
         env = setup.env
         env.update(_FIXED_ENV)
         env["COPILOT_MODEL"] = model_of(options, setup.caller_env) or ""
@@ -259,18 +219,14 @@ class Copilot:
             "memory": False,
         }
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", "utf-8")
-        _git_root(ws.project, env)
+        git_root(ws.project, env, "Copilot", "skills and instructions of folders above it")
         log_dir = ws.root / LOG_DIR
         argv = build_command(native_binary(setup.binary), env, options.read_only, log_dir)
-        if options.delivery == "mcp":
-            if setup.offered:
-                served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
-                path = ws.root / "mcp-config.json"
-                path.write_text(json.dumps(mcp_config(served)), encoding="utf-8")
-                argv += ["--additional-mcp-config", f"@{path}"]
-        else:
-            for ref in setup.offered:
-                ws.install_skill(ref, ws.project / ".github" / "skills")
+        served = ws.offer(setup.offered, options.delivery, ws.project / ".github" / "skills")
+        if served:
+            path = ws.root / "mcp-config.json"
+            path.write_text(json.dumps(mcp_config(served)), encoding="utf-8")
+            argv += ["--additional-mcp-config", f"@{path}"]
         return Launch(
             argv=argv,
             stdin=setup.invocation.prompt.encode("utf-8"),
@@ -290,9 +246,4 @@ class Copilot:
 
 PLUGIN = Copilot()
 
-
-def run(
-    invocation: AgentInvocation, options: AgentOptions, environ: Mapping[str, str] | None = None
-) -> AgentResult:
-    """One isolated Copilot CLI run for the invocation."""
-    return run_agent(PLUGIN, invocation, options, environ)
+run = agent_run(PLUGIN)

@@ -10,6 +10,8 @@ import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+import skill_evals
+
 from .base import RunnerSetupError
 
 # What reaches every agent from the caller's environment: the path, locale, time zone, terminal,
@@ -118,3 +120,14 @@ def secretless_shell(
     wrapper.write_text(f'#!/bin/sh\nexec env {unset}{shlex.quote(real)} "$@"\n', encoding="utf-8")
     wrapper.chmod(0o755)
     return wrapper
+
+
+def mcp_serve_args(skill_dirs: Sequence[Path]) -> list[str]:
+    """Arguments for this Python that start the package's ``mcp-serve`` for ``skill_dirs``. The
+    package's location goes into the code: agents that start MCP servers drop PYTHONPATH."""
+    package_root = str(Path(skill_evals.__file__).resolve().parent.parent)
+    code = (
+        f"import sys; sys.path.insert(0, {package_root!r}); "
+        "from skill_evals.cli.main import main; main()"
+    )
+    return ["-c", code, "mcp-serve", *(a for d in skill_dirs for a in ("--skill", str(d)))]

@@ -23,16 +23,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import skill_evals
-
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError, skill_ref
-from .environment import find_binary, secret_names
+from .base import AgentOptions, RunnerSetupError, skill_ref
+from .environment import find_binary, mcp_serve_args, secret_names
 from .evidence import Event
 from .gemini_events import AGENT, SESSION_MARKER, explicit, skill_tool, tool_calls
 from .gemini_outcome import RunnerError, outcome
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .registry import entry
-from .scaffold import KEEP_HINT, STDERR_FILE, TRANSCRIPT_FILE, run_agent
+from .scaffold import KEEP_HINT, STDERR_FILE, TRANSCRIPT_FILE, agent_run
 from .workspace import Workspace
 
 __all__ = ["PLUGIN", "RunnerError", "run"]
@@ -174,20 +172,6 @@ def build_settings(
     return settings
 
 
-def mcp_server_args(skill_dirs: Sequence[Path]) -> list[str]:
-    """Arguments for ``python`` that start this package's ``mcp-serve``. Gemini CLI drops
-    PYTHONPATH from an MCP server's environment, so the package's location goes in the code."""
-    package_root = str(Path(skill_evals.__file__).resolve().parent.parent)
-    code = (
-        f"import sys; sys.path.insert(0, {package_root!r}); "
-        "from skill_evals.cli.main import main; main()"
-    )
-    args = ["-c", code, "mcp-serve"]
-    for path in skill_dirs:
-        args += ["--skill", str(path)]
-    return args
-
-
 def build_command(binary: str, model: str | None) -> list[str]:
     """The command line; the prompt goes to stdin (headless because stdin is not a terminal),
     never to argv."""
@@ -234,14 +218,8 @@ class Gemini:
         env = gemini_env(setup.env, ws.root)
         setup.env.clear()
         setup.env.update(env)
-        mcp_args = None
-        if options.delivery == "mcp":
-            if setup.offered:
-                served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
-                mcp_args = mcp_server_args(served)
-        else:
-            for ref in setup.offered:
-                ws.install_skill(ref, ws.project / ".gemini" / "skills")
+        served = ws.offer(setup.offered, options.delivery, ws.project / ".gemini" / "skills")
+        mcp_args = mcp_serve_args(served) if served else None
         settings = build_settings(options, secret_names(env), mcp_args)
         _write_config(ws, settings, options.read_only)
         wrapper = ws.root / "run-gemini.sh"
@@ -270,12 +248,7 @@ class Gemini:
 
 PLUGIN = Gemini()
 
-
-def run(
-    invocation: AgentInvocation, options: AgentOptions, environ: Mapping[str, str] | None = None
-) -> AgentResult:
-    """One isolated Gemini CLI run for the invocation."""
-    return run_agent(PLUGIN, invocation, options, environ)
+run = agent_run(PLUGIN)
 
 
 def check_names(setup: RunSetup, bundled: Mapping[str, str]) -> None:

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
+from .base import AgentOptions, RunnerError, RunnerSetupError
 from .content import SkillText
 from .environment import agent_env, find_binary, secretless_shell
 from .evidence import Event, EvidencePatterns, Load
@@ -38,7 +36,8 @@ from .opencode_keys import routed_providers
 from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .registry import entry
-from .scaffold import KEEP_HINT, run_agent
+from .scaffold import KEEP_HINT, agent_run
+from .workspace import git_root, refuse_bundled_names
 
 PROJECT_SKILLS = ".opencode/skills"
 # Where OpenCode finds a project's own skills (its own folders and the Claude Code / agents
@@ -67,29 +66,6 @@ _OPENCODE_VARS = {
 
 def _available(setup: RunSetup) -> frozenset[str]:
     return frozenset([*(r.name for r in (*setup.offered, *setup.fixture_skills)), *BUNDLED_SKILLS])
-
-
-def _git_root(project: Path, env: Mapping[str, str]) -> None:
-    """Make the project its own git root, so OpenCode's upward searches stop there."""
-    if (project / ".git").exists():
-        return
-    git = shutil.which("git", path=env.get("PATH"))
-    if git is None:
-        raise RunnerSetupError(
-            "git not found on PATH: OpenCode needs it to treat the workspace as the project "
-            "root (without it OpenCode reads instructions and skills of every folder above "
-            "the workspace); install git"
-        )
-    done = subprocess.run(
-        [git, "init", "--quiet", "--template=", str(project)],
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=False,
-        timeout=60,
-    )
-    if done.returncode != 0:
-        raise RunnerSetupError(f"git init in the workspace failed (status {done.returncode})")
 
 
 def _skip_plugin_install(config_dir: Path) -> None:
@@ -130,7 +106,9 @@ class OpenCode:
         ``.opencode/skills`` (or MCP), the configuration in the environment, and ``opencode run``
         under the retry guard."""
         ws, options = setup.workspace, setup.options
-        _refuse_bundled_names(setup)
+        refs = (setup.tested, *setup.neighbours)
+        why = "OpenCode would offer its own copy in both variants"
+        refuse_bundled_names(refs, BUNDLED_SKILLS, "OpenCode ships itself", why)
         providers, referenced = (
             load_provider_config(options.provider_config)
             if options.provider_config is not None
@@ -139,7 +117,8 @@ class OpenCode:
         env = agent_env(setup.caller_env, ws.home, auth_variables(setup.caller_env, referenced))
         env["TMPDIR"] = str(ws.tmp)
         env["PWD"] = str(ws.project)  # OpenCode takes its directory from PWD, not the cwd
-        _git_root(ws.project, env)
+        above = "instructions and skills of every folder above the workspace"
+        git_root(ws.project, env, "OpenCode", above)
         mcp_command = _install_skills(setup)
         config_home = Path(env["XDG_CONFIG_HOME"]) / "opencode"
         _skip_plugin_install(config_home)
@@ -234,26 +213,7 @@ def find_loads(
     return prove(PLUGIN, events, skills, prompt, patterns, available)
 
 
-def run(
-    invocation: AgentInvocation,
-    options: AgentOptions,
-    environ: Mapping[str, str] | None = None,
-) -> AgentResult:
-    """Run OpenCode once for ``invocation`` in isolation and report the runner contract's
-    result."""
-    return run_agent(PLUGIN, invocation, options, environ)
-
-
-def _refuse_bundled_names(setup: RunSetup) -> None:
-    """A skill named like one OpenCode ships is refused: OpenCode would offer its own copy in
-    both variants."""
-    bundled = {name.lower() for name in BUNDLED_SKILLS}
-    for ref in (setup.tested, *setup.neighbours):
-        if ref.name.lower() in bundled:
-            raise RunnerSetupError(
-                f"{ref.path}: skill name '{ref.name}' is a skill OpenCode ships itself; "
-                "rename the skill (OpenCode would offer its own copy in both variants)"
-            )
+run = agent_run(PLUGIN)
 
 
 def _install_skills(setup: RunSetup) -> list[str] | None:

@@ -61,7 +61,9 @@ def classify(line: bytes) -> str:
     return "retryable error"
 
 
-def _end(proc: subprocess.Popen[bytes]) -> None:
+def end(proc: subprocess.Popen[bytes]) -> None:
+    """End a process: SIGTERM, SIGKILL if it lingers. The runners' scaffold uses this one too
+    (this module stays standard-library only, as the guard runs on its own)."""
     if proc.poll() is not None:
         return
     proc.terminate()
@@ -77,7 +79,7 @@ def supervise(argv: list[str]) -> int:
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
 
     def forward(signum: int, frame: FrameType | None) -> None:
-        _end(proc)
+        end(proc)
         sys.exit(128 + signum)
 
     signal.signal(signal.SIGTERM, forward)
@@ -100,7 +102,7 @@ def supervise(argv: list[str]) -> int:
             attempts += 1
             kind = classify(line)
             if attempts >= MAX_ATTEMPTS:
-                _end(proc)
+                end(proc)
                 marker = {"type": MARKER, "attempts": attempts, "kind": kind}
                 _emit(marker)
                 return 0

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..sandbox.credential_proxy import PI_PROVIDERS, PROXY_VARIABLE_PREFIX
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerSetupError
+from .base import AgentOptions, RunnerSetupError
 from .content import SkillText
 from .environment import secret_names
 from .evidence import Event, EvidencePatterns, Load, ToolCall
@@ -47,7 +47,7 @@ from .pi_events import (
 )
 from .proof import prove
 from .protocol import Finished, Launch, Outcome, RunSetup
-from .scaffold import STDERR_FILE, run_agent
+from .scaffold import STDERR_FILE, agent_run
 
 __all__ = [  # the transcript readers, for callers that know only this module
     "AGENT", "Transcript", "explicit", "final_text", "find_loads", "outcome", "run",
@@ -288,14 +288,7 @@ class Pi:
 
 PLUGIN = Pi()
 
-
-def run(
-    invocation: AgentInvocation,
-    options: AgentOptions,
-    environ: Mapping[str, str] | None = None,
-) -> AgentResult:
-    """One isolated pi run for the invocation."""
-    return run_agent(PLUGIN, invocation, options, environ)
+run = agent_run(PLUGIN)
 
 
 def _no_key_note(stderr: Path) -> Callable[[], bytes]:

@@ -15,22 +15,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import skill_evals
-
 from . import reasons
-from .base import AgentInvocation, AgentOptions, AgentResult, RunnerError, RunnerSetupError
-from .environment import find_binary, secretless_shell
+from .base import AgentOptions, RunnerError, RunnerSetupError
+from .environment import find_binary, mcp_serve_args, secretless_shell
 from .evidence import Event
 from .protocol import Finished, Launch, Outcome, RunSetup
 from .qwen_events import AGENT, explicit, read_transcript, skill_tool, tool_calls
-from .scaffold import KEEP_HINT, run_agent
+from .scaffold import KEEP_HINT, agent_run
+from .workspace import git_root
 
 KEY_VAR, BASE_URL_VAR, MODEL_VAR = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"
 ENVIRONMENT = (KEY_VAR, BASE_URL_VAR, MODEL_VAR)
@@ -52,12 +49,7 @@ MAX_PROJECT_PATH = 255  # its tools reach the model as mcp__skills__load_<name>_
 def mcp_server(skill_dirs: Sequence[Path]) -> dict[str, Any]:
     """The ``skills`` MCP server: this package's ``mcp-serve`` for ``skill_dirs``, started by
     this Python with the package first on ``sys.path`` (no ``PYTHONPATH`` needed), trusted."""
-    package_root = str(Path(skill_evals.__file__).resolve().parent.parent)
-    code = (
-        f"import sys; sys.path.insert(0, {package_root!r}); "
-        "from skill_evals.cli.main import main; main()"
-    )
-    args = ["-c", code, "mcp-serve", *(a for d in skill_dirs for a in ("--skill", str(d)))]
+    args = mcp_serve_args(skill_dirs)
     return {"command": sys.executable, "args": args, "trust": True}
 
 
@@ -94,26 +86,6 @@ def build_settings(options: AgentOptions, mcp: Mapping[str, Any] | None = None) 
         # Blocked whatever the approval mode: the model may read and load skills only.
         settings["permissions"] = {"deny": ["ShellTool", "WriteFileTool", "EditTool"]}
     return settings
-
-
-def _git_root(project: Path, env: Mapping[str, str]) -> None:
-    """Make the project its own git root, so Qwen Code's upward search for context files stops
-    at the folder above it (the private workspace)."""
-    if (project / ".git").exists():
-        return
-    git = shutil.which("git", path=env.get("PATH"))
-    if git is None:
-        raise RunnerSetupError(
-            "git not found on PATH: Qwen Code needs it to treat the workspace as the project "
-            "root (without it Qwen Code reads QWEN.md and AGENTS.md of every folder above the "
-            "workspace); install git"
-        )
-    done = subprocess.run(
-        [git, "init", "--quiet", "--template=", str(project)],
-        env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=60,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RunnerSetupError(f"git init in the workspace failed (status {done.returncode})")
 
 
 def _check_path_length(project: Path) -> None:
@@ -156,15 +128,10 @@ class Qwen:
         env["QWEN_CODE_SYSTEM_SETTINGS_PATH"] = str(ws.root / "no-system-settings.json")
         env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] = str(ws.root / "no-system-defaults.json")
         _check_path_length(ws.project)
-        _git_root(ws.project, env)
-        mcp = None
-        if options.delivery == "mcp":
-            if setup.offered:
-                served = [ws.install_skill(ref, ws.root / "mcp-skills") for ref in setup.offered]
-                mcp = mcp_server(served)
-        else:
-            for ref in setup.offered:
-                ws.install_skill(ref, ws.project / PROJECT_SKILLS)
+        above = "QWEN.md and AGENTS.md of every folder above the workspace"
+        git_root(ws.project, env, "Qwen Code", above)
+        served = ws.offer(setup.offered, options.delivery, ws.project / PROJECT_SKILLS)
+        mcp = mcp_server(served) if served else None
         config = ws.home / ".qwen"
         config.mkdir(parents=True, exist_ok=True)
         settings = json.dumps(build_settings(options, mcp), indent=2) + "\n"
@@ -244,9 +211,4 @@ def _error(result: Mapping[str, Any], max_turns: int | None) -> RunnerSetupError
 
 PLUGIN = Qwen()
 
-
-def run(
-    invocation: AgentInvocation, options: AgentOptions, environ: Mapping[str, str] | None = None
-) -> AgentResult:
-    """One isolated Qwen Code run for the invocation."""
-    return run_agent(PLUGIN, invocation, options, environ)
+run = agent_run(PLUGIN)

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from ..escaping.terminal import terminal_safe
 from ..run.observations import MAX_TOOL_CALLS
@@ -29,6 +29,7 @@ from .evidence import (
     loaded_names,
     parse_lines,
 )
+from .opencode_guard import end
 from .proof import INJECTED, prove, runner_evidence
 from .protocol import Agent, Finished, Launch, RunSetup
 from .versions import missing_hint, runner_check
@@ -205,6 +206,29 @@ def run_agent(
     return _agent_result(agent, parse_lines(data), setup, finished, skills)
 
 
+class AgentRun(Protocol):
+    """An agent module's ``run``: one isolated run for the invocation (see :func:`run_agent`)."""
+
+    def __call__(
+        self,
+        invocation: AgentInvocation,
+        options: AgentOptions,
+        environ: Mapping[str, str] | None = None,
+    ) -> AgentResult: ...
+
+
+def agent_run(agent: Agent, works: bool = False) -> AgentRun:
+    """The module-level ``run`` of an agent module: :func:`run_agent` with ``agent`` (and
+    ``works``, for an agent that runs in the engine's workspace)."""
+
+    def run(
+        invocation: AgentInvocation, options: AgentOptions, environ: Mapping[str, str] | None = None
+    ) -> AgentResult:
+        return run_agent(agent, invocation, options, environ, works=works)
+
+    return run
+
+
 def _launch(launch: Launch, setup: RunSetup) -> tuple[bytes, Finished]:
     """Run the prepared agent: its transcript (the epilogue's lines appended, kept in the
     workspace and saved where the caller asked) and how it ended."""
@@ -319,7 +343,7 @@ def execute(launch: Launch, setup: RunSetup) -> tuple[bytes, int, bool]:
         try:
             return _collect(proc, launch, log)
         finally:
-            stop(proc)  # only does something when reading ended early
+            end(proc)  # only does something when reading ended early
 
 
 def _collect(
@@ -344,7 +368,7 @@ def _collect(
         log.write(raw)
         if launch.stop_after is not None and _stops(launch, raw):
             stopped = True
-            stop(proc)
+            end(proc)
             break
     status = proc.wait()
     feeder.join(timeout=5)
@@ -365,15 +389,3 @@ def _feed(pipe: IO[bytes], data: bytes) -> None:
         pipe.close()
     except (BrokenPipeError, ValueError, OSError):
         pass  # the agent exited before reading; its status and stderr tell why
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """End the agent: SIGTERM, SIGKILL if it lingers."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

@@ -7,10 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import stat
+import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -157,6 +159,16 @@ class Workspace:
         copy_tree(ref.path, dest, skip_top=JUDGING_FILES)
         return dest
 
+    def offer(self, refs: Sequence[SkillRef], delivery: str, native: Path) -> list[Path]:
+        """Install the offered skills ``refs``: into ``native`` (the agent's own skills folder;
+        nothing to serve), or for ``delivery`` ``mcp`` outside the project, returning the
+        folders the MCP server is to serve."""
+        if delivery == "mcp":
+            return [self.install_skill(ref, self.root / "mcp-skills") for ref in refs]
+        for ref in refs:
+            self.install_skill(ref, native)
+        return []
+
 
 # Top-level entries of a skill folder that hold its evaluation, not its instructions: the
 # default case-file locations (evals/cases.jsonl, evals/cases.yaml, cases.jsonl) and the
@@ -187,3 +199,37 @@ def remove_added(project: Path, added: set[str]) -> None:
         if any(parent.as_posix() in added for parent in Path(relative).parents):
             continue  # inside a directory the runner added: removed with it
         remove_tree(project / relative)
+
+
+def git_root(project: Path, env: Mapping[str, str], agent: str, reads: str) -> None:
+    """Make ``project`` its own git root, so the agent's upward searches stop there.
+
+    ``agent`` is the agent's display name and ``reads`` what it would read above the project
+    without git; both go into the RunnerSetupError raised when git is missing or fails."""
+    if (project / ".git").exists():
+        return
+    git = shutil.which("git", path=env.get("PATH"))
+    if git is None:
+        raise RunnerSetupError(
+            f"git not found on PATH: {agent} needs it to treat the workspace as the project "
+            f"root (without it {agent} reads {reads}); install git"
+        )
+    done = subprocess.run(
+        [git, "init", "--quiet", "--template=", str(project)],
+        env=dict(env), stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=60,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RunnerSetupError(f"git init in the workspace failed (status {done.returncode})")
+
+
+def refuse_bundled_names(
+    refs: Iterable[SkillRef], bundled: Iterable[str], ships: str, why: str
+) -> None:
+    """Refuse a skill named like one the agent ships (compared case-insensitively): the
+    RunnerSetupError names its path, says the agent ``ships`` it and ``why`` that matters."""
+    names = {name.lower() for name in bundled}
+    for ref in refs:
+        if ref.name.lower() in names:
+            raise RunnerSetupError(
+                f"{ref.path}: skill name '{ref.name}' is a skill {ships}; rename the skill ({why})"
+            )
