@@ -1,5 +1,5 @@
 """The README's command table lists every command `skill-evals --help` lists, and
-`runner opencode --help` says --model is required."""
+`runner opencode --help` and `runner copilot --help` say --model is required."""
 
 from __future__ import annotations
 
@@ -24,3 +24,11 @@ def test_opencode_help_says_model_is_required() -> None:
     assert result.exit_code == 0
     text = " ".join(result.output.split())
     assert "--model TEXT Required (no default): the model as provider/model" in text
+
+
+def test_copilot_help_says_model_is_required() -> None:
+    result = CliRunner().invoke(cli, ["runner", "copilot", "--help"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "--model TEXT Required unless COPILOT_MODEL is set (no default)" in text
+    assert "the agent's own default" not in text

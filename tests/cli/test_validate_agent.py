@@ -54,8 +54,18 @@ def test_claude_code_fields_are_accepted_with_an_info_line_each(tmp_path: Path) 
     infos = [f"{md}: info: '{f}' {CLAUDE_INFO}" for f in fields]
     assert [line for line in claude.stdout.splitlines() if ": info: '" in line] == infos
     assert "allowed-tools" not in claude.stdout  # a specification key: no info line
-    for other in ("codex", "pi", "gemini", "opencode"):
+    for other in ("codex", "pi", "gemini", "opencode", "copilot", "qwen"):
         assert _validate("--agent", other, skill).returncode == 1, other
+
+
+@pytest.mark.parametrize("agent", ["copilot", "qwen"])
+def test_specification_alone_profiles_accept_a_portable_skill(tmp_path: Path, agent: str) -> None:
+    skill = _skill(tmp_path, "gamma", "description: Gamma work.", "license: MIT")
+    assert _validate("--agent", agent, skill).returncode == 0
+    other = _skill(tmp_path, "delta", "description: Delta work.", "when_to_use: Always.")
+    result = _validate("--agent", agent, other)
+    assert result.returncode == 1
+    assert f"{other / 'SKILL.md'}: unknown frontmatter key 'when_to_use'" in result.stdout
 
 
 @pytest.mark.parametrize(

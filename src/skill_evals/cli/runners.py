@@ -190,15 +190,20 @@ def _agent_command(name: str, summary: str, extra: tuple[str, ...], doc: str) ->
 
     for option in extra:
         command = _EXTRA_OPTIONS[option](command)
-    if name == "opencode":  # OpenCode has no default model: the run is refused without one
+    if name in _REQUIRED_MODEL:  # no default model: the run is refused without one
         for param in command.params:
             if param.name == "model" and isinstance(param, click.Option):
-                param.help = (
-                    "Required (no default): the model as provider/model (e.g. "
-                    "anthropic/claude-sonnet-4-5); without it the run stops before it starts "
-                    "(exit 5)."
-                )
+                param.help = _REQUIRED_MODEL[name]
     return command
+
+
+# The --model help of the runners whose agent has no default model.
+_REQUIRED_MODEL = {
+    "opencode": "Required (no default): the model as provider/model (e.g. "
+    "anthropic/claude-sonnet-4-5); without it the run stops before it starts (exit 5).",
+    "copilot": "Required unless COPILOT_MODEL is set (no default): the model your provider "
+    "serves (e.g. claude-sonnet-4-5); without either the run stops before it starts (exit 5).",
+}
 
 
 for _entry in AGENT_ENTRIES:

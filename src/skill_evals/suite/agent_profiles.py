@@ -3,8 +3,8 @@ agent documents, and the values it accepts for them.
 
 The default profile is the specification itself. ``claude-code`` adds Claude Code's documented
 skill fields (code.claude.com/docs/en/skills): each accepted with an info line saying it is not
-portable, a wrong value an error. Codex, pi, Gemini CLI, OpenCode and Copilot CLI are checked
-against the specification alone.
+portable, a wrong value an error. Codex, pi, Gemini CLI, OpenCode, Copilot CLI and Qwen Code are
+checked against the specification alone.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 CLAUDE_CODE = "claude-code"
-PROFILES = ("claude-code", "codex", "pi", "gemini", "opencode", "copilot")
+PROFILES = ("claude-code", "codex", "pi", "gemini", "opencode", "copilot", "qwen")
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 Check = Callable[[object], str | None]  # the problem with a value, or None when it is accepted
