@@ -4,8 +4,10 @@ against every runner's plumbing — what it reports, what it refuses, and how it
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -64,6 +66,12 @@ def run(
 ) -> Any:
     module, _, _, extra = AGENTS[agent]
     private_tmp = tmp_path / "tmp"
+    if agent == "qwen" and not private_tmp.exists():
+        # Qwen Code cannot name its chat log folder after a workspace path past 255 characters,
+        # which pytest's folders under a long TMPDIR (as .ci/run sets) pass: a short one.
+        short = tempfile.mkdtemp(prefix="sq-", dir="/tmp")
+        atexit.register(shutil.rmtree, short, True)
+        private_tmp.symlink_to(short, target_is_directory=True)
     private_tmp.mkdir(exist_ok=True)
     monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     skill = write_skill(tmp_path / "skills")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from skill_evals.pipeline import TestOptions, run_test
+from skill_evals.pipeline import TestOptions as Options
+from skill_evals.pipeline import run_test
 from skill_evals.run.gc_pause import gc_paused, gc_thaw
 
 
@@ -82,7 +83,7 @@ def test_a_run_from_observations_leaves_nothing_frozen(tmp_path: Path) -> None:
         ),
         encoding="utf-8",
     )
-    report = run_test(TestOptions(skill=skill, cases=cases, observations=observations, trials=2))
+    report = run_test(Options(skill=skill, cases=cases, observations=observations, trials=2))
     assert report["exitCode"] == 0, report["messages"]
     assert gc.get_freeze_count() == 0  # the run thawed what its pauses froze
 
