@@ -108,6 +108,42 @@ class Sandbox:
         namespace of its own (None: the host's network). The command is started by the relay
         under the sandbox's limits. BindRefused when a bound directory cannot be checked for
         ``.git`` directories."""
+        binds, masks, gone = self._binds(
+            argv, env, cwd, private, readable, trusted=trusted, hidden=hidden, shared=shared
+        )
+        unshare, way_out = [], []
+        if channel is not None:  # after the other binds: nothing lies on top of it
+            unshare, way_out = ["--unshare-net"], ["--ro-bind", channel.directory, INSIDE_DIR]
+        return [
+            self.program,
+            *NAMESPACES,
+            *unshare,
+            *_system(self.limits.workspace_bytes if self.sized_root else None),
+            *_bind_args(binds),
+            *_empty_over(masks + gone),
+            *way_out,
+            "--dir",
+            cwd,
+            "--chdir",
+            cwd,
+            "--",
+            *relay_argv(list(argv), self.limits, channel is not None),
+        ]
+
+    def _binds(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str,
+        private: Sequence[Path],
+        readable: Sequence[str],
+        *,
+        trusted: bool,
+        hidden: Sequence[str],
+        shared: Sequence[Path],
+    ) -> tuple[dict[str, bool], list[str], list[str]]:
+        """What :meth:`command` binds (path -> writable), the ``.git`` masks among them and
+        the ``hidden`` places (real path and as given) that stand empty."""
         binds: dict[str, bool] = {}  # path -> writable
         # The real path first: an empty directory stands there before the link leads to it.
         gone = [os.path.normpath(q) for p in hidden for q in (os.path.realpath(p), p)]
@@ -135,24 +171,7 @@ class Sandbox:
         masks = self._git_masks(binds)
         for place in private:
             add(str(place), True)
-        unshare, way_out = [], []
-        if channel is not None:  # after the other binds: nothing lies on top of it
-            unshare, way_out = ["--unshare-net"], ["--ro-bind", channel.directory, INSIDE_DIR]
-        return [
-            self.program,
-            *NAMESPACES,
-            *unshare,
-            *_system(self.limits.workspace_bytes if self.sized_root else None),
-            *_bind_args(binds),
-            *_empty_over(masks + gone),
-            *way_out,
-            "--dir",
-            cwd,
-            "--chdir",
-            cwd,
-            "--",
-            *relay_argv(list(argv), self.limits, channel is not None),
-        ]
+        return binds, masks, gone
 
     def unseen_program(
         self, argv0: str, cwd: str, env: Mapping[str, str], places: Sequence[str]
