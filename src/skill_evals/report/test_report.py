@@ -22,7 +22,7 @@ from ..plan.arms import ArmPlan
 from ..plan.settle import Verdict
 from ..run.execute import ExecutionResult
 from ..run.gc_pause import gc_paused
-from ..run.observations import RunnerFailure
+from ..run.observations import RunnerFailure, Variant
 from ..run.regex import RegexPool
 from ..score.compare import comparison_gates, comparison_section
 from ..score.figures import Figures, measure
@@ -37,12 +37,8 @@ from ..score.gates import (
 from ..score.pairwise import pairwise_comparison
 from ..score.scoring import (
     ISOLATION_UNVERIFIED,
-    attempted_not_loaded,
     baseline_passes,
-    case_result,
     failure_order,
-    load_states,
-    meta_sums,
     task_unit_count,
     why_f1_undefined,
 )
@@ -55,11 +51,11 @@ from .blocks import (
     baseline_block,
     cases_block,
     envelope,
-    failure_items,
     settings_block,
     skill_block,
 )
 from .stop_notes import run_notes
+from .test_blocks import case_results, loading_block, runner_block
 
 
 def build_test_report(
@@ -109,15 +105,7 @@ def _evaluate(
     baseline_changed: bool,
 ) -> Report:
     arms = arm_plan.arms if arm_plan is not None else ("with", "without", "baseline")
-    figures = measure(
-        suite,
-        skill.name,
-        settings.trials,
-        settings.bootstrap_samples,
-        settings.seed,
-        result,
-        compared=[a for a in arms if a == "without" or (a == "baseline" and baseline is not None)],
-    )
+    figures = _figures(skill, suite, settings, result, arms, baseline)
     failures = sorted(result.failures, key=failure_order(suite))
     stopped = result.stopped
     settled = result.settled if stopped is not None else None
@@ -149,15 +137,10 @@ def _evaluate(
             "trigger": figures.trigger,
             "task": figures.task,
             "comparison": comparison,
-            "loading": {
-                "violations": figures.violations,
-                "attemptedNotLoaded": attempted_not_loaded(suite, figures.grid, skill.name),
-                "isolationUnverified": len(figures.unverified),
-                "unverified": figures.unverified,
-            },
-            "runner": _runner_block(result, failures, figures, settled),
+            "loading": loading_block(suite, skill.name, figures),
+            "runner": runner_block(result, failures, figures, settled),
             "gates": gates,
-            "caseResults": _case_results(suite, skill.name, figures),
+            "caseResults": case_results(suite, skill.name, figures),
             "messages": notes.texts(),
             "messageSeverities": notes.severities(),
             "coverage": {"observed": figures.observed_count, "planned": figures.expected},
@@ -166,6 +149,26 @@ def _evaluate(
         }
     )
     return report
+
+
+def _figures(
+    skill: Skill,
+    suite: CaseSuite,
+    settings: Settings,
+    result: ExecutionResult,
+    arms: Sequence[Variant],
+    baseline: Skill | None,
+) -> Figures:
+    """The run's measured figures, compared with each arm the plan ran against ``with``."""
+    return measure(
+        suite,
+        skill.name,
+        settings.trials,
+        settings.bootstrap_samples,
+        settings.seed,
+        result,
+        compared=[a for a in arms if a == "without" or (a == "baseline" and baseline is not None)],
+    )
 
 
 def _void_evidence(codes: list[int], notes: Messages, failures: Sequence[RunnerFailure]) -> None:
@@ -327,55 +330,6 @@ def _loading_notes(codes: list[int], notes: Messages, settings: Settings, figure
             notes.error(line)
         else:
             notes.warning(line)
-
-
-def _runner_block(
-    result: ExecutionResult,
-    failures: Sequence[RunnerFailure],
-    figures: Figures,
-    settled: Verdict | None,
-) -> dict[str, Any]:
-    """The report's ``runner``: invocations, failures, time, meta sums, the ledger and an
-    early stop."""
-    runner: dict[str, Any] = {
-        "invocations": result.invocations,
-        "failures": failure_items(failures),
-        "wallMs": round(result.wall_ms),
-        "meta": meta_sums([*figures.observed, *figures.others]),
-        "retried": result.retried,
-    }
-    if result.ledger is not None:
-        runner["ledger"] = result.ledger
-        runner["cached"] = result.ledger["cached"]
-    stopped = result.stopped
-    if stopped is not None:
-        runner["stoppedEarly"] = {
-            "after": stopped.after,
-            "planned": stopped.planned,
-            "reason": stopped.reason,
-            "settled": settled is not None,
-        }
-    return runner
-
-
-def _case_results(suite: CaseSuite, skill_name: str, figures: Figures) -> list[dict[str, Any]]:
-    """The report's ``caseResults``; per-case evidence states only when some runner reported
-    evidence (custom runners need not)."""
-    evidence = any(obs.evidence for obs in figures.observed)
-    return [
-        case_result(case, figures.triggered[case.id], figures.task_results.get(case.id))
-        | ({"loadState": load_states(figures.grid, case.id, skill_name)} if evidence else {})
-        | (
-            {
-                "preference": {
-                    arm: [pref for pref, _ in row] for arm, row in figures.pairs[case.id].items()
-                }
-            }
-            if case.id in figures.pairs
-            else {}
-        )
-        for case in suite.cases
-    ]
 
 
 def _gate_outcomes(
