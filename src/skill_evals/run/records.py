@@ -113,20 +113,8 @@ def _load_observations(
         else:
             case_id, trial, arm = record_key(path, line, value)
         row = slots.get(case_id)
-        if row is None:
-            raise InvalidInput(
-                f"{path}:{line}: unknown caseId {_show_id(case_id)} (not in {suite.path})"
-            )
-        if not 1 <= trial <= trials:
-            raise InvalidInput(
-                f"{path}:{line}: extra observation {_describe((case_id, trial, arm))}: trial "
-                f"must be 1..{trials} (--trials {trials})"
-            )
-        if arm == "baseline" and not baseline:
-            raise InvalidInput(
-                f"{path}:{line}: {_describe((case_id, trial, arm))}: a baseline observation "
-                "needs --baseline DIR (the skill version it was run with)"
-            )
+        if row is None or not 1 <= trial <= trials or (arm == "baseline" and not baseline):
+            raise _key_error(f"{path}:{line}", suite, trials, (case_id, trial, arm))
         index = 3 * trial - 3 + _ARM_INDEX[arm]
         found, lines, needed = row
         if observation is None:
@@ -151,6 +139,23 @@ def _load_observations(
     if filled != len(planned):
         raise _missing_error(path, suite, trials, slots, wanted, planned)
     return _planned_outcomes(suite, slots, wanted, skill_name)
+
+
+def _key_error(where: str, suite: CaseSuite, trials: int, key: Key) -> InvalidInput:
+    """The error of a record whose key the run cannot take: an unknown caseId, a trial past
+    --trials or a baseline arm without --baseline (in that order)."""
+    case_id, trial, _ = key
+    if case_id not in suite.by_id():
+        return InvalidInput(f"{where}: unknown caseId {_show_id(case_id)} (not in {suite.path})")
+    if not 1 <= trial <= trials:
+        return InvalidInput(
+            f"{where}: extra observation {_describe(key)}: trial must be 1..{trials} "
+            f"(--trials {trials})"
+        )
+    return InvalidInput(
+        f"{where}: {_describe(key)}: a baseline observation needs --baseline DIR (the skill "
+        "version it was run with)"
+    )
 
 
 def _reruns(suite: CaseSuite, trials: int) -> int:
