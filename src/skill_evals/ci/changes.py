@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .base_commit import base_config, event_base, git_states
+from .base_words import base_words
 from .fingerprint import SkillState
 from .git import GitError, in_git_repo, resolve_commit
 from .git_tree import GitTree
@@ -160,17 +161,10 @@ def _against_git(
 
 def describe_base(base: Mapping[str, Any]) -> str:
     """How changes were found, in words (plain text; callers escape it for their output)."""
-    mode = base.get("mode")
-    if mode == "git":
+    if base.get("mode") == "git":
         sha = str(base.get("sha", ""))[:12]
         return f"changes found against {base.get('source', 'base')} {base.get('ref')} ({sha})"
-    if mode == "lock":
-        return f"changes found against the lock file {base.get('lockFile', '')}"
-    if mode == "only":
-        return "skills chosen with --only"
-    if mode == "merged":
-        return f"merged from {base.get('shards', 0)} shard(s)"
-    return str(base.get("reason") or "every skill is evaluated")
+    return base_words(base) or str(base.get("reason") or "every skill is evaluated")
 
 
 def _root_name(root: Path) -> str:

@@ -20,6 +20,7 @@ from ..report.md_text import fork_safe, md_number
 from ..report.next_steps import task_failures
 from ..report.route_markdown import ci_routing_markdown
 from ..report.trends import trends_markdown, trends_of_report
+from .base_words import base_words
 from .draft_suggest import draft_markdown
 from .listing import listing_markdown
 from .policy import POLICY_CHANGE
@@ -205,16 +206,12 @@ def _headline(ci_report: dict[str, Any]) -> str:
 
 def _base_line(ci_report: dict[str, Any]) -> str:
     base = ci_report.get("base") or {}
-    mode = base.get("mode")
-    if mode == "git":
+    if base.get("mode") == "git":
         sha = re.sub(r"[^0-9a-f]", "", str(base.get("sha", "")))[:12]
         return f"Changes found against {_esc(base.get('source', 'base'))} `{sha}`."
-    if mode == "lock":
-        return f"Changes found against the lock file {_esc(base.get('lockFile', ''))}."
-    if mode == "only":
-        return "Skills chosen with --only."
-    if mode == "merged":
-        return f"Merged from {md_number(base.get('shards', 0))} shard(s)."
+    words = base_words(base, _esc, md_number)
+    if words is not None:
+        return f"{words[0].upper()}{words[1:]}."
     return _esc(base.get("reason", "Every skill evaluated."))
 
 
