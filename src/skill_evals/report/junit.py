@@ -48,6 +48,7 @@ from .junit_xml import (
 from .lists import LIST_LIMIT
 from .next_steps import task_failures
 from .numbers import fmt, fmt_p, fmt_signed, fmt_threshold
+from .values import mapping
 
 
 @dataclass(frozen=True)
@@ -62,24 +63,20 @@ class SuiteInput:
 
 
 def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
-    skill = _mapping(report.get("skill"))
-    gates = _mapping(report.get("gates"))
+    skill = mapping(report.get("skill"))
+    gates = mapping(report.get("gates"))
     identity: list[tuple[str, object]] = [
         ("skill.path", skill.get("path")),
         ("skillMdSha256", skill.get("skillMdSha256")),
         ("directorySha256", skill.get("directorySha256")),
     ]
     props = report_properties(report, identity)
-    props.append(("bootstrapSamples", _mapping(report.get("settings")).get("bootstrapSamples")))
+    props.append(("bootstrapSamples", mapping(report.get("settings")).get("bootstrapSamples")))
     for key, label in (("minTriggerF1", "min-trigger-f1"), ("minUplift", "min-uplift")):
-        props.append((label, _mapping(gates.get(key)).get("threshold")))
+        props.append((label, mapping(gates.get(key)).get("threshold")))
     props += scope_properties(report)
     props += note_properties(report)
     suite.properties = [(name, str(value)) for name, value in props if value is not None]
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _trial_list(trials: Sequence[int]) -> str:
@@ -98,9 +95,9 @@ def not_run_reason(report: Mapping[str, Any]) -> str:
     """``not run: …`` for a case none of whose observations ran, saying why the run stopped."""
     if report.get("status") == "interrupted" or report.get("exitCode") == 130:
         return "not run: the run was interrupted before this case"
-    if _mapping(report.get("runner")).get("failures"):
+    if mapping(report.get("runner")).get("failures"):
         return "not run: the run stopped after a runner failure (fail-fast; see --keep-going)"
-    stop = _mapping(_mapping(report.get("runner")).get("stoppedEarly"))
+    stop = mapping(mapping(report.get("runner")).get("stoppedEarly"))
     if stop.get("settled") is True:
         return "not run: the verdict was settled before this case (--stop-when-settled)"
     if stop.get("reason") == "budget":
@@ -110,10 +107,10 @@ def not_run_reason(report: Mapping[str, Any]) -> str:
 
 def _case_suite(suite: Suite, report: Mapping[str, Any], case_results: list[Any]) -> bool:
     """The ``trigger[<id>]`` testcases; returns True when one holds an error."""
-    gates = _mapping(report.get("gates"))
-    trigger_gate_failed = _mapping(gates.get("minTriggerF1")).get("passed") is False
+    gates = mapping(report.get("gates"))
+    trigger_gate_failed = mapping(gates.get("minTriggerF1")).get("passed") is False
     failures_by_case: dict[str, list[Mapping[str, Any]]] = {}
-    for f in _mapping(report.get("runner")).get("failures") or []:
+    for f in mapping(report.get("runner")).get("failures") or []:
         if isinstance(f, Mapping):
             failures_by_case.setdefault(str(f.get("caseId")), []).append(f)
     has_error = False
@@ -150,7 +147,7 @@ def _case_suite(suite: Suite, report: Mapping[str, Any], case_results: list[Any]
 
 
 def _trigger_case(suite: Suite, report: Mapping[str, Any], trigger: Mapping[str, Any]) -> bool:
-    f1_gate = _mapping(_mapping(report.get("gates")).get("minTriggerF1")) or None
+    f1_gate = mapping(mapping(report.get("gates")).get("minTriggerF1")) or None
     figures = (
         f"precision {fmt(trigger.get('precision'))}, recall {fmt(trigger.get('recall'))}, "
         f"F1 {fmt(trigger.get('f1'))}"
@@ -188,13 +185,13 @@ def _any_ran(report: Mapping[str, Any]) -> bool:
 
 def _uplift_case(suite: Suite, report: Mapping[str, Any]) -> bool:
     task = report.get("task")
-    up_gate = _mapping(_mapping(report.get("gates")).get("minUplift")) or None
+    up_gate = mapping(mapping(report.get("gates")).get("minUplift")) or None
     if isinstance(task, Mapping):
-        interval = _mapping(task.get("interval"))
+        interval = mapping(task.get("interval"))
         figures = (
             f"difference {fmt_signed(task.get('difference'))}, 95% interval "
             f"[{fmt_signed(interval.get('lower'))}, {fmt_signed(interval.get('upper'))}], "
-            f"sign test p = {fmt_p(_mapping(task.get('signTest')).get('pValue'))}, "
+            f"sign test p = {fmt_p(mapping(task.get('signTest')).get('pValue'))}, "
             f"{task.get('units')} unit(s)"
         )
         failed = task_failures(report)
@@ -240,7 +237,7 @@ def _isolation_case(suite: Suite, report: Mapping[str, Any]) -> bool:
     """An ``isolation`` testcase when some without runs are isolation unverified: an error when
     that made the run unavailable (--require-verified-isolation), else passing with the line in
     system-out. True when it added an error."""
-    count = _mapping(report.get("loading")).get("isolationUnverified")
+    count = mapping(report.get("loading")).get("isolationUnverified")
     if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
         return False
     line = next(
@@ -258,7 +255,7 @@ def _isolation_case(suite: Suite, report: Mapping[str, Any]) -> bool:
 
 def _loading_cases(suite: Suite, report: Mapping[str, Any]) -> None:
     by_case: dict[str, list[Mapping[str, Any]]] = {}
-    for v in _mapping(report.get("loading")).get("violations") or []:
+    for v in mapping(report.get("loading")).get("violations") or []:
         if isinstance(v, Mapping):
             by_case.setdefault(str(v.get("caseId")), []).append(v)
     for cid, items in by_case.items():
@@ -307,7 +304,7 @@ def _as_input(item: SuiteInput | tuple[str, Mapping[str, Any] | None, str | None
 
 
 def _wall_seconds(report: Mapping[str, Any] | None) -> float:
-    wall_ms = _mapping(_mapping(report).get("runner")).get("wallMs")
+    wall_ms = mapping(mapping(report).get("runner")).get("wallMs")
     if isinstance(wall_ms, bool) or not isinstance(wall_ms, (int, float)):
         return 0.0
     return float(wall_ms) / 1000 if math.isfinite(wall_ms) and wall_ms > 0 else 0.0

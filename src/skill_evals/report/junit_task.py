@@ -20,16 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .junit_xml import Suite
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+from .values import mapping
 
 
 def _with_failures(report: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
     """Runner failures of the ``with`` arm by case id."""
     found: dict[str, list[Mapping[str, Any]]] = {}
-    for failure in _mapping(report.get("runner")).get("failures") or []:
+    for failure in mapping(report.get("runner")).get("failures") or []:
         if isinstance(failure, Mapping) and failure.get("variant") == "with":
             found.setdefault(str(failure.get("caseId")), []).append(failure)
     return found
@@ -61,7 +58,7 @@ def task_cases(
     """Add ``task[<id>]`` for every case with a task check, in case-file order; ``not_run``
     gives the reason of a case that did not run. Returns True when one holds an error."""
     runner_failures = _with_failures(report)
-    gate = _mapping(_mapping(report.get("gates")).get("minUplift"))
+    gate = mapping(mapping(report.get("gates")).get("minUplift"))
     contributed = gate.get("passed") is False  # only a failed uplift gate fails a task case
     has_error = False
     for result in case_results:
@@ -69,7 +66,7 @@ def task_cases(
             continue  # no task check: no task testcase
         cid = str(result.get("id"))
         passes: list[object] = result["with"]
-        check = _mapping(result.get("failedCheck"))
+        check = mapping(result.get("failedCheck"))
         if False in passes and not contributed:
             note = _note(passes, check)
             suite.case(f"task[{cid}]", system_out=note)

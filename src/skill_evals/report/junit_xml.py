@@ -21,6 +21,7 @@ from ..escaping.invisible import show_invisible
 from ..messages import ARTEFACTS, severities_of
 from ..sandbox.behaviour import finding_text
 from ..sandbox.probe import warning_text
+from .values import mapping
 
 # Characters XML 1.0 cannot carry, plus the C0/C1 controls it can but consumers choke on
 # (\t, \n, \r stay): removed, never written.
@@ -64,11 +65,11 @@ def report_properties(
 ) -> list[tuple[str, object]]:
     """The properties every report's suite starts with: status, exit code, the tool's version,
     what identifies the tested skill (``identity``), the case file and the run's settings."""
-    cases, settings = _mapping(report.get("cases")), _mapping(report.get("settings"))
+    cases, settings = mapping(report.get("cases")), mapping(report.get("settings"))
     return [
         ("status", report.get("status")),
         ("exitCode", report.get("exitCode")),
-        ("tool.version", _mapping(report.get("tool")).get("version")),
+        ("tool.version", mapping(report.get("tool")).get("version")),
         *identity,
         ("cases.path", cases.get("path")),
         ("cases.sha256", cases.get("sha256")),
@@ -76,10 +77,6 @@ def report_properties(
         ("trials", settings.get("trials")),
         ("seed", settings.get("seed")),
     ]
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def note_properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
@@ -98,7 +95,7 @@ def note_properties(report: Mapping[str, Any]) -> list[tuple[str, object]]:
 
 
 def _findings(report: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    findings = _mapping(report.get("behaviour")).get("findings")
+    findings = mapping(report.get("behaviour")).get("findings")
     return [f for f in findings if isinstance(f, Mapping)] if isinstance(findings, list) else []
 
 

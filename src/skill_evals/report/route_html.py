@@ -13,6 +13,7 @@ from .diagnosis import gate_partial, partial_note, sections
 from .html_base import escape_html, html_page
 from .numbers import confusion_cells, fmt, fmt_threshold
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
+from .values import confusion_matrix, mapping, mappings
 
 _e = escape_html
 
@@ -38,10 +39,6 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 """
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _shade(count: int, peak: int, diagonal: bool) -> str:
     """The inline style of a heat-map cell: transparent at 0, the full colour at ``peak``."""
     if count <= 0 or peak <= 0:
@@ -53,10 +50,8 @@ def _shade(count: int, peak: int, diagonal: bool) -> str:
 
 def heat_map(report: Mapping[str, Any]) -> str:
     """The confusion matrix as a table: rows expected, columns loaded, one cell per pair."""
-    confusion = _mapping(report.get("confusion"))
-    labels = [str(x) for x in confusion.get("labels") or []]
-    counts = confusion.get("counts") or []
-    if not labels or len(counts) != len(labels):
+    labels, counts = confusion_matrix(report)
+    if not labels:
         return ""
     peak = max((int(v) for row in counts for v in row), default=0)
     head = "".join(f'<th class="col" scope="col">{_e(x)}</th>' for x in labels)
@@ -96,7 +91,7 @@ def routing_section(report: Mapping[str, Any]) -> str:
 
 
 def _per_skill_table(report: Mapping[str, Any]) -> str:
-    per_skill = [_mapping(s) for s in report.get("perSkill") or []]
+    per_skill = mappings(report.get("perSkill"))
     if not per_skill:
         return ""
     rows = "".join(
@@ -115,7 +110,7 @@ def _per_skill_table(report: Mapping[str, Any]) -> str:
 
 
 def _gate_table(report: Mapping[str, Any]) -> str:
-    gates = _mapping(report.get("gates"))
+    gates = mapping(report.get("gates"))
     gate_rows = []
     for key, label in (("minAccuracy", "accuracy"), ("minSkillF1", "lowest skill F1")):
         gate = gates.get(key)
@@ -133,7 +128,7 @@ def _gate_table(report: Mapping[str, Any]) -> str:
 
 
 def _collision_list(report: Mapping[str, Any]) -> str:
-    collisions = [_mapping(c) for c in report.get("collisions") or []]
+    collisions = mappings(report.get("collisions"))
     if not collisions:
         return ""
     collision_items = "".join(
@@ -172,7 +167,7 @@ def _diagnosis_parts(report: Mapping[str, Any]) -> list[str]:
 
 
 def _case_table(report: Mapping[str, Any]) -> str:
-    results = [_mapping(r) for r in report.get("caseResults") or []]
+    results = mappings(report.get("caseResults"))
     if not results:
         return ""
     case_rows = "".join(

@@ -27,42 +27,39 @@ from .junit_xml import (
     report_properties,
 )
 from .numbers import fmt, fmt_threshold
+from .values import mapping
 
 SUITE_NAME = "routing"
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
-    gates = _mapping(report.get("gates"))
+    gates = mapping(report.get("gates"))
     props = report_properties(report, [])
     props += [
-        ("min-accuracy", _mapping(gates.get("minAccuracy")).get("threshold")),
-        ("min-skill-f1", _mapping(gates.get("minSkillF1")).get("threshold")),
+        ("min-accuracy", mapping(gates.get("minAccuracy")).get("threshold")),
+        ("min-skill-f1", mapping(gates.get("minSkillF1")).get("threshold")),
     ]
     for skill in report.get("catalog") or []:
-        skill = _mapping(skill)
+        skill = mapping(skill)
         props.append((f"catalog.{skill.get('name')}.skillMdSha256", skill.get("skillMdSha256")))
     props += note_properties(report)
     suite.properties = [(name, str(value)) for name, value in props if value is not None]
 
 
 def _gate_failed(report: Mapping[str, Any]) -> bool:
-    gates = _mapping(report.get("gates"))
-    return any(_mapping(gates.get(k)).get("passed") is False for k in ("minAccuracy", "minSkillF1"))
+    gates = mapping(report.get("gates"))
+    return any(mapping(gates.get(k)).get("passed") is False for k in ("minAccuracy", "minSkillF1"))
 
 
 def _case_tests(suite: Suite, report: Mapping[str, Any]) -> bool:
     failures: dict[str, list[Mapping[str, Any]]] = {}
-    for failure in _mapping(report.get("runner")).get("failures") or []:
-        failure = _mapping(failure)
+    for failure in mapping(report.get("runner")).get("failures") or []:
+        failure = mapping(failure)
         failures.setdefault(str(failure.get("caseId")), []).append(failure)
     gate_failed = _gate_failed(report)
     has_error = False
     for result in report.get("caseResults") or []:
-        result = _mapping(result)
+        result = mapping(result)
         cid = str(result.get("id"))
         name = f"route[{cid}]"
         expect = ", ".join(str(e) for e in result.get("expect") or []) or "no skill"
@@ -89,13 +86,13 @@ def _case_tests(suite: Suite, report: Mapping[str, Any]) -> bool:
 
 
 def _gate_tests(suite: Suite, report: Mapping[str, Any]) -> bool:
-    gates = _mapping(report.get("gates"))
+    gates = mapping(report.get("gates"))
     figures = (
         f"accuracy {fmt(report.get('accuracy'))}, micro F1 {fmt(report.get('microF1'))}, "
         f"macro F1 {fmt(report.get('macroF1'))}"
     )
     has_error = False
-    accuracy = _mapping(gates.get("minAccuracy")) or None
+    accuracy = mapping(gates.get("minAccuracy")) or None
     if accuracy is not None:
         tc = suite.case("accuracy")
         threshold = fmt_threshold(accuracy.get("threshold"))
@@ -111,8 +108,8 @@ def _gate_tests(suite: Suite, report: Mapping[str, Any]) -> bool:
             )
             suite.result(tc, "error", message, figures)
             has_error = True
-    f1_gate = _mapping(gates.get("minSkillF1")) or None
-    per_skill = {str(_mapping(s).get("name")): _mapping(s) for s in report.get("perSkill") or []}
+    f1_gate = mapping(gates.get("minSkillF1")) or None
+    per_skill = {str(mapping(s).get("name")): mapping(s) for s in report.get("perSkill") or []}
     if f1_gate is not None:
         threshold = fmt_threshold(f1_gate.get("threshold"))
         for name in f1_gate.get("skills") or []:

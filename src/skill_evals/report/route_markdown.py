@@ -14,16 +14,13 @@ from .markdown import md_bullet_list, md_next_steps
 from .md_text import md_number, md_text
 from .numbers import confusion_cells, fmt, fmt_threshold
 from .route_text import SHOWN_COLLISIONS, id_list, next_steps, verdict_summary
+from .values import confusion_matrix, mapping, mappings
 
 MATRIX_MAX_LABELS = 30  # a wider table is unreadable in a PR: the HTML report has it all
 
 
 def _esc(value: object) -> str:
     return md_text(value)
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _gate_row(report: Mapping[str, Any], gate: object, label: str) -> str | None:
@@ -37,10 +34,8 @@ def _gate_row(report: Mapping[str, Any], gate: object, label: str) -> str | None
 
 
 def _matrix(report: Mapping[str, Any]) -> list[str]:
-    confusion = _mapping(report.get("confusion"))
-    labels = [str(x) for x in confusion.get("labels") or []]
-    counts = confusion.get("counts") or []
-    if not labels or len(counts) != len(labels):
+    labels, counts = confusion_matrix(report)
+    if not labels:
         return []
     if len(labels) > MATRIX_MAX_LABELS:
         return [f"The confusion matrix has {len(labels)} labels: see the HTML or JSON report.", ""]
@@ -83,7 +78,7 @@ def routing_markdown(
 
 
 def _per_skill_table(report: Mapping[str, Any]) -> list[str]:
-    per_skill = [_mapping(s) for s in report.get("perSkill") or []]
+    per_skill = mappings(report.get("perSkill"))
     if not per_skill:
         return []
     lines = [
@@ -97,7 +92,7 @@ def _per_skill_table(report: Mapping[str, Any]) -> list[str]:
 
 
 def _gate_table(report: Mapping[str, Any]) -> list[str]:
-    gates = _mapping(report.get("gates"))
+    gates = mapping(report.get("gates"))
     rows = [
         r
         for r in (
@@ -112,7 +107,7 @@ def _gate_table(report: Mapping[str, Any]) -> list[str]:
 
 
 def _collision_list(report: Mapping[str, Any]) -> list[str]:
-    collisions = [_mapping(c) for c in report.get("collisions") or []]
+    collisions = mappings(report.get("collisions"))
     if not collisions:
         return []
     lines = ["#### Top collisions", ""]

@@ -16,15 +16,12 @@ from .diagnosis import gate_partial, partial_note, sections
 from .lists import LIST_LIMIT, limited
 from .numbers import confusion_cells, fmt, fmt_threshold, is_number
 from .text import STATUS_WORD, bullet_list, next_step_lines
+from .values import mapping
 
 Esc = Callable[[object], str]
 SHOWN_COLLISIONS = 5
 SHOWN_IDS = 5
 MATRIX_MAX_LABELS = 12  # wider matrices are left to the JSON, Markdown and HTML reports
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _list(value: object) -> list[Any]:
@@ -55,7 +52,7 @@ def _per_case(report: Mapping[str, Any]) -> tuple[dict[str, list[str]], dict[str
     missed: dict[str, list[str]] = {}
     stray: dict[str, list[str]] = {}
     for result in _list(report.get("caseResults")):
-        result = _mapping(result)
+        result = mapping(result)
         case_id = str(result.get("id"))
         expect = [str(e) for e in _list(result.get("expect"))]
         for loaded in _list(result.get("loaded")):
@@ -79,7 +76,7 @@ def _per_case(report: Mapping[str, Any]) -> tuple[dict[str, list[str]], dict[str
 def next_steps(report: Mapping[str, Any], esc: Esc) -> list[str]:
     """What to do about the routing figures, most useful first (every name escaped)."""
     steps: list[str] = []
-    collisions = [_mapping(c) for c in _list(report.get("collisions"))]
+    collisions = [mapping(c) for c in _list(report.get("collisions"))]
     for collision in collisions[:SHOWN_COLLISIONS]:
         ids = _list(collision.get("caseIds"))
         steps.append(
@@ -132,7 +129,7 @@ def _gate_line(report: Mapping[str, Any], gate: object, label: str) -> str | Non
 
 
 def _matrix(report: Mapping[str, Any]) -> list[str]:
-    confusion = _mapping(report.get("confusion"))
+    confusion = mapping(report.get("confusion"))
     labels = [str(label) for label in _list(confusion.get("labels"))]
     counts = _list(confusion.get("counts"))
     if not labels or len(labels) > MATRIX_MAX_LABELS or len(counts) != len(labels):
@@ -156,7 +153,7 @@ def render_route_text(report: Mapping[str, Any]) -> str:
         f"{verdict_summary(report)} (exit {report.get('exitCode')})",
         "",
     ]
-    per_skill = [_mapping(s) for s in _list(report.get("perSkill"))]
+    per_skill = [mapping(s) for s in _list(report.get("perSkill"))]
     if per_skill:
         lines += _per_skill_lines(report, per_skill)
         lines += _matrix(report)
@@ -178,14 +175,14 @@ def _per_skill_lines(report: Mapping[str, Any], per_skill: list[Mapping[str, Any
         cells = confusion_cells(skill, ("expectedBy", "tp", "fp", "fn"))
         rows.append([terminal_safe(skill.get("name")), *cells])
     lines += _table(rows)
-    coverage = _mapping(report.get("coverage"))
+    coverage = mapping(report.get("coverage"))
     lines.append(
         f"  accuracy {fmt(report.get('accuracy'))}: {coverage.get('correct')} of "
         f"{coverage.get('observed')} observation(s) loaded exactly the expected skills; "
         f"micro F1 {fmt(report.get('microF1'))}, macro F1 {fmt(report.get('macroF1'))}; "
         f"{report.get('otherLoads')} load(s) outside the catalog"
     )
-    gates = _mapping(report.get("gates"))
+    gates = mapping(report.get("gates"))
     for key, label in (("minAccuracy", "accuracy"), ("minSkillF1", "F1 of every skill")):
         gate = _gate_line(report, gates.get(key), label)
         if gate:
@@ -195,7 +192,7 @@ def _per_skill_lines(report: Mapping[str, Any], per_skill: list[Mapping[str, Any
 
 def _collision_lines(report: Mapping[str, Any], scored: bool) -> list[str]:
     """The top collisions; ``none`` when the run was scored (``scored``) and had none."""
-    collisions = [_mapping(c) for c in _list(report.get("collisions"))]
+    collisions = [mapping(c) for c in _list(report.get("collisions"))]
     if not collisions:
         return ["Top collisions: none", ""] if scored else []
     lines = ["Top collisions (observations where one was expected and the other loaded)"]
@@ -210,10 +207,10 @@ def _collision_lines(report: Mapping[str, Any], scored: bool) -> list[str]:
 
 def _runs_lines(report: Mapping[str, Any]) -> list[str]:
     """What ran: invocations (resumed ones), failures, time and reported cost."""
-    runner = _mapping(report.get("runner"))
+    runner = mapping(report.get("runner"))
     if not runner:
         return []
-    ledger = _mapping(runner.get("ledger"))
+    ledger = mapping(runner.get("ledger"))
     line = (
         f"Runs: {runner.get('invocations')} invocation(s) in this run"
         f" ({ledger.get('resumed', 0)} resumed), {len(_list(runner.get('failures')))} "
