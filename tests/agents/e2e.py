@@ -4,11 +4,13 @@ a `python -m skill_evals runner …` subprocess."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import write_skill
 
@@ -58,4 +60,27 @@ def run_runner_cli(
         [sys.executable, "-m", "skill_evals", "runner", *argv],
         input=prompt, capture_output=True, text=True, timeout=timeout,
         env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
+    )  # fmt: skip
+
+
+def result_line(proc: subprocess.CompletedProcess[str]) -> Any:
+    """The runner's result: the last line of its stdout, as JSON."""
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def run_test_cli(
+    skill: Path,
+    cases: Path,
+    runner: str,
+    *options: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:
+    """``skill-evals test --skill SKILL --cases CASES --runner RUNNER OPTIONS…``, its output
+    captured (``env``: the caller's environment, this process's when None)."""
+    return subprocess.run(
+        [sys.executable, "-m", "skill_evals", "test", "--skill", str(skill), "--cases",
+         str(cases), "--runner", runner, *options],
+        capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd,
     )  # fmt: skip

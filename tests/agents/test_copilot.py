@@ -29,7 +29,7 @@ from skill_evals.agents.proof import prove
 from skill_evals.agents.protocol import Finished
 from skill_evals.sandbox.credential_proxy import builtin_credentials
 from tests.agents.conftest import agent_binary, workspaces_in
-from tests.agents.e2e import caller_env, run_runner_cli
+from tests.agents.e2e import caller_env, result_line, run_runner_cli, run_test_cli
 from tests.agents.fake_copilot_model import GENERIC_ANSWER, REFUSAL, Behaviour, FakeCopilotModel
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
@@ -40,6 +40,7 @@ from capture import NEIGHBOUR, PROMPT, SKILL  # noqa: E402
 TEXTS = [SkillText.of("refund-policy", SKILL), SkillText.of("shipping-times", NEIGHBOUR)]
 # A line of each SKILL.md that only that skill holds: how the server side tells them apart.
 UNIQUE = {"refund-policy": "gift cards are never refundable", "shipping-times": "3 to 5 working"}
+SCRIPTED_KEY = "sk-scripted-key-0042"
 
 
 def events(name: str) -> list[dict[str, Any]]:
@@ -273,23 +274,7 @@ def test_a_tested_skill_named_like_a_bundled_one_is_exit_5_before_any_run(
         tmp_path / "cases.jsonl",
         [{"id": f"c{i}", "prompt": f"upload {i}", "expectTrigger": True} for i in range(10)],
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "skill_evals",
-            "test",
-            "--skill",
-            str(skill),
-            "--cases",
-            str(cases),
-            "--runner",
-            "skill-evals runner copilot --model m",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = run_test_cli(skill, cases, "skill-evals runner copilot --model m", timeout=60)
     assert proc.returncode == 5, proc.stderr
     assert "skill 'github-pr-media'" in proc.stderr and "bundles a skill" in proc.stderr
 
@@ -357,45 +342,14 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         f"--model claude-sonnet-4 --with-skill {root / 'skills' / 'shipping-times'}"
     )
     with FakeCopilotModel(BEHAVIOUR) as model:
-        settings = {
-            "COPILOT_PROVIDER_BASE_URL": model.url,
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": key,
-        }
-        env = caller_env(
-            root, ("COPILOT_",), settings, {"SKILL_EVALS_TRANSCRIPT_DIR": str(root / "saved")}
-        )
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "skill_evals",
-                "test",
-                "--skill",
-                str(root / "skills" / "refund-policy"),
-                "--cases",
-                str(cases),
-                "--runner",
-                runner,
-                "--trials",
-                "1",
-                "--jobs",
-                "2",
-                "--retries",
-                "1",
-                "--sandbox",
-                "required",
-                "--min-trigger-f1",
-                "0.9",
-                "--report",
-                str(root / "report.json"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=env,
-            cwd=root,
-        )
+        saved = {"SKILL_EVALS_TRANSCRIPT_DIR": str(root / "saved")}
+        env = caller_env(root, ("COPILOT_",), _provider(model.url, key), saved)
+        done = run_test_cli(
+            root / "skills" / "refund-policy", cases, runner,
+            "--trials", "1", "--jobs", "2", "--retries", "1", "--sandbox", "required",
+            "--min-trigger-f1", "0.9", "--report", str(root / "report.json"),
+            env=env, cwd=root,
+        )  # fmt: skip
         yield {
             "done": done,
             "model": model,
@@ -464,24 +418,9 @@ def test_mcp_delivery_serves_the_skill_and_is_reported(tmp_path: Path) -> None:
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text(SKILL, encoding="utf-8")
     with FakeCopilotModel() as model:
-        settings = {
-            "COPILOT_PROVIDER_BASE_URL": model.url,
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
-        }
-        argv = [
-            "copilot",
-            "--bin",
-            agent_binary("copilot"),
-            "--model",
-            "claude-sonnet-4",
-            "--delivery",
-            "mcp",
-        ]
-        env = caller_env(tmp_path, ("COPILOT_",), settings)
-        proc = run_runner_cli(argv, "with", skill, env, PROMPT, 120)
+        proc = _copilot_run(tmp_path, skill, _provider(model.url), ["--delivery", "mcp"])
         received = model.received(UNIQUE)
-    line = json.loads(proc.stdout.splitlines()[-1])
+    line = result_line(proc)
     assert line["invokedSkills"] == ["refund-policy"], proc.stderr
     assert {
         "skill": "refund-policy",
@@ -499,30 +438,40 @@ def test_the_turn_limit_stops_copilot_and_is_a_runner_error(tmp_path: Path) -> N
     starts the second, and the run is void (not retryable)."""
     skill = write_skill(tmp_path / "skills")
     with FakeCopilotModel() as model:
-        settings = {
-            "COPILOT_PROVIDER_BASE_URL": model.url,
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
-        }
-        argv = [
-            "copilot",
-            "--bin",
-            agent_binary("copilot"),
-            "--model",
-            "claude-sonnet-4",
-            "--max-turns",
-            "1",
-        ]
-        proc = run_runner_cli(
-            argv, "with", skill, caller_env(tmp_path, ("COPILOT_",), settings), PROMPT, 120
-        )
-    line = json.loads(proc.stdout.splitlines()[-1])
+        proc = _copilot_run(tmp_path, skill, _provider(model.url), ["--max-turns", "1"])
+    line = result_line(proc)
     assert line == {
         "runnerError": "agent turn limit reached (--max-turns 1) before a final "
         "answer; raise --max-turns",
         "retryable": False,
     }, proc.stderr
     assert len(model.requests) <= 2 and workspaces_in(tmp_path / "tmpdir") == []
+
+
+def _provider(url: str, key: str = SCRIPTED_KEY, kind: str = "anthropic") -> dict[str, str]:
+    """The caller's COPILOT_PROVIDER_* settings for a model API at ``url`` with ``key``."""
+    return {
+        "COPILOT_PROVIDER_BASE_URL": url,
+        "COPILOT_PROVIDER_TYPE": kind,
+        "COPILOT_PROVIDER_API_KEY": key,
+    }
+
+
+def _copilot_run(
+    tmp_path: Path,
+    skill: Path,
+    settings: dict[str, str],
+    args: Sequence[str] = (),
+    variant: str = "with",
+    prompt: str = PROMPT,
+    timeout: float = 120,
+    extra: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``skill-evals runner copilot`` (claude-sonnet-4, then ``args``) for one ``variant`` of
+    ``skill``, the caller's environment with ``settings`` and ``extra``."""
+    argv = ["copilot", "--bin", agent_binary("copilot"), "--model", "claude-sonnet-4", *args]
+    env = caller_env(tmp_path, ("COPILOT_",), settings, extra)
+    return run_runner_cli(argv, variant, skill, env, prompt, timeout)
 
 
 SHAPES = ("glob-skill", "loop-skill", "cd-skill", "dotdot-skill", "python-skill")
@@ -535,25 +484,22 @@ def _shapes_run(tmp_path: Path, variant: str, script: tuple[Any, ...], names: Se
     from tests.agents.scripts import shape_body, shape_description
 
     skill = write_skill(tmp_path / "skills")
-    args = ["copilot", "--bin", agent_binary("copilot"), "--model", "claude-sonnet-4"]
+    args = []
     for name in names:
         path = write_skill(tmp_path / "shapes", name, shape_description(name), shape_body(name))
         args += ["--with-skill", str(path)]
+    saved = {"SKILL_EVALS_TRANSCRIPT_DIR": str(tmp_path / "saved")}
     with FakeCopilotModel(Behaviour(script=tuple((call,) for call in script))) as model:
-        settings = {
-            "COPILOT_PROVIDER_BASE_URL": model.url,
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
-        }
-        env = caller_env(
-            tmp_path,
-            ("COPILOT_",),
-            settings,
-            {"SKILL_EVALS_TRANSCRIPT_DIR": str(tmp_path / "saved")},
+        proc = _copilot_run(
+            tmp_path, skill, _provider(model.url), args, variant, "Do the steps.", 180, saved
         )
-        proc = run_runner_cli(args, variant, skill, env, "Do the steps.", 180)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.splitlines()[-1]), tmp_path / "saved" / f"case.1.{variant}.jsonl"
+    return result_line(proc), tmp_path / "saved" / f"case.1.{variant}.jsonl"
+
+
+def _bash(command: str) -> tuple[str, dict[str, str]]:
+    """A scripted call of Copilot's ``bash`` tool."""
+    return ("bash", {"command": command, "description": "step"})
 
 
 @pytest.mark.agents
@@ -562,15 +508,12 @@ def test_every_way_of_reading_a_skill_counts_by_content(tmp_path: Path) -> None:
     content is a load, in the order the calls were made."""
     from tests.agents.conftest import keep_fixture
 
-    def bash(command: str) -> tuple[str, dict[str, str]]:
-        return ("bash", {"command": command, "description": "step"})
-
     script = (
-        bash(f"cat {SKILLS_DIR}/glob*/SKILL.md"),
-        bash(f'for d in {SKILLS_DIR}/loop*; do cat "$d/SKILL.md"; done'),
-        bash(f"cd {SKILLS_DIR}/cd-skill && cat SKILL.md"),
-        bash(f"cat {SKILLS_DIR}/../skills/dotdot-skill/../dotdot-skill/SKILL.md"),
-        bash("python3 -c \"print(open('{skill:python-skill}').read())\""),
+        _bash(f"cat {SKILLS_DIR}/glob*/SKILL.md"),
+        _bash(f'for d in {SKILLS_DIR}/loop*; do cat "$d/SKILL.md"; done'),
+        _bash(f"cd {SKILLS_DIR}/cd-skill && cat SKILL.md"),
+        _bash(f"cat {SKILLS_DIR}/../skills/dotdot-skill/../dotdot-skill/SKILL.md"),
+        _bash("python3 -c \"print(open('{skill:python-skill}').read())\""),
         ("view", {"path": "{skill:refund-policy}"}),
     )
     line, saved = _shapes_run(tmp_path, "with", script, SHAPES)
@@ -584,14 +527,11 @@ def test_calls_that_only_name_a_skill_are_never_loads(tmp_path: Path) -> None:
     past the end name SKILL.md paths and show no content: never loads."""
     from tests.agents.conftest import keep_fixture
 
-    def bash(command: str) -> tuple[str, dict[str, str]]:
-        return ("bash", {"command": command, "description": "step"})
-
     script = (
-        bash(f"cat {SKILLS_DIR}/refund-policy/SKILL.md 2>/dev/null || echo no"),
-        bash("ls -l {skill:glob-skill}"),
-        bash("test -f {skill:glob-skill} && echo present"),
-        bash("echo {skill:glob-skill}"),
+        _bash(f"cat {SKILLS_DIR}/refund-policy/SKILL.md 2>/dev/null || echo no"),
+        _bash("ls -l {skill:glob-skill}"),
+        _bash("test -f {skill:glob-skill} && echo present"),
+        _bash("echo {skill:glob-skill}"),
         ("view", {"path": f"{SKILLS_DIR}/refund-policy/SKILL.md"}),
         ("view", {"path": "{skill:glob-skill}", "view_range": [500, 600]}),
     )
@@ -616,16 +556,9 @@ def test_copilots_own_retries_stop_after_one_behind_a_dead_upstream(tmp_path: Pa
     skill = write_skill(tmp_path / "skills")
     credential = Credential("COPILOT_PROVIDER_API_KEY", "x-api-key", upstream, None, "k-dead")
     with CredentialProxy([credential]) as proxy:
-        settings = {
-            "COPILOT_PROVIDER_BASE_URL": proxy.url("COPILOT_PROVIDER_API_KEY"),
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "skill-evals-proxy-placeholder",
-        }
-        argv = ["copilot", "--bin", agent_binary("copilot"), "--model", "claude-sonnet-4"]
-        proc = run_runner_cli(
-            argv, "with", skill, caller_env(tmp_path, ("COPILOT_",), settings), PROMPT, 120
-        )
-    line = json.loads(proc.stdout.splitlines()[-1])
+        url = proxy.url("COPILOT_PROVIDER_API_KEY")
+        proc = _copilot_run(tmp_path, skill, _provider(url, "skill-evals-proxy-placeholder"))
+    line = result_line(proc)
     assert line["runnerError"].startswith(
         "server error from the model API (HTTP 502), twice: Copilot was stopped at its second retry"
     ), proc.stderr
@@ -636,15 +569,8 @@ def test_copilots_own_retries_stop_after_one_behind_a_dead_upstream(tmp_path: Pa
 def test_an_error_result_is_a_final_runner_error(tmp_path: Path) -> None:
     skill = write_skill(tmp_path / "skills")
     with FakeCopilotModel(Behaviour(error_result=400)) as model:
-        settings = {
-            "COPILOT_PROVIDER_BASE_URL": model.url,
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
-        }
-        env = caller_env(tmp_path, ("COPILOT_",), settings)
-        argv = ["copilot", "--bin", agent_binary("copilot"), "--model", "claude-sonnet-4"]
-        proc = run_runner_cli(argv, "with", skill, env, PROMPT, 120)
-    line = json.loads(proc.stdout.splitlines()[-1])
+        proc = _copilot_run(tmp_path, skill, _provider(model.url))
+    line = result_line(proc)
     assert line == {
         "runnerError": "the model API refused the request (HTTP 400); check "
         "COPILOT_PROVIDER_BASE_URL, COPILOT_PROVIDER_API_KEY and --model",
@@ -689,12 +615,7 @@ def test_ci_gates_a_repository_through_copilot(tmp_path: Path) -> None:
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
     with FakeCopilotModel() as model:
-        settings = {
-            "COPILOT_PROVIDER_BASE_URL": model.url,
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "sk-ci-key",
-        }
-        env = caller_env(tmp_path, ("COPILOT_",), settings)
+        env = caller_env(tmp_path, ("COPILOT_",), _provider(model.url, "sk-ci-key"))
         done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo, env=env, timeout=600)
         assert set(model.credentials) == {"sk-ci-key"}, done.stderr[-3000:]
     assert done.returncode == 0, done.stderr[-3000:]
@@ -761,16 +682,11 @@ def test_planted_copies_and_caller_variables_never_reach_the_run(tmp_path: Path)
     binary = agent_binary("copilot")
     skill = write_skill(tmp_path / "skills")
     with FakeCopilotModel() as model:
-        provider = {
-            "COPILOT_PROVIDER_BASE_URL": model.url,
-            "COPILOT_PROVIDER_TYPE": "anthropic",
-            "COPILOT_PROVIDER_API_KEY": "sk-scripted-key-0042",
-            "COPILOT_MODEL": "claude-sonnet-4",
-        }
-        env = {**caller_env(tmp_path, ("COPILOT_",), provider), **planted}
+        settings = _provider(model.url) | {"COPILOT_MODEL": "claude-sonnet-4"}
+        env = {**caller_env(tmp_path, ("COPILOT_",), settings), **planted}
         argv = ["copilot", "--bin", binary]
         proc = run_runner_cli(argv, "without", skill, env, PROMPT, 120)
-        line = json.loads(proc.stdout.splitlines()[-1])
+        line = result_line(proc)
         assert line["invokedSkills"] == [] and line["output"] == GENERIC_ANSWER, proc.stderr
         assert model.offered() == set() and _seen(model) == set()
         # The same caller running Copilot itself, in the repository above: each place is real.
@@ -817,40 +733,13 @@ def test_an_openai_provider_gets_its_key_as_a_bearer_token_through_the_proxy(
     key = "sk-openai-" + secrets.token_hex(12)
     runner = f"{sys.executable} -m skill_evals runner copilot --bin {agent_binary('copilot')}"
     with FakeChat(ChatBehaviour(min_overlap=99)) as model:
-        settings = {
-            "COPILOT_PROVIDER_BASE_URL": model.base_url,
-            "COPILOT_PROVIDER_TYPE": "openai",
-            "COPILOT_PROVIDER_API_KEY": key,
-            "COPILOT_MODEL": "gpt-4.1",
-        }
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "skill_evals",
-                "test",
-                "--skill",
-                str(skill),
-                "--cases",
-                str(cases),
-                "--runner",
-                runner,
-                "--arms",
-                "with",
-                "--trials",
-                "1",
-                "--jobs",
-                "2",
-                "--sandbox",
-                "required",
-                "--report",
-                str(tmp_path / "report.json"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
+        settings = _provider(model.base_url, key, "openai") | {"COPILOT_MODEL": "gpt-4.1"}
+        done = run_test_cli(
+            skill, cases, runner,
+            "--arms", "with", "--trials", "1", "--jobs", "2", "--sandbox", "required",
+            "--report", str(tmp_path / "report.json"),
             env=caller_env(tmp_path, ("COPILOT_",), settings),
-        )
+        )  # fmt: skip
         assert set(model.credentials) == {f"Bearer {key}"}, done.stderr[-3000:]
         assert model.offered_names() == {"refund-policy"}
     report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
