@@ -12,12 +12,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import write_skill
+from skill_evals.agents.content import SkillText
+from tests.conftest import skill_md, write_skill
 
 REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
 SHIPPING_BODY = "# Shipping\n\nParcels arrive in 3 to 5 working days.\n"
 REFUND_PROMPT = "Can I get refunds on store purchases without receipts?"
+# Long enough (> 200 characters) that a read showing it is content-proven.
+LONG_REFUND_BODY = (
+    "# Refund policy\n\nRefunds within 30 days with a receipt. Items bought on sale can be "
+    "exchanged but not refunded,\nand gift cards are never refundable. Refunds go back to the "
+    "original payment method.\n"
+)
 
 
 def two_skills(tmp_path: Path, refund_body: str) -> dict[str, Path]:
@@ -27,6 +34,16 @@ def two_skills(tmp_path: Path, refund_body: str) -> dict[str, Path]:
         "refund-policy": write_skill(root, "refund-policy", REFUND_DESCRIPTION, refund_body),
         "shipping-times": write_skill(root, "shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY),
     }
+
+
+def two_texts(refund_body: str) -> list[SkillText]:
+    """The SKILL.md texts :func:`two_skills` writes, as the evidence rules compare reads with."""
+    return [
+        SkillText.of("refund-policy", skill_md("refund-policy", REFUND_DESCRIPTION, refund_body)),
+        SkillText.of(
+            "shipping-times", skill_md("shipping-times", SHIPPING_DESCRIPTION, SHIPPING_BODY)
+        ),
+    ]
 
 
 def caller_env(

@@ -27,6 +27,7 @@ from skill_evals.agents.gemini_outcome import api_status
 from skill_evals.agents.proof import prove
 from tests.agents.conftest import agent_binary, files_holding, workspaces_in
 from tests.agents.e2e import (
+    LONG_REFUND_BODY,
     REFUND_DESCRIPTION,
     REFUND_PROMPT,
     SHIPPING_BODY,
@@ -34,25 +35,17 @@ from tests.agents.e2e import (
     caller_env,
     run_runner_cli,
     two_skills,
+    two_texts,
 )
 from tests.agents.fake_gemini import GENERIC_ANSWER, Behaviour, FakeGemini
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gemini"
 KNOWN = frozenset({"refund-policy", "shipping-times"})
-REFUND_BODY = (
-    "# Refund policy\n\nRefunds within 30 days with a receipt. Items bought on sale can be "
-    "exchanged but not refunded,\nand gift cards are never refundable. Refunds go back to the "
-    "original payment method.\n"
-)
+REFUND_BODY = LONG_REFUND_BODY
 SKILL_PATH = ".gemini/skills/refund-policy/SKILL.md"
 # The SKILL.md texts the captured transcripts were made with (capture.py, write_skill).
-TEXTS = [
-    SkillText.of("refund-policy", f"---\nname: refund-policy\ndescription: "
-                 f"{REFUND_DESCRIPTION}\n---\n{REFUND_BODY}"),
-    SkillText.of("shipping-times", f"---\nname: shipping-times\ndescription: "
-                 f"{SHIPPING_DESCRIPTION}\n---\n{SHIPPING_BODY}"),
-]  # fmt: skip
+TEXTS = two_texts(REFUND_BODY)
 
 
 def events(name: str) -> list[dict[str, Any]]:

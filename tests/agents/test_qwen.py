@@ -18,7 +18,7 @@ import pytest
 
 from skill_evals.agents.evidence import read_events
 from tests.agents.conftest import agent_binary, files_holding, keep_fixture, workspaces_in
-from tests.agents.e2e import REFUND_PROMPT, caller_env, run_runner_cli, two_skills
+from tests.agents.e2e import LONG_REFUND_BODY, REFUND_PROMPT, caller_env, run_runner_cli, two_skills
 from tests.agents.fake_openai_chat import Call
 from tests.agents.fake_qwen import (
     GENERIC_ANSWER,
@@ -30,11 +30,7 @@ from tests.agents.fake_qwen import (
 
 pytestmark = pytest.mark.agents
 
-REFUND_BODY = (
-    "# Refund policy\n\nRefunds within 30 days with a receipt. Items bought on sale can be "
-    "exchanged but not refunded,\nand gift cards are never refundable. Refunds go back to the "
-    "original payment method.\n"
-)
+REFUND_BODY = LONG_REFUND_BODY
 KEY = "sk-qwen-test-key-0123456789"
 
 

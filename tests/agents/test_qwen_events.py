@@ -21,17 +21,11 @@ from skill_evals.agents.evidence import Load, read_events
 from skill_evals.agents.proof import prove
 from skill_evals.agents.protocol import Finished
 from skill_evals.agents.qwen_events import CHAT_MARKER, explicit, read_transcript, tool_calls
-from tests.agents.e2e import REFUND_DESCRIPTION, SHIPPING_BODY, SHIPPING_DESCRIPTION
-from tests.agents.test_qwen import REFUND_BODY
+from tests.agents.e2e import LONG_REFUND_BODY, REFUND_DESCRIPTION, two_texts
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "qwen"
 KNOWN = frozenset({"refund-policy", "shipping-times"})
-TEXTS = [
-    SkillText.of("refund-policy", f"---\nname: refund-policy\ndescription: "
-                 f"{REFUND_DESCRIPTION}\n---\n{REFUND_BODY}"),
-    SkillText.of("shipping-times", f"---\nname: shipping-times\ndescription: "
-                 f"{SHIPPING_DESCRIPTION}\n---\n{SHIPPING_BODY}"),
-]  # fmt: skip
+TEXTS = two_texts(LONG_REFUND_BODY)
 
 
 def events(name: str) -> list[dict[str, Any]]:
