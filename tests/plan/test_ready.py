@@ -44,15 +44,32 @@ def _cli(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Complete
     )  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("runner", "code", "said"),
-    [
+# Built-in runners that cannot start: (runner, exit code, what stderr says); {missing},
+# {plain} and {fake} stand for the places of :func:`_places`.
+_UNSTARTABLE = [
         ("skill-evals runner claude-code --bin {missing}", 7,
          "--runner: the claude-code CLI '{missing}' is missing or not executable"),
         ("skill-evals runner codex --bin {plain}", 7,
          "--runner: the codex CLI '{plain}' is missing or not executable"),
         ("skill-evals runner opencode --bin {fake}", 5,
          "--runner: skill-evals runner opencode needs --model provider/model"),
+]  # fmt: skip
+
+
+def _places(tmp_path: Path) -> dict[str, str]:
+    """A missing program, a file that is not executable and the counting runner."""
+    (tmp_path / "plain").write_text("not a program\n")  # exists, not executable
+    return {
+        "missing": str(tmp_path / "no" / "claude"),
+        "plain": str(tmp_path / "plain"),
+        "fake": str(COUNTING),
+    }
+
+
+@pytest.mark.parametrize(
+    ("runner", "code", "said"),
+    [
+        *_UNSTARTABLE,
         ("skill-evals runner copilot --bin {fake}", 5,
          "--runner: skill-evals runner copilot needs --model (or COPILOT_MODEL set)"),
         ("skill-evals runner copilot --bin {fake} --model m", 7,
@@ -63,9 +80,7 @@ def test_a_runner_that_cannot_start_is_refused_first(
     tmp_path: Path, runner: str, code: int, said: str
 ) -> None:
     skill, cases, env = _setup(tmp_path)
-    places = {"missing": str(tmp_path / "no" / "claude"), "plain": str(tmp_path / "plain")}
-    places["fake"] = str(COUNTING)
-    (tmp_path / "plain").write_text("not a program\n")  # exists, not executable
+    places = _places(tmp_path)
     runner = runner.format(**places)
     proc = _cli(
         tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases), "--runner", runner
@@ -137,12 +152,7 @@ def _route(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Comple
 @pytest.mark.parametrize(
     ("runner", "code", "said"),
     [
-        ("skill-evals runner claude-code --bin {missing}", 7,
-         "--runner: the claude-code CLI '{missing}' is missing or not executable"),
-        ("skill-evals runner codex --bin {plain}", 7,
-         "--runner: the codex CLI '{plain}' is missing or not executable"),
-        ("skill-evals runner opencode --bin {fake}", 5,
-         "--runner: skill-evals runner opencode needs --model provider/model"),
+        *_UNSTARTABLE,
         ("{fake} --credential", 5, "--credential: MY_KEY is not set"),
         ("{fake}", 0, ""),  # the control: the same runner does start (the log would show it)
     ],
@@ -151,9 +161,7 @@ def test_route_refuses_what_cannot_start_before_any_invocation(
     tmp_path: Path, runner: str, code: int, said: str
 ) -> None:
     _, _, env = _setup(tmp_path)
-    places = {"missing": str(tmp_path / "no" / "claude"), "plain": str(tmp_path / "plain")}
-    places["fake"] = str(COUNTING)
-    (tmp_path / "plain").write_text("not a program\n")  # exists, not executable
+    places = _places(tmp_path)
     extra = ["--trials", "1"]
     if runner.endswith(" --credential"):
         runner = runner.removesuffix(" --credential")
