@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ LONG_REFUND_BODY = (
     "exchanged but not refunded,\nand gift cards are never refundable. Refunds go back to the "
     "original payment method.\n"
 )
+LONG_REFUND_SKILL = skill_md("refund-policy", REFUND_DESCRIPTION, LONG_REFUND_BODY)
 
 
 def two_skills(tmp_path: Path, refund_body: str) -> dict[str, Path]:
@@ -78,6 +80,19 @@ def run_runner_cli(
         input=prompt, capture_output=True, text=True, timeout=timeout,
         env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
     )  # fmt: skip
+
+
+def claude_code_runner() -> str:
+    """The ``--runner`` of the real, pinned Claude Code."""
+    from tests.agents.conftest import agent_binary
+
+    python = shlex.quote(sys.executable)
+    return f"{python} -m skill_evals runner claude-code --bin {agent_binary('claude')}"
+
+
+def without_claude_settings() -> dict[str, str]:
+    """This process's environment without the developer's own Claude Code settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
 
 
 def result_line(proc: subprocess.CompletedProcess[str]) -> Any:

@@ -7,18 +7,15 @@ is reached through the credential proxy with streaming, in both arms."""
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import shlex
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.agents.conftest import agent_binary
+from tests.agents.e2e import claude_code_runner, run_test_cli, without_claude_settings
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
@@ -35,7 +32,6 @@ FETCH = (
 def contained_claude(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     if shutil.which("bwrap") is None or not sys.platform.startswith("linux"):
         pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
-    claude = agent_binary("claude")
     root = tmp_path_factory.mktemp("claude-network")
     skill = write_skill(
         root / "skills",
@@ -47,25 +43,15 @@ def contained_claude(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
         for i in range(CASES)
     ]
     cases = write_jsonl(root / "cases.jsonl", rows)
-    runner = f"{shlex.quote(sys.executable)} -m skill_evals runner claude-code --bin {claude}"
     with FakeAnthropic(run=FETCH, run_if_offered="refund-policy") as fake:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
-        env.update(fake.env())
+        env = without_claude_settings() | fake.env()
         env["ANTHROPIC_API_KEY"] = "sk-ant-" + secrets.token_hex(20)
-        done = subprocess.run(
-            [
-                *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
-                *("--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "2"),
-                *("--timeout-ms", "120000", "--sandbox", "required"),
-                *("--report", str(root / "report.json"), "--record", str(root / "rec.jsonl")),
-            ],
-            env=env,
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        done = run_test_cli(
+            skill, cases, claude_code_runner(),
+            *("--trials", "1", "--jobs", "2", "--timeout-ms", "120000", "--sandbox", "required"),
+            *("--report", str(root / "report.json"), "--record", str(root / "rec.jsonl")),
+            env=env, cwd=root,
+        )  # fmt: skip
         yield {
             "done": done,
             "report": json.loads((root / "report.json").read_text(encoding="utf-8")),

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
 import shlex
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 import pytest
 
 from skill_evals.agents.evidence import read_events
-from tests.agents.conftest import agent_binary
+from tests.agents.e2e import claude_code_runner, run_test_cli, without_claude_settings
 from tests.agents.fake_anthropic import FakeAnthropic
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
@@ -68,7 +66,6 @@ def sandboxed_claude(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     running the probe in every invocation."""
     if shutil.which("bwrap") is None or not sys.platform.startswith("linux"):
         pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
-    claude = agent_binary("claude")
     root = tmp_path_factory.mktemp("claude-sandbox")
     key = "sk-ant-" + secrets.token_hex(20)
     planted = "deploy-" + secrets.token_hex(20)
@@ -80,26 +77,16 @@ def sandboxed_claude(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[
     ]
     cases = write_jsonl(root / "cases.jsonl", rows)
     transcripts = root / "transcripts"
-    runner = f"{shlex.quote(sys.executable)} -m skill_evals runner claude-code --bin {claude}"
     with FakeAnthropic(run=command) as fake:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
-        env.update(fake.env())
+        env = without_claude_settings() | fake.env()
         env |= {"ANTHROPIC_API_KEY": key, "DEPLOY_TOKEN": planted}
         env["SKILL_EVALS_TRANSCRIPT_DIR"] = str(transcripts)
-        done = subprocess.run(
-            [
-                *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
-                *("--cases", str(cases), "--runner", runner, "--arms", "with"),
-                *("--trials", "1", "--jobs", "2", "--timeout-ms", "120000"),
-                *("--sandbox", "required", "--report", str(root / "report.json")),
-            ],
-            env=env,
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        done = run_test_cli(
+            skill, cases, claude_code_runner(), "--arms", "with",
+            *("--trials", "1", "--jobs", "2", "--timeout-ms", "120000"),
+            *("--sandbox", "required", "--report", str(root / "report.json")),
+            env=env, cwd=root,
+        )  # fmt: skip
         yield {
             "done": done,
             "report": json.loads((root / "report.json").read_text(encoding="utf-8")),
