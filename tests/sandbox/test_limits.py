@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from skill_evals.sandbox.bwrap import sizes_tmpfs
-from tests.conftest import write_jsonl, write_skill
+from tests.sandbox._quiet_run import quiet_run
 
 PROBE = Path(__file__).resolve().parents[1] / "runners" / "limits_probe.py"
 pytestmark = pytest.mark.skipif(
@@ -24,24 +24,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _run(root: Path, *args: str, runner_args: str = "") -> dict[str, Any]:
-    skill = write_skill(root / "skills")
-    cases = write_jsonl(
-        root / "cases.jsonl",
-        [{"id": f"c{i}", "prompt": f"q {i}", "expectTrigger": False} for i in range(10)],
-    )
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
-            *("--cases", str(cases), "--runner", f"{sys.executable} {PROBE} {runner_args}"),
-            *("--trials", "1", "--jobs", "2", "-q", "--format", "json", "--sandbox", "required"),
-            *("--record", str(root / "rec.jsonl"), "--retries", "0", *args),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-    )
-    return json.loads(done.stdout)
+    return quiet_run(root, f"{sys.executable} {PROBE} {runner_args}", *args)
 
 
 def test_every_sandbox_runs_under_the_limits(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import shutil
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from skill_evals.sandbox.usage import UsageScanner
-from tests.conftest import write_jsonl, write_skill
+from tests.sandbox._quiet_run import quiet_run
 
 RUNNER = Path(__file__).resolve().parents[1] / "runners" / "wire_user.py"
 needs_bwrap = pytest.mark.skipif(
@@ -66,28 +66,14 @@ def model() -> Iterator[int]:
 
 
 def _run(root: Path, port: int, asks: int, kind: str, *extra: str) -> dict[str, Any]:
-    skill = write_skill(root / "skills")
-    cases = write_jsonl(
-        root / "cases.jsonl",
-        [{"id": f"c{i}", "prompt": f"q {i}", "expectTrigger": False} for i in range(10)],
-    )
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
-            *("--cases", str(cases), "--runner", f"{sys.executable} {RUNNER} {asks} {kind}"),
-            *("--trials", "1", "--jobs", "2", "-q", "--format", "json", "--sandbox", "required"),
-            *("--credential", f"PROBE_KEY,x-api-key,http://127.0.0.1:{port}"),
-            *("--record", str(root / "rec.jsonl"), "--retries", "0"),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-        env={**__import__("os").environ, "PROBE_KEY": "probe-key-1234"},
+    report = quiet_run(
+        root,
+        f"{sys.executable} {RUNNER} {asks} {kind}",
+        *("--credential", f"PROBE_KEY,x-api-key,http://127.0.0.1:{port}", *extra),
+        env={**os.environ, "PROBE_KEY": "probe-key-1234"},
     )
     records = [json.loads(x) for x in (root / "rec.jsonl").read_text().splitlines()]
-    return {"report": json.loads(done.stdout), "records": records}
+    return {"report": report, "records": records}
 
 
 @needs_bwrap
