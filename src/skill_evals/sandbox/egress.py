@@ -26,18 +26,21 @@ import os
 import socket
 import tempfile
 import threading
+import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .behaviour import BehaviourLog, current_log
-from .network_policy import NetworkPolicy, permitted_addresses
+from .network_policy import NetworkPolicy, host_key, permitted_addresses
+from .proxy_request import Reject, framing, parse_headers, request_line, split_head
 from .usage import INVOCATION_HEADER, Meter
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_CONNECTIONS = 64  # per channel at once
 CONNECT_TIMEOUT_S = 30.0
 IDLE_TIMEOUT_S = 300.0
+HEAD_DEADLINE_S = 60.0  # a request head, from its first byte
 INSIDE_PORT = 3128  # the relay's port on each sandbox's own loopback
 INSIDE_SOCKET = "/run/skill-evals/egress.sock"
 _CHUNK = 64 * 1024
@@ -74,32 +77,51 @@ def _answer(status: int, reason: str, body: bytes = b"") -> bytes:
 
 
 def _read_head(client: socket.socket) -> tuple[bytes, bytes] | None:
-    """(the request head up to its blank line, the bytes read past it); None on a clean end."""
+    """(the request head up to its blank line, the bytes read past it); None on a clean end.
+    The first byte may take the idle time; the whole head must follow within
+    HEAD_DEADLINE_S, however slowly it trickles in."""
     data = b""
+    deadline: float | None = None
     while b"\r\n\r\n" not in data:
         if len(data) > MAX_HEAD_BYTES:
             raise _Refused(431, "Request Header Fields Too Large")
-        chunk = client.recv(_CHUNK)
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Refused(408, "Request Timeout")
+            client.settimeout(min(IDLE_TIMEOUT_S, remaining))
+        try:
+            chunk = client.recv(_CHUNK)
+        except TimeoutError:
+            raise _Refused(408, "Request Timeout") from None
         if not chunk:
             if data.strip():
                 raise _Refused(400, "Bad Request")
             return None
+        if deadline is None:
+            deadline = time.monotonic() + HEAD_DEADLINE_S
         data += chunk
+    client.settimeout(IDLE_TIMEOUT_S)
     head, _, rest = data.partition(b"\r\n\r\n")
-    if len(head) > MAX_HEAD_BYTES:
-        raise _Refused(431, "Request Header Fields Too Large")
     return head, rest
 
 
 def _host_port(authority: str, default: int) -> tuple[str, int]:
+    """The host (in its :func:`host_key` spelling) and port of a request's authority; 400 for
+    userinfo, a zone id, a port that is not 1–65535 or no valid host."""
+    if "@" in authority or "%" in authority:
+        raise _Refused(400, "Bad Request")
     parts = urllib.parse.urlsplit("//" + authority)
     try:
-        port = parts.port or default
+        port = parts.port
     except ValueError:
         raise _Refused(400, "Bad Request") from None
-    if not parts.hostname:
+    if port == 0 or authority.endswith(":"):
         raise _Refused(400, "Bad Request")
-    return parts.hostname.lower(), port
+    host = host_key(parts.hostname or "")
+    if host is None:
+        raise _Refused(400, "Bad Request")
+    return host, port or default
 
 
 class Channel:
@@ -202,24 +224,27 @@ class EgressProxy:
             got = _read_head(client)
             if got is None:
                 return
-            head, rest = got
-            words = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
-            if len(words) != 3 or not words[2].startswith("HTTP/1."):
-                raise _Refused(400, "Bad Request")
-            method, target, _version = words
+            # One strict parser for every request (the credential proxy's): what is passed on
+            # is rebuilt from what it accepted, so no reader behind sees another request.
+            lines = split_head(got[0])
+            method, target, _version = request_line(lines[0])
+            headers = parse_headers(lines[1:])
+            framing(headers)
             if method == "CONNECT":
                 host, port = _host_port(target, 443)
-                self._tunnel(client, channel, "connect", host, port, None, rest)
+                self._tunnel(client, channel, "connect", host, port, None, got[1])
             elif target.startswith("http://"):
                 parts = urllib.parse.urlsplit(target)
                 host, port = _host_port(parts.netloc, 80)
                 path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-                fixed = _origin_form(head, method, path)
-                self._tunnel(client, channel, "http", host, port, fixed, rest)
+                fixed = _origin_form(method, path, parts.netloc, headers)
+                self._tunnel(client, channel, "http", host, port, fixed, got[1])
             elif target.startswith("/"):
-                self._model(client, channel, target, head, rest)
+                self._model(client, channel, lines[0], headers, got[1])
             else:
                 raise _Refused(400, "Bad Request")
+        except Reject as reject:
+            client.sendall(_answer(reject.status, reject.reason))
         except _Refused as refused:
             client.sendall(_answer(refused.status, refused.reason, refused.body))
 
@@ -238,9 +263,7 @@ class EgressProxy:
         rest: bytes,
     ) -> None:
         record: dict[str, object] = {"host": host, "port": port, "kind": kind, "by": channel.by}
-        addresses = (
-            permitted_addresses(self.policy, host, port) if self.policy.lists(host, port) else []
-        )
+        addresses = permitted_addresses(self.policy, host, port)
         if not addresses:
             channel.log.add({**record, "allowed": False, "bytesUp": 0, "bytesDown": 0})
             raise self._refusal(host)
@@ -254,13 +277,19 @@ class EgressProxy:
             client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             first = rest
         else:
-            first = head + b"\r\n\r\n" + rest
+            first = head + rest
         up, down = _splice(client, upstream, first, channel)
         channel.log.add({**record, "allowed": True, "bytesUp": up, "bytesDown": down})
 
     def _model(
-        self, client: socket.socket, channel: Channel, target: str, head: bytes, rest: bytes
+        self,
+        client: socket.socket,
+        channel: Channel,
+        line: bytes,
+        headers: list[tuple[str, str]],
+        rest: bytes,
     ) -> None:
+        target = line.decode("latin-1").split(" ")[1]
         prefix = target[1:].split("/", 1)[0].split("?", 1)[0]
         route = self.routes.get(prefix)
         if route is None:
@@ -271,40 +300,38 @@ class EgressProxy:
         upstream = _connect_any(["127.0.0.1"], route.port)
         if upstream is None:
             raise _Refused(502, "Bad Gateway")
-        marked = _marked(head, channel.token)
-        up, down = _splice(client, upstream, marked + b"\r\n\r\n" + rest, channel)
+        marked = _marked(line, headers, channel.token)
+        up, down = _splice(client, upstream, marked + rest, channel)
         channel.log.add({**record, "allowed": True, "bytesUp": up, "bytesDown": down})
 
 
-def _marked(head: bytes, token: str | None) -> bytes:
-    """A model request's head for the credential proxy: one request per connection (so each is
-    seen), marked with the invocation's token (any mark of the sandbox's own removed)."""
-    lines = head.split(b"\r\n")
-    mark = INVOCATION_HEADER.lower().encode()
-    kept = [lines[0]]
-    for line in lines[1:]:
-        name = line.split(b":", 1)[0].strip().lower()
-        if name in (b"connection", b"keep-alive", b"proxy-connection", mark):
-            continue
-        kept.append(line)
-    kept.append(b"Connection: close")
-    if token is not None:
-        kept.append(f"{INVOCATION_HEADER}: {token}".encode())
-    return b"\r\n".join(kept)
+# Headers a proxy consumes: never passed on from a sandbox's request.
+_PROXY_HEADERS = frozenset(
+    {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "host",
+     INVOCATION_HEADER.lower()}
+)  # fmt: skip
 
 
-def _origin_form(head: bytes, method: str, path: str) -> bytes:
-    """An absolute-form request head rewritten for the origin server: origin-form target, no
-    proxy headers, one request per connection."""
-    lines = head.split(b"\r\n")
-    kept = [f"{method} {path} HTTP/1.1".encode("latin-1")]
-    for line in lines[1:]:
-        name = line.split(b":", 1)[0].strip().lower()
-        if name in (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive"):
-            continue
-        kept.append(line)
-    kept.append(b"Connection: close")
-    return b"\r\n".join(kept)
+def _head(line: bytes, headers: list[tuple[str, str]], *extra: tuple[str, str]) -> bytes:
+    """A request head rebuilt from parsed parts: the request line, the headers a proxy does
+    not consume, then ``extra``; one request per connection."""
+    kept = [(k, v) for k, v in headers if k.lower() not in _PROXY_HEADERS]
+    lines = [line] + [f"{k}: {v}".encode("latin-1") for k, v in (*kept, *extra)]
+    return b"\r\n".join([*lines, b"Connection: close", b"", b""])
+
+
+def _marked(line: bytes, headers: list[tuple[str, str]], token: str | None) -> bytes:
+    """A model request's head for the credential proxy, marked with the invocation's token
+    (any mark of the sandbox's own removed; the credential proxy sets the upstream's Host)."""
+    mark = [(INVOCATION_HEADER, token)] if token is not None else []
+    return _head(line, headers, ("Host", "127.0.0.1"), *mark)
+
+
+def _origin_form(method: str, path: str, authority: str, headers: list[tuple[str, str]]) -> bytes:
+    """An absolute-form request's head for the origin server: origin-form target, ``Host``
+    the request-target's authority (whatever Host the sandbox sent), no proxy headers."""
+    line = f"{method} {path} HTTP/1.1".encode("latin-1")
+    return _head(line, headers, ("Host", authority))
 
 
 def _connect_any(addresses: list[str], port: int) -> socket.socket | None:

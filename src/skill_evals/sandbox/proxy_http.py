@@ -2,8 +2,9 @@
 
 One :class:`ProxyServer` listens on 127.0.0.1 and forwards ``GET``/``POST`` requests under its
 secret path prefix to one upstream, with the caller's credentials replaced by the real one. Every
-read is bounded: request heads 64 KiB (431), bodies 32 MiB (413), 64 connections at once (503),
-upstream connect 30 s, 300 s without an upstream byte or 600 s per request. Bodies stream both
+read is bounded in size and time: request heads 64 KiB and 100 lines (431) within 60 s of
+their first byte, bodies 32 MiB (413) within 600 s, 64 connections at once (503), upstream
+connect 30 s, 300 s without an upstream byte or 600 s per request. Bodies stream both
 ways in pieces of at most 64 KiB (server-sent events arrive as the upstream sends them), so a
 server holds at most 64 × 64 KiB of bodies at once. With a :class:`~.usage.Meter`, each
 response's token usage is counted for the invocation that asked, and an invocation past its
@@ -22,7 +23,16 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .proxy_request import Reject, body_pieces, header, parse_headers, read_head
+from .proxy_request import (
+    Reject,
+    Watchdog,
+    body_pieces,
+    header,
+    parse_headers,
+    read_head,
+    request_line,
+    until_done,
+)
 from .upstream import HOP_BY_HOP, Upstream, upstream_target
 from .usage import BUDGET_BODY, INVOCATION_HEADER, Meter, UsageScanner
 
@@ -30,6 +40,7 @@ MAX_CONNECTIONS = 64
 CONNECT_TIMEOUT_S = 30.0
 IDLE_TIMEOUT_S = 300.0
 REQUEST_DEADLINE_S = 600.0
+HEAD_DEADLINE_S = 60.0  # a request head, from its first byte
 _CHUNK = 64 * 1024
 
 
@@ -152,14 +163,16 @@ class _Connection:
         self._upstream = upstream
         self._meter = meter
         self._reader = client.makefile("rb")
+        self._watchdog = Watchdog(None, 0)
 
     def serve(self) -> None:
         try:
             while self._serve_one():
-                pass
-        except (OSError, TimeoutError, http.client.HTTPException):
-            pass
+                self._watchdog.cancel()
+        except (OSError, TimeoutError, ValueError, http.client.HTTPException):
+            pass  # ValueError: the reader of a connection a watchdog cut
         finally:
+            self._watchdog.cancel()
             self._reader.close()
 
     def _send_continue(self, headers: list[tuple[str, str]]) -> None:
@@ -167,13 +180,16 @@ class _Connection:
             self._client.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def _read_request(self) -> _Request | None:
+        # The first byte may take the idle time (a kept-alive connection between requests);
+        # from then on the head must be complete within HEAD_DEADLINE_S, however slowly it
+        # trickles in (every recv would otherwise restart the idle clock).
+        if not self._reader.peek(1):
+            return None
+        self._watchdog = Watchdog(self._client, HEAD_DEADLINE_S)
         lines = read_head(self._reader)
         if lines is None:
             return None
-        words = lines[0].decode("latin-1").split(" ")
-        if len(words) != 3 or not words[2].startswith("HTTP/1."):
-            raise Reject(400, "Bad Request")
-        method, target, version = words
+        method, target, version = request_line(lines[0])
         headers = parse_headers(lines[1:])
         if not target.startswith(self._prefix):
             raise Reject(404, "Not Found")
@@ -183,7 +199,10 @@ class _Connection:
         connection = (header(headers, "connection") or "").lower()
         keep_alive = version == "HTTP/1.1" and "close" not in connection
         rest = target[len(self._prefix) - 1 :]
-        return _Request(method, rest, headers, length, body, keep_alive)
+        # The body must be in within the request's deadline too: a trickled upload is cut.
+        self._watchdog.cancel()
+        self._watchdog = Watchdog(self._client, REQUEST_DEADLINE_S)
+        return _Request(method, rest, headers, length, until_done(body, self._watchdog), keep_alive)
 
     def _serve_one(self) -> bool:
         try:
