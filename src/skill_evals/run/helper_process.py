@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .helper_cell import HelperCell, Unconfinable
 from .processes import ProcessSweeper, engine_children, forget_child, start_piped
 from .runner import InvocationSpec, _Pump
 
@@ -48,18 +49,45 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def run_helper(
+@dataclass(frozen=True)
+class HelperSpec:
+    """How a helper runs: its time bound, its cap on stdout + stderr, and its cell (sandbox,
+    environment, keys through the proxy)."""
+
+    timeout_ms: int
+    max_bytes: int
+    cell: HelperCell
+
+
+def run_confined(
+    spec: HelperSpec,
     argv: Sequence[str],
     payload: bytes,
-    *,
-    timeout_ms: int,
-    max_bytes: int,
-    env: Mapping[str, str],
     sweeper: ProcessSweeper,
+    env: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
 ) -> HelperEnd:
-    """Start ``argv`` with ``payload`` on stdin and wait for it (bounded); never raises for what
-    the program does. ``failure`` names a start error, the timeout or the byte cap."""
+    """Run ``argv`` once in ``spec``'s cell, ``payload`` on stdin and ``env`` added to the
+    cell's environment, and wait for it (bounded); never raises for what the program does.
+    ``failure`` names why it could not be confined, a start error, the timeout or the cap."""
+    try:
+        with spec.cell.confined(argv) as confined:
+            env = {**confined.env, **(env or {})}
+            return _run(confined.argv, payload, spec, env, sweeper, cancel)
+    except Unconfinable as exc:
+        return HelperEnd(b"", -1, str(exc))
+
+
+def _run(
+    argv: Sequence[str],
+    payload: bytes,
+    spec: HelperSpec,
+    env: Mapping[str, str],
+    sweeper: ProcessSweeper,
+    cancel: threading.Event | None,
+) -> HelperEnd:
+    """Start ``argv`` with ``payload`` on stdin and wait for it (bounded)."""
+    timeout_ms, max_bytes = spec.timeout_ms, spec.max_bytes
     before = engine_children()
     try:
         proc = start_piped(argv, env)

@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .helper_cell import HelperCell, Unconfinable
-from .helper_process import run_helper, signal_name
+from .helper_cell import HelperCell
+from .helper_process import HelperSpec, run_confined, signal_name
 from .processes import ProcessSweeper
 
 _T = TypeVar("_T")
@@ -58,18 +58,7 @@ def ask_once(
 ) -> _T | Failure:
     """Run the helper once, confined, with ``payload`` on stdin and ``env`` added; its parsed
     reply, or (reason, retryable)."""
-    try:
-        with cell.confined(argv) as confined:
-            end = run_helper(
-                confined.argv,
-                payload,
-                timeout_ms=timeout_ms,
-                max_bytes=max_bytes,
-                env={**confined.env, **env},
-                sweeper=sweeper,
-            )
-    except Unconfinable as exc:
-        return str(exc), False
+    end = run_confined(HelperSpec(timeout_ms, max_bytes, cell), argv, payload, sweeper, env)
     if end.failure is not None:
         return end.failure, False
     parsed = parse(end.stdout)

@@ -15,18 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..checks.judge_verdict import Verdict, VerdictError, own_error, parse_verdict
-from .helper_cell import HelperCell, Unconfinable
-from .helper_process import run_helper, signal_name
+from .helper_process import HelperSpec, run_confined, signal_name
 from .processes import ProcessSweeper
 
-
-@dataclass(frozen=True)
-class JudgeSpec:
-    """How each judge process runs."""
-
-    timeout_ms: int
-    max_bytes: int
-    cell: HelperCell  # where it runs: sandbox, environment, keys through the proxy
+JudgeSpec = HelperSpec  # how each judge process runs
 
 
 @dataclass(frozen=True)
@@ -53,19 +45,7 @@ def ask_once(
     payload = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     # No mark in its environment (it gets none of the engine's variables): what it leaves is
     # found by its session and group and, once its parent is gone, as an orphan of the engine.
-    try:
-        with spec.cell.confined(argv) as confined:
-            end = run_helper(
-                confined.argv,
-                payload,
-                timeout_ms=spec.timeout_ms,
-                max_bytes=spec.max_bytes,
-                env=confined.env,
-                sweeper=sweeper,
-                cancel=cancel,
-            )
-    except Unconfinable as exc:
-        return Answer(None, f"judge: {exc}")
+    end = run_confined(spec, argv, payload, sweeper, cancel=cancel)
     if end.failure is not None:
         return Answer(None, f"judge: {end.failure}")
     return _answer(end.stdout, end.code, kind, scale)
