@@ -444,12 +444,27 @@ def test_a_fork_is_a_head_repository_other_than_the_base(tmp_path):
     )
 
 
-def test_a_base_that_cannot_be_read_leaves_the_checkout_in_charge_and_says_so(tmp_path):
-    repo, _ = two_commits(tmp_path / "repo", BASE, BASE.replace("trials: 1", "trials: 2"))
-    done = run_cli(["changed"], repo, pr_event(tmp_path, "1" * 40))
+def test_a_base_that_cannot_be_read_leaves_the_policy_at_the_defaults_and_says_so(tmp_path):
+    # The pull request's own file turns the sandbox and the contained network off, sends a key
+    # to its own upstream and lowers the gate; its base cannot be fetched. None of that holds:
+    # the defaults and the options given decide, the head's file is data only.
+    head = (
+        'sandbox: "off"\nnetwork: host\ngates: {min-trigger-f1: 0}\n'
+        'credentials: [{env: ATTACK_KEY, header: x-api-key, upstream: "http://127.0.0.1:9"}]\n'
+    )
+    repo, _ = two_commits(tmp_path / "repo", BASE, head)
+    event = pr_event(tmp_path, "1" * 40)
+    done = run_cli(["changed"], repo, event)
     assert done.returncode == 0, done.stderr
     assert "the pull request's base 111111111111 is not available" in done.stderr
-    assert "pull request changes" not in done.stderr
+    assert "the policy is the defaults and the options given" in done.stderr
+    run = ci_run(repo, {**event, "ATTACK_KEY": "k"}, *SIMULATED_CLI, "--sandbox", "required")
+    report = run["report"]
+    assert report["policyFrom"] == "base"
+    sandbox = report["skills"][0]["report"]["sandbox"]
+    assert (sandbox["mode"], sandbox["network"], sandbox["proxied"]) == ("bwrap", "model", [])
+    for key in ("sandbox", "network", "credentials", "gates.min-trigger-f1"):
+        assert _said(key) in report["messages"]
 
 
 def test_ci_merge_keeps_where_the_policy_came_from(all_changed, tmp_path):

@@ -55,9 +55,9 @@ def load_trusted(
     if trust_pr_config:
         where = f"the pull request's {shown} (--trust-pr-config)"
         return _trusted(head_raw, path, cli, env, "head-trusted", where)
+    # A base that cannot be read leaves the policy at the defaults and the options given:
+    # the pull request's own file stays data (it must never decide how it is contained).
     base_raw, messages = _base_raw(root, sha, rel)
-    if base_raw is None:  # no readable base commit: the event names nothing to trust instead
-        return _trusted(head_raw, path, cli, env, "checkout", shown, messages)
     merged, changed = trusted_raw(head_raw, base_raw)
     _validate(merged, f"{shown} (the base commit's policy with the pull request's data)")
     messages += [changed_message(key, shown) for key in changed]
@@ -92,20 +92,19 @@ def _relative(path: Path, root: Path) -> str | None:
         return None
 
 
-def _base_raw(root: Path, sha: str, rel: str | None) -> tuple[dict[str, Any] | None, list[str]]:
-    """The base commit's config mapping ({} when it has none; None when the commit cannot be
-    read) and what to say about it. An invalid config at the base gives the defaults — never
-    the head's."""
-    unread = "the checked-out config decides the policy"
+def _base_raw(root: Path, sha: str, rel: str | None) -> tuple[dict[str, Any], list[str]]:
+    """The base commit's config mapping ({} when it has none, when it is invalid or when the
+    commit cannot be read: the defaults — never the head's) and what to say about it."""
+    unread = "the policy is the defaults and the options given"
     if not in_git_repo(root):
-        return None, [f"{root.name} is not a git repository: {unread}"]
+        return {}, [f"{root.name} is not a git repository: {unread}"]
     try:
         resolved, _ = resolve_commit(root, sha)
         if resolved is None:
-            return None, [f"the pull request's base {sha[:12]} is not available: {unread}"]
+            return {}, [f"the pull request's base {sha[:12]} is not available: {unread}"]
         tree = GitTree(root, resolved)
     except (GitError, InvalidInput) as exc:
-        return None, [f"cannot read the pull request's base {sha[:12]} ({exc}): {unread}"]
+        return {}, [f"cannot read the pull request's base {sha[:12]} ({exc}): {unread}"]
     for candidate in [rel] if rel else list(CONFIG_NAMES):
         data = tree.read(candidate)
         if data is None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from ..checks.model import CHECK_SECONDS
 from ..checks.snapshot import Snapshot, SnapshotProblem, take_snapshot
 from ..sandbox.bwrap import Sandbox
-from ..suite.fixtures import ROOT_PREFIX
+from ..suite.fixtures import ROOT_PREFIX, is_git_metadata
 from ..suite.walks import TreeTooLarge, copy_tree, remove_tree, walk
 from .helper_commands import NO_SKILLS, Confinement, Sight, describe_exit, run_helper
 from .processes import pid_alive
@@ -51,6 +51,8 @@ def copy_fixture(source: Path, target: Path) -> None:
         for entry in walk(source):
             dst = target / os.fsdecode(entry.rel)
             mode = entry.info.st_mode
+            if is_git_metadata(entry.rel):
+                raise _FixtureChanged(f"{entry.path} is .git metadata; it is never copied")
             if stat.S_ISDIR(mode):
                 dst.mkdir(mode=0o700)
             elif stat.S_ISREG(mode):

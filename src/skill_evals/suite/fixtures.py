@@ -1,7 +1,7 @@
 """Fixtures: the directory a case names to be copied into each of its workspaces, checked when
 the cases are loaded (a relative path without ``..``, no symlinks, regular files and
-directories only, within the size bounds, and short enough to fit in a workspace below
-TMPDIR). The copying and the workspaces themselves: run/workspace.py."""
+directories only, no ``.git`` anywhere, within the size bounds, and short enough to fit in a
+workspace below TMPDIR). The copying and the workspaces themselves: run/workspace.py."""
 
 from __future__ import annotations
 
@@ -16,6 +16,13 @@ from .walks import TreeTooLarge, long_path_problem, walk
 # The name prefix of a run's workspace root (run/workspace.py): a fixture's paths must fit below it.
 ROOT_PREFIX = "skill-evals-ws-"
 MAX_FIXTURE_FILES = 100_000
+# A repository's metadata: never copied into a workspace, whatever the case file says (its
+# config holds what CI keeps there, e.g. the job token as an extraheader).
+GIT_METADATA = ".git"
+_NO_GIT = (
+    "fixtures never carry a repository's metadata (CI keeps its token there): "
+    "make a repository in the workspace with a setup command (git init) instead"
+)
 MAX_FIXTURE_BYTES = 1_000_000_000
 _PATH_MAX = 4096  # Linux's limit on a path, its final NUL included
 
@@ -28,13 +35,22 @@ def workspace_room() -> int:
     return _PATH_MAX - 1 - base - prefix
 
 
+def is_git_metadata(rel: str | bytes) -> bool:
+    """Whether a fixture entry (its path relative to the fixture) is a ``.git`` file or
+    directory."""
+    return os.path.basename(os.fsdecode(rel)) == GIT_METADATA
+
+
 def fixture_problem(base: Path, rel: str) -> str | None:
     """Why ``rel`` (relative to the cases file's directory ``base``) is not a usable fixture:
     it must be a relative path without ``..``, a directory, with no symlink on the way or
-    inside, only regular files and directories, within the size bounds. None when usable."""
+    inside, only regular files and directories, no ``.git`` on the way or inside, within the
+    size bounds. None when usable."""
     problem = path_problem(rel, directory_ok=True)
     if problem is not None:
         return problem
+    if GIT_METADATA in rel.rstrip("/").split("/"):
+        return f"names a {GIT_METADATA} directory; {_NO_GIT}"
     current = base
     for part in rel.rstrip("/").split("/"):
         current = current / part
@@ -60,6 +76,8 @@ def fixture_problem(base: Path, rel: str) -> str | None:
                     "bytes for a path inside it)"
                 )
             mode = entry.info.st_mode
+            if is_git_metadata(entry.rel):
+                return f"{entry.path} is {GIT_METADATA} metadata; {_NO_GIT}"
             if stat.S_ISDIR(mode):
                 continue
             if stat.S_ISLNK(mode):
