@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from ..errors import InvalidInput
@@ -43,20 +44,35 @@ class SkillLocation:
 
 
 class WorkTree(DirectoryFiles):
-    """The working directory as a Tree."""
+    """The working directory as a Tree. Its paths come from the configuration, which a pull
+    request may change (``cases``, ``routing.cases``): a path that leaves the repository —
+    ``..``, absolute, or through a symlinked directory — is no file of the tree."""
+
+    def _inside(self, path: str) -> Path | None:
+        target = self.root / path
+        if posixpath.isabs(path) or ".." in path.split("/"):
+            return None
+        try:
+            real = target.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+        return target if real.is_relative_to(self.root.resolve()) else None
 
     def read(self, path: str) -> bytes | None:
-        """A regular file's bytes (None for symlinks, missing, unreadable or oversized files:
-        the read is bounded and never blocks on a FIFO)."""
+        """A regular file's bytes (None for symlinks, missing, unreadable or oversized files
+        and paths outside the repository: the read is bounded and never blocks on a FIFO)."""
+        target = self._inside(path)
+        if target is None:
+            return None
         try:
-            return read_bounded(self.root / path, "file", MAX_FILE_BYTES, follow_symlinks=False)
+            return read_bounded(target, "file", MAX_FILE_BYTES, follow_symlinks=False)
         except InvalidInput:
             return None
 
     def is_file(self, path: str) -> bool:
-        """A regular file (a symlink is not)."""
-        target = self.root / path
-        return not target.is_symlink() and target.is_file()
+        """A regular file inside the repository (a symlink is not)."""
+        target = self._inside(path)
+        return target is not None and not target.is_symlink() and target.is_file()
 
 
 def skill_name(tree: Tree, path: str, root_name: str) -> str:

@@ -1,0 +1,51 @@
+"""The data a pull request's configuration may set — where each skill's cases are, the routing
+case file — names files of the repository only: a path that leaves it (``..``, or through a
+symlinked directory the pull request committed) is no file at all, so nothing outside the
+checkout (a runner's home, another job's files) is ever read as cases or sent to an agent."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.ci.conftest import SIMULATED, cases_for, commit_all, make_repo, run_cli
+
+SECRET_PROMPT = "question about the contents of a file outside the checkout"
+
+
+@pytest.mark.parametrize("how", ["dots", "symlink"])
+def test_cases_outside_the_repository_are_no_cases(tmp_path: Path, how: str) -> None:
+    outside = tmp_path / "home" / ".config" / "evil.jsonl"
+    outside.parent.mkdir(parents=True)
+    rows = [{**c, "prompt": f"{SECRET_PROMPT} {i}"} for i, c in enumerate(cases_for("alpha"))]
+    outside.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    repo = make_repo(tmp_path / "repo", skills=("alpha",), config=SIMULATED)
+    if how == "dots":
+        where = "../../../home/.config/evil.jsonl"
+    else:
+        os.symlink(outside.parent, repo / "skills" / "alpha" / "evals-link")
+        where = "evals-link/evil.jsonl"
+    config = SIMULATED + f"overrides: {{alpha: {{cases: {where}}}}}\n"
+    (repo / ".skill-evals.yml").write_text(config, "utf-8")
+    commit_all(repo, "point the cases outside")
+    out = tmp_path / "out"
+    done = run_cli(["ci", "--out", str(out)], repo)
+    assert SECRET_PROMPT not in done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text("utf-8"))
+    (entry,) = report["skills"]
+    assert entry["status"] != "evaluated", entry["status"]
+    assert SECRET_PROMPT not in json.dumps(report)
+    # Inside the repository the same path form works.
+    inside = repo / "skills" / "alpha" / "more" / "c.jsonl"
+    inside.parent.mkdir()
+    inside.write_text(outside.read_text("utf-8"), "utf-8")
+    (repo / ".skill-evals.yml").write_text(
+        SIMULATED + "overrides: {alpha: {cases: more/../more/c.jsonl}}\n", "utf-8"
+    )
+    commit_all(repo, "inside")
+    done = run_cli(["ci", "--out", str(tmp_path / "out2")], repo)
+    report = json.loads((tmp_path / "out2" / "report.json").read_text("utf-8"))
+    assert report["skills"][0]["status"] == "evaluated", done.stderr
