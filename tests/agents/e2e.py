@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_evals.agents.content import SkillText
-from tests.conftest import skill_md, write_skill
+from tests.conftest import skill_md, write_jsonl, write_skill
 
 REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
 SHIPPING_DESCRIPTION = "Explain delivery and shipping times for parcels."
@@ -93,6 +93,39 @@ def claude_code_runner() -> str:
 def without_claude_settings() -> dict[str, str]:
     """This process's environment without the developer's own Claude Code settings."""
     return {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE_"))}
+
+
+def gated_repo(root: Path, skill_text: str, rows: Sequence[Mapping[str, Any]], runner: str) -> Path:
+    """A git repository at root/repo holding the refund-policy skill (``skill_text``), its
+    cases and a config that runs ``runner`` sandboxed, one trial, gated on trigger F1 ≥ 0.9."""
+    from tests.ci.conftest import commit_all, git
+
+    repo = root / "repo"
+    folder = repo / "skills" / "refund-policy"
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_text, encoding="utf-8")
+    write_jsonl(folder / "evals" / "cases.jsonl", rows)
+    (repo / ".skill-evals.yml").write_text(
+        f"runner: {runner}\ntrials: 1\njobs: 2\nsandbox: required\n"
+        "gates: {min-trigger-f1: 0.9}\n",
+        encoding="utf-8",
+    )
+    git(repo, "init", "-q", "-b", "main")
+    commit_all(repo)
+    return repo
+
+
+def passed_gate(done: subprocess.CompletedProcess[str], out: Path, proxied: str) -> dict[str, Any]:
+    """The skill's report of a ``ci --all`` run into ``out``, asserted to have passed its gate
+    sandboxed, with ``proxied`` the one key through the proxy and no runner failure."""
+    assert done.returncode == 0, done.stderr[-3000:]
+    (skill,) = json.loads((out / "report.json").read_text("utf-8"))["skills"]
+    report: dict[str, Any] = skill["report"]
+    assert report["status"] == "pass" and report["trigger"]["f1"] == 1.0
+    assert report["sandbox"]["mode"] == "bwrap"
+    assert report["sandbox"]["proxied"] == [proxied]
+    assert report["runner"]["failures"] == []
+    return report
 
 
 def result_line(proc: subprocess.CompletedProcess[str]) -> Any:

@@ -343,15 +343,18 @@ class FakeAnthropic:
         last = messages[-1] if messages else {}
         results = [
             b
-            for b in _blocks(last.get("content"))
+            for b in content_blocks(last.get("content"))
             if last.get("role") == "user" and b.get("type") == "tool_result"
         ]
-        expanded = _COMMAND.search("\n".join(_flatten(m.get("content")) for m in messages))
+        expanded = _COMMAND.search("\n".join(flatten_content(m.get("content")) for m in messages))
         done = sum(
-            1 for m in messages for b in _blocks(m.get("content")) if b.get("type") == "tool_result"
+            1
+            for m in messages
+            for b in content_blocks(m.get("content"))
+            if b.get("type") == "tool_result"
         )
         with self._lock:
-            self.tool_results += [_flatten(r.get("content")) for r in results]
+            self.tool_results += [flatten_content(r.get("content")) for r in results]
         if self.first or self.write_answer:
             action, blocks, stop = self._plan_step(body, messages, offered, prompt)
         elif done < len(self.script):
@@ -368,7 +371,7 @@ class FakeAnthropic:
         elif expanded and "Base directory for this skill" in "\n".join(_all_text(body)):
             # The user typed /<skill>: Claude Code already put the skill into the prompt, and
             # a model follows it instead of loading it again.
-            loaded = "\n".join(_flatten(m.get("content")) for m in messages)
+            loaded = "\n".join(flatten_content(m.get("content")) for m in messages)
             action, blocks = f"follow:{expanded.group(1)}", [_text(answer_from_skill(loaded))]
             stop = "end_turn"
         elif self.run and (
@@ -427,7 +430,7 @@ class FakeAnthropic:
             (index, b)
             for index, m in enumerate(messages)
             if m.get("role") == "assistant"
-            for b in _blocks(m.get("content"))
+            for b in content_blocks(m.get("content"))
             if b.get("type") == "tool_use"
         ]
         if len(calls) < len(self.first):
@@ -443,13 +446,13 @@ class FakeAnthropic:
         failed = loaded is not None and any(
             b.get("tool_use_id") == later[0][1].get("id") and b.get("is_error")
             for m in messages[loaded + 1 : loaded + 2]
-            for b in _blocks(m.get("content"))
+            for b in content_blocks(m.get("content"))
         )
         if loaded is None or failed:
             answer = generic_answer(prompt)
         else:  # what came back after the load: its result and the body Claude Code injected
             answer = answer_from_skill(
-                "\n".join(_flatten(m.get("content")) for m in messages[loaded + 1 :])
+                "\n".join(flatten_content(m.get("content")) for m in messages[loaded + 1 :])
             )
         if self.write_answer and not any(b.get("name") == "Write" for _, b in later):
             args = {"file_path": self.write_answer, "content": answer + "\n"}
@@ -461,12 +464,15 @@ class FakeAnthropic:
             return "I could not load the skill I looked for, so here is a general answer."
         # What was loaded: the tool results plus any text Claude Code injected after them
         # (the Skill tool delivers the SKILL.md body as a following user message).
-        loaded = "\n".join(_flatten(r.get("content")) for r in results if not r.get("is_error"))
-        tail = "\n".join(_flatten(m.get("content")) for m in messages[-1:])
+        loaded = "\n".join(
+            flatten_content(r.get("content")) for r in results if not r.get("is_error")
+        )
+        tail = "\n".join(flatten_content(m.get("content")) for m in messages[-1:])
         return answer_from_skill(loaded + "\n" + tail)
 
 
-def _blocks(content: Any) -> list[dict[str, Any]]:
+def content_blocks(content: Any) -> list[dict[str, Any]]:
+    """A message's content as Anthropic blocks (a plain string is one text block)."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if isinstance(content, list):
@@ -474,13 +480,14 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _flatten(content: Any) -> str:
+def flatten_content(content: Any) -> str:
+    """The text of a message's content: its text blocks and its tool results' text."""
     parts: list[str] = []
-    for block in _blocks(content):
+    for block in content_blocks(content):
         if block.get("type") == "text":
             parts.append(str(block.get("text", "")))
         elif block.get("type") == "tool_result":
-            parts.append(_flatten(block.get("content")))
+            parts.append(flatten_content(block.get("content")))
     return "\n".join(parts)
 
 
@@ -507,11 +514,11 @@ def _all_text(body: Mapping[str, Any]) -> Iterable[str]:
     if isinstance(system, str):
         yield system
     else:
-        for block in _blocks(system):
+        for block in content_blocks(system):
             yield str(block.get("text", ""))
     for message in body.get("messages", []):
         if isinstance(message, dict):
-            yield _flatten(message.get("content"))
+            yield flatten_content(message.get("content"))
 
 
 def offered_skills(body: Mapping[str, Any]) -> list[Offered]:
@@ -547,7 +554,7 @@ def user_prompt(messages: list[dict[str, Any]]) -> str:
             continue
         texts = [
             str(b.get("text", ""))
-            for b in _blocks(message.get("content"))
+            for b in content_blocks(message.get("content"))
             if b.get("type") == "text" and not str(b.get("text", "")).lstrip().startswith("<")
         ]
         if texts:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.agents.fake_anthropic import flatten_content
 from tests.agents.loopback import LoopbackServer
 
 GENERIC_ANSWER = "I have no specific instructions for this, so here is a general answer."
@@ -103,26 +104,10 @@ class Request:
     texts: list[str] = field(default_factory=list)  # every user-side text (tool results too)
 
 
-def _blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def _flatten(content: Any) -> str:
-    parts = []
-    for block in _blocks(content):
-        if block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        elif block.get("type") == "tool_result":
-            parts.append(_flatten(block.get("content")))
-    return "\n".join(parts)
-
-
 def parse(body: dict[str, Any]) -> Request:
     """The request as the scripted model sees it."""
     system = body.get("system")
-    text = system if isinstance(system, str) else _flatten(system)
+    text = system if isinstance(system, str) else flatten_content(system)
     skills: dict[str, str] = {}
     listed: dict[str, str] = {}
     descriptions: dict[str, str] = {}
@@ -146,7 +131,7 @@ def parse(body: dict[str, Any]) -> Request:
             skills.setdefault(name, f"mcp:{tool['name']}")
             descriptions.setdefault(name, str(tool.get("description", "")))
     messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
-    users = [_flatten(m.get("content")) for m in messages if m.get("role") == "user"]
+    users = [flatten_content(m.get("content")) for m in messages if m.get("role") == "user"]
     prompt = re.sub(r"<current_datetime>.*?</current_datetime>\s*", "", users[0] if users else "")
     turns = sum(1 for m in messages if m.get("role") == "assistant")
     return Request(text, prompt.strip(), base, skills, listed, descriptions, turns, users)

@@ -29,7 +29,14 @@ from skill_evals.agents.proof import prove
 from skill_evals.agents.protocol import Finished
 from skill_evals.sandbox.credential_proxy import builtin_credentials
 from tests.agents.conftest import agent_binary, workspaces_in
-from tests.agents.e2e import caller_env, result_line, run_runner_cli, run_test_cli
+from tests.agents.e2e import (
+    caller_env,
+    gated_repo,
+    passed_gate,
+    result_line,
+    run_runner_cli,
+    run_test_cli,
+)
 from tests.agents.fake_copilot_model import GENERIC_ANSWER, REFUSAL, Behaviour, FakeCopilotModel
 from tests.conftest import assert_valid_report, write_jsonl, write_skill
 
@@ -585,11 +592,8 @@ def test_an_error_result_is_a_final_runner_error(tmp_path: Path) -> None:
 def test_ci_gates_a_repository_through_copilot(tmp_path: Path) -> None:
     """`skill-evals ci --all` over a repository whose config names the Copilot runner: the
     skill's ten cases run sandboxed through the real CLI and the gate passes."""
-    from tests.ci.conftest import commit_all, git, run_cli
+    from tests.ci.conftest import run_cli
 
-    repo = tmp_path / "repo"
-    (repo / "skills" / "refund-policy" / "evals").mkdir(parents=True)
-    (repo / "skills" / "refund-policy" / "SKILL.md").write_text(SKILL, encoding="utf-8")
     rows = [{"id": i, "prompt": p, "expectTrigger": t} for i, p, t, _ in SUITE[:3] + SUITE[7:9]]
     rows += [
         {
@@ -603,28 +607,15 @@ def test_ci_gates_a_repository_through_copilot(tmp_path: Path) -> None:
         {"id": "haiku-2", "prompt": "Write a haiku about spring rain.", "expectTrigger": False},
         {"id": "code-2", "prompt": "How do I sort a list in Python?", "expectTrigger": False},
     ]
-    write_jsonl(repo / "skills" / "refund-policy" / "evals" / "cases.jsonl", rows)
-    runner = f"{sys.executable} -m skill_evals runner copilot --bin {agent_binary('copilot')} "
-    (repo / ".skill-evals.yml").write_text(
-        f"runner: {runner}--model claude-sonnet-4\ntrials: 1\njobs: 2\nsandbox: required\n"
-        "gates: {min-trigger-f1: 0.9}\n",
-        encoding="utf-8",
-    )
-    git(repo, "init", "-q", "-b", "main")
-    commit_all(repo)
+    runner = f"{sys.executable} -m skill_evals runner copilot --bin {agent_binary('copilot')}"
+    repo = gated_repo(tmp_path, SKILL, rows, runner + " --model claude-sonnet-4")
     if shutil.which("bwrap") is None:
         pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
     with FakeCopilotModel() as model:
         env = caller_env(tmp_path, ("COPILOT_",), _provider(model.url, "sk-ci-key"))
         done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo, env=env, timeout=600)
         assert set(model.credentials) == {"sk-ci-key"}, done.stderr[-3000:]
-    assert done.returncode == 0, done.stderr[-3000:]
-    (skill,) = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))["skills"]
-    report = skill["report"]
-    assert report["status"] == "pass" and report["trigger"]["f1"] == 1.0
-    assert report["sandbox"]["mode"] == "bwrap"
-    assert report["sandbox"]["proxied"] == ["COPILOT_PROVIDER_API_KEY"]
-    assert report["runner"]["failures"] == []
+    passed_gate(done, tmp_path / "out", "COPILOT_PROVIDER_API_KEY")
 
 
 def _plant(root: Path) -> dict[str, str]:

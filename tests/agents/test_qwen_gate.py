@@ -19,7 +19,13 @@ from skill_evals.agents.content import SkillText
 from skill_evals.agents.evidence import loaded_names, read_events
 from skill_evals.agents.proof import prove
 from tests.agents.conftest import agent_binary, workspaces_in
-from tests.agents.e2e import REFUND_DESCRIPTION, caller_env, two_skills
+from tests.agents.e2e import (
+    LONG_REFUND_SKILL,
+    caller_env,
+    gated_repo,
+    passed_gate,
+    two_skills,
+)
 from tests.agents.fake_qwen import Behaviour, FakeQwenModel, short_tmpdir
 from tests.agents.test_qwen import REFUND_BODY
 from tests.conftest import assert_valid_report, write_jsonl
@@ -117,38 +123,18 @@ def test_a_sandboxed_test_run_gates_on_what_reached_the_model(
 def test_ci_gates_a_repository_through_qwen(tmp_path: Path, _short_tmpdir: Path) -> None:
     """`skill-evals ci --all` over a repository whose config names the Qwen runner: the skill's
     cases run sandboxed through the real CLI and the gate passes."""
-    from tests.ci.conftest import commit_all, git, run_cli
+    from tests.ci.conftest import run_cli
 
     _bwrap()
     short = str(_short_tmpdir.resolve())
-    repo = tmp_path / "repo"
-    folder = repo / "skills" / "refund-policy"
-    (folder / "evals").mkdir(parents=True)
-    (folder / "SKILL.md").write_text(
-        f"---\nname: refund-policy\ndescription: {REFUND_DESCRIPTION}\n---\n{REFUND_BODY}",
-        encoding="utf-8",
-    )
-    write_jsonl(folder / "evals" / "cases.jsonl",
-                [{"id": i, "prompt": p, "expectTrigger": t} for i, p, t in CASES])  # fmt: skip
+    rows = [{"id": i, "prompt": p, "expectTrigger": t} for i, p, t in CASES]
     runner = f"{sys.executable} -m skill_evals runner qwen --bin {agent_binary('qwen')} --model m1"
-    (repo / ".skill-evals.yml").write_text(
-        f"runner: {runner}\ntrials: 1\njobs: 2\nsandbox: required\n"
-        "gates: {min-trigger-f1: 0.9}\n",
-        encoding="utf-8",
-    )
-    git(repo, "init", "-q", "-b", "main")
-    commit_all(repo)
+    repo = gated_repo(tmp_path, LONG_REFUND_SKILL, rows, runner)
     with FakeQwenModel() as model:
         env = caller_env(tmp_path, ("OPENAI_", "QWEN_"),
                          {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": model.base_url},
                          {"TMPDIR": short})  # fmt: skip
         done = run_cli(["ci", "--all", "--out", str(tmp_path / "out")], repo, env=env, timeout=600)
         assert set(model.credentials) == {KEY}, done.stderr[-3000:]
-    assert done.returncode == 0, done.stderr[-3000:]
-    (skill,) = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))["skills"]
-    report = skill["report"]
-    assert report["status"] == "pass" and report["trigger"]["f1"] == 1.0
-    assert report["sandbox"]["mode"] == "bwrap"
-    assert report["sandbox"]["proxied"] == ["OPENAI_API_KEY"]
-    assert report["runner"]["failures"] == []
+    passed_gate(done, tmp_path / "out", "OPENAI_API_KEY")
     assert model.bodies_received() == {"refund-policy"}
