@@ -44,6 +44,17 @@ def _cli(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.Complete
     )  # fmt: skip
 
 
+def _run(
+    tmp_path: Path, command: str, runner: str, *args: str, judged: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``command`` (test or improve) over the counting suite with ``runner`` and ``args``."""
+    skill, cases, env = _setup(tmp_path, judged=judged)
+    return _cli(
+        tmp_path, env, command, "--skill", str(skill), "--cases", str(cases), "--runner", runner,
+        *args,
+    )  # fmt: skip
+
+
 # Built-in runners that cannot start: (runner, exit code, what stderr says); {missing},
 # {plain} and {fake} stand for the places of :func:`_places`.
 _UNSTARTABLE = [
@@ -79,23 +90,16 @@ def _places(tmp_path: Path) -> dict[str, str]:
 def test_a_runner_that_cannot_start_is_refused_first(
     tmp_path: Path, runner: str, code: int, said: str
 ) -> None:
-    skill, cases, env = _setup(tmp_path)
     places = _places(tmp_path)
-    runner = runner.format(**places)
-    proc = _cli(
-        tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases), "--runner", runner
-    )
+    proc = _run(tmp_path, "test", runner.format(**places))
     assert proc.returncode == code, proc.stderr
     assert said.format(**places) in proc.stderr
     assert not (tmp_path / "invocations.log").exists()
 
 
 def test_a_builtin_judge_without_its_key_is_refused_first(tmp_path: Path) -> None:
-    skill, cases, env = _setup(tmp_path, judged=True)
-    proc = _cli(
-        tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases),
-        "--runner", str(COUNTING), "--judge", "skill-evals judge anthropic --model m",
-    )  # fmt: skip
+    judge = "skill-evals judge anthropic --model m"
+    proc = _run(tmp_path, "test", str(COUNTING), "--judge", judge, judged=True)
     assert proc.returncode == 7, proc.stderr
     assert (
         "--judge: skill-evals judge anthropic needs ANTHROPIC_API_KEY, which is not set"
@@ -105,22 +109,16 @@ def test_a_builtin_judge_without_its_key_is_refused_first(tmp_path: Path) -> Non
 
 
 def test_a_builtin_proposer_without_its_key_is_refused_first(tmp_path: Path) -> None:
-    skill, cases, env = _setup(tmp_path)
-    proc = _cli(
-        tmp_path, env, "improve", "--skill", str(skill), "--cases", str(cases),
-        "--runner", str(COUNTING), "--proposer", "skill-evals propose openai --model m",
-    )  # fmt: skip
+    proposer = "skill-evals propose openai --model m"
+    proc = _run(tmp_path, "improve", str(COUNTING), "--proposer", proposer)
     assert proc.returncode == 7, proc.stderr
     assert "--proposer: skill-evals propose openai needs OPENAI_API_KEY" in proc.stdout
     assert not (tmp_path / "invocations.log").exists()
 
 
 def test_a_credential_whose_variable_is_unset_is_refused_first(tmp_path: Path) -> None:
-    skill, cases, env = _setup(tmp_path)
-    proc = _cli(
-        tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases),
-        "--runner", str(COUNTING), "--credential", "MY_KEY,bearer,http://127.0.0.1:9",
-    )  # fmt: skip
+    credential = "MY_KEY,bearer,http://127.0.0.1:9"
+    proc = _run(tmp_path, "test", str(COUNTING), "--credential", credential)
     assert proc.returncode == 5, proc.stderr
     assert "MY_KEY" in proc.stderr
     assert not (tmp_path / "invocations.log").exists()
@@ -128,11 +126,7 @@ def test_a_credential_whose_variable_is_unset_is_refused_first(tmp_path: Path) -
 
 def test_the_same_runs_start_when_nothing_is_missing(tmp_path: Path) -> None:
     """The control: the counting runner does run (the log is the proof it would show)."""
-    skill, cases, env = _setup(tmp_path)
-    proc = _cli(
-        tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases),
-        "--runner", str(COUNTING), "--trials", "1",
-    )  # fmt: skip
+    proc = _run(tmp_path, "test", str(COUNTING), "--trials", "1")
     assert proc.returncode == 0, proc.stderr
     assert len((tmp_path / "invocations.log").read_text().splitlines()) == 20
 
