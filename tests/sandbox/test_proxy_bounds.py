@@ -229,3 +229,30 @@ def _redirect(handler: Any, location: str) -> None:
     handler.send_header("Location", location + "/steal")
     handler.send_header("Content-Length", "0")
     handler.end_headers()
+
+
+def _echo_key(handler: Any, got: Any) -> None:
+    """An upstream that repeats the key it got: in a header, split across two body writes."""
+    key = got.header("x-api-key")[0]
+    body = f'{{"error": "bad key {key}", "again": "{key}"}}'.encode()
+    handler.send_response(400)
+    handler.send_header("Location", f"http://example.invalid/?key={key}")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body[:20])
+    handler.wfile.flush()
+    time.sleep(0.05)
+    handler.wfile.write(body[20:])
+
+
+def test_a_key_the_upstream_repeats_never_reaches_the_sandbox(stack: dict[str, Any]) -> None:
+    stack["upstream"].routes["/v1/echo"] = _echo_key
+    request = b"GET /%s/echo HTTP/1.1\r\n\r\n" % stack["prefix"].encode()
+    answer = _talk(stack["channel"].path, request)
+    assert SECRET.encode() not in answer
+    head, _, body = answer.partition(b"\r\n\r\n")
+    masked = b"*" * len(SECRET)
+    assert b"Location: http://example.invalid/?key=" + masked in head
+    assert body == b'{"error": "bad key %s", "again": "%s"}' % (masked, masked)
+    assert b"Content-Length: %d" % len(body) in head
+    assert stack["upstream"].received[0].header("x-api-key") == [SECRET]  # it was used

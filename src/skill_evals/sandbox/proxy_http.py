@@ -33,7 +33,7 @@ from .proxy_request import (
     request_line,
     until_done,
 )
-from .upstream import HOP_BY_HOP, Upstream, upstream_target
+from .upstream import HOP_BY_HOP, Scrubber, Upstream, upstream_target
 from .usage import BUDGET_BODY, INVOCATION_HEADER, Meter, UsageScanner
 
 MAX_CONNECTIONS = 64
@@ -104,7 +104,7 @@ def _simple_response(status: int, reason: str, body: bytes, close: bool) -> byte
     return head + b"\r\n" + body
 
 
-def _response_head(response: http.client.HTTPResponse, framing: str) -> bytes:
+def _response_head(response: http.client.HTTPResponse, framing: str, scrub: Scrubber) -> bytes:
     listed = {
         t.strip().lower() for t in (response.getheader("connection") or "").split(",") if t.strip()
     }
@@ -113,7 +113,7 @@ def _response_head(response: http.client.HTTPResponse, framing: str) -> bytes:
         lower = name.lower()
         if lower in HOP_BY_HOP or lower in listed or lower == "content-length":
             continue
-        lines.append(f"{name}: {value}\r\n".encode("latin-1", "replace"))
+        lines.append(f"{name}: {scrub.text(value)}\r\n".encode("latin-1", "replace"))
     if framing == "length":
         lines.append(f"Content-Length: {response.length}\r\n".encode())
     elif framing == "chunked":
@@ -265,7 +265,8 @@ class _Connection:
     ) -> bool:
         bodiless = response.status in (204, 304) or 100 <= response.status < 200
         framing = "none" if bodiless else "length" if response.length is not None else "chunked"
-        head = _response_head(response, framing)
+        scrub = Scrubber(self._upstream.secret)
+        head = _response_head(response, framing, scrub)
         if not keep_alive:
             head = head[:-2] + b"Connection: close\r\n\r\n"
         self._client.sendall(head)
@@ -274,12 +275,17 @@ class _Connection:
         for chunk in _body_chunks(response, sock, deadline):
             if scanner is not None:
                 scanner.feed(chunk)
-            if framing == "chunked":
-                chunk = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
-            self._client.sendall(chunk)
+            self._send_piece(scrub.feed(chunk), framing)
+        self._send_piece(scrub.flush(), framing)
         if framing == "chunked":
             self._client.sendall(b"0\r\n\r\n")
         return keep_alive
+
+    def _send_piece(self, piece: bytes, framing: str) -> None:
+        if piece and framing == "chunked":
+            piece = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+        if piece:
+            self._client.sendall(piece)
 
 
 def _send_request(

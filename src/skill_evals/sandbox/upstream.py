@@ -94,3 +94,40 @@ def upstream_target(
     if params:
         target += "?" + "&".join(params)
     return target, headers
+
+
+class Scrubber:
+    """Masks the real credential (as sent, and percent-encoded) wherever it comes back in a
+    response — a ``Location`` that repeats the query's ``key``, an error body that quotes the
+    request — with as many ``*``: the sandbox may use the key, never read it. Lengths stay
+    as they were; a body's last bytes are held back only while they could begin the key."""
+
+    def __init__(self, secret: str) -> None:
+        forms = {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)}
+        self._forms = sorted((f.encode() for f in forms if f), key=len, reverse=True)
+        self._held = b""
+
+    def text(self, value: str) -> str:
+        """A header value with the credential masked."""
+        for form in self._forms:
+            value = value.replace(form.decode(), "*" * len(form))
+        return value
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The next piece of a body, masked; what could begin the key waits for the next."""
+        data = self._held + chunk
+        for form in self._forms:
+            data = data.replace(form, b"*" * len(form))
+        keep = 0
+        for form in self._forms:
+            for size in range(min(len(form) - 1, len(data)), keep, -1):
+                if data.endswith(form[:size]):
+                    keep = size
+                    break
+        self._held = data[len(data) - keep :] if keep else b""
+        return data[: len(data) - keep]
+
+    def flush(self) -> bytes:
+        """What was held back when the body ended."""
+        held, self._held = self._held, b""
+        return held
