@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci.conftest import SIMULATED, cases_for, commit_all, make_repo, run_cli
+from tests.ci.conftest import SIMULATED, cases_for, commit_all, git, make_repo, run_cli
 
 SECRET_PROMPT = "question about the contents of a file outside the checkout"
 
@@ -49,3 +49,24 @@ def test_cases_outside_the_repository_are_no_cases(tmp_path: Path, how: str) -> 
     done = run_cli(["ci", "--out", str(tmp_path / "out2")], repo)
     report = json.loads((tmp_path / "out2" / "report.json").read_text("utf-8"))
     assert report["skills"][0]["status"] == "evaluated", done.stderr
+
+
+def test_renaming_the_config_file_does_not_leave_the_base_policy_unread(tmp_path: Path) -> None:
+    from tests.ci.test_policy import BASE, _said, ci_run, pr_event
+
+    repo = make_repo(tmp_path / "repo", skills=("alpha",), config=BASE)
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / ".skill-evals.yml").unlink()
+    lowered = BASE.replace("min-trigger-f1: 0.99", "min-trigger-f1: 0").replace(
+        "sandbox: required", 'sandbox: "off"'
+    )
+    (repo / ".skill-evals.yaml").write_text(lowered, "utf-8")
+    commit_all(repo, "rename the config and lower the gate")
+    run = ci_run(repo, pr_event(tmp_path, base))
+    report = run["report"]
+    assert report["policyFrom"] == "base"
+    alpha = report["skills"][0]["report"]
+    assert alpha["gates"]["minTriggerF1"]["threshold"] == 0.99
+    assert alpha["sandbox"]["mode"] == "bwrap"
+    for key in ("sandbox", "gates.min-trigger-f1"):
+        assert _said(key).replace(".skill-evals.yml", ".skill-evals.yaml") in report["messages"]

@@ -57,7 +57,9 @@ def load_trusted(
         return _trusted(head_raw, path, cli, env, "head-trusted", where)
     # A base that cannot be read leaves the policy at the defaults and the options given:
     # the pull request's own file stays data (it must never decide how it is contained).
-    base_raw, messages = _base_raw(root, sha, rel)
+    # The base's file is looked up by the base's own rules: a pull request that renames
+    # .skill-evals.yml to .skill-evals.yaml must not leave the base's policy unread.
+    base_raw, messages = _base_raw(root, sha, rel if config_path is not None else None)
     merged, changed = trusted_raw(head_raw, base_raw)
     _validate(merged, f"{shown} (the base commit's policy with the pull request's data)")
     messages += [changed_message(key, shown) for key in changed]
