@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from skill_evals.sandbox import egress, proxy_http, proxy_request
+from skill_evals.sandbox import egress, egress_wire, proxy_http, proxy_request
 from skill_evals.sandbox.behaviour import BehaviourLog, recording
 from skill_evals.sandbox.credential_proxy import Credential, CredentialProxy
 from skill_evals.sandbox.egress import EgressProxy
@@ -178,7 +178,7 @@ def test_a_body_shorter_than_its_length_is_a_400(stack: dict[str, Any]) -> None:
 def test_a_head_that_never_ends_is_cut(
     stack: dict[str, Any], monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    monkeypatch.setattr(egress, "HEAD_DEADLINE_S", 0.6)
+    monkeypatch.setattr(egress_wire, "HEAD_DEADLINE_S", 0.6)
     monkeypatch.setattr(proxy_http, "HEAD_DEADLINE_S", 0.6)
     address = stack["channel"].path if where == "egress" else ("127.0.0.1", stack["port"])
     started = time.monotonic()
@@ -256,3 +256,31 @@ def test_a_key_the_upstream_repeats_never_reaches_the_sandbox(stack: dict[str, A
     assert body == b'{"error": "bad key %s", "again": "%s"}' % (masked, masked)
     assert b"Content-Length: %d" % len(body) in head
     assert stack["upstream"].received[0].header("x-api-key") == [SECRET]  # it was used
+
+
+def test_the_run_holds_a_bounded_number_of_connections_whatever_the_sandboxes(
+    servers: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(egress, "MAX_RUN_CONNECTIONS", 3)
+    proxy = EgressProxy(NetworkPolicy("model"), servers["proxy"].routes(), servers["meter"])
+    with recording(BehaviourLog()):
+        first, second = proxy.channel("runner"), proxy.channel("setup")
+    held = []
+    try:
+        for path in (first.path, first.path, second.path):  # idle: no head sent yet
+            sock = socket.socket(socket.AF_UNIX)
+            sock.connect(path)
+            held.append(sock)
+        time.sleep(0.3)
+        answer = _talk(second.path, b"")
+        assert answer.startswith(b"HTTP/1.1 503"), answer[:60]
+        assert b"too many connections in flight" in answer
+        held.pop().close()
+        time.sleep(0.3)
+        answer = _talk(second.path, b"GET /nothing/here HTTP/1.1\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 404"), answer[:60]
+    finally:
+        for sock in held:
+            sock.close()
+        first.close()
+        second.close()

@@ -26,21 +26,30 @@ import os
 import socket
 import tempfile
 import threading
-import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .behaviour import BehaviourLog, current_log
-from .network_policy import NetworkPolicy, host_key, permitted_addresses
+from .egress_wire import (
+    IDLE_TIMEOUT_S,
+    Refused,
+    answer,
+    busy,
+    host_port,
+    marked,
+    origin_form,
+    read_head,
+)
+from .network_policy import NetworkPolicy, permitted_addresses
 from .proxy_request import Reject, framing, parse_headers, request_line, split_head
-from .usage import INVOCATION_HEADER, Meter
+from .usage import Meter
 
-MAX_HEAD_BYTES = 64 * 1024
 MAX_CONNECTIONS = 64  # per channel at once
+# In the whole run at once: each connection holds at most one 64 KiB piece per direction, so
+# 512 keep the run's bytes in flight within 64 MiB.
+MAX_RUN_CONNECTIONS = 512
 CONNECT_TIMEOUT_S = 30.0
-IDLE_TIMEOUT_S = 300.0
-HEAD_DEADLINE_S = 60.0  # a request head, from its first byte
 INSIDE_PORT = 3128  # the relay's port on each sandbox's own loopback
 INSIDE_SOCKET = "/run/skill-evals/egress.sock"
 _CHUNK = 64 * 1024
@@ -62,66 +71,6 @@ def _socket_dir() -> str:
     if len(base) + 40 > _SOCKET_PATH_MAX:
         base = "/tmp"
     return tempfile.mkdtemp(prefix="skill-evals-net-", dir=base)
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, reason: str, body: bytes = b"") -> None:
-        super().__init__(reason)
-        self.status, self.reason, self.body = status, reason, body
-
-
-def _answer(status: int, reason: str, body: bytes = b"") -> bytes:
-    head = f"HTTP/1.1 {status} {reason}\r\nContent-Length: {len(body)}\r\n"
-    head += "Content-Type: text/plain\r\n" if body else ""
-    return (head + "Connection: close\r\n\r\n").encode("latin-1") + body
-
-
-def _read_head(client: socket.socket) -> tuple[bytes, bytes] | None:
-    """(the request head up to its blank line, the bytes read past it); None on a clean end.
-    The first byte may take the idle time; the whole head must follow within
-    HEAD_DEADLINE_S, however slowly it trickles in."""
-    data = b""
-    deadline: float | None = None
-    while b"\r\n\r\n" not in data:
-        if len(data) > MAX_HEAD_BYTES:
-            raise _Refused(431, "Request Header Fields Too Large")
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _Refused(408, "Request Timeout")
-            client.settimeout(min(IDLE_TIMEOUT_S, remaining))
-        try:
-            chunk = client.recv(_CHUNK)
-        except TimeoutError:
-            raise _Refused(408, "Request Timeout") from None
-        if not chunk:
-            if data.strip():
-                raise _Refused(400, "Bad Request")
-            return None
-        if deadline is None:
-            deadline = time.monotonic() + HEAD_DEADLINE_S
-        data += chunk
-    client.settimeout(IDLE_TIMEOUT_S)
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return head, rest
-
-
-def _host_port(authority: str, default: int) -> tuple[str, int]:
-    """The host (in its :func:`host_key` spelling) and port of a request's authority; 400 for
-    userinfo, a zone id, a port that is not 1–65535 or no valid host."""
-    if "@" in authority or "%" in authority:
-        raise _Refused(400, "Bad Request")
-    parts = urllib.parse.urlsplit("//" + authority)
-    try:
-        port = parts.port
-    except ValueError:
-        raise _Refused(400, "Bad Request") from None
-    if port == 0 or authority.endswith(":"):
-        raise _Refused(400, "Bad Request")
-    host = host_key(parts.hostname or "")
-    if host is None:
-        raise _Refused(400, "Bad Request")
-    return host, port or default
 
 
 class Channel:
@@ -154,8 +103,13 @@ class Channel:
                 if self._closed or len(self._open) >= MAX_CONNECTIONS:
                     client.close()
                     continue
+                if not self._proxy.admit():
+                    busy(client)
+                    continue
                 self._open.add(client)
                 thread = threading.Thread(target=self._serve, args=(client,), daemon=True)
+                if len(self._threads) > 2 * MAX_CONNECTIONS:  # keep only the live ones
+                    self._threads = [t for t in self._threads if t.is_alive()]
                 self._threads.append(thread)
             thread.start()
 
@@ -168,6 +122,7 @@ class Channel:
         finally:
             with self._lock:
                 self._open.discard(client)
+            self._proxy.release()
             with contextlib.suppress(OSError):
                 client.close()
 
@@ -212,6 +167,23 @@ class EgressProxy:
         self.policy = policy
         self.routes = dict(routes or {})
         self.meter = meter
+        self._open = 0  # connections of all channels at once
+        self._count_lock = threading.Lock()
+
+    def admit(self) -> bool:
+        """Whether one more connection may open: at most :data:`MAX_RUN_CONNECTIONS` in the
+        whole run, each holding at most one piece per direction, so the run's bytes in flight
+        stay under 64 MiB however many sandboxes run at once."""
+        with self._count_lock:
+            if self._open >= MAX_RUN_CONNECTIONS:
+                return False
+            self._open += 1
+            return True
+
+    def release(self) -> None:
+        """One admitted connection ended."""
+        with self._count_lock:
+            self._open -= 1
 
     def channel(self, by: str) -> Channel:
         """A new channel for a process of kind ``by`` (runner, setup, command), recording into
@@ -221,7 +193,7 @@ class EgressProxy:
     def serve(self, client: socket.socket, channel: Channel) -> None:
         """Answer one connection from a sandbox: refuse, or tunnel it to where it may go."""
         try:
-            got = _read_head(client)
+            got = read_head(client)
             if got is None:
                 return
             # One strict parser for every request (the credential proxy's): what is passed on
@@ -231,26 +203,26 @@ class EgressProxy:
             headers = parse_headers(lines[1:])
             framing(headers)
             if method == "CONNECT":
-                host, port = _host_port(target, 443)
+                host, port = host_port(target, 443)
                 self._tunnel(client, channel, "connect", host, port, None, got[1])
             elif target.startswith("http://"):
                 parts = urllib.parse.urlsplit(target)
-                host, port = _host_port(parts.netloc, 80)
+                host, port = host_port(parts.netloc, 80)
                 path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-                fixed = _origin_form(method, path, parts.netloc, headers)
+                fixed = origin_form(method, path, parts.netloc, headers)
                 self._tunnel(client, channel, "http", host, port, fixed, got[1])
             elif target.startswith("/"):
                 self._model(client, channel, lines[0], headers, got[1])
             else:
-                raise _Refused(400, "Bad Request")
+                raise Refused(400, "Bad Request")
         except Reject as reject:
-            client.sendall(_answer(reject.status, reject.reason))
-        except _Refused as refused:
-            client.sendall(_answer(refused.status, refused.reason, refused.body))
+            client.sendall(answer(reject.status, reject.reason))
+        except Refused as refused:
+            client.sendall(answer(refused.status, refused.reason, refused.body))
 
-    def _refusal(self, host: str) -> _Refused:
+    def _refusal(self, host: str) -> Refused:
         body = f"skill-evals sandbox: {host} is not allowed (network: {self.policy.mode})"
-        return _Refused(403, "Forbidden", body.encode("utf-8", "replace"))
+        return Refused(403, "Forbidden", body.encode("utf-8", "replace"))
 
     def _tunnel(
         self,
@@ -270,7 +242,7 @@ class EgressProxy:
         upstream = _connect_any(addresses, port)
         if upstream is None:
             channel.log.add({**record, "allowed": True, "bytesUp": 0, "bytesDown": 0})
-            raise _Refused(
+            raise Refused(
                 502, "Bad Gateway", f"skill-evals sandbox: {host} is unreachable".encode()
             )
         if head is None:
@@ -293,45 +265,16 @@ class EgressProxy:
         prefix = target[1:].split("/", 1)[0].split("?", 1)[0]
         route = self.routes.get(prefix)
         if route is None:
-            raise _Refused(404, "Not Found")
+            raise Refused(404, "Not Found")
         record: dict[str, object] = {
             "host": route.host, "port": route.upstream_port, "kind": "model", "by": channel.by,
         }  # fmt: skip
         upstream = _connect_any(["127.0.0.1"], route.port)
         if upstream is None:
-            raise _Refused(502, "Bad Gateway")
-        marked = _marked(line, headers, channel.token)
-        up, down = _splice(client, upstream, marked + rest, channel)
+            raise Refused(502, "Bad Gateway")
+        head = marked(line, headers, channel.token)
+        up, down = _splice(client, upstream, head + rest, channel)
         channel.log.add({**record, "allowed": True, "bytesUp": up, "bytesDown": down})
-
-
-# Headers a proxy consumes: never passed on from a sandbox's request.
-_PROXY_HEADERS = frozenset(
-    {"connection", "keep-alive", "proxy-connection", "proxy-authorization", "host",
-     INVOCATION_HEADER.lower()}
-)  # fmt: skip
-
-
-def _head(line: bytes, headers: list[tuple[str, str]], *extra: tuple[str, str]) -> bytes:
-    """A request head rebuilt from parsed parts: the request line, the headers a proxy does
-    not consume, then ``extra``; one request per connection."""
-    kept = [(k, v) for k, v in headers if k.lower() not in _PROXY_HEADERS]
-    lines = [line] + [f"{k}: {v}".encode("latin-1") for k, v in (*kept, *extra)]
-    return b"\r\n".join([*lines, b"Connection: close", b"", b""])
-
-
-def _marked(line: bytes, headers: list[tuple[str, str]], token: str | None) -> bytes:
-    """A model request's head for the credential proxy, marked with the invocation's token
-    (any mark of the sandbox's own removed; the credential proxy sets the upstream's Host)."""
-    mark = [(INVOCATION_HEADER, token)] if token is not None else []
-    return _head(line, headers, ("Host", "127.0.0.1"), *mark)
-
-
-def _origin_form(method: str, path: str, authority: str, headers: list[tuple[str, str]]) -> bytes:
-    """An absolute-form request's head for the origin server: origin-form target, ``Host``
-    the request-target's authority (whatever Host the sandbox sent), no proxy headers."""
-    line = f"{method} {path} HTTP/1.1".encode("latin-1")
-    return _head(line, headers, ("Host", authority))
 
 
 def _connect_any(addresses: list[str], port: int) -> socket.socket | None:
