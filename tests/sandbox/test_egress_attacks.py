@@ -32,8 +32,10 @@ from skill_evals.sandbox.network_policy import (
 from tests._fake_upstream import FakeUpstream
 from tests.conftest import write_jsonl, write_skill
 from tests.sandbox.test_network import BWRAP, needs_bwrap
+from tests.sandbox.test_proxy_bounds import _echo_key
 
 ATTACKER = Path(__file__).resolve().parents[1] / "runners" / "egress_attacks.py"
+KEY = "sk-attack-" + "9" * 30  # the model key the hostile runner must never read
 PUBLIC = "93.184.216.34"  # what the fake resolver gives public.example; never connected to
 
 
@@ -289,50 +291,86 @@ def _attack_requests(service: int, open_port: int) -> tuple[list[str], list[str]
     return refused, passed
 
 
+def _model_requests(service: int, model: int) -> list[tuple[str, str]]:
+    """(request, the status it must get) against the model's route of the credential proxy."""
+    return [
+        # Another Host on the model's route: the upstream's own Host is set, the key is used
+        # there and masked where the upstream repeats it.
+        (f"GET @MODEL@/echo HTTP/1.1\r\nHost: 127.0.0.1:{service}\r\n\r\n", "400"),
+        ("POST @MODEL@/m HTTP/1.1\r\nA: b\nX-Skill-Evals-Invocation: x\r\n\r\n", "400"),
+        ("POST @MODEL@/m HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffff\r\n", "413"),
+        ("POST @MODEL@/m HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+         "400"),
+        ("POST @MODEL@/m HTTP/1.1\r\nX-Big: " + "a" * 70_000 + "\r\n\r\n", "431"),
+        (f"GET http://127.0.0.1:{model}@MODEL@/x HTTP/1.1\r\n\r\n", "403"),
+        (f"CONNECT 127.0.0.1:{model} HTTP/1.1\r\n\r\n", "403"),
+    ]  # fmt: skip
+
+
+def _hostile_run(tmp_path: Path, requests: list[str], ports: dict[str, int]) -> list[str]:
+    """The attacker as the runner of a sandboxed ``test`` run; the answers it got."""
+    config = tmp_path / "config" / "requests.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps(requests))
+    out = tmp_path / "out"
+    out.mkdir()
+    skill = write_skill(tmp_path / "skills")
+    cases = write_jsonl(
+        tmp_path / "cases.jsonl",
+        [{"id": f"c{i}", "prompt": f"question {i}", "expectTrigger": False} for i in range(10)],
+    )
+    runner = f"{sys.executable} {ATTACKER} {config} {out}"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
+            *("--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "1", "-q"),
+            *("--format", "json", "--sandbox", "required", "--network", "allow"),
+            *("--network-allow", f"localhost:{ports['service']}"),
+            *("--network-allow", f"127.0.0.1:{ports['open']}"),
+            *("--credential", f"PROBE_KEY,x-api-key,http://127.0.0.1:{ports['model']}/v1"),
+            *("--sandbox-path", str(ATTACKER.parent), "--sandbox-path", str(config.parent)),
+            *("--sandbox-path", f"{out}:rw", "--record", str(tmp_path / "record.jsonl")),
+        ],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "PROBE_KEY": KEY},
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    assert KEY not in done.stdout + done.stderr
+    answers: list[str] = json.loads((out / "attacks.json").read_text())
+    return answers
+
+
 @needs_bwrap
 def test_a_hostile_runner_in_bubblewrap_reaches_only_the_listed_literal(tmp_path: Path) -> None:
-    service, opened = FakeUpstream().start(), FakeUpstream().start()
+    servers = {name: FakeUpstream().start() for name in ("service", "open", "model")}
+    servers["model"].routes["/v1/echo"] = _echo_key
+    ports = {name: int(server.url.rsplit(":", 1)[1]) for name, server in servers.items()}
+    refused, passed = _attack_requests(ports["service"], ports["open"])
+    model = _model_requests(ports["service"], ports["model"])
     try:
-        service_port = int(service.url.rsplit(":", 1)[1])
-        open_port = int(opened.url.rsplit(":", 1)[1])
-        refused, passed = _attack_requests(service_port, open_port)
-        requests = tmp_path / "config" / "requests.json"
-        requests.parent.mkdir()
-        requests.write_text(json.dumps(refused + passed))
-        out = tmp_path / "out"
-        out.mkdir()
-        skill = write_skill(tmp_path / "skills")
-        cases = write_jsonl(
-            tmp_path / "cases.jsonl",
-            [{"id": f"c{i}", "prompt": f"question {i}", "expectTrigger": False} for i in range(10)],
-        )
-        runner = f"{sys.executable} {ATTACKER} {requests} {out}"
-        done = subprocess.run(
-            [
-                *(sys.executable, "-m", "skill_evals", "test", "--skill", str(skill)),
-                *("--cases", str(cases), "--runner", runner, "--trials", "1", "--jobs", "1", "-q"),
-                *("--format", "json", "--sandbox", "required", "--network", "allow"),
-                *("--network-allow", f"localhost:{service_port}"),
-                *("--network-allow", f"127.0.0.1:{open_port}"),
-                *("--sandbox-path", str(ATTACKER.parent), "--sandbox-path", str(requests.parent)),
-                *("--sandbox-path", f"{out}:rw", "--record", str(tmp_path / "record.jsonl")),
-            ],
-            capture_output=True, text=True, timeout=300, env=dict(os.environ), cwd=tmp_path,
-        )  # fmt: skip
-        assert done.returncode in (0, 1), done.stderr
-        answers = json.loads((out / "attacks.json").read_text())
+        answers = _hostile_run(tmp_path, refused + passed + [r for r, _ in model], ports)
     finally:
-        service.stop()
-        opened.stop()
+        for server in servers.values():
+            server.stop()
     assert BWRAP is not None
-    for raw, answer in zip(refused, answers, strict=False):
-        assert answer in ("HTTP/1.1 403 Forbidden", "HTTP/1.1 400 Bad Request"), (raw, answer)
-    assert answers[len(refused)] == "HTTP/1.1 200 OK"
-    assert answers[len(refused) + 1] == "HTTP/1.1 200 Connection Established"
-    assert service.received == []  # nothing of any spelling reached the unlisted service
+    status = [answer.split("\r\n", 1)[0] for answer in answers]
+    for raw, line in zip(refused, status, strict=False):
+        assert line in ("HTTP/1.1 403 Forbidden", "HTTP/1.1 400 Bad Request"), (raw[:60], line)
+    assert status[len(refused)] == "HTTP/1.1 200 OK"
+    assert status[len(refused) + 1] == "HTTP/1.1 200 Connection Established"
+    for (raw, want), line in zip(model, status[len(refused) + 2 :], strict=True):
+        assert line.split(" ")[1] == want, (raw[:60], line)
+    assert servers["service"].received == []  # nothing of any spelling reached it
     # The one absolute-form request that passed carried its target's Host, not the sandbox's.
-    assert opened.received
-    assert all(r.header("Host") == [f"127.0.0.1:{open_port}"] for r in opened.received)
+    assert servers["open"].received
+    assert all(r.header("Host") == [f"127.0.0.1:{ports['open']}"] for r in servers["open"].received)
+    # The model got one request (the echo), with its own Host and the real key, which never
+    # came back to the sandbox.
+    (echo,) = servers["model"].received
+    assert echo.header("Host") == [f"127.0.0.1:{ports['model']}"]
+    assert echo.header("x-api-key") == [KEY]
+    assert all(KEY not in answer for answer in answers)
+    assert "*" * len(KEY) in answers[len(refused) + 2]
     records = [json.loads(line) for line in (tmp_path / "record.jsonl").read_text().splitlines()]
     items = [item for record in records for item in record.get("network", [])]
     assert any(not item["allowed"] for item in items)
