@@ -25,14 +25,19 @@ def without_job_secrets(env: Mapping[str, str]) -> dict[str, str]:
 
 
 ENGINE_PREFIX = "SKILL_EVALS_"
-_CREDENTIAL_WORDS = ("TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+_CREDENTIAL_WORDS = (
+    "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "APIKEY", "PASSWD", "PRIVATE_KEY", "WEBHOOK",
+)  # fmt: skip
+# Name endings of credentials: SMTP_PASS, NPM_AUTH, GH_PAT, SENTRY_DSN (its key inside), …
+_CREDENTIAL_ENDINGS = ("_KEY", "_KEYS", "_PASS", "_AUTH", "_PAT", "_DSN")
 
 
 def credential_like(name: str) -> bool:
     """Whether a variable name looks like it holds a credential: it contains TOKEN, SECRET,
-    PASSWORD or CREDENTIAL, or ends in _KEY (any case)."""
+    PASSWORD, CREDENTIAL, APIKEY, PASSWD, PRIVATE_KEY or WEBHOOK, or ends in _KEY, _KEYS,
+    _PASS, _AUTH, _PAT or _DSN (any case)."""
     upper = name.upper()
-    return upper.endswith("_KEY") or any(word in upper for word in _CREDENTIAL_WORDS)
+    return upper.endswith(_CREDENTIAL_ENDINGS) or any(w in upper for w in _CREDENTIAL_WORDS)
 
 
 def engine_credential(name: str) -> bool:
