@@ -222,14 +222,22 @@ def test_no_spelling_of_a_private_address_gets_a_connection(
         "GET https://public.example/ HTTP/1.1\r\n\r\n",
         "GET HTTP://127.0.0.1/ HTTP/1.1\r\n\r\n",
         "GET public.example:443 HTTP/1.1\r\n\r\n",
+        "CONNECT [::1 HTTP/1.1\r\n\r\n",
+        "CONNECT ::1]:443 HTTP/1.1\r\n\r\n",
+        "CONNECT []:443 HTTP/1.1\r\n\r\n",
+        "CONNECT [127.0.0.1]:443 HTTP/1.1\r\n\r\n",
+        "CONNECT [public.example]:443 HTTP/1.1\r\n\r\n",
+        "GET http://[::1/ HTTP/1.1\r\n\r\n",
+        "GET http://[forged-log-line]/ HTTP/1.1\r\n\r\n",
     ],
 )
 def test_userinfo_and_odd_targets_are_refused_before_connecting(
-    hostile: dict[str, Any], raw: str
+    hostile: dict[str, Any], raw: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
     answer = _ask(hostile["channel"].path, raw.encode())
     assert answer.startswith((b"HTTP/1.1 400", b"HTTP/1.1 403")), answer[:80]
     assert hostile["tried"].calls == []
+    assert capfd.readouterr().err == ""  # nothing of the request reached the engine's stderr
 
 
 def test_allowed_spellings_reach_only_the_checked_address_with_its_own_host(

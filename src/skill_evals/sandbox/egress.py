@@ -217,6 +217,8 @@ class EgressProxy:
                 raise Refused(400, "Bad Request")
         except Reject as reject:
             client.sendall(answer(reject.status, reject.reason))
+        except ValueError:  # a target no parser could read: its text never reaches a log
+            client.sendall(answer(400, "Bad Request"))
         except Refused as refused:
             client.sendall(answer(refused.status, refused.reason, refused.body))
 

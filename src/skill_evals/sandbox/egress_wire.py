@@ -78,15 +78,16 @@ def host_port(authority: str, default: int) -> tuple[str, int]:
     userinfo, a zone id, a port that is not 1–65535 or no valid host."""
     if "@" in authority or "%" in authority:
         raise Refused(400, "Bad Request")
-    parts = urllib.parse.urlsplit("//" + authority)
-    try:
-        port = parts.port
+    try:  # a parse error never reaches the engine's stderr with the sandbox's text in it
+        parts = urllib.parse.urlsplit("//" + authority)
+        port, hostname = parts.port, parts.hostname
     except ValueError:
         raise Refused(400, "Bad Request") from None
-    if port == 0 or authority.endswith(":"):
+    if port == 0 or authority.endswith(":") or not hostname:
         raise Refused(400, "Bad Request")
-    host = host_key(parts.hostname or "")
-    if host is None:
+    host = host_key(hostname)
+    # Brackets hold an IPv6 literal and nothing else (not an IPv4 address, not a name).
+    if host is None or (authority.startswith("[") and ":" not in host):
         raise Refused(400, "Bad Request")
     return host, port or default
 
