@@ -1,13 +1,15 @@
 """How often does `improve`'s held-out decision accept a candidate that is no better?
 
 A simulation of the held-out step with its own statistics (skill_evals.improve.figures and
-.sequential): 10 held-out units (5 that should load the skill, 5 that should not), one finalist
-whose chance to load the skill on each unit is the original's (a null: no gain), each unit's
+.sequential): 10 held-out cases (5 that should load the skill, 5 that should not), one finalist
+whose chance to load the skill on each case is the original's (a null: no gain), each case's
 chance drawn per run (0.2–0.9 for the positives, 0–0.4 for the negatives), 3 trials a look,
 looks planned up to 9 trials as `improve` plans them, the decision as `improve` takes it
-(difference ≥ --min-gain 0.05 and the interval's lower bound above 0). Printed: the share of
-runs accepted at one look only and with the adaptive looks (goal: about the nominal 5 %), and
-the same with a real gain (each positive's chance raised by up to 0.5) for the power.
+(difference ≥ --min-gain 0.05 and the lower bound above 0). Printed: the share of runs
+accepted at one look only and with the adaptive looks (goal: at most the nominal 5 %), the same
+with a real gain (each positive's chance raised by up to 0.5) for the power, and a finalist
+that is no better *on average* — each positive's chance moved by up to ±0.3 — to show what a
+decision about the held-out cases means for other prompts.
 
 Usage: python benchmarks/bench_improve_null.py [--runs N]
 """
@@ -21,7 +23,7 @@ from fractions import Fraction
 
 import _common  # noqa: F401  (puts src/ on the path)
 
-from skill_evals.improve.figures import difference_interval, f1, total
+from skill_evals.improve.figures import PermutationTest, f1, total
 from skill_evals.improve.sequential import look_alpha
 from skill_evals.suite.cases import Case
 
@@ -38,12 +40,14 @@ def _difference(new: dict[str, list[tuple[bool, tuple[str, ...]]]],
     return None if x is None or y is None else x - y
 
 
-def one_run(rng: random.Random, gain: float, adaptive: bool) -> bool:
-    """One held-out step; whether it accepted."""
+def one_run(rng: random.Random, gain: float, adaptive: bool, spread: float = 0.0) -> bool:
+    """One held-out step; whether it accepted. ``gain``: each positive's chance raised by up
+    to it; ``spread``: moved by up to ± it (no better on average)."""
     chance = {c.id: rng.uniform(0.2, 0.9) if c.expect_trigger else rng.uniform(0, 0.4)
               for c in CASES}  # fmt: skip
-    better = {c.id: min(0.95, chance[c.id] + (rng.uniform(0, gain) if c.expect_trigger else 0))
-              for c in CASES}  # fmt: skip
+    moved = {c.id: rng.uniform(-spread, spread) + rng.uniform(0, gain) if c.expect_trigger
+             else 0.0 for c in CASES}  # fmt: skip
+    better = {c.id: min(0.95, max(0.0, chance[c.id] + moved[c.id])) for c in CASES}
     old: dict[str, list[tuple[bool, tuple[str, ...]]]] = {c.id: [] for c in CASES}
     new: dict[str, list[tuple[bool, tuple[str, ...]]]] = {c.id: [] for c in CASES}
     most = MOST if adaptive else TRIALS
@@ -57,7 +61,7 @@ def one_run(rng: random.Random, gain: float, adaptive: bool) -> bool:
         trials, look = trials + step, look + 1
         alpha = look_alpha(look - 1, look, looks, 0.05)
         level = Fraction(repr(alpha))
-        interval = difference_interval(CASES, new, old, SAMPLES, rng.randrange(2**31), level)
+        interval = PermutationTest(CASES, new, old, SAMPLES, rng.randrange(2**31)).interval(level)
         difference = _difference(new, old)
         if difference is None or difference < Fraction(1, 20):
             return False
@@ -71,10 +75,11 @@ def main(argv: list[str]) -> int:
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 1000
     rng = random.Random(20261206)
     rates = {}
-    arms = [("null, one look", 0.0, False), ("null, adaptive", 0.0, True),
-            ("gain, one look", 0.5, False), ("gain, adaptive", 0.5, True)]  # fmt: skip
-    for name, gain, adaptive in arms:
-        rates[name] = sum(one_run(rng, gain, adaptive) for _ in range(runs)) / runs
+    arms = [("null, one look", 0.0, False, 0.0), ("null, adaptive", 0.0, True, 0.0),
+            ("gain, one look", 0.5, False, 0.0), ("gain, adaptive", 0.5, True, 0.0),
+            ("no better on average, adaptive", 0.0, True, 0.3)]  # fmt: skip
+    for name, gain, adaptive, spread in arms:
+        rates[name] = sum(one_run(rng, gain, adaptive, spread) for _ in range(runs)) / runs
         print(f"{name}: accepted {rates[name]:.3f} of {runs} runs")
     print("BENCH " + json.dumps({"name": "improve-null", "runs": runs, **rates}))
     return 0

@@ -1,19 +1,20 @@
 """The held-out decision's statistics checked against values computed here independently: the
-stratified bootstrap of the F1 difference (its own mulberry32, resampling, percentiles and
-small-sample widening), the alpha-spending rule's levels, and the per-look levels summing to
-5 % however the looks fall; and the rule that keeps near-copies out of the finalists."""
+permutation test of the F1 difference (its own mulberry32, relabelling of each case's trials,
+p-value and bounds), its level kept for a non-gain, the looks' equal shares of 5 %; and the
+rule that keeps near-copies out of the finalists."""
 
 from __future__ import annotations
 
 import math
+import random
 from fractions import Fraction
 
 import pytest
 
-from skill_evals.improve.figures import Counts, difference_interval
+from skill_evals.improve.figures import Counts, PermutationTest
 from skill_evals.improve.held_out import finalists_of
 from skill_evals.improve.select import Candidate, near_copy
-from skill_evals.improve.sequential import look_alpha, spent, widening
+from skill_evals.improve.sequential import look_alpha
 from skill_evals.suite.cases import Case
 
 
@@ -31,24 +32,27 @@ def _mulberry32(seed: int):  # the documented generator, written out again here
     return draw
 
 
-# 4 positive units and 3 negative ones; per unit (candidate hits, original hits) of 3 trials.
+# 4 positive cases and 3 negative ones; per case (candidate hits, original hits) of 3 trials.
 POSITIVE = [(3, 1), (2, 2), (3, 0), (1, 1)]
 NEGATIVE = [(0, 1), (1, 0), (0, 0)]
 TRIALS = 3
 
 
 def _cases() -> list[Case]:
-    # Interleaved in the file, so the strata are not simply the first and last units.
+    # Interleaved in the file: the relabelling draws follow the case-file order.
     labels = [True, False, True, True, False, True, False]
     return [Case(f"c{i}", f"prompt {i}", label, i + 1, i) for i, label in enumerate(labels)]
+
+
+def _counts() -> list[tuple[bool, int, int]]:
+    pos, neg = iter(POSITIVE), iter(NEGATIVE)
+    return [(c.expect_trigger, *(next(pos) if c.expect_trigger else next(neg))) for c in _cases()]
 
 
 def _results() -> tuple[dict[str, list[tuple[bool, tuple[str, ...]]]], ...]:
     new: dict[str, list[tuple[bool, tuple[str, ...]]]] = {}
     old: dict[str, list[tuple[bool, tuple[str, ...]]]] = {}
-    pos, neg = iter(POSITIVE), iter(NEGATIVE)
-    for case in _cases():
-        a, b = next(pos) if case.expect_trigger else next(neg)
+    for case, (_, a, b) in zip(_cases(), _counts(), strict=True):
         new[case.id] = [(t < a, ()) for t in range(TRIALS)]
         old[case.id] = [(t < b, ()) for t in range(TRIALS)]
     return new, old
@@ -58,64 +62,93 @@ def _f1(tp: int, fp: int, fn: int) -> Fraction | None:
     return None if 2 * tp + fp + fn == 0 else Fraction(2 * tp, 2 * tp + fp + fn)
 
 
+def _difference(counts: list[tuple[bool, int, int]]) -> Fraction:
+    tp_n = sum(a for label, a, _ in counts if label)
+    tp_o = sum(b for label, _, b in counts if label)
+    positives = TRIALS * sum(1 for label, _, _ in counts if label)
+    x = _f1(tp_n, sum(a for label, a, _ in counts if not label), positives - tp_n)
+    y = _f1(tp_o, sum(b for label, _, b in counts if not label), positives - tp_o)
+    assert x is not None and y is not None
+    return x - y
+
+
+def _relabelled(draw, counts: list[tuple[bool, int, int]]) -> list[tuple[bool, int, int]]:
+    """Each case's pooled hits dealt out again: the 2·TRIALS trials shuffled (Fisher-Yates,
+    written out here differently from the engine's cumulative weights, so only the law of the
+    draws is shared) — the candidate's hits are the hits among the first TRIALS."""
+    out = []
+    for label, a, b in counts:
+        hits = a + b
+        # The chance of k hits for the candidate: C(H, k)·C(2T − H, T − k) / C(2T, T).
+        weights = [math.comb(hits, k) * math.comb(2 * TRIALS - hits, TRIALS - k)
+                   for k in range(TRIALS + 1)]  # fmt: skip
+        point, k = draw() * sum(weights), 0
+        while point >= weights[k]:
+            point -= weights[k]
+            k += 1
+        out.append((label, k, hits - k))
+    return out
+
+
 def _expected(samples: int, seed: int, alpha: Fraction) -> tuple[float, float, float]:
-    """Positives resampled with mulberry32(seed), negatives with mulberry32(seed + 1), each
-    index floor(draw·n); F1 difference per resample; percentile positions floor(α/2·(B'−1))
-    and ceil((1−α/2)·(B'−1)); arms stretched by √(n/(n − 2)) around the observed difference."""
-    pos_draw, neg_draw = _mulberry32(seed), _mulberry32(seed + 1)
-    diffs = []
-    for _ in range(samples):
-        tp_n = fn_n = tp_o = fn_o = fp_n = fp_o = 0
-        for _ in POSITIVE:
-            a, b = POSITIVE[math.floor(pos_draw() * len(POSITIVE))]
-            tp_n, fn_n, tp_o, fn_o = tp_n + a, fn_n + TRIALS - a, tp_o + b, fn_o + TRIALS - b
-        for _ in NEGATIVE:
-            a, b = NEGATIVE[math.floor(neg_draw() * len(NEGATIVE))]
-            fp_n, fp_o = fp_n + a, fp_o + b
-        x, y = _f1(tp_n, fp_n, fn_n), _f1(tp_o, fp_o, fn_o)
-        if x is not None and y is not None:
-            diffs.append(x - y)
-    diffs.sort()
-    k = len(diffs) - 1
-    lo, hi = diffs[math.floor(alpha / 2 * k)], diffs[math.ceil((1 - alpha / 2) * k)]
-    tp_n = sum(a for a, _ in POSITIVE)
-    tp_o = sum(b for _, b in POSITIVE)
-    observed = _f1(tp_n, sum(a for a, _ in NEGATIVE), 4 * TRIALS - tp_n)
-    observed_old = _f1(tp_o, sum(b for _, b in NEGATIVE), 4 * TRIALS - tp_o)
-    assert observed is not None and observed_old is not None
-    d = observed - observed_old
-    stretch = math.sqrt(7 / 5)
-    return float(d - stretch * (d - lo)), float(d + stretch * (hi - d)), float(d)
+    """The relabellings drawn in case-file order from one mulberry32(seed); p = (1 + the
+    relabelled differences ≥ observed) / (1 + B); bounds the observed minus the (m+1)-th
+    largest and smallest, m = ⌊α·(B + 1)⌋ − 1."""
+    draw = _mulberry32(seed)
+    counts = _counts()
+    observed = _difference(counts)
+    null = sorted(_difference(_relabelled(draw, counts)) for _ in range(samples))
+    p = (1 + sum(1 for d in null if d >= observed)) / (1 + samples)
+    m = math.floor(alpha * (samples + 1)) - 1
+    return float(observed - null[samples - 1 - m]), float(observed - null[m]), p
 
 
 @pytest.mark.parametrize("alpha", [Fraction(1, 20), Fraction(1, 80)])
-def test_the_interval_resamples_each_label_apart_and_widens_for_few_units(
+def test_the_permutation_test_relabels_each_case_s_trials_and_bounds_at_its_level(
     alpha: Fraction,
 ) -> None:
     new, old = _results()
-    got = difference_interval(_cases(), new, old, 2000, 42, alpha)
-    lower, upper, observed = _expected(2000, 42, alpha)
+    test = PermutationTest(_cases(), new, old, 2000, 42)
+    got = test.interval(alpha)
+    lower, upper, p = _expected(2000, 42, alpha)
     assert got.lower == pytest.approx(lower, abs=1e-12)
     assert got.upper == pytest.approx(upper, abs=1e-12)
-    assert got.lower is not None and got.lower < observed < (got.upper or 0)
+    assert test.p_value == pytest.approx(p, abs=1e-12) and got.p_value == test.p_value
     assert got.undefined == 0
+    # The lower bound is above 0 exactly when the p-value is within the level.
+    assert (got.lower > 0) is (p <= alpha)
 
 
-def test_the_widening_is_the_unbiased_spread_over_the_plug_in_one() -> None:
-    assert widening(10, 2) == pytest.approx(math.sqrt(10 / 8))
-    assert widening(7, 2) == pytest.approx(1.1832159566199232)
-    assert widening(2, 2) is None and widening(1, 1) is None
+def test_the_permutation_test_keeps_a_non_gain_within_its_level() -> None:
+    """No difference between the descriptions: over many seeds of the draws and of the trial
+    outcomes, the share of lower bounds above 0 stays within the level (exact, not asymptotic)."""
+    rng = random.Random(7)
+    cases = _cases()
+    accepted = 0
+    for run in range(200):
+        chance = {c.id: rng.uniform(0.1, 0.9) for c in cases}
+        new = {c.id: [(rng.random() < chance[c.id], ()) for _ in range(TRIALS)] for c in cases}
+        old = {c.id: [(rng.random() < chance[c.id], ()) for _ in range(TRIALS)] for c in cases}
+        accepted += (
+            PermutationTest(cases, new, old, 1000, run).interval(Fraction(1, 10)).lower or 0
+        ) > 0
+    assert accepted / 200 <= 0.1 + 3 * math.sqrt(0.1 * 0.9 / 200)
 
 
-def test_the_spending_rule_shares_five_percent_between_the_looks() -> None:
-    # α·ln(1 + (e − 1)·t), values worked out by hand: ln(1 + 1.718281828/3) = 0.452832425...
-    assert spent(1 / 3, 0.05) == pytest.approx(0.05 * 0.45283242526394133)
-    assert spent(1.0, 0.05) == pytest.approx(0.05)
-    assert spent(0.0, 0.05) == 0.0 and spent(2.0, 0.05) == pytest.approx(0.05)
+def test_too_few_relabellings_for_the_level_claim_no_bound() -> None:
+    new, old = _results()
+    got = PermutationTest(_cases(), new, old, 1000, 1).interval(Fraction(1, 2000))
+    assert got.lower is None and got.upper is None
+
+
+def test_each_planned_look_gets_an_equal_share_of_five_percent() -> None:
     levels = [look_alpha(k - 1, k, 3, 0.05) for k in (1, 2, 3)]
-    assert levels == pytest.approx([0.022641621263, 0.015527504506, 0.011830874230], abs=1e-11)
+    assert levels == pytest.approx([0.05 / 3] * 3)
     assert sum(levels) == pytest.approx(0.05)
     assert look_alpha(0, 1, 1, 0.05) == pytest.approx(0.05)  # one planned look: all of it
+    assert look_alpha(1, 3, 3, 0.05) == pytest.approx(0.05 * 2 / 3)  # a skipped look's share
+    with pytest.raises(ValueError):
+        look_alpha(2, 2, 3, 0.05)
 
 
 def _candidate(round_: int, description: str, score: str) -> Candidate:

@@ -87,10 +87,10 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     help="What stdout gets: the verdict and diff, or the JSON report.",
 )
 @option("--trials", help="Runs per case.")
-@option("--seed", help="Seed of the split and the bootstrap.")
+@option("--seed", help="Seed of the split and the held-out test's relabellings.")
 @option(
     "--bootstrap-samples",
-    help="Bootstrap resamples for the held-out interval.",
+    help="Relabellings drawn by the held-out permutation test.",
 )
 @option("--jobs", help="Runner processes at the same time.")
 @option(
@@ -140,8 +140,8 @@ def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip
     """Try better descriptions for one skill: a proposer suggests them from the failures of one
     half of the train cases, each valid one is ranked on the other half, and the best ones run
     on held-out cases next to the original. Accepted (exit 0) only with a held-out F1 gain of
-    at least --min-gain whose bootstrap lower bound (corrected for the finalists and the
-    held-out looks) is above 0; else exit 1 and nothing changes."""
+    at least --min-gain whose lower bound (an exact permutation test, corrected for the
+    finalists and the held-out looks) is above 0; else exit 1 and nothing changes."""
     from ..escaping.terminal import terminal_safe
     from ..improve.report import render_text
     from ..improve.run import ImproveOptions, run_improve

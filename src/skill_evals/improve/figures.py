@@ -1,16 +1,17 @@
-"""Trigger figures of one description on a set of cases, and the held-out comparison."""
+"""Trigger figures of one description on a set of cases, and the held-out comparison: a
+permutation test of the F1 difference (docs/improve.md#held-out-finalists-corrected)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..score.stats import percentiles_of, resample_sums_many
+from ..score.stats import Mulberry32
 from ..suite.cases import Case
-from .sequential import widening
 
 Trials = Sequence[tuple[bool, tuple[str, ...]]]  # per trial: triggered, the skills it loaded
 
@@ -72,24 +73,17 @@ def total(cases: Sequence[Case], results: Mapping[str, Trials]) -> Counts:
     return summed
 
 
-def _unit_counts(cases: Sequence[Case], results: Mapping[str, Trials]) -> list[Counts]:
-    units: dict[int, Counts] = {}
-    for case in cases:
-        units[case.unit] = units.get(case.unit, Counts()) + case_counts(case, results[case.id])
-    return list(units.values())  # in case-file order of each unit's first case
-
-
 @dataclass(frozen=True)
 class HeldOutInterval:
-    """The bootstrap interval of the held-out F1 difference."""
+    """The held-out F1 difference's bounds, each one-sided at level 1 − ``alpha``."""
 
     lower: float | None
     upper: float | None
     samples: int
     seed: int
     undefined: int
-    alpha: Fraction = Fraction(1, 20)  # the two-sided level: a 1 − alpha interval
-    p_value: float | None = None  # the share of kept resamples with a difference ≤ 0
+    alpha: Fraction = Fraction(1, 20)  # each bound is one-sided at 1 − alpha
+    p_value: float | None = None  # one-sided: the chance of a difference this large by luck
 
     def to_json(self) -> dict[str, Any]:
         """The report's ``interval``."""
@@ -102,80 +96,95 @@ class HeldOutInterval:
         }
 
 
-def _strata(cases: Sequence[Case]) -> list[list[Case]]:
-    """The cases of the positive units, then of the negative ones (a unit's label is its first
-    case's)."""
-    label: dict[int, bool] = {}
-    for case in cases:
-        label.setdefault(case.unit, case.expect_trigger)
-    parts = [[c for c in cases if label[c.unit] is side] for side in (True, False)]
-    return [part for part in parts if part]
+@dataclass(frozen=True)
+class _Cell:
+    """One held-out case: its label, and each description's trials and hits there."""
+
+    positive: bool
+    new_trials: int
+    old_trials: int
+    hits: int  # of both descriptions together
+    cumulative: tuple[int, ...]  # the weights of k new hits, summed from the least k
+    least: int  # the least number of new hits possible
 
 
-def difference_interval(
-    cases: Sequence[Case],
-    selected: Mapping[str, Trials],
-    original: Mapping[str, Trials],
-    samples: int,
-    seed: int,
-    alpha: Fraction = Fraction(1, 20),
-) -> HeldOutInterval:
-    """Resample the held-out units per label, as the split drew them (the positive units with a
-    fresh mulberry32 seeded with ``seed``, the negative ones with ``seed`` + 1), sum each arm's
-    TP/FP/FN, take F1(selected) − F1(original); resamples where either F1 is undefined are
-    dropped and counted. The percentile interval (positions ⌊α/2·(B′−1)⌋ and
-    ⌈(1−α/2)·(B′−1)⌉) is stretched around the observed difference by sequential.widening for
-    the few units resampled; the p-value is the share of kept differences ≤ 0."""
-    strata = _strata(cases)
-    sums: list[tuple[int, ...]] | None = None
-    for index, part in enumerate(strata):
-        new, old = _unit_counts(part, selected), _unit_counts(part, original)
-        vectors = [
-            [getattr(u, name) for u in side] for side in (new, old) for name in ("tp", "fp", "fn")
-        ]
-        drawn = resample_sums_many(vectors, samples, (seed + index) & 0xFFFFFFFF)
-        if sums is None:
-            sums = drawn
-        else:  # both strata drew the same number of resamples
-            sums = [
-                tuple(x + y for x, y in zip(a, b, strict=True))
-                for a, b in zip(sums, drawn, strict=True)
-            ]
-    kept: list[Fraction] = []
-    dropped = 0
-    for tp_n, fp_n, fn_n, tp_o, fp_o, fn_o in sums or []:
-        a, b = f1(tp_n, fp_n, fn_n), f1(tp_o, fp_o, fn_o)
-        if a is None or b is None:
-            dropped += 1
+def _cell(case: Case, new: Trials, old: Trials) -> tuple[_Cell, int]:
+    """The case's cell and the candidate's hits there. Relabelling the pooled trials at
+    random gives the candidate k hits with the hypergeometric weight C(H, k)·C(N − H, n − k)."""
+    n, pooled = len(new), len(new) + len(old)
+    new_hits = sum(1 for triggered, _ in new if triggered)
+    hits = new_hits + sum(1 for triggered, _ in old if triggered)
+    least, most = max(0, n - (pooled - hits)), min(n, hits)
+    running, cumulative = 0, []
+    for k in range(least, most + 1):
+        running += math.comb(hits, k) * math.comb(pooled - hits, n - k)
+        cumulative.append(running)
+    return _Cell(case.expect_trigger, n, len(old), hits, tuple(cumulative), least), new_hits
+
+
+def _difference_of(cells: Sequence[_Cell], new_hits: Sequence[int]) -> Fraction | None:
+    tp_n = fp_n = fn_n = tp_o = fp_o = fn_o = 0
+    for cell, k in zip(cells, new_hits, strict=True):
+        if cell.positive:
+            tp_n, fn_n = tp_n + k, fn_n + cell.new_trials - k
+            tp_o, fn_o = tp_o + cell.hits - k, fn_o + cell.old_trials - (cell.hits - k)
         else:
-            kept.append(a - b)
-    p_value = sum(1 for d in kept if d <= 0) / len(kept) if kept else None
-    bounds = _percentiles(kept, alpha)
-    units = len({c.unit for c in cases})
-    stretch = widening(units, len(strata))
-    observed = _difference(cases, selected, original)
-    if bounds is None or stretch is None or observed is None:
-        return HeldOutInterval(None, None, samples, seed, dropped, alpha, p_value)
-    # An F1 difference lies within [−1, 1]: the stretched arms stop there.
-    lower = max(-1.0, float(observed) - stretch * float(observed - bounds[0]))
-    upper = min(1.0, float(observed) + stretch * float(bounds[1] - observed))
-    return HeldOutInterval(lower, upper, samples, seed, dropped, alpha, p_value)
-
-
-def _difference(
-    cases: Sequence[Case], selected: Mapping[str, Trials], original: Mapping[str, Trials]
-) -> Fraction | None:
-    new, old = total(cases, selected), total(cases, original)
-    a, b = f1(new.tp, new.fp, new.fn), f1(old.tp, old.fp, old.fn)
+            fp_n, fp_o = fp_n + k, fp_o + cell.hits - k
+    a, b = f1(tp_n, fp_n, fn_n), f1(tp_o, fp_o, fn_o)
     return None if a is None or b is None else a - b
 
 
-def _percentiles(values: list[Fraction], alpha: Fraction) -> tuple[Fraction, Fraction] | None:
-    """The 1 − ``alpha`` percentile interval (at 5 % the engine's own positions)."""
-    if alpha == Fraction(1, 20) or not values:
-        return percentiles_of(values)
-    values.sort()
-    k = len(values) - 1
-    lo = math.floor(alpha / 2 * k)
-    hi = math.ceil((1 - alpha / 2) * k)
-    return values[lo], values[hi]
+class PermutationTest:
+    """Whether the candidate's held-out F1 beats the original's by more than luck.
+
+    If the two descriptions made no difference on a held-out case, which of its trials ran
+    with which description would not matter: each of ``samples`` relabellings draws, per case
+    in case-file order, the candidate's share of the case's pooled hits from one mulberry32
+    stream seeded with ``seed`` (the least k whose cumulative weight exceeds draw × C(N, n),
+    see _cell) and takes the F1 difference; relabellings where either F1 is undefined are dropped
+    and counted. The p-value is (1 + the relabellings at least as large as the observed
+    difference) / (1 + the kept ones): exact, whatever the number of cases or trials."""
+
+    def __init__(self, cases: Sequence[Case], selected: Mapping[str, Trials],
+                 original: Mapping[str, Trials], samples: int, seed: int) -> None:  # fmt: skip
+        built = [_cell(case, selected[case.id], original[case.id]) for case in cases]
+        cells = [cell for cell, _ in built]
+        self.samples, self.seed = samples, seed
+        self.observed = _difference_of(cells, [hits for _, hits in built])
+        rng = Mulberry32(seed & 0xFFFFFFFF)
+        kept: list[Fraction] = []
+        for _ in range(samples):
+            draws = []
+            for cell in cells:
+                point = rng.next_float() * cell.cumulative[-1]
+                draws.append(cell.least + bisect.bisect_right(cell.cumulative, point))
+            value = _difference_of(cells, draws)
+            if value is not None:
+                kept.append(value)
+        kept.sort()
+        self.null = kept
+        self.undefined = samples - len(kept)
+
+    @property
+    def p_value(self) -> float | None:
+        """The one-sided p-value (None when the observed difference is undefined)."""
+        if self.observed is None or not self.null:
+            return None
+        above = len(self.null) - bisect.bisect_left(self.null, self.observed)
+        return (1 + above) / (1 + len(self.null))
+
+    def interval(self, alpha: Fraction) -> HeldOutInterval:
+        """The bounds at one-sided level 1 − ``alpha``: the observed difference minus the
+        relabellings' (m+1)-th largest and (m+1)-th smallest, m = ⌊α·(B′ + 1)⌋ − 1, so the
+        lower bound is above 0 exactly when the p-value is at most α. None when the
+        relabellings are too few for the level."""
+        kept, d = self.null, self.observed
+        m = math.floor(alpha * (len(kept) + 1)) - 1
+        if d is None or m < 0 or m >= len(kept):
+            lower = upper = None
+        else:
+            lower = max(-1.0, float(d - kept[len(kept) - 1 - m]))
+            upper = min(1.0, float(d - kept[m]))
+        return HeldOutInterval(
+            lower, upper, self.samples, self.seed, self.undefined, alpha, self.p_value
+        )

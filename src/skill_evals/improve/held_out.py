@@ -1,10 +1,10 @@
 """The held-out step (docs/improve.md#held-out-finalists-and-the-decision): the original and up
 to --finalists K of the best ranked candidates run on the held-out cases; each finalist's F1
-difference gets a bootstrap interval, and Holm's step-down decides: the finalist with the
-smallest one-sided p is tested at 5 %/K, the next at 5 %/(K−1), …, stopping at the first whose
-interval's lower bound is not above 0 or whose difference is below --min-gain. Of those that
-pass, the one with the largest held-out difference is accepted; its held-out difference is the
-reported gain (never its train score)."""
+difference gets an exact permutation test (figures.PermutationTest), and Holm's step-down
+decides: the finalist with the smallest one-sided p is tested at the look's α/K, the next at
+α/(K−1), …, stopping at the first whose lower bound is not above 0 or whose difference is
+below --min-gain. Of those that pass, the one with the largest held-out difference is
+accepted; its held-out difference is the reported gain (never its train score)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import EvidenceUnavailable
 from .edit import candidate_copy
-from .figures import Trials, difference_interval, f1, total
+from .figures import PermutationTest, Trials, f1, total
 from .select import ALPHA, Candidate, holm_levels, near_copy
 from .sequential import look_alpha
 
@@ -136,19 +136,16 @@ def _decide(loop: ImproveLoop, finalists: list[Candidate],
     held = loop.split.held_out
     original = outcome.held_out["original"]
     old = _f1(original, held)
-    plain = [
-        difference_interval(held, r, original, settings.bootstrap_samples, settings.seed)
+    tests = [
+        PermutationTest(held, r, original, settings.bootstrap_samples, settings.seed)
         for r in results
     ]
-    levels = holm_levels([1.0 if i.p_value is None else i.p_value for i in plain], alpha)
+    levels = holm_levels([1.0 if t.p_value is None else t.p_value for t in tests], alpha)
     passed: list[int] = []
     blocks: dict[int, dict[str, Any]] = {}
     intervals: dict[int, Any] = {}
     for index, alpha in levels:
-        level = Fraction(1, 20) if alpha == ALPHA else Fraction(repr(alpha))
-        interval = difference_interval(
-            held, results[index], original, settings.bootstrap_samples, settings.seed, level
-        )
+        interval = tests[index].interval(Fraction(repr(alpha)))
         new = _f1(results[index], held)
         difference = None if new is None or old is None else new - old
         ok = (
@@ -161,7 +158,7 @@ def _decide(loop: ImproveLoop, finalists: list[Candidate],
         if ok:
             passed.append(index)
         intervals[index] = interval
-        blocks[index] = _block(finalists[index], difference, interval, alpha, plain[index])
+        blocks[index] = _block(finalists[index], difference, interval, alpha)
     chosen = max(passed, key=lambda i: (blocks[i]["f1Difference"], -i)) if passed else 0
     for index, block in sorted(blocks.items()):
         block["accepted"] = bool(passed) and index == chosen
@@ -172,8 +169,9 @@ def _decide(loop: ImproveLoop, finalists: list[Candidate],
     _verdict(loop, bool(passed), blocks[chosen], len(finalists))
 
 
-def _block(candidate: Candidate, difference: Fraction | None, interval: Any, alpha: float,
-           plain: Any) -> dict[str, Any]:  # fmt: skip
+def _block(
+    candidate: Candidate, difference: Fraction | None, interval: Any, alpha: float
+) -> dict[str, Any]:
     return {
         "round": candidate.round,
         "description": candidate.description,
@@ -181,7 +179,7 @@ def _block(candidate: Candidate, difference: Fraction | None, interval: Any, alp
         "f1Difference": None if difference is None else float(difference),
         "interval": interval.to_json(),
         "level": 1 - alpha,
-        "pValue": plain.p_value,
+        "pValue": interval.p_value,
     }
 
 

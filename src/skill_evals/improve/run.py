@@ -95,8 +95,8 @@ def preflight(split: Split, options: ImproveOptions) -> float:
     )
     if mde > 0.5:
         line += (
-            "; warning: a real gain smaller than that will be rejected — add cases (more units "
-            "to hold out), raise --holdout, or add trials for steadier figures"
+            "; warning: a smaller gain can only be shown with many trials, and only on these few "
+            "cases — add cases (more units to hold out), raise --holdout, or add trials"
         )
     if options.notice is not None:
         options.notice(line)
