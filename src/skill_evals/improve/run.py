@@ -17,11 +17,11 @@ from ..plan.run_settings import RunSettings
 from ..run.runner import split_command
 from ..sandbox.probe import requested_mode, sandbox_paths, shared_choice
 from ..score.power import minimum_detectable_uplift
-from ..suite.cases import load_cases
-from ..suite.skill import load_skill
+from ..suite.cases import CaseSuite, load_cases
+from ..suite.skill import Skill, load_skill
 from .edit import entry_cap, unified_diff
 from .evaluate import Evaluator
-from .loop import ImproveLoop, ImproveSettings, check_budget
+from .loop import ImproveLoop, ImproveSettings, Outcome, check_budget
 from .proposer import ProposerFailed, ProposerSpec, proposer_cell
 from .report import failed_report, improve_report, stopped_report
 from .split import Split, split_suite
@@ -118,45 +118,9 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
         split = split_suite(suite, options.holdout, options.seed)
         check_budget(split, options.trials, options.max_invocations, options.seed)
         mde = preflight(split, options)
-        environ = os.environ if options.env is None else options.env
-        check_runner(options.runner, environ, os.getcwd())
-        check_helper_key(proposer_argv, "propose", "--proposer", environ)
-        mode = requested_mode(options.sandbox, environ, options.sandbox_config)
-        choice = shared_choice(mode, sandbox_paths(options.sandbox_path), environ)
-        run = RunSettings(
-            runner=options.runner,
-            trials=options.trials,
-            jobs=options.jobs,
-            timeout_ms=options.timeout_ms,
-            max_bytes=1_000_000,
-            retries=options.retries,
-            env=options.env,
-            sandbox=choice,
-        )
-        proposer = ProposerSpec(
-            proposer_argv,
-            options.proposer_timeout_ms,
-            options.retries,
-            proposer_cell(options.env, choice),
-            retry_delay,
-        )
-        evaluator = Evaluator(run, command, skill.name, suite)
-        loop = ImproveLoop(skill, suite, split, evaluator, proposer, _settings(options))
+        loop = _loop(options, skill, suite, split, command, proposer_argv)
         loop.outcome.mde = mde
-        outcome = loop.run()
-        diff = None
-        if outcome.accepted and outcome.selected is not None:
-            shown = os.path.relpath(skill.path / "SKILL.md", options.display_root)
-            diff = unified_diff(loop.text, outcome.selected.text, shown)
-            _write_accepted(options, skill.path, outcome.selected.text, diff)
-        return improve_report(
-            skill.name,
-            outcome,
-            seed=options.seed,
-            holdout=options.holdout,
-            min_gain=options.min_gain,
-            diff=diff,
-        )
+        return _finish(options, skill.path, skill.name, loop, loop.run())
     except ProposerFailed as exc:
         if loop is not None and loop.outcome.original is not None and skill_name is not None:
             return stopped_report(
@@ -165,6 +129,54 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
         return failed_report(skill_name, "unavailable", 7, str(exc), split)
     except EvalError as exc:
         return failed_report(skill_name, exc.status, exc.exit_code, str(exc), split)
+
+
+def _loop(options: ImproveOptions, skill: Skill, suite: CaseSuite, split: Split,
+          command: tuple[str, ...], proposer_argv: tuple[str, ...]) -> ImproveLoop:  # fmt: skip
+    """The loop ready to run, once the runner and the proposer were checked (their programs,
+    the proposer's key) and the sandbox was chosen — all before the first invocation."""
+    environ = os.environ if options.env is None else options.env
+    check_runner(options.runner, environ, os.getcwd())
+    check_helper_key(proposer_argv, "propose", "--proposer", environ)
+    mode = requested_mode(options.sandbox, environ, options.sandbox_config)
+    choice = shared_choice(mode, sandbox_paths(options.sandbox_path), environ)
+    run = RunSettings(
+        runner=options.runner,
+        trials=options.trials,
+        jobs=options.jobs,
+        timeout_ms=options.timeout_ms,
+        max_bytes=1_000_000,
+        retries=options.retries,
+        env=options.env,
+        sandbox=choice,
+    )
+    proposer = ProposerSpec(
+        proposer_argv,
+        options.proposer_timeout_ms,
+        options.retries,
+        proposer_cell(options.env, choice),
+        retry_delay,
+    )
+    evaluator = Evaluator(run, command, skill.name, suite)
+    return ImproveLoop(skill, suite, split, evaluator, proposer, _settings(options))
+
+
+def _finish(options: ImproveOptions, skill_dir: Path, skill_name: str, loop: ImproveLoop,
+            outcome: Outcome) -> dict[str, Any]:  # fmt: skip
+    """The report, after the diff was written and ``--apply`` done for an accepted one."""
+    diff = None
+    if outcome.accepted and outcome.selected is not None:
+        shown = os.path.relpath(skill_dir / "SKILL.md", options.display_root)
+        diff = unified_diff(loop.text, outcome.selected.text, shown)
+        _write_accepted(options, skill_dir, outcome.selected.text, diff)
+    return improve_report(
+        skill_name,
+        outcome,
+        seed=options.seed,
+        holdout=options.holdout,
+        min_gain=options.min_gain,
+        diff=diff,
+    )
 
 
 def _write_accepted(options: ImproveOptions, skill_dir: Path, text: str, diff: str) -> None:
