@@ -505,3 +505,17 @@ def test_the_config_reference_marks_each_key_as_the_code_does():
             assert (side == "policy") == is_policy(key), key
             checked += 1
     assert checked > 30
+
+
+def test_a_pull_request_event_without_a_base_never_trusts_the_head(tmp_path):
+    repo, _ = two_commits(tmp_path / "repo", BASE, 'sandbox: "off"\nnetwork: host\n')
+    event = tmp_path / "event-no-base.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7}}), "utf-8")
+    env = {"GITHUB_EVENT_NAME": "pull_request_target", "GITHUB_EVENT_PATH": str(event)}
+    run = ci_run(repo, env, *SIMULATED_CLI, "--sandbox", "required")
+    report = run["report"]
+    assert report["policyFrom"] == "base"
+    assert any("names no base commit" in m for m in report["messages"])
+    sandbox = report["skills"][0]["report"]["sandbox"]
+    assert (sandbox["mode"], sandbox["network"]) == ("bwrap", "model")
+    assert _said("network") in report["messages"]

@@ -17,12 +17,13 @@ from .config import validate_config as _validate
 from .git import GitError, in_git_repo, resolve_commit
 from .git_tree import GitTree
 from .policy import changed_message, trusted_raw
-from .pr_event import pr_base_sha
+from .pr_event import PR_EVENTS, pr_base_sha
 from .settings import CiConfig
 
 # Set by the action's entrypoint when it passes --sandbox: "input" (its sandbox input) or
 # "default" (required, its default on Linux), so the report names the input, not a flag.
 ACTION_ORIGIN_VAR = "SKILL_EVALS_SANDBOX_FROM_ACTION"
+_UNREAD = "the policy is the defaults and the options given"
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,10 @@ def load_trusted(
     path = config_path if config_path is not None else find_config(root)
     head_raw = read_config_file(path) if path is not None else {}
     sha = pr_base_sha(env)
+    on_pr = sha is not None or env.get("GITHUB_EVENT_NAME", "") in PR_EVENTS
     rel = _relative(path, root) if path is not None else None
     shown = rel or (path.name if path is not None else CONFIG_NAMES[0])
-    if sha is None or (path is not None and rel is None):
+    if not on_pr or (path is not None and rel is None):
         # No pull request, or a config file the command line named outside the repository.
         return _trusted(head_raw, path, cli, env, "checkout", shown)
     if trust_pr_config:
@@ -59,7 +61,11 @@ def load_trusted(
     # the pull request's own file stays data (it must never decide how it is contained).
     # The base's file is looked up by the base's own rules: a pull request that renames
     # .skill-evals.yml to .skill-evals.yaml must not leave the base's policy unread.
-    base_raw, messages = _base_raw(root, sha, rel if config_path is not None else None)
+    base_raw: dict[str, Any] = {}
+    if sha is None:  # a pull request event whose file names no base commit
+        messages = [f"the pull request event names no base commit: {_UNREAD}"]
+    else:
+        base_raw, messages = _base_raw(root, sha, rel if config_path is not None else None)
     merged, changed = trusted_raw(head_raw, base_raw)
     _validate(merged, f"{shown} (the base commit's policy with the pull request's data)")
     messages += [changed_message(key, shown) for key in changed]
@@ -97,7 +103,7 @@ def _relative(path: Path, root: Path) -> str | None:
 def _base_raw(root: Path, sha: str, rel: str | None) -> tuple[dict[str, Any], list[str]]:
     """The base commit's config mapping ({} when it has none, when it is invalid or when the
     commit cannot be read: the defaults — never the head's) and what to say about it."""
-    unread = "the policy is the defaults and the options given"
+    unread = _UNREAD
     if not in_git_repo(root):
         return {}, [f"{root.name} is not a git repository: {unread}"]
     try:
