@@ -97,6 +97,30 @@ def test_a_runner_that_cannot_start_is_refused_first(
     assert not (tmp_path / "invocations.log").exists()
 
 
+@pytest.mark.parametrize(
+    ("provider", "said"),
+    [
+        ({"COPILOT_PROVIDER_BASE_URL": "api.anthropic.com"},
+         "COPILOT_PROVIDER_BASE_URL must be an http:// or https:// URL"),
+        ({"COPILOT_PROVIDER_BASE_URL": "https://x.test", "COPILOT_PROVIDER_TYPE": "azure"},
+         "COPILOT_PROVIDER_TYPE must be anthropic or openai"),
+    ],
+)  # fmt: skip
+def test_a_copilot_provider_every_invocation_would_refuse_is_refused_first(
+    tmp_path: Path, provider: dict[str, str], said: str
+) -> None:
+    """Refused once before anything starts (exit 5), not once per invocation."""
+    skill, cases, env = _setup(tmp_path)
+    runner = f"skill-evals runner copilot --bin {COUNTING} --model m"
+    proc = _cli(
+        tmp_path, {**env, **provider}, "test", "--skill", str(skill), "--cases", str(cases),
+        "--runner", runner,
+    )  # fmt: skip
+    assert proc.returncode == 5, proc.stderr
+    assert f"--runner: skill-evals runner copilot: {said}" in proc.stderr
+    assert not (tmp_path / "invocations.log").exists()
+
+
 def test_a_builtin_judge_without_its_key_is_refused_first(tmp_path: Path) -> None:
     judge = "skill-evals judge anthropic --model m"
     proc = _run(tmp_path, "test", str(COUNTING), "--judge", judge, judged=True)

@@ -166,15 +166,19 @@ _EXTRA_OPTIONS = {
 
 
 def _agent_command(name: str, summary: str, extra: tuple[str, ...], doc: str) -> click.Command:
+    # The example must run as written: a model where the agent has no default, the
+    # environment where the agent needs one (both are refused before anything starts).
+    model = f" --model {_EXAMPLE_MODEL[name]}" if name in _EXAMPLE_MODEL else ""
     example = (
-        "skill-evals test --skill skills/refund-policy \\\n"
+        _EXAMPLE_ENV.get(name, "") + "skill-evals test --skill skills/refund-policy \\\n"
         "  --cases skills/refund-policy/evals/cases.jsonl \\\n"
-        f"  --runner 'skill-evals runner {name} --with-skill skills/neighbour'"
+        f"  --runner 'skill-evals runner {name}{model} --with-skill skills/neighbour'"
     )
     help_text = (
         f"{summary}\n\nA runner for `skill-evals test --runner`: it reads one invocation (the "
         "prompt on stdin, the EVALGATE_SKILL_* variables), runs the agent in a fresh isolated "
         "workspace and prints the one result line. Not meant to be run by hand."
+        + _NEEDS.get(name, "")
     )
 
     @click.command(
@@ -197,6 +201,19 @@ def _agent_command(name: str, summary: str, extra: tuple[str, ...], doc: str) ->
     return command
 
 
+# The example model of the runners whose agent has no default model, and what else an agent
+# needs from the environment before it can start.
+_EXAMPLE_MODEL = {"opencode": "anthropic/claude-sonnet-4-5", "copilot": "claude-sonnet-4-5"}
+_EXAMPLE_ENV = {
+    "copilot": "COPILOT_PROVIDER_BASE_URL=https://api.anthropic.com \\\n"
+    "COPILOT_PROVIDER_TYPE=anthropic COPILOT_PROVIDER_API_KEY=sk-ant-... \\\n"
+}
+_NEEDS = {
+    "copilot": "\n\nNeeds your model provider in the environment: COPILOT_PROVIDER_BASE_URL "
+    "(without it the run stops before it starts, exit 7), COPILOT_PROVIDER_TYPE "
+    "(anthropic or openai, the default) and COPILOT_PROVIDER_API_KEY, which reaches Copilot "
+    "only through the credential proxy.",
+}
 # The --model help of the runners whose agent has no default model.
 _REQUIRED_MODEL = {
     "opencode": "Required (no default): the model as provider/model (e.g. "

@@ -10,6 +10,7 @@ import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 
+from ..agents.copilot import provider_problem
 from ..agents.registry import builtin_agent
 from ..agents.runner_env import agent_program
 from ..agents.versions import missing_hint
@@ -76,11 +77,19 @@ def _check_copilot(argv: Sequence[str], env: Mapping[str, str]) -> None:
             "COPILOT_PROVIDER_TYPE=anthropic|openai and COPILOT_PROVIDER_API_KEY), which is not "
             "set: Copilot runs offline against your own provider (docs/agents/copilot.md)"
         )
+    # A value every invocation would refuse (a URL without http(s)://, azure) fails the same
+    # way each time: refused here rather than once per invocation.
+    problem = provider_problem(env)
+    if problem is not None:
+        raise InvalidInput(
+            f"--runner: skill-evals runner copilot: {problem} (docs/agents/copilot.md)"
+        )
 
 
 def check_runner(command: str | None, env: Mapping[str, str], cwd: str) -> None:
     """Exit 5 for ``runner opencode`` without ``--model`` and ``runner copilot`` without a
-    model; exit 7 for ``runner copilot`` without its provider's URL and for a built-in runner
+    model or with a provider it would refuse; exit 7 for ``runner copilot`` without its
+    provider's URL and for a built-in runner
     whose agent CLI (``--bin`` or on PATH) is missing or not executable."""
     agent = builtin_agent(command)
     if agent is None or command is None:
