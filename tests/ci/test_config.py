@@ -137,7 +137,7 @@ def test_invalid_config_names_file_and_json_path(tmp_path: Path, text: str, wher
     with pytest.raises(InvalidInput) as info:
         load_config(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: ")
+    assert message.startswith(f"{path}:1: ")  # the line of the offending key
     assert f": {where}: " in message
     assert info.value.exit_code == 5
 
@@ -158,7 +158,7 @@ def test_ci_exits_5_on_invalid_config(tmp_path: Path) -> None:
     (tmp_path / ".skill-evals.yml").write_text("trials: 1000\n", encoding="utf-8")
     done = run_cli(["changed"], tmp_path)
     assert done.returncode == 5
-    assert ".skill-evals.yml: $.trials:" in done.stderr
+    assert ".skill-evals.yml:1: $.trials: must be at most 100" in done.stderr
 
 
 def test_ci_rejects_nan_and_float_counts_with_exit_5(tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_ci_rejects_nan_and_float_counts_with_exit_5(tmp_path: Path) -> None:
         "runner: skill-evals runner simulated\ntrials: 1.0\n", encoding="utf-8"
     )
     done = run_cli(["ci", "--out", str(tmp_path / "out")], tmp_path)
-    assert done.returncode == 5 and ".skill-evals.yml: $.trials:" in done.stderr
+    assert done.returncode == 5 and ".skill-evals.yml:2: $.trials:" in done.stderr
     (tmp_path / ".skill-evals.yml").write_text("runner: x\n", encoding="utf-8")
     for flag in ("--min-trigger-f1", "--min-uplift"):
         for command in (["ci"], ["ci", "plan"]):
@@ -201,5 +201,5 @@ def test_on_off_yes_no_are_strings_and_only_true_false_are_booleans():
     assert config.defaults.sandbox == "off" and config.improve == "off"
     assert config.defaults.runner == "no" and config.defaults.keep_going is True
     assert parse_config(b"routing: {cases: y}\n", "t.yml").routing.cases == "y"  # type: ignore[union-attr]
-    with pytest.raises(InvalidInput, match=r"t.yml: \$\['keep-going'\]"):
+    with pytest.raises(InvalidInput, match=r"t.yml:1: \$\['keep-going'\]: must be true or false"):
         parse_config(b"keep-going: yes\n", "t.yml")

@@ -20,6 +20,7 @@ from ..agents.evidence import EvidencePatterns
 from ..errors import InvalidInput
 from ..suite.jsonl import MAX_FILE_BYTES
 from ..suite.yamldoc import MAX_YAML_ALIAS_NODES, MAX_YAML_DEPTH
+from .config_errors import located, schema_message
 from .settings import (
     DEFAULT_CACHE_MAX_AGE,
     DEFAULT_LOCK,
@@ -130,7 +131,7 @@ def read_raw(data: bytes, source: str) -> dict[str, Any]:
     if raw is None:
         raw = {}
     _check_shape(raw, source)
-    validate_config(raw, source)
+    validate_config(raw, source, text)
     assert isinstance(raw, dict)
     return raw
 
@@ -178,39 +179,40 @@ def _check_shape(raw: object, source: str) -> None:
         )
 
 
-def validate_config(raw: object, source: str) -> None:
-    """Validate against config.schema.json; the first error (by path) names the JSON path.
-    Then what the schema cannot say: patterns that compile, relative paths, the commands a
-    ``suggest`` needs."""
-    _check_schema(raw, source)
+def validate_config(raw: object, source: str, text: str | None = None) -> None:
+    """Validate against config.schema.json; the first error (by path) names the line (when
+    ``text``, the file's text, is given) and the JSON path. Then what the schema cannot say:
+    patterns that compile, relative paths, the commands a ``suggest`` needs."""
+    _check_schema(raw, source, text)
     assert isinstance(raw, dict)
-    _check_evidence_patterns(raw, source)
+    _check_evidence_patterns(raw, source, text)
     routing_cases = raw.get("routing", {}).get("cases")
     if _not_repo_relative(routing_cases):
         raise InvalidInput(
-            f"{source}: $.routing.cases: give the routing case file relative to the repository "
-            "root, with / separators and no .."
+            f"{located(source, text, ('routing', 'cases'))}: $.routing.cases: give the routing "
+            "case file relative to the repository root, with / separators and no .."
         )
     if raw.get("improve") == "suggest" and not raw.get("proposer"):
         raise InvalidInput(
-            f"{source}: $.improve: suggest needs a proposer command (proposer: CMD, "
-            "docs/improve.md)"
+            f"{located(source, text, ('improve',))}: $.improve: suggest needs a proposer "
+            "command (proposer: CMD, docs/improve.md)"
         )
     if raw.get("draft") == "suggest" and not raw.get("drafter"):
         raise InvalidInput(
-            f"{source}: $.draft: suggest needs a drafter command (drafter: CMD, docs/drafting.md)"
+            f"{located(source, text, ('draft',))}: $.draft: suggest needs a drafter command "
+            "(drafter: CMD, docs/drafting.md)"
         )
     history = raw.get("history")
     if _not_repo_relative(history):
         raise InvalidInput(
-            f"{source}: $.history: give the history file relative to the repository root, "
-            "with / separators and no .."
+            f"{located(source, text, ('history',))}: $.history: give the history file "
+            "relative to the repository root, with / separators and no .."
         )
-    for where, value in _cases_values(raw):
+    for where, path, value in _cases_values(raw):
         if value.startswith("/") or "\\" in value:
             raise InvalidInput(
-                f"{source}: {where}: give the cases file relative to the skill directory, "
-                "with / separators"
+                f"{located(source, text, path)}: {where}: give the cases file relative to the "
+                "skill directory, with / separators"
             )
 
 
@@ -221,8 +223,9 @@ def _not_repo_relative(value: object) -> bool:
     )
 
 
-def _check_schema(raw: object, source: str) -> None:
-    """InvalidInput naming the first schema error by path (and how many more there are)."""
+def _check_schema(raw: object, source: str, text: str | None) -> None:
+    """InvalidInput naming the first schema error by line and path (and how many more there
+    are), what is wrong and what to write, never the value."""
     import jsonschema
 
     from ..schemas import load_schema
@@ -246,12 +249,10 @@ def _check_schema(raw: object, source: str) -> None:
     validator = strict(load_schema("config.schema.json"))
     errors = sorted(validator.iter_errors(raw), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        error = errors[0]
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise InvalidInput(f"{source}: {error.json_path}: {_short(error.message)}{more}")
+        raise InvalidInput(schema_message(errors[0], source, text, len(errors) - 1))
 
 
-def _check_evidence_patterns(raw: dict[str, Any], source: str) -> None:
+def _check_evidence_patterns(raw: dict[str, Any], source: str, text: str | None) -> None:
     """Each evidence pattern compiles and has a group ``name`` for the skill."""
     evidence = raw.get("evidence", {})
     for key in ("toolPatterns", "uriPatterns"):
@@ -259,28 +260,29 @@ def _check_evidence_patterns(raw: dict[str, Any], source: str) -> None:
             try:
                 compiled = re.compile(pattern)
             except re.error as exc:
-                raise InvalidInput(
-                    f"{source}: $.evidence.{key}[{index}]: not a regular expression ({exc})"
-                ) from None
+                where = _pattern_at(source, text, key, index)
+                raise InvalidInput(f"{where}: not a regular expression ({exc})") from None
             if "name" not in compiled.groupindex:
                 raise InvalidInput(
-                    f"{source}: $.evidence.{key}[{index}]: needs a named group (?P<name>...) "
+                    f"{_pattern_at(source, text, key, index)}: needs a named group (?P<name>...) "
                     "that captures the skill name"
                 )
 
 
-def _cases_values(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
-    found = []
+def _pattern_at(source: str, text: str | None, key: str, index: int) -> str:
+    """Where evidence pattern ``index`` of ``key`` is; looked up only for an error."""
+    return f"{located(source, text, ('evidence', key, index))}: $.evidence.{key}[{index}]"
+
+
+def _cases_values(raw: Mapping[str, Any]) -> list[tuple[str, tuple[object, ...], str]]:
+    found: list[tuple[str, tuple[object, ...], str]] = []
     if "cases" in raw:
-        found.append(("$.cases", raw["cases"]))
+        found.append(("$.cases", ("cases",), raw["cases"]))
     for name, override in raw.get("overrides", {}).items():
         if "cases" in override:
-            found.append((f"$.overrides[{name!r}].cases", override["cases"]))
+            path = ("overrides", name, "cases")
+            found.append((f"$.overrides[{name!r}].cases", path, override["cases"]))
     return found
-
-
-def _short(message: str, limit: int = 200) -> str:
-    return message if len(message) <= limit else message[: limit - 1] + "…"
 
 
 def build_config(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
@@ -300,7 +302,7 @@ def build_config(raw: Mapping[str, Any], path: Path | None) -> CiConfig:
         routing=_routing(raw.get("routing")),
         budget_total=budget_of(raw.get("budget-total", {})),
         cache=raw.get("cache"),
-        cache_max_age=raw.get("cache-max-age", DEFAULT_CACHE_MAX_AGE),
+        cache_max_age=str(raw.get("cache-max-age", DEFAULT_CACHE_MAX_AGE)),  # 0 unquoted
         history=raw.get("history"),
         listing=dict(raw.get("listing", {})),
         improve="suggest" if raw.get("improve") == "suggest" else "off",
