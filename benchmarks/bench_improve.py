@@ -14,12 +14,17 @@ reported gain is the held-out one, 0 when nothing was accepted) and invocations.
 Goals: mean fresh F1 ≥ 0.57, accepted-worse 0 of 5, mean |reported − fresh| ≤ 0.10,
 invocations ≤ 360 per run.
 
-Usage: python benchmarks/bench_improve.py [--seeds N]
+With ``--drawn K`` each seed's labelled and fresh positives are instead dealt at random from
+the 24 of both (random.Random(K + seed)), so the fresh set is drawn like the labelled one:
+the reported gain is then an estimate of the fresh one, not of a shifted set.
+
+Usage: python benchmarks/bench_improve.py [--seeds N] [--drawn K]
 """
 
 from __future__ import annotations
 
 import json
+import random
 import shlex
 import shutil
 import subprocess
@@ -58,10 +63,16 @@ OTHER = [
 GOALS = {"fresh": 0.57, "worse": 0, "error": 0.10, "invocations": 360}
 
 
-def queries() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
-    """(the 24 labelled cases, the 24 fresh ones): 12 positives and 12 negatives each."""
+def queries(drawn: int | None = None) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """(the 24 labelled cases, the 24 fresh ones): 12 positives and 12 negatives each. With
+    ``drawn``, the 24 positives of both sets are shuffled by random.Random(drawn) and dealt
+    12 and 12, so the fresh set is drawn like the labelled one instead of asking otherwise."""
     labelled = [{"prompt": a.format(d=d), "expectTrigger": True} for a in ASKS for d in DOCS]
     fresh = [{"prompt": a.format(d=d), "expectTrigger": True} for a in FRESH_ASKS for d in DOCS]
+    if drawn is not None:
+        pool = labelled + fresh
+        random.Random(drawn).shuffle(pool)
+        labelled, fresh = pool[:12], pool[12:]
     for i, prompt in enumerate(OTHER):
         (labelled if i % 2 == 0 else fresh).append({"prompt": prompt, "expectTrigger": False})
     for n, case in enumerate(labelled):
@@ -77,15 +88,14 @@ def fresh_f1(description: str, fresh: list[dict[str, object]]) -> float:
     return 2 * tp / (2 * tp + fp + fn)
 
 
-def run_once(root: Path, seed: int) -> dict[str, object]:
-    """One improve run: its JSON report."""
+def run_once(root: Path, seed: int, labelled: list[dict[str, object]]) -> dict[str, object]:
+    """One improve run on the ``labelled`` cases: its JSON report."""
     skill = root / "invoice-audit"
     shutil.copytree(REPO / "examples" / "improve" / "invoice-audit", skill)
     text = (skill / "SKILL.md").read_text(encoding="utf-8")
     lines = [f"description: {NARROW}" if x.startswith("description:") else x
              for x in text.splitlines()]  # fmt: skip
     (skill / "SKILL.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    labelled, _ = queries()
     (root / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in labelled))
     agent = shlex.join([sys.executable, str(SCRIPTS), "agent", str(seed)])
     proposer = shlex.join([sys.executable, str(SCRIPTS), "proposer", str(seed)])
@@ -102,12 +112,14 @@ def run_once(root: Path, seed: int) -> dict[str, object]:
 
 def main(argv: list[str]) -> int:
     seeds = int(argv[argv.index("--seeds") + 1]) if "--seeds" in argv else 5
-    _, fresh = queries()
-    start = fresh_f1(NARROW, fresh)
-    finals, errors, worse, invocations = [], [], 0, []
+    drawn = int(argv[argv.index("--drawn") + 1]) if "--drawn" in argv else None
+    starts, finals, errors, worse, invocations = [], [], [], 0, []
     for seed in range(1, seeds + 1):
+        labelled, fresh = queries(None if drawn is None else drawn + seed)
+        start = fresh_f1(NARROW, fresh)
+        starts.append(start)
         with tempfile.TemporaryDirectory() as tmp:
-            report = run_once(Path(tmp), seed)
+            report = run_once(Path(tmp), seed, labelled)
         accepted = report["status"] == "accepted"
         description = report["candidate"]["description"] if accepted else NARROW  # type: ignore[index]
         final = fresh_f1(description, fresh)
@@ -120,6 +132,7 @@ def main(argv: list[str]) -> int:
               f"gain {float(reported):+.3f}, {invocations[-1]} invocations")  # fmt: skip
     mean = sum(finals) / seeds
     error = sum(errors) / seeds
+    start = sum(starts) / seeds
     ok = (mean >= GOALS["fresh"] and worse == GOALS["worse"] and error <= GOALS["error"]
           and max(invocations) <= GOALS["invocations"])  # fmt: skip
     print(f"mean fresh F1: original {start:.3f}, accepted {mean:.3f} (goal ≥ 0.57); accepted "
