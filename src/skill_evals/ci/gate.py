@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..codes import INTERRUPTED, combine
-from ..errors import InvalidInput
+from ..errors import EvidenceUnavailable, InvalidInput
 from ..report.answers import Answers
 from . import workflow
 from .changes import ChangeSet
@@ -126,14 +126,14 @@ def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Se
             writable = False
             raise
         changes, chosen = select(workspace, options, env)
-        preflight_skills(chosen, env)
+        preflight_skills(chosen, env, workspace.config)
         listed = check_listing(workspace.config, options.root, workspace.states, console)
         routing = routing_decision(
             options.root, workspace.config, workspace.routing, changes, changes.base.get("only")
         )
         if routing is not None and routing[0]:
-            routing_preflight(workspace.routing, env)
-    except InvalidInput as exc:
+            routing_preflight(workspace.routing, env, workspace.config)
+    except (InvalidInput, EvidenceUnavailable) as exc:
         if console.actions:  # a workflow command means nothing outside GitHub Actions
             console.command(workflow.annotation("error", str(exc)))
         console.error(str(exc))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
+from ..plan.ready import check_runner
 from ..suite.skill_dirs import skill_dirs
 from .base_commit import base_config
 from .changes import ChangeSet
@@ -30,7 +32,7 @@ from .git import GitError
 from .git_tree import GitTree
 from .lock_file import read_lock_routing
 from .outputs import fresh_record
-from .settings import CiConfig, RoutingConfig, SkillSettings
+from .settings import CiConfig, RoutingConfig, SkillSettings, runner_origin
 
 ROUTING_NAME = "routing"  # the entry's name in outputs, and what `--only` selects it by
 # observations/<skill>.jsonl names never contain "@" (skill_runs.safe_file_name): no skill's file
@@ -252,14 +254,21 @@ def evaluate_routing(state: RoutingState, reason: str, run: RoutingRun) -> dict[
     return routing_entry(state, "evaluated", reason, code, report)
 
 
-def preflight(state: RoutingState | None, env: Mapping[str, str]) -> None:
-    """Configuration errors of the routing entry, before anything runs (exit 5)."""
+def preflight(
+    state: RoutingState | None, env: Mapping[str, str], config: CiConfig | None = None
+) -> None:
+    """Configuration errors of the routing entry, before anything runs: exit 5, or 7 for a
+    built-in runner whose agent CLI is missing."""
     if state is None:
         return
     if state.error is not None:
         raise InvalidInput(f"{state.error}; fix `routing:` in .skill-evals.yml")
-    if state.settings.runner is None and not state.settings.missing_env(env):
+    if state.settings.missing_env(env):
+        return
+    if state.settings.runner is None:
         raise InvalidInput("routing: no runner configured; set `runner:` or pass --runner")
+    where = f"routing: {runner_origin(config, None)}"
+    check_runner(state.settings.runner, env, os.getcwd(), where)
 
 
 def routing_decision(

@@ -274,3 +274,13 @@ def budget_of(raw: Mapping[str, Any]) -> Budget:
         cost_usd=raw.get("cost-usd"),
         judge_calls=raw.get("judge-calls"),
     )
+
+
+def runner_origin(config: CiConfig | None, name: str | None) -> str:
+    """Where a skill's runner command was given: the option, or the config's key."""
+    if config is None or config.cli.get("runner"):
+        return "--runner"
+    file = config.path.name if config.path is not None else ".skill-evals.yml"
+    if name is not None and "runner" in config.overrides.get(name, {}):
+        return f"overrides.{name}.runner in {file}"
+    return f"runner in {file}"

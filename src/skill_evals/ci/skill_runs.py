@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from ..agents import simulated
 from ..codes import INTERRUPTED, INVALID, UNAVAILABLE
 from ..errors import InvalidInput
 from ..messages import join_clauses
+from ..plan.ready import check_runner
 from ..plan.scope import ArmOptions
 from ..report.answers import Answers
 from ..run.record_lock import RecordLocks
@@ -30,7 +32,7 @@ from .entry_run import entry_group, run_fields, run_with_progress, runner_env, s
 from .fingerprint import SkillState
 from .outputs import fresh_record
 from .selection import CiOptions, Workspace
-from .settings import SkillSettings
+from .settings import CiConfig, SkillSettings, runner_origin
 from .suggest import suggest
 
 NO_CASES_GATE = 1  # a skill without cases fails the gate unless allow-missing-cases
@@ -72,8 +74,12 @@ def _entry(
     }
 
 
-def preflight_skills(chosen: Sequence[SkillState], env: Mapping[str, str]) -> None:
-    """Decide configuration errors before any runner starts (exit 5)."""
+def preflight_skills(
+    chosen: Sequence[SkillState], env: Mapping[str, str], config: CiConfig | None = None
+) -> None:
+    """Decide configuration errors before any runner starts, for every chosen skill before
+    the first one runs: no runner (exit 5), a built-in runner that cannot start (exit 5 or
+    7, naming where the command was given)."""
     for state in chosen:
         settings = state.location.settings
         if state.location.cases is None or settings.missing_env(env):
@@ -83,6 +89,8 @@ def preflight_skills(chosen: Sequence[SkillState], env: Mapping[str, str]) -> No
                 f"skill {state.name}: no runner configured; set `runner:` in .skill-evals.yml "
                 f"(or overrides.{state.name}.runner), or pass --runner"
             )
+        where = runner_origin(config, state.name)
+        check_runner(settings.runner, env, os.getcwd(), f"skill {state.name}: {where}")
 
 
 def evaluate_skills(

@@ -61,19 +61,19 @@ def check_helper_key(
         )
 
 
-def _check_copilot(argv: Sequence[str], env: Mapping[str, str]) -> None:
+def _check_copilot(argv: Sequence[str], env: Mapping[str, str], where: str) -> None:
     """Copilot runs against the caller's provider: a model and the provider's URL are needed."""
     if (
         not any(a == "--model" or a.startswith("--model=") for a in argv)
         and not env.get("COPILOT_MODEL", "").strip()
     ):
         raise InvalidInput(
-            "--runner: skill-evals runner copilot needs --model (or COPILOT_MODEL set): Copilot "
+            f"{where}: skill-evals runner copilot needs --model (or COPILOT_MODEL set): Copilot "
             "runs against your own provider, which has no default model"
         )
     if not env.get("COPILOT_PROVIDER_BASE_URL", "").strip():
         raise EvidenceUnavailable(
-            "--runner: skill-evals runner copilot needs COPILOT_PROVIDER_BASE_URL (with "
+            f"{where}: skill-evals runner copilot needs COPILOT_PROVIDER_BASE_URL (with "
             "COPILOT_PROVIDER_TYPE=anthropic|openai and COPILOT_PROVIDER_API_KEY), which is not "
             "set: Copilot runs offline against your own provider (docs/agents/copilot.md)"
         )
@@ -82,15 +82,18 @@ def _check_copilot(argv: Sequence[str], env: Mapping[str, str]) -> None:
     problem = provider_problem(env)
     if problem is not None:
         raise InvalidInput(
-            f"--runner: skill-evals runner copilot: {problem} (docs/agents/copilot.md)"
+            f"{where}: skill-evals runner copilot: {problem} (docs/agents/copilot.md)"
         )
 
 
-def check_runner(command: str | None, env: Mapping[str, str], cwd: str) -> None:
+def check_runner(
+    command: str | None, env: Mapping[str, str], cwd: str, where: str = "--runner"
+) -> None:
     """Exit 5 for ``runner opencode`` without ``--model`` and ``runner copilot`` without a
     model or with a provider it would refuse; exit 7 for ``runner copilot`` without its
     provider's URL and for a built-in runner
-    whose agent CLI (``--bin`` or on PATH) is missing or not executable."""
+    whose agent CLI (``--bin`` or on PATH) is missing or not executable. ``where`` names
+    where the command was given (the option, or the config's key)."""
     agent = builtin_agent(command)
     if agent is None or command is None:
         return
@@ -99,11 +102,11 @@ def check_runner(command: str | None, env: Mapping[str, str], cwd: str) -> None:
         a in ("--model", "-m") or a.startswith("--model=") for a in argv
     ):
         raise InvalidInput(
-            "--runner: skill-evals runner opencode needs --model provider/model (for example "
+            f"{where}: skill-evals runner opencode needs --model provider/model (for example "
             "--model anthropic/claude-sonnet-4-5): OpenCode has no default model"
         )
     if agent == "copilot":
-        _check_copilot(argv, env)
+        _check_copilot(argv, env, where)
     program = agent_program(command)
     if program is None:
         return
@@ -114,6 +117,6 @@ def check_runner(command: str | None, env: Mapping[str, str], cwd: str) -> None:
         found = shutil.which(program, path=env.get("PATH", os.defpath))
     if found is None:
         raise EvidenceUnavailable(
-            f"--runner: the {agent} CLI {program!r} is missing or not executable (--bin, else "
+            f"{where}: the {agent} CLI {program!r} is missing or not executable (--bin, else "
             f"PATH); install it or point --bin at it{missing_hint(agent)}"
         )

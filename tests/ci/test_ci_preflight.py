@@ -1,0 +1,67 @@
+"""`ci` decides a built-in runner that cannot start for every chosen skill (and routing)
+before the first one runs, naming where the command was given — the config's `runner:`, an
+override, or --runner — not the option the user never typed. The real CLI; the counting
+runner's log proves that nothing ran (unsandboxed: the log lies outside any sandbox)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+from .conftest import make_repo, run_cli
+
+COUNTING = REPO / "tests" / "runners" / "counting.sh"
+
+
+def _ci(tmp_path: Path, config: str, *args: str) -> tuple[int, str, Path]:
+    repo = make_repo(tmp_path / "repo", skills=("alpha", "beta"), config=config)
+    log, out = tmp_path / "invocations.log", tmp_path / "out"
+    env = {"COUNTING_LOG": str(log), "SKILL_EVALS_SANDBOX": "off"}
+    env.update({k: "" for k in ("COPILOT_PROVIDER_BASE_URL", "COPILOT_MODEL")})
+    done = run_cli(["ci", "--all", "--out", str(out), *args], repo, env)
+    assert not log.exists(), "a runner started"
+    return done.returncode, done.stderr, out
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "code", "said"),
+    [
+        # alpha (first) has a working runner; beta's override cannot start: nothing runs
+        (f"runner: {COUNTING}\ntrials: 1\noverrides:\n  beta:\n"
+         "    runner: skill-evals runner qwen --bin /nonexistent/qwen\n", (), 7,
+         "skill beta: overrides.beta.runner in .skill-evals.yml: the qwen CLI "
+         "'/nonexistent/qwen' is missing or not executable"),
+        ("runner: skill-evals runner opencode\ntrials: 1\n", (), 5,
+         "skill alpha: runner in .skill-evals.yml: skill-evals runner opencode needs --model"),
+        ("runner: skill-evals runner simulated\ntrials: 1\n",
+         ("--runner", "skill-evals runner copilot --model m"), 7,
+         "skill alpha: --runner: skill-evals runner copilot needs COPILOT_PROVIDER_BASE_URL"),
+    ],
+)  # fmt: skip
+def test_a_runner_that_cannot_start_stops_ci_before_any_skill_runs(
+    tmp_path: Path, config: str, args: tuple[str, ...], code: int, said: str
+) -> None:
+    returncode, stderr, out = _ci(tmp_path, config, *args)
+    assert returncode == code, stderr
+    assert said in stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert said in " ".join(report["messages"])
+
+
+def test_routing_with_a_runner_that_cannot_start_is_refused_first(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", skills=("alpha", "beta"), config=None)
+    cases = [
+        {"id": f"r{i}", "prompt": f"alpha question {i}", "expect": ["alpha"]} for i in range(10)
+    ]
+    (repo / "routing.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (repo / ".skill-evals.yml").write_text(
+        "runner: skill-evals runner gemini --bin /nonexistent/gemini\ntrials: 1\n"
+        "routing: {cases: routing.jsonl}\n"
+    )
+    done = run_cli(["ci", "--only", "routing", "--out", str(tmp_path / "out")], repo)
+    assert done.returncode == 7, done.stderr
+    assert "routing: runner in .skill-evals.yml: the gemini CLI" in done.stderr
