@@ -70,3 +70,22 @@ def test_renaming_the_config_file_does_not_leave_the_base_policy_unread(tmp_path
     assert alpha["sandbox"]["mode"] == "bwrap"
     for key in ("sandbox", "gates.min-trigger-f1"):
         assert _said(key).replace(".skill-evals.yml", ".skill-evals.yaml") in report["messages"]
+
+
+@pytest.mark.parametrize("event", ["pull_request", "pull_request_target", "merge_group"])
+def test_the_pull_requests_lock_file_never_skips_a_skill(tmp_path: Path, event: str) -> None:
+    # The pull request edits alpha and rewrites the lock file to match; its event names no
+    # base. Compared with its own lock, alpha would look unchanged and go unevaluated.
+    repo = make_repo(tmp_path / "repo", skills=("alpha", "beta"), config=SIMULATED)
+    with (repo / "skills" / "alpha" / "SKILL.md").open("a", encoding="utf-8") as handle:
+        handle.write("\nA change nobody evaluated.\n")
+    assert run_cli(["lock", "--update"], repo).returncode == 0
+    commit_all(repo, "edit alpha, rewrite the lock")
+    assert run_cli(["changed"], repo).stdout.split() == []  # the lock alone: nothing changed
+    payload = tmp_path / "event.json"
+    payload.write_text(json.dumps({"pull_request": {"number": 7}, "merge_group": {}}), "utf-8")
+    env = {"GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": str(payload)}
+    done = run_cli(["changed"], repo, env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["skills/alpha", "skills/beta"]
+    assert "base is unknown: every skill is evaluated" in done.stderr

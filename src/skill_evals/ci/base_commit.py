@@ -18,13 +18,16 @@ from .git_tree import MODE_EXECUTABLE, MODE_SYMLINK, GitTree, TreeEntry
 from .github import read_event
 from .settings import CiConfig
 
+# The events whose payload names the commit the checkout is compared with.
+BASE_EVENTS = ("pull_request", "pull_request_target", "merge_group")
+
 
 def event_base(env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """The base commit of the pull request (or merge-queue group) that triggered the workflow,
     read from ``$GITHUB_EVENT_PATH``: (sha or None outside such events, why the event file
     could not be used or None)."""
     event_name = env.get("GITHUB_EVENT_NAME", "")
-    if event_name not in ("pull_request", "pull_request_target", "merge_group"):
+    if event_name not in BASE_EVENTS:
         return None, None
     event, problem = read_event(env)
     if event is None:

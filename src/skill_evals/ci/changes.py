@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .base_commit import base_config, event_base, git_states
+from .base_commit import BASE_EVENTS, base_config, event_base, git_states
 from .base_words import base_words
 from .fingerprint import SkillState
 from .git import GitError, in_git_repo, resolve_commit
@@ -108,6 +108,10 @@ def detect_changes(
     if event_sha is not None:
         return _against_git(root, config, states, event_sha, "pull request base")
     messages = [f"{problem}; the pull request's base is unknown"] if problem else []
+    if env.get("GITHUB_EVENT_NAME", "") in BASE_EVENTS:
+        # The lock file is the pull request's own: it never decides which skills are skipped.
+        reason = "the pull request's base is unknown: every skill is evaluated"
+        return all_changed(states, {"mode": "all", "reason": reason, "messages": messages})
     default_lock = root / config.lock
     if default_lock.is_file():
         changes = _against_lock(states, default_lock, root)
