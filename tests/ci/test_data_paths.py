@@ -89,3 +89,23 @@ def test_the_pull_requests_lock_file_never_skips_a_skill(tmp_path: Path, event: 
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["skills/alpha", "skills/beta"]
     assert "base is unknown: every skill is evaluated" in done.stderr
+
+
+def test_removing_the_routing_entry_does_not_take_routing_out_of_scope(tmp_path: Path) -> None:
+    from tests.ci.test_policy import _said, pr_event
+    from tests.ci.test_routing_ci import ROUTING, _routing_cases
+
+    repo = make_repo(tmp_path / "repo", config=SIMULATED + ROUTING)
+    _routing_cases(repo)
+    base = commit_all(repo, "routing cases")
+    (repo / ".skill-evals.yml").write_text(SIMULATED, "utf-8")
+    md = repo / "skills" / "alpha" / "SKILL.md"
+    md.write_text(md.read_text().replace("alpha topics", "alpha subjects"))
+    commit_all(repo, "drop the routing entry and change a description")
+    doc = json.loads(
+        run_cli(["changed", "--format", "json"], repo, pr_event(tmp_path, base)).stdout
+    )
+    assert doc["routing"] is not None and doc["routing"]["changed"] is True
+    done = run_cli(["changed"], repo, pr_event(tmp_path, base))
+    assert done.stdout.splitlines() == ["skills/alpha", "routing"], done.stderr
+    assert _said("routing") in done.stderr

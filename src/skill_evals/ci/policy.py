@@ -147,9 +147,13 @@ def _overrides(
 def _routing(
     head: Mapping[str, Any] | None, base: Mapping[str, Any] | None, changed: list[str]
 ) -> dict[str, Any] | None:
-    """The head's routing entry (data) with the base's routing gates."""
+    """The head's routing entry (data) with the base's routing gates. Removing the entry
+    cannot take routing out of scope (as with ``skills``): the base's entry holds then."""
     if head is None:
-        return None  # the routing entry itself is data: the head decides whether it runs
+        if base is None:
+            return None
+        changed.append("routing")
+        return dict(base)
     merged = {k: v for k, v in head.items() if k != "gates"}
     base_entry = base or {}
     _policy_value("gates", head, base_entry, merged, changed, "routing.gates")
