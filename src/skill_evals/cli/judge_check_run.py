@@ -9,6 +9,7 @@ from typing import Any
 from ..codes import INSUFFICIENT
 from ..errors import EvalError
 from ..plan.judge_plan import named_judges, split_judge
+from ..plan.ready import check_helper_key
 from ..report.judge_check_report import build_report, error_report
 from ..run.judge_check import VerdictCache, check_examples
 from ..run.judging import JudgeSettings, Judging
@@ -44,6 +45,7 @@ def run_judge_check(
                 f"{cases}: {len(examples)} labelled example(s); at least {MIN_EXAMPLES} are "
                 "needed for an agreement worth reading",
             )
+        check_helper_key(argv, "judge", "--judge", os.environ)  # before the first call
         settings = JudgeSettings(
             command=argv, timeout_ms=judge_timeout_ms, max_bytes=max_bytes, retries=retries,
             cwd=Path.cwd(), sandbox=choice,

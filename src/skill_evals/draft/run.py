@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import EvalError, InvalidInput
 from ..plan.lint import LintResult, lint_suite
+from ..plan.ready import check_program
 from ..plan.run_control import retry_delay
 from ..run.helper_cell import HelperCell
 from ..run.processes import ProcessSweeper
@@ -138,6 +139,8 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         unset = missing_key(argv, environ)
         if unset is not None:  # decided before anything starts
             raise DrafterFailed(f"drafter: {unset} is not set; export it to use this drafter")
+        if argv:
+            check_program(argv[0], environ, os.getcwd(), "--drafter")
         skill = load_skill(options.skill)
         result["skill"] = skill.name
         out = options.out or skill.path / "evals" / "cases.jsonl"

@@ -1,7 +1,8 @@
 """What a run needs from this machine, decided before anything starts (no runner, judge or
-proposer has been paid for yet): a built-in runner's agent CLI (exit 7 when it is missing or
-not executable), OpenCode's ``--model`` (exit 5), and the key of a built-in judge, proposer or
-drafter (exit 7 when its variable is unset). Each error names what to fix."""
+proposer has been paid for yet): the program of the runner, judge, proposer or drafter command
+and a built-in runner's agent CLI (exit 7 when missing or not executable), OpenCode's
+``--model`` (exit 5), and the key of a built-in judge, proposer or drafter (exit 7 when its
+variable is unset). Each error names what to fix."""
 
 from __future__ import annotations
 
@@ -48,7 +49,10 @@ def helper_provider(argv: Sequence[str], verb: str) -> str | None:
 def check_helper_key(
     argv: Sequence[str] | None, verb: str, where: str, env: Mapping[str, str]
 ) -> None:
-    """Exit 7 for a built-in ``skill-evals <verb> anthropic|openai`` whose key is unset."""
+    """Exit 7 for a helper command (judge, proposer) whose program cannot be started, and for
+    a built-in ``skill-evals <verb> anthropic|openai`` whose key is unset."""
+    if argv:
+        check_program(argv[0], env, os.getcwd(), where)
     provider = helper_provider(argv or (), verb)
     if provider is None:
         return
@@ -87,17 +91,29 @@ def _check_copilot(argv: Sequence[str], env: Mapping[str, str], where: str) -> N
 
 
 def check_runner(
-    command: str | None, env: Mapping[str, str], cwd: str, where: str = "--runner"
+    command: str | None,
+    env: Mapping[str, str],
+    cwd: str,
+    where: str = "--runner",
+    program: bool = True,
 ) -> None:
     """Exit 5 for ``runner opencode`` without ``--model`` and ``runner copilot`` without a
     model or with a provider it would refuse; exit 7 for ``runner copilot`` without its
     provider's URL and for a built-in runner
     whose agent CLI (``--bin`` or on PATH) is missing or not executable. ``where`` names
-    where the command was given (the option, or the config's key)."""
-    agent = builtin_agent(command)
-    if agent is None or command is None:
+    where the command was given (the option, or the config's key); ``program`` False skips
+    the checks of the programs it would start (a --resume that holds every invocation)."""
+    if command is None:
         return
-    argv = shlex.split(command)
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return  # refused with its own message where the command is split to run
+    if argv and program:
+        check_program(argv[0], env, cwd, where)
+    agent = builtin_agent(command)
+    if agent is None:
+        return
     if agent == "opencode" and not any(
         a in ("--model", "-m") or a.startswith("--model=") for a in argv
     ):
@@ -107,16 +123,46 @@ def check_runner(
         )
     if agent == "copilot":
         _check_copilot(argv, env, where)
-    program = agent_program(command)
-    if program is None:
+    binary = agent_program(command)
+    if binary is None or not program:
         return
-    if os.sep in program:
-        path = os.path.join(cwd, program)
-        found = path if os.path.isfile(path) and os.access(path, os.X_OK) else None
-    else:
-        found = shutil.which(program, path=env.get("PATH", os.defpath))
-    if found is None:
+    if _found(binary, env, cwd) is None:
         raise EvidenceUnavailable(
-            f"{where}: the {agent} CLI {program!r} is missing or not executable (--bin, else "
+            f"{where}: the {agent} CLI {binary!r} is missing or not executable (--bin, else "
             f"PATH); install it or point --bin at it{missing_hint(agent)}"
         )
+
+
+def _found(program: str, env: Mapping[str, str], cwd: str) -> str | None:
+    """Where ``program`` is started from (a path with a separator from ``cwd``, else PATH);
+    None when it is missing or not executable."""
+    if os.sep in program:
+        path = os.path.join(cwd, program)
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    return shutil.which(program, path=env.get("PATH", os.defpath))
+
+
+def check_program(program: str, env: Mapping[str, str], cwd: str, where: str) -> None:
+    """Exit 7 for a command whose program cannot be started (every invocation would fail the
+    same way), saying what to write instead."""
+    if _found(program, env, cwd) is not None:
+        return
+    local = os.path.join(cwd, program)
+    if "=" in program and os.sep not in program.split("=", 1)[0]:
+        hint = (
+            "the command runs without a shell: set the variable in the environment, or "
+            "start it with env NAME=VALUE …"
+        )
+    elif os.path.isfile(local):
+        hint = "" if os.sep in program else f"write ./{program} (a bare name is looked up on PATH)"
+        if not os.access(local, os.X_OK):
+            hint += (
+                f"{'; ' if hint else ''}it is not executable: chmod +x it, or start it with "
+                f"its interpreter (python3 {program}, bash {program})"
+            )
+    else:
+        hint = "install it, or give its path"
+    raise EvidenceUnavailable(
+        f"{where}: the program {program!r} is missing or not executable; {hint} (nothing was "
+        "started)"
+    )

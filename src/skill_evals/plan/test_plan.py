@@ -192,7 +192,9 @@ def plan_test(
     if exposed is not None and builtin_agent(run.runner) is not None:
         notes = (*notes, exposed)
     _check_trigger_cases(gates.min_trigger_f1, suite)
-    check_runner(run.runner, run.env if run.env is not None else os.environ, os.getcwd())
+    env = run.env if run.env is not None else os.environ
+    # A --resume that holds every invocation starts no runner: its program is not needed.
+    check_runner(run.runner, env, os.getcwd(), program=len(resumed) < len(arms.planned))
     settle = SettleSpec(
         settle_gates(gates.min_trigger_f1, gates.min_uplift, scope.compare, suite),
         gates.bootstrap_samples,
