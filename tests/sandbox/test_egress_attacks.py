@@ -123,7 +123,8 @@ def test_a_listed_name_is_checked_by_the_address_it_resolves_to(
 def test_allow_entries_are_kept_in_the_same_spelling() -> None:
     assert parse_allow("Registry.NPMJS.org.", "x") == ("registry.npmjs.org", None)
     assert parse_allow("[0:0::1]:8080", "x") == ("::1", 8080)
-    for bad in ("[fe80::1%25eth0]:80", "user@host", "host:0", "host/path", "a b"):
+    for bad in ("[fe80::1%25eth0]:80", "user@host", "host:0", "host/path", "a b", "0.0.0.0",
+                "[::]:80", "[0:0::0]:80"):  # fmt: skip
         with pytest.raises(network_policy.NetworkError):
             parse_allow(bad, "--network-allow")
 

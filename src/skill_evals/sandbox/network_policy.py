@@ -95,6 +95,11 @@ def parse_allow(text: str, source: str) -> tuple[str, int | None]:
         raise NetworkError(f"{source}: expected HOST or HOST:PORT, e.g. registry.npmjs.org:443")
     if port == 0:
         raise NetworkError(f"{source}: the port must be a number from 1 to 65535")
+    if host in ("0.0.0.0", "::"):  # "any address": no destination
+        raise NetworkError(
+            f"{source}: {host} is no destination (it means this machine): list the address "
+            "to reach, e.g. 127.0.0.1:PORT"
+        )
     return host, port
 
 
