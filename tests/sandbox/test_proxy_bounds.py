@@ -284,3 +284,31 @@ def test_the_run_holds_a_bounded_number_of_connections_whatever_the_sandboxes(
             sock.close()
         first.close()
         second.close()
+
+
+def test_one_sandbox_cannot_take_every_model_connection(
+    servers: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(egress, "MODEL_REQUESTS", 2)
+    proxy = EgressProxy(NetworkPolicy("model"), servers["proxy"].routes(), servers["meter"])
+    with recording(BehaviourLog()):
+        hostile, other = proxy.channel("runner"), proxy.channel("runner")
+    prefix = servers["prefix"].encode()
+    held = []
+    try:
+        for _ in range(2):  # two uploads that never finish hold the sandbox's two slots
+            sock = socket.socket(socket.AF_UNIX)
+            sock.connect(hostile.path)
+            sock.sendall(b"POST /%s/m HTTP/1.1\r\nContent-Length: 100\r\n\r\nab" % prefix)
+            held.append(sock)
+        time.sleep(0.3)
+        third = _talk(hostile.path, b"GET /%s/x HTTP/1.1\r\n\r\n" % prefix)
+        assert third.startswith(b"HTTP/1.1 503"), third[:60]
+        assert b"too many model requests at once from this sandbox" in third
+        # Another sandbox still reaches the model.
+        assert _talk(other.path, b"GET /%s/x HTTP/1.1\r\n\r\n" % prefix).startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in held:
+            sock.close()
+        hostile.close()
+        other.close()

@@ -27,7 +27,7 @@ import socket
 import tempfile
 import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from .behaviour import BehaviourLog, current_log
@@ -49,6 +49,8 @@ MAX_CONNECTIONS = 64  # per channel at once
 # In the whole run at once: each connection holds at most one 64 KiB piece per direction, so
 # 512 keep the run's bytes in flight within 64 MiB.
 MAX_RUN_CONNECTIONS = 512
+# Model requests of one sandbox at once: a quarter of a credential proxy's 64 connections.
+MODEL_REQUESTS = 16
 CONNECT_TIMEOUT_S = 30.0
 INSIDE_PORT = 3128  # the relay's port on each sandbox's own loopback
 INSIDE_SOCKET = "/run/skill-evals/egress.sock"
@@ -90,6 +92,7 @@ class Channel:
         self._open: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._models = 0  # model requests of this sandbox in flight
         self._accepter = threading.Thread(target=self._accept, name="egress", daemon=True)
         self._accepter.start()
 
@@ -125,6 +128,21 @@ class Channel:
             self._proxy.release()
             with contextlib.suppress(OSError):
                 client.close()
+
+    @contextlib.contextmanager
+    def model_slot(self) -> Iterator[None]:
+        """Hold one of this sandbox's :data:`MODEL_REQUESTS` model requests in flight, or 503:
+        the credential proxy's connections are the run's, so no one sandbox takes them all."""
+        with self._lock:
+            if self._models >= MODEL_REQUESTS:
+                body = b"skill-evals sandbox: too many model requests at once from this sandbox"
+                raise Refused(503, "Service Unavailable", body)
+            self._models += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._models -= 1
 
     def track(self, sock: socket.socket) -> None:
         """An upstream socket of this channel: cut too when the channel closes."""
@@ -271,11 +289,12 @@ class EgressProxy:
         record: dict[str, object] = {
             "host": route.host, "port": route.upstream_port, "kind": "model", "by": channel.by,
         }  # fmt: skip
-        upstream = _connect_any(["127.0.0.1"], route.port)
-        if upstream is None:
-            raise Refused(502, "Bad Gateway")
-        head = marked(line, headers, channel.token)
-        up, down = _splice(client, upstream, head + rest, channel)
+        with channel.model_slot():
+            upstream = _connect_any(["127.0.0.1"], route.port)
+            if upstream is None:
+                raise Refused(502, "Bad Gateway")
+            head = marked(line, headers, channel.token)
+            up, down = _splice(client, upstream, head + rest, channel)
         channel.log.add({**record, "allowed": True, "bytesUp": up, "bytesDown": down})
 
 
