@@ -64,4 +64,6 @@ def test_every_runner_help_example_passes_the_checks_before_start(
     binary.write_text("#!/bin/sh\nexit 0\n")
     binary.chmod(0o755)
     kept = {k: v for k, v in os.environ.items() if not k.startswith("COPILOT_")}
-    check_runner(runner, {**kept, **env, "PATH": str(tmp_path)}, str(tmp_path))
+    keys = {k: "k" for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY")}
+    path = f"{tmp_path}{os.pathsep}{Path(sys.executable).parent}"  # skill-evals is there
+    check_runner(runner, {**kept, **keys, **env, "PATH": path}, str(tmp_path))

@@ -121,6 +121,35 @@ def test_a_copilot_provider_every_invocation_would_refuse_is_refused_first(
     assert not (tmp_path / "invocations.log").exists()
 
 
+# The agent's own refusals (its plug-in's check), taken once before anything starts: each
+# failed every invocation the same way before.
+_AGENT_REFUSALS = [
+    ("qwen", "", 7, "skill-evals runner qwen: no API key: set OPENAI_API_KEY"),
+    ("gemini", "", 7, "skill-evals runner gemini: no API key: set GEMINI_API_KEY"),
+    ("codex", "", 7, "skill-evals runner codex: no API key: set CODEX_API_KEY or OPENAI_API_KEY"),
+    ("pi", "--model anthropic/claude-x", 7,
+     "skill-evals runner pi: no API key: set SKILL_EVALS_PI_API_KEY or the provider's variable"),
+    ("codex", "--max-turns 3", 5, "skill-evals runner codex: --max-turns: codex exec has no "
+     "turn limit; remove the option"),
+    ("pi", "--delivery mcp", 5, "skill-evals runner pi: --delivery mcp: pi has no MCP support"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("agent", "options", "code", "said"), _AGENT_REFUSALS)
+def test_an_agents_own_refusal_is_taken_before_anything_starts(
+    tmp_path: Path, agent: str, options: str, code: int, said: str
+) -> None:
+    skill, cases, env = _setup(tmp_path)
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(name, None)
+    runner = f"skill-evals runner {agent} --bin {COUNTING} {options}"
+    proc = _cli(tmp_path, env, "test", "--skill", str(skill), "--cases", str(cases),
+                "--runner", runner)  # fmt: skip
+    assert proc.returncode == code, proc.stderr
+    assert f"--runner: {said}" in proc.stderr
+    assert not (tmp_path / "invocations.log").exists()
+
+
 def test_a_builtin_judge_without_its_key_is_refused_first(tmp_path: Path) -> None:
     judge = "skill-evals judge anthropic --model m"
     proc = _run(tmp_path, "test", str(COUNTING), "--judge", judge, judged=True)

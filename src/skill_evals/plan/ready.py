@@ -16,6 +16,7 @@ from ..agents.registry import builtin_agent
 from ..agents.runner_env import agent_program
 from ..agents.versions import missing_hint
 from ..errors import EvidenceUnavailable, InvalidInput
+from .agent_check import check_agent
 
 # The variable each built-in model helper (judge, propose, draft) reads its key from.
 HELPER_KEYS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -97,10 +98,11 @@ def check_runner(
     where: str = "--runner",
     program: bool = True,
 ) -> None:
-    """Exit 5 for ``runner opencode`` without ``--model`` and ``runner copilot`` without a
-    model or with a provider it would refuse; exit 7 for ``runner copilot`` without its
-    provider's URL and for a built-in runner
-    whose agent CLI (``--bin`` or on PATH) is missing or not executable. ``where`` names
+    """Exit 5 for ``runner opencode`` without ``--model``, ``runner copilot`` without a model
+    or with a provider it would refuse, and an option the agent refuses; exit 7 for a command
+    whose program cannot start, ``runner copilot`` without its provider's URL, a built-in
+    runner whose agent CLI (``--bin`` or on PATH) is missing or not executable, and one whose
+    key is unset (the agent plug-in's own check). ``where`` names
     where the command was given (the option, or the config's key); ``program`` False skips
     the checks of the programs it would start (a --resume that holds every invocation)."""
     if command is None:
@@ -131,6 +133,9 @@ def check_runner(
             f"{where}: the {agent} CLI {binary!r} is missing or not executable (--bin, else "
             f"PATH); install it or point --bin at it{missing_hint(agent)}"
         )
+    rest = _subcommand(argv)
+    if rest[:2] == ["runner", agent]:  # the agent's own refusals: a key, an option
+        check_agent(agent, rest[2:], env, where)
 
 
 def _found(program: str, env: Mapping[str, str], cwd: str) -> str | None:
