@@ -127,21 +127,22 @@ elif [ "${RUNNER_OS:-$(uname -s)}" = "Linux" ]; then
   export SKILL_EVALS_SANDBOX_FROM_ACTION=default
 fi
 [ -n "${INPUT_NETWORK:-}" ] && args+=(--network "$INPUT_NETWORK")
-case "${INPUT_TRUST_PR_CONFIG:-false}" in
-  true) args+=(--trust-pr-config) ;;
-  false) ;;
-  *) fail "trust-pr-config: expected true or false" ;;
-esac
-case "${INPUT_SKIP_ON_MISSING_SECRETS:-false}" in
-  true) args+=(--skip-on-missing-secrets) ;;
-  false) ;;
-  *) fail "skip-on-missing-secrets: expected true or false" ;;
-esac
-case "${INPUT_CACHE:-false}" in
-  true) [ -n "${INPUT_CACHE_DIR:-}" ] && args+=(--cache "$INPUT_CACHE_DIR") ;;
-  false) ;;
-  *) fail "cache: expected true or false" ;;
-esac
+# A boolean input is true or false (any case): `yes`, `on` and the like are refused by name,
+# never read as false (upload-artifact: yes once meant no upload, unsaid).
+flag() { # NAME VALUE: true or false in $REPLY, else the run stops naming the input
+  REPLY="${2,,}"
+  case "$REPLY" in
+    true | false) ;;
+    *) fail "$1: expected true or false (yes, no, on and off are not read as booleans)" ;;
+  esac
+}
+flag trust-pr-config "${INPUT_TRUST_PR_CONFIG:-false}"
+[ "$REPLY" = true ] && args+=(--trust-pr-config)
+flag skip-on-missing-secrets "${INPUT_SKIP_ON_MISSING_SECRETS:-false}"
+[ "$REPLY" = true ] && args+=(--skip-on-missing-secrets)
+flag cache "${INPUT_CACHE:-false}"
+[ "$REPLY" = true ] && [ -n "${INPUT_CACHE_DIR:-}" ] && args+=(--cache "$INPUT_CACHE_DIR")
+flag upload-artifact "${INPUT_UPLOAD_ARTIFACT:-true}" # the upload step reads the input itself
 
 # `only`: names or paths separated by commas, spaces or newlines, passed as one value:
 # skill-evals splits it unless it is exactly one skill's name or path (a matrix job's name

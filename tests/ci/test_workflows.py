@@ -297,7 +297,15 @@ def test_cache_key_scopes_by_runner_config_and_shard(tmp_path: Path) -> None:
     assert changed["restore-keys"].splitlines()[-1] == prefixes[-1]  # still restores older ones
 
 
-def test_entrypoint_rejects_bad_cache_value(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "variable", ["CACHE", "TRUST_PR_CONFIG", "SKIP_ON_MISSING_SECRETS", "UPLOAD_ARTIFACT"]
+)
+@pytest.mark.parametrize("value", ["yes", "on", "no", "1"])
+def test_entrypoint_rejects_a_boolean_input_that_is_not_true_or_false(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    """`upload-artifact: yes` once meant no upload, unsaid: every boolean input is true or
+    false (any case), else the run stops naming it."""
     fake_install(tmp_path, tmp_path / "action")
     (tmp_path / "action").mkdir()
     done = subprocess.run(
@@ -307,13 +315,20 @@ def test_entrypoint_rejects_bad_cache_value(tmp_path: Path) -> None:
             "PATH": os.environ["PATH"],
             "GITHUB_ACTION_PATH": str(tmp_path / "action"),
             "RUNNER_TEMP": str(tmp_path / "runner-temp"),
-            "INPUT_CACHE": "yes",
+            f"INPUT_{variable}": value,
         },
         capture_output=True,
         text=True,
         check=False,
     )
-    assert done.returncode == 5 and "cache: expected true or false" in done.stdout
+    name = variable.lower().replace("_", "-")
+    assert done.returncode == 5
+    assert f"::error::skill-evals action: {name}: expected true or false" in done.stdout
+
+
+def test_entrypoint_reads_true_in_any_case(tmp_path: Path) -> None:
+    result = run_entrypoint(tmp_path, {"trust-pr-config": "True", "upload-artifact": "FALSE"})
+    assert "--trust-pr-config" in result["argv"], result
 
 
 def test_entrypoint_exit_code_and_outputs(tmp_path: Path) -> None:
