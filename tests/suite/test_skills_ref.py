@@ -263,6 +263,21 @@ def test_validate_prints_one_line_per_problem_with_paths_escaped(tmp_path: Path)
     lines = proc.stdout.splitlines()
     assert len(lines) == 2  # the directory mismatch and the '<' warning
     assert all(
-        line.startswith(str(tmp_path) + "/bad\\u000aname\\u001b[31m/SKILL.md: ") for line in lines
+        line.startswith(str(tmp_path) + "/bad\\u000aname\\u001b[31m/SKILL.md:") for line in lines
     )
     assert "\x1b" not in proc.stdout
+
+
+def test_validate_names_the_line_of_each_key_it_refuses(tmp_path: Path) -> None:
+    """`FILE:LINE: message` for a problem of one key (its line in SKILL.md), `FILE: message`
+    for a missing key; the same lines in `ci`'s invalid-skill listing."""
+    front = "# a comment\nname: Other\nversion: 1\n'license':\n  - MIT\n"
+    skill = _write(tmp_path, "my-skill", front)
+    md = skill / "SKILL.md"
+    proc = _cli(skill)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert f"{md}:3: 'name' may only contain lowercase letters, digits and hyphens" in lines[1]
+    assert any(line.startswith(f"{md}:4: unknown frontmatter key 'version'") for line in lines)
+    assert f"{md}:5: 'license' must be a string" in lines
+    assert f"{md}: missing required key 'description'" in lines

@@ -38,6 +38,7 @@ class Problem:
 
     text: str
     severity: Severity = "error"
+    key: str | None = None  # the frontmatter key it is about: its line is named
 
 
 def _show(value: str) -> str:
@@ -79,12 +80,14 @@ def _key_problems(front: dict[str, object], profile: str | None) -> list[Problem
         if check is not None:
             wrong = check(value)
             if wrong is not None:
-                problems.append(Problem(f"{key!r} {wrong} (a Claude Code field)"))
+                problems.append(Problem(f"{key!r} {wrong} (a Claude Code field)", key=key))
             elif key not in ALLOWED_KEYS:
                 problems.append(Problem(info_line(key), "info"))
         elif key not in ALLOWED_KEYS:
             problems.append(
-                Problem(f"unknown frontmatter key {_show(key)}; allowed keys are {allowed}")
+                Problem(
+                    f"unknown frontmatter key {_show(key)}; allowed keys are {allowed}", key=key
+                )
             )
     return problems
 
@@ -94,18 +97,35 @@ def _field_problems(
 ) -> list[Problem]:
     """Every problem of the frontmatter's fields, in the order of the rules."""
     problems = _key_problems(front, profile)
-    problems += _name_field(front.get("name"), dir_name)
-    problems += _description_field(front.get("description"))
+    problems += _keyed("name", _name_field(front.get("name"), dir_name))
+    problems += _keyed("description", _description_field(front.get("description")))
     if "compatibility" in front:
-        problems += _compatibility_field(front["compatibility"])
+        problems += _keyed("compatibility", _compatibility_field(front["compatibility"]))
     for key in ("license", "allowed-tools"):
         if key in extra_fields(profile):
             continue
         if key in front and not isinstance(front[key], str):
-            problems.append(Problem(f"{key!r} must be a string"))
+            problems.append(Problem(f"{key!r} must be a string", key=key))
     if "metadata" in front:
-        problems += _metadata_field(front["metadata"])
+        problems += _keyed("metadata", _metadata_field(front["metadata"]))
     return problems
+
+
+def _keyed(key: str, problems: list[Problem]) -> list[Problem]:
+    return [Problem(p.text, p.severity, key) for p in problems]
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """The line of each top-level frontmatter key (block style, as SKILL.md files write
+    them): a line starting with the key, then ``:``. The block starts on line 2."""
+    lines: dict[str, int] = {}
+    for number, line in enumerate(text.split("\n")[1:], start=2):
+        if line.rstrip("\r").rstrip(" \t") == "---":
+            break
+        head, colon, _ = line.partition(":")
+        if colon and head and not head[0].isspace() and head[0] not in "#-":
+            lines.setdefault(head.strip().strip("'\""), number)
+    return lines
 
 
 def _name_field(name: object, dir_name: str) -> list[Problem]:
@@ -184,13 +204,16 @@ def frontmatter_problems(
     except ValueError as exc:
         return [Problem(f"{md}: {exc}")]
     found = _field_problems(front, dir_name, profile)
-    return [Problem(_located(md, p), p.severity) for p in found]
+    lines = _key_lines(stripped) if found else {}
+    return [Problem(_located(md, p, lines), p.severity) for p in found]
 
 
-def _located(md: Path, problem: Problem) -> str:
+def _located(md: Path, problem: Problem, lines: dict[str, int]) -> str:
+    line = lines.get(problem.key) if problem.key is not None else None
+    where = f"{md}:{line}" if line is not None else f"{md}"
     if problem.severity == "warning":
-        return f"{md}: warning: {problem.text}"
-    return f"{md}: {problem.text}"
+        return f"{where}: warning: {problem.text}"
+    return f"{where}: {problem.text}"
 
 
 def _skill_md(path: Path) -> tuple[Path, str] | Problem:
