@@ -25,7 +25,8 @@ RUNNERS = [*registry.names(), "simulated"]
 
 
 def _command_samples() -> list[tuple[str, str, str]]:
-    """(where, command, sample output): a shell block directly followed by a plain block."""
+    """(where, command, sample output): a shell block followed by a plain block, directly or
+    after a sentence ending "prints:"."""
     found = []
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
@@ -34,7 +35,11 @@ def _command_samples() -> list[tuple[str, str, str]]:
             between = text[first.end() : second.start()]
             if first.group(1) not in ("bash", "sh") or second.group(1) not in ("", "text"):
                 continue
-            if between.strip() or not first.group(2).startswith("skill-evals "):
+            # Directly followed by its output, or with a sentence between that ends "prints:".
+            joined = between.strip()
+            if (joined and not joined.endswith("prints:")) or not first.group(2).startswith(
+                "skill-evals "
+            ):
                 continue
             line = text[: first.start()].count("\n") + 1
             where = f"{page.relative_to(REPO)}:{line}"
