@@ -82,8 +82,9 @@ def interpreter(path: str, env: Mapping[str, str]) -> str | None:
 
 
 def _program_file(path: str) -> list[str]:
-    """A program's binds: the file, and the prefix above ``bin`` when it lies in one; the
-    whole tree for a program inside ``node_modules`` (the agent CLIs)."""
+    """A program's binds: the file, and the prefix above ``bin`` when it lies in one (the
+    version manager's tree for one of its ``shims``); the whole tree for a program inside
+    ``node_modules`` (the agent CLIs)."""
     parts = Path(path).parts
     if "node_modules" in parts[:-1]:
         return [str(Path(*parts[: parts.index("node_modules") + 1]))]
@@ -91,7 +92,19 @@ def _program_file(path: str) -> list[str]:
     parent = os.path.dirname(path)
     if os.path.basename(parent) == "bin" and os.path.dirname(parent) not in ("", "/"):
         found.append(os.path.dirname(parent))
+    if os.path.basename(parent) == "shims" and _version_manager(os.path.dirname(parent)):
+        found.append(os.path.dirname(parent))
     return found
+
+
+def _version_manager(root: str) -> bool:
+    """Whether ``root`` is a version manager's tree (pyenv, rbenv, nodenv: ``libexec`` and
+    ``versions``; asdf: ``installs``): its shims run the manager from there, so a
+    ``#!/usr/bin/env python3`` found in ``shims`` needs the tree. Never ``/`` or the home."""
+    if root in ("", "/") or root == os.path.expanduser("~"):
+        return False
+    marks = (("libexec", "versions"), ("installs",))
+    return any(all(os.path.isdir(os.path.join(root, d)) for d in mark) for mark in marks)
 
 
 def program_paths(argv0: str, cwd: str, env: Mapping[str, str]) -> list[str]:
