@@ -1,7 +1,8 @@
 """The bubblewrap command line of one sandboxed child (docs/sandbox.md): new PID, IPC and UTS
-namespaces, an empty root with the system directories, what the trusted side chose read-only
-(binds.py), the workspace, a private TMPDIR and HOME read-write, an empty read-only directory
-over every ``.git`` and over a hidden skill, nothing else.
+namespaces, an empty root with the system directories (the job's own folders in them empty:
+job_folders.py), what the trusted side chose read-only (binds.py), the workspace, a private
+TMPDIR and HOME read-write, an empty read-only directory over every ``.git`` and over a hidden
+skill, nothing else.
 
 Only the command line is built here; the child is started like any other (runner.py,
 helper_commands.py) with its own environment, which bubblewrap passes on unchanged.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,6 @@ from .binds import (
     SYSTEM_DIRS,
     GitMasks,
     in_git,
-    in_system,
     link_chain,
     lookup,
     named_paths,
@@ -27,6 +27,7 @@ from .binds import (
     venv_base,
 )
 from .egress import Channel, EgressProxy
+from .job_folders import JobFolders
 from .limits import INSIDE_DIR, Limits, network_env, relay_argv
 
 NAMESPACES = (
@@ -75,6 +76,8 @@ class Sandbox:
     # bwrap ≥ 0.8 bounds the empty root (where /tmp and the runner's working directory live)
     # to the workspace bound; an older one cannot (docs/sandbox.md).
     sized_root: bool = False
+    # The job's own folders, from the engine's environment when the sandbox is made.
+    jobs: JobFolders = field(default_factory=lambda: JobFolders.of(os.environ), compare=False)
 
     def channel(self, by: str) -> Channel | None:
         """A way out for one sandboxed process of kind ``by`` (runner, setup, command), or
@@ -111,6 +114,14 @@ class Sandbox:
         binds, masks, gone = self._binds(
             argv, env, cwd, private, readable, trusted=trusted, hidden=hidden, shared=shared
         )
+        # Each job folder in a system directory: an empty directory, read-only once the
+        # binds inside it are made (non-recursive: a writable bind there stays writable).
+        # One that a bind covers whole needs neither (nor may a writable bind turn read-only).
+        covers = {f for b in binds for f in (b, os.path.realpath(b))}
+        jobs = [j for j in self.jobs.hidden if not any(_within(j, b) for b in covers)]
+        secret = self.jobs.secrets_below(binds)  # the runner's own, in a bound directory
+        nulled = [f for f in secret if not os.path.isdir(f)]
+        masks += [f for f in secret if os.path.isdir(f)]
         unshare, way_out = [], []
         if channel is not None:  # after the other binds: nothing lies on top of it
             unshare, way_out = ["--unshare-net"], ["--ro-bind", channel.directory, INSIDE_DIR]
@@ -119,11 +130,14 @@ class Sandbox:
             *NAMESPACES,
             *unshare,
             *_system(self.limits.workspace_bytes if self.sized_root else None),
-            *_bind_args(binds),
+            *(arg for path in jobs for arg in ("--tmpfs", path)),
+            *_bind_args(binds, self.jobs.shared),
             *_empty_over(masks + gone),
+            *(arg for path in nulled for arg in ("--ro-bind", os.devnull, path)),
             *way_out,
             "--dir",
             cwd,
+            *(arg for path in jobs for arg in ("--remount-ro", path)),
             "--chdir",
             cwd,
             "--",
@@ -150,7 +164,9 @@ class Sandbox:
 
         def add(path: str, rw: bool) -> None:
             path = os.path.normpath(path)
-            if path == "/" or not os.path.lexists(path) or in_system(path) or in_git(path):
+            if path == "/" or not os.path.lexists(path) or self.jobs.shared(path):
+                return
+            if in_git(path) or self.jobs.secret(path):
                 return
             if any(path == h or path.startswith(h + "/") for h in gone):
                 return
@@ -184,7 +200,7 @@ class Sandbox:
         roots = [os.path.normpath(r) for r in (*places, *(p for p, _ in self.paths))]
 
         def seen(path: str) -> bool:
-            return in_system(path) or any(_within(path, r) for r in roots)
+            return self.jobs.shared(path) or any(_within(path, r) for r in roots)
 
         if os.sep in argv0:
             return not seen(os.path.normpath(os.path.join(cwd, argv0)))
@@ -201,7 +217,7 @@ class Sandbox:
         found: set[str] = set()
         for path in binds:
             real = os.path.realpath(path)
-            if os.path.isdir(real) and not in_system(real):
+            if os.path.isdir(real) and not self.jobs.shared(real):
                 found.update(self.masks.below(real))
                 if real != path and not os.path.islink(path):
                     found.update(self.masks.below(path))
@@ -217,18 +233,18 @@ def _empty_over(paths: Sequence[str]) -> list[str]:
     return args
 
 
-def _bind_args(binds: Mapping[str, bool]) -> list[str]:
+def _bind_args(binds: Mapping[str, bool], shared: Callable[[str], bool]) -> list[str]:
     """Parents before children (a later bind lies on top); a symlink is made as one, and its
-    target bound."""
+    target bound unless ``shared`` (a system directory holds it already)."""
     args: list[str] = []
     targets: dict[str, bool] = {}
     for path, rw in binds.items():
         if os.path.islink(path):
             for link in link_chain(path)[1:]:  # the links between: made as links too
-                if not in_system(link) and not in_git(link):
+                if not shared(link) and not in_git(link):
                     targets.setdefault(link, False)
             real = os.path.realpath(path)
-            if os.path.exists(real) and real != "/" and not in_system(real):
+            if os.path.exists(real) and real != "/" and not shared(real):
                 targets[real] = targets.get(real, False) or rw
     everything = {**targets, **binds}
     done: set[str] = set()
