@@ -40,6 +40,7 @@ PLACES = {
     "tools_git_config": "_work/repo/repo/tools/.git/config",
     "tool": "_work/repo/repo/tools/tool.txt",
     "script": "_work/repo/repo/probe_runner.py",
+    "cached_tool": "_work/_tool/node/bin/tool.txt",  # RUNNER_TOOL_CACHE: programs, no secret
     "root": ".",
     "temp": "_work/_temp",
 }
@@ -61,6 +62,8 @@ def _runner_tree(root: Path, secret: str) -> Path:
     (checkout / "tools" / ".git").mkdir(parents=True)
     (root / PLACES["tools_git_config"]).write_text(secret)
     (root / PLACES["tool"]).write_text("a tool")
+    (root / PLACES["cached_tool"]).parent.mkdir(parents=True)
+    (root / PLACES["cached_tool"]).write_text("a cached tool")
     script = root / PLACES["script"]
     script.write_text(f"#!{sys.executable}\n" + PROBE.read_text())
     script.chmod(0o755)
@@ -89,6 +92,7 @@ def _run(root: Path, secret: str, *extra: str) -> dict[str, Any]:
         GITHUB_WORKSPACE=str(checkout),
         RUNNER_WORKSPACE=str(checkout.parent),
         RUNNER_TEMP=str(temp),
+        RUNNER_TOOL_CACHE=str(root / "_work" / "_tool"),
         TMPDIR=str(temp),  # the workspaces too lie in the hidden folder
         PROBE_TARGETS=json.dumps(list(targets)),
     )
@@ -161,6 +165,10 @@ def test_under_opt_the_probe_sees_what_it_sees_under_a_home(runs: dict[str, Any]
     opt, home = runs["opt"]["found"], runs["home"]["found"]
     assert opt.keys() == home.keys()
     for key in opt:
+        # The tool cache alone differs: under /opt it is shared like the system directory it
+        # lies in (setup-python's and setup-node's programs, no secret), under a home not.
+        assert opt[key]["targets"].pop("cached_tool")["exists"] is True, key
+        assert home[key]["targets"].pop("cached_tool")["exists"] is False, key
         assert opt[key]["targets"] == home[key]["targets"], key
         seen = {name for name, entry in opt[key]["targets"].items() if entry["exists"]}
         if key[2] == "runner":
@@ -190,6 +198,10 @@ def test_the_job_folders_come_from_the_job_s_variables(tmp_path: Path) -> None:
     assert jobs.shared("/usr/local/bin") and not jobs.shared(f"{root}/_work/r/r/x")
     jobs = JobFolders.of({"RUNNER_WORKSPACE": "/srv/x/_work/r", "RUNNER_TOOL_CACHE": "/opt"})
     assert jobs.inside == ()  # /srv is no system directory; /opt is one itself
+    # GitHub's hosted runners: the tool cache is in /opt, the job's folders in /home.
+    jobs = JobFolders.of({"GITHUB_WORKSPACE": "/home/runner/work/r/r",
+                          "RUNNER_TOOL_CACHE": "/opt/hostedtoolcache"})  # fmt: skip
+    assert jobs.inside == () and jobs.shared("/opt/hostedtoolcache/Python/3.12/x64/bin/python3")
     jobs = JobFolders.of({"RUNNER_WORKSPACE": "/opt/ar/_work/r", "GITHUB_WORKSPACE": "/_work/r"})
     assert jobs.inside == ("/opt/ar",)
     (tmp_path / "_work").mkdir()

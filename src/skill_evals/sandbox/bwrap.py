@@ -131,6 +131,7 @@ class Sandbox:
             *unshare,
             *_system(self.limits.workspace_bytes if self.sized_root else None),
             *(arg for path in jobs for arg in ("--tmpfs", path)),
+            *(arg for path in self.jobs.tools for arg in ("--ro-bind", path, path)),
             *_bind_args(binds, self.jobs.shared),
             *_empty_over(masks + gone),
             *(arg for path in nulled for arg in ("--ro-bind", os.devnull, path)),

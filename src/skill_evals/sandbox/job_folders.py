@@ -35,7 +35,7 @@ def _named(environ: Mapping[str, str]) -> tuple[list[str], list[str]]:
     runner roots among them (the folder holding ``_work``)."""
     folders: list[str] = []
     roots: list[str] = []
-    for key in ("GITHUB_WORKSPACE", "RUNNER_TEMP", "RUNNER_TOOL_CACHE"):
+    for key in ("GITHUB_WORKSPACE", "RUNNER_TEMP"):
         value = environ.get(key, "")
         if os.path.isabs(value):
             folders.append(os.path.normpath(value))
@@ -78,6 +78,7 @@ class JobFolders:
     hidden: tuple[str, ...] = ()
     inside: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()  # the tool cache inside a job folder: shared read-only
 
     @classmethod
     def of(cls, environ: Mapping[str, str]) -> JobFolders:
@@ -93,14 +94,24 @@ class JobFolders:
             for name in RUNNER_SECRETS
             if os.path.lexists(os.path.join(form, name))
         }
-        return cls(hidden, inside, tuple(sorted(secrets)))
+        # The tool cache (setup-python's, setup-node's …) holds programs and no secret: like
+        # a system directory it stays in sight, also inside the runner's hidden root.
+        cache = environ.get("RUNNER_TOOL_CACHE", "")
+        tools: tuple[str, ...] = ()
+        if os.path.isabs(cache):
+            real = os.path.realpath(cache)
+            if os.path.isdir(real) and any(_within(real, j) and real != j for j in hidden):
+                tools = (real,)
+        return cls(hidden, inside, tuple(sorted(secrets)), tools)
 
     def shared(self, path: str) -> bool:
         """Whether ``path`` is shared as part of a system directory: in one, and in no job
-        folder (as written or by its real path)."""
+        folder (as written or by its real path) unless in the tool cache."""
         if not in_system(path):
             return False
         real = os.path.realpath(path)
+        if any(_within(real, t) for t in self.tools):
+            return True
         return not any(_within(path, j) or _within(real, j) for j in self.inside)
 
     def secret(self, path: str) -> bool:
