@@ -78,11 +78,15 @@ class FakeGitHub:
         return 404, {"message": "Not Found"}
 
 
-def pr_env(tmp_path: Path, token: str, pr: int, url: str, **extra: str) -> dict[str, str]:
+def pr_env(
+    tmp_path: Path, token: str, pr: int, url: str, base: str = "0" * 40, **extra: str
+) -> dict[str, str]:
     """The GitHub Actions variables of a ``pull_request`` event for PR ``pr`` of REPO (its
-    event file written into ``tmp_path``), the API at ``url``; then ``extra``."""
+    event file, naming the base commit ``base``, written into ``tmp_path``), the API at
+    ``url``; then ``extra``. A base the checkout does not hold leaves the policy at the
+    defaults (the pull request's own configuration is never trusted)."""
     event = tmp_path / "event.json"
-    event.write_text(json.dumps({"pull_request": {"number": pr, "base": {"sha": "0" * 40}}}))
+    event.write_text(json.dumps({"pull_request": {"number": pr, "base": {"sha": base}}}))
     return {
         "GITHUB_TOKEN": token,
         "GITHUB_REPOSITORY": REPO,

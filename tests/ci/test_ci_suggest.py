@@ -126,8 +126,9 @@ def test_the_review_comment_goes_where_the_pr_changed_the_description(
     )
     state.files = [{"filename": "skills/invoice-audit/SKILL.md", "patch": patch}]
     out = tmp_path / "out"
+    env = pr_env(tmp_path, TOKEN, PR, url, base=suggested["base"])  # its policy: the base's
     done = run_cli(["ci", "--base", suggested["base"], "--out", str(out), "--comment"],
-                   suggested["repo"], pr_env(tmp_path, TOKEN, PR, url))  # fmt: skip
+                   suggested["repo"], env)  # fmt: skip
     assert done.returncode == 1, done.stderr
     if touches:
         (review,) = state.reviews
