@@ -11,8 +11,10 @@ from pathlib import Path
 from ..errors import EvidenceUnavailable, Interrupted
 from ..plan.arms import ARM_VAR, Arm
 from ..plan.run_settings import RunSettings
+from ..report.diagnosis import SANDBOX_ADVICE, advice_for
+from ..run import runner_stderr
 from ..run.cached_run import run_plan
-from ..run.observations import Key
+from ..run.observations import Key, RunnerFailure
 from ..suite.cases import Case, CaseSuite
 from ..suite.skill import directory_sha256
 from .figures import Trials
@@ -71,10 +73,7 @@ class Evaluator:
         if result.interrupted:
             raise Interrupted("interrupted")
         if result.failures:
-            first = result.failures[0]
-            raise EvidenceUnavailable(
-                f"runner failed on case {first.case_id!r} trial {first.trial}: {first.reason}"
-            )
+            raise EvidenceUnavailable(self._failure_message(result.failures))
         results: dict[str, list[tuple[bool, tuple[str, ...]]]] = {c.id: [] for c in cases}
         cost = 0.0
         for obs in sorted(result.observations, key=lambda o: o.trial):
@@ -82,3 +81,18 @@ class Evaluator:
             results[obs.case_id].append((self.skill_name in loaded, loaded))
             cost += float(obs.meta.get("costUsd", 0.0) or 0.0)
         return Evaluation(dict(results), result.invocations, cost)
+
+    def _failure_message(self, failures: Sequence[RunnerFailure]) -> str:
+        """The first failure (the one whose stderr --show-runner-stderr showed, if any) and
+        what to do, as ``test`` and ``route`` advise: the reason's advice, then the sandbox's
+        when the run was sandboxed."""
+        where = runner_stderr.shown_for()
+        first = next((f for f in failures if (f.case_id, f.trial, f.variant) == where), failures[0])
+        advice = [advice_for(first.reason)]
+        decided = self.run.sandbox.decided if self.run.sandbox is not None else None
+        if decided is not None and decided.mode == "bwrap":
+            advice.append(SANDBOX_ADVICE)
+        return (
+            f"runner failed on case {first.case_id!r} trial {first.trial}: {first.reason}; "
+            f"what to do: {'; '.join(advice)}"
+        )

@@ -18,6 +18,7 @@ KEEP_BYTES = 4 * TAIL_CHARS  # enough bytes for TAIL_CHARS characters of UTF-8
 
 _lock = threading.Lock()
 _state = {"wanted": False, "shown": False}
+_shown_where: list[tuple[str, int, str]] = []  # the invocation whose tail was shown
 
 
 def show() -> None:
@@ -38,6 +39,7 @@ def offer(case_id: str, trial: int, variant: str, tail: bytes) -> None:
         if not _state["wanted"] or _state["shown"]:
             return
         _state["shown"] = True
+        _shown_where.append((case_id, trial, variant))
         text = tail.decode("utf-8", "replace")[-TAIL_CHARS:]
         where = f"{terminal_safe(case_id)} trial {trial} {variant}"
         if not text.strip():
@@ -53,3 +55,10 @@ def offer(case_id: str, trial: int, variant: str, tail: bytes) -> None:
             file=sys.stderr,
             flush=True,
         )
+
+
+def shown_for() -> tuple[str, int, str] | None:
+    """(case id, trial, arm) of the invocation whose stderr was shown, if one was: an error
+    about the run names that one, so the two agree."""
+    with _lock:
+        return _shown_where[0] if _shown_where else None
