@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import REPO
 
-from .conftest import make_repo, run_cli
+from .conftest import commit_all, make_repo, run_cli
 
 COUNTING = REPO / "tests" / "runners" / "counting.sh"
 
@@ -65,3 +65,33 @@ def test_routing_with_a_runner_that_cannot_start_is_refused_first(tmp_path: Path
     done = run_cli(["ci", "--only", "routing", "--out", str(tmp_path / "out")], repo)
     assert done.returncode == 7, done.stderr
     assert "routing: runner in .skill-evals.yml: the gemini CLI" in done.stderr
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_a_judge_without_its_key_stops_ci_before_any_skill_runs(
+    tmp_path: Path, named: bool
+) -> None:
+    """beta (second) judges its answers with the built-in Anthropic judge and no key is set:
+    ci stops before alpha runs, naming the skill and where the judge was given."""
+    judge = (
+        "judges:\n  notes: skill-evals judge anthropic\n"
+        if named
+        else "judge: skill-evals judge anthropic\n"
+    )
+    repo = make_repo(tmp_path / "repo", skills=("alpha", "beta"),
+                     config=f"runner: {COUNTING}\ntrials: 1\n{judge}")  # fmt: skip
+    cases = repo / "skills" / "beta" / "evals" / "cases.jsonl"
+    rows = [json.loads(line) for line in cases.read_text().splitlines()]
+    task = {"check": "judge", "rubric": "Good notes."}
+    rows[0]["task"] = {**task, "judge": "notes"} if named else task
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    commit_all(repo, "judged")
+    log, out = tmp_path / "invocations.log", tmp_path / "out"
+    env = {"COUNTING_LOG": str(log), "SKILL_EVALS_SANDBOX": "off", "ANTHROPIC_API_KEY": ""}
+    done = run_cli(["ci", "--all", "--out", str(out)], repo, env)
+    assert not log.exists(), "a runner started"
+    assert done.returncode == 7, done.stderr
+    where = "judges.notes in .skill-evals.yml" if named else "judge in .skill-evals.yml"
+    assert f"skill beta: {where}: skill-evals judge anthropic needs ANTHROPIC_API_KEY" in (
+        done.stderr
+    )

@@ -126,7 +126,7 @@ def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Se
             writable = False
             raise
         changes, chosen = select(workspace, options, env)
-        preflight_skills(chosen, env, workspace.config)
+        preflight_skills(chosen, env, workspace.config, workspace.root)
         listed = check_listing(workspace.config, options.root, workspace.states, console)
         routing = routing_decision(
             options.root, workspace.config, workspace.routing, changes, changes.base.get("only")

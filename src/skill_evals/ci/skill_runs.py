@@ -30,6 +30,7 @@ from .console import Console
 from .draft_suggest import draft_suite, no_cases_hint
 from .entry_run import entry_group, run_fields, run_with_progress, runner_env, say_result
 from .fingerprint import SkillState
+from .judge_preflight import check_judges
 from .outputs import fresh_record
 from .selection import CiOptions, Workspace
 from .settings import CiConfig, SkillSettings, runner_origin
@@ -75,11 +76,15 @@ def _entry(
 
 
 def preflight_skills(
-    chosen: Sequence[SkillState], env: Mapping[str, str], config: CiConfig | None = None
+    chosen: Sequence[SkillState],
+    env: Mapping[str, str],
+    config: CiConfig | None = None,
+    root: Path | None = None,
 ) -> None:
     """Decide configuration errors before any runner starts, for every chosen skill before
     the first one runs: no runner (exit 5), a built-in runner that cannot start (exit 5 or
-    7, naming where the command was given)."""
+    7, naming where the command was given), a judge its cases need that cannot start or has
+    no key (exit 7; needs the repository's ``root`` to read the cases)."""
     for state in chosen:
         settings = state.location.settings
         if state.location.cases is None or settings.missing_env(env):
@@ -91,6 +96,8 @@ def preflight_skills(
             )
         where = runner_origin(config, state.name)
         check_runner(settings.runner, env, os.getcwd(), f"skill {state.name}: {where}")
+        if root is not None:
+            check_judges(state, root, env, config)
 
 
 def evaluate_skills(
