@@ -46,18 +46,24 @@ def test_an_invalid_skill_fails_the_gate_with_its_errors(strict: dict[str, Any])
         assert "invalid skill" in entry["reason"] and "description" in entry["reason"]
         assert entry["report"] is None  # nothing ran for it
         assert f"skills/{name}" in proc.stderr
+        # Named from the repository's root, never by the machine's folders.
+        assert f": skills/{name}/SKILL.md:" in entry["reason"]
+        assert str(strict["out"].parent) not in entry["reason"]
 
 
 def test_every_output_lists_it(strict: dict[str, Any]) -> None:
     out = strict["out"]
     summary = (out / "summary.md").read_text()
     assert summary.count("invalid skill") >= 2
+    for name in ("summary.md", "comment.md", "report.html"):
+        assert str(out.parent) not in (out / name).read_text(), name
     suites = {suite.name: suite for suite in JUnitXml.fromfile(str(out / "junit.xml"))}
     invalid = [s for name, s in suites.items() if name != "alpha" and s.failures]
     assert len(invalid) == 2
     for suite in invalid:
         (case,) = list(suite)
         assert isinstance(case.result[0], Failure) and "invalid skill" in case.result[0].message
+        assert str(out.parent) not in case.result[0].message
 
 
 def test_validate_warn_evaluates_it(tmp_path: Path) -> None:

@@ -180,7 +180,14 @@ def invalid_skill(root: Path, state: SkillState, mode: str, console: Console) ->
     under ``validate: warn``; None for a valid skill."""
     from ..suite.skill_rules import check_skill_md
 
-    errors = [p.text for p in check_skill_md(root / state.path) if p.severity == "error"]
+    # Named from the repository's root, as every other place in ci's outputs (the comment and
+    # summary never show the runner machine's folders).
+    top = str(root.resolve()).rstrip("/") + "/"
+    errors = [
+        p.text.removeprefix(top).removeprefix(str(root).rstrip("/") + "/")
+        for p in check_skill_md(root / state.path)
+        if p.severity == "error"
+    ]
     if not errors:
         return None
     text = f"{state.name}: invalid skill ({len(errors)} error(s) from skill-evals validate): "
