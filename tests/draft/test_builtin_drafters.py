@@ -105,7 +105,10 @@ def test_cases_draft_with_the_builtin_drafter(tmp_path: Path) -> None:
     try:
         no_key = _cases_draft(tmp_path, server.url, None, "--out", "a.jsonl")
         assert no_key.returncode == 7 and server.log == []
-        assert "drafter: ANTHROPIC_API_KEY is not set" in no_key.stderr
+        assert (
+            "--drafter: skill-evals draft anthropic needs ANTHROPIC_API_KEY, which is not set"
+            in no_key.stderr
+        )
         done = _cases_draft(tmp_path, server.url, KEY, "--out", "b.jsonl", "--retries", "1")
     finally:
         server.stop()

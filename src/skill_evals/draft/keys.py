@@ -21,10 +21,11 @@ def _builtin_args(argv: Sequence[str]) -> Sequence[str] | None:
     return None
 
 
-def missing_key(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
-    """The key variable a built-in drafter ``argv`` needs and ``env`` lacks, else None."""
+def missing_key(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(provider, key variable) of a built-in drafter ``argv`` whose key ``env`` lacks, else
+    None."""
     args = _builtin_args(argv)
     if args is None or len(args) < 2 or args[0] != "draft" or args[1] not in PROVIDERS:
         return None
     variable = PROVIDERS[args[1]].key_var
-    return None if env.get(variable) else variable
+    return None if env.get(variable) else (args[1], variable)

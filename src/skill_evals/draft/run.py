@@ -138,7 +138,12 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         argv = tuple(split_command(options.drafter))
         unset = missing_key(argv, environ)
         if unset is not None:  # decided before anything starts
-            raise DrafterFailed(f"drafter: {unset} is not set; export it to use this drafter")
+            provider, variable = unset
+            raise DrafterFailed(  # worded as for a judge or a proposer without its key
+                f"--drafter: skill-evals draft {provider} needs {variable}, which is not set: set "
+                "it (it reaches the drafter only through the credential proxy), or give another "
+                "drafter command"
+            )
         if argv:
             check_program(argv[0], environ, os.getcwd(), "--drafter")
         skill = load_skill(options.skill)
