@@ -32,7 +32,7 @@ from skill_evals.sandbox.network_policy import (
 from tests._fake_upstream import FakeUpstream
 from tests.conftest import write_jsonl, write_skill
 from tests.sandbox.test_network import BWRAP, needs_bwrap
-from tests.sandbox.test_proxy_bounds import _echo_key
+from tests.sandbox.test_proxy_bounds import _echo_key, _talk
 
 ATTACKER = Path(__file__).resolve().parents[1] / "runners" / "egress_attacks.py"
 KEY = "sk-attack-" + "9" * 30  # the model key the hostile runner must never read
@@ -165,17 +165,7 @@ def hostile(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
 
 
 def _ask(path: str, raw: bytes, timeout: float = 10) -> bytes:
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.settimeout(timeout)
-        sock.connect(path)
-        sock.sendall(raw)
-        data = b""
-        try:
-            while chunk := sock.recv(65536):
-                data += chunk
-        except OSError:
-            pass
-    return data
+    return _talk(path, raw, timeout=timeout)
 
 
 LOOPBACK_SPELLINGS = [

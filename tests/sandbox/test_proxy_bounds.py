@@ -54,12 +54,18 @@ def stack(servers: dict[str, Any]) -> Iterator[dict[str, Any]]:
     channel.close()
 
 
-def _talk(address: Any, raw: bytes, pieces: list[bytes] | None = None, gap: float = 0) -> bytes:
+def _talk(
+    address: Any,
+    raw: bytes,
+    pieces: list[bytes] | None = None,
+    gap: float = 0,
+    timeout: float = 10,
+) -> bytes:
     """Send ``raw`` (then each of ``pieces`` ``gap`` seconds apart) and read the answer until
     the proxy closes; b"" when it cut the connection without one."""
     family = socket.AF_UNIX if isinstance(address, str) else socket.AF_INET
     with socket.socket(family) as sock:
-        sock.settimeout(10)
+        sock.settimeout(timeout)
         sock.connect(address)
         try:
             sock.sendall(raw)
