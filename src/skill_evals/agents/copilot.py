@@ -18,8 +18,6 @@ runner appends that file to the transcript (:mod:`.copilot_events` reads both).
 from __future__ import annotations
 
 import json
-import os
-import platform
 import sys
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +33,7 @@ from .copilot_events import (
     tool_calls,
 )
 from .copilot_outcome import LOG_DIR, failures_line, outcome, stopper
+from .copilot_package import link_shared, native_binary
 from .environment import find_binary, mcp_serve_args, secret_names
 from .evidence import MAX_TRANSCRIPT_BYTES, Event
 from .protocol import Finished, Launch, Outcome, RunSetup
@@ -42,7 +41,7 @@ from .registry import entry
 from .scaffold import KEEP_HINT, agent_run
 from .workspace import git_root, refuse_bundled_names
 
-__all__ = ["PLUGIN", "run"]
+__all__ = ["PLUGIN", "native_binary", "run"]
 
 BASE_URL, PROVIDER_TYPE, API_KEY = (
     "COPILOT_PROVIDER_BASE_URL",
@@ -96,30 +95,6 @@ def provider_problem(env: Mapping[str, str]) -> str | None:
 def model_of(options: AgentOptions, env: Mapping[str, str]) -> str | None:
     """``--model``, else the caller's ``COPILOT_MODEL``."""
     return options.model or env.get("COPILOT_MODEL", "").strip() or None
-
-
-_ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
-
-
-def native_binary(binary: str) -> str:
-    """The platform binary npm's ``copilot`` (a Node script, ``npm-loader.js``) would start,
-    when it is installed next to it; else ``binary``. Started directly, the agent is the
-    runner's own child: stopping it (``--max-turns``) stops Copilot, not only the Node loader
-    that would leave it running."""
-    real = Path(os.path.realpath(binary))
-    if real.name != "npm-loader.js" or real.parent.parent.name != "@github":
-        return binary
-    arch = _ARCH.get(platform.machine().lower())
-    system = {"linux": "linux", "darwin": "darwin"}.get(sys.platform)
-    if arch is None or system is None:
-        return binary
-    kinds = ["linux", "linuxmusl"] if system == "linux" else [system]
-    for kind in kinds:
-        for scope in (real.parent.parent, real.parent / "node_modules" / "@github"):
-            candidate = scope / f"copilot-{kind}-{arch}" / "copilot"
-            if os.access(candidate, os.X_OK):
-                return str(candidate)
-    return binary
 
 
 def build_command(
@@ -219,6 +194,8 @@ class Copilot:
             "memory": False,
         }
         (config / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", "utf-8")
+        # The package the engine unpacked once for the run, when it is bound (read-only).
+        link_shared(setup.caller_env.get("HOME"), ws.home)
         git_root(ws.project, env, "Copilot", "skills and instructions of folders above it")
         log_dir = ws.root / LOG_DIR
         argv = build_command(native_binary(setup.binary), env, options.read_only, log_dir)

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..agents.copilot_package import SharedPackage
 from ..plan.arms import Arm
 from ..sandbox.binds import program_paths, skill_paths
 from ..sandbox.bwrap import Sandbox, startable
@@ -54,9 +55,11 @@ def runner_argv(
     prepared: Prepared,
     agent_program: str | None,
     channel: Channel | None = None,
+    package: SharedPackage | None = None,
 ) -> tuple[str, ...]:
     """The runner's command line: in its own sandbox when the run is sandboxed (with the
-    private HOME, set in ``env``; ``channel`` its way out of its own network namespace); as
+    private HOME, set in ``env``; ``channel`` its way out of its own network namespace;
+    ``package`` the agent's package unpacked once for the run, read-only in that HOME); as
     given otherwise, or when the program cannot be found (it then fails to start the same
     way either way). BindRefused when a bound directory cannot be checked for ``.git``
     directories."""
@@ -71,8 +74,9 @@ def runner_argv(
     readable = [*prepared.sight.readable]
     if agent_program is not None:  # the agent binary, bound like a program
         readable += program_paths(agent_program, cwd, env)
+    placed = package.binds(prepared.home) if package is not None else []
     bwrap = sandbox.command(
         argv, env, cwd, private, readable,
-        hidden=prepared.sight.hidden, shared=_transcripts(env), channel=channel,
+        hidden=prepared.sight.hidden, shared=_transcripts(env), channel=channel, placed=placed,
     )  # fmt: skip
     return tuple(bwrap)

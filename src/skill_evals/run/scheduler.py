@@ -17,6 +17,8 @@ import shlex
 import threading
 from collections.abc import Callable, Mapping
 
+from ..agents.copilot_package import shared_package
+from ..agents.registry import builtin_agent
 from ..agents.runner_env import agent_program, builtin_runner_env
 from ..checks import WorkspaceView
 from ..plan.arms import ARM_VAR, Arm
@@ -96,6 +98,10 @@ class Scheduler:
         command = shlex.join(plan.command)
         start = builtin_runner_env(command, base)
         self.agent_program = agent_program(command)
+        # Copilot's package, unpacked once for the run and bound read-only in each sandbox.
+        self.package = shared_package(
+            builtin_agent(command), self.agent_program, workspaces.path, base
+        )
         if start is None:  # a custom runner: the caller's, less a built-in runner's key
             start = without_foreign_keys(base, frozenset(c.env for c in plan.credentials))
         self.runner_base = without_job_secrets(start)
@@ -368,8 +374,9 @@ class Scheduler:
     ) -> tuple[str, ...]:
         """The runner's command line, in its own sandbox when the run is sandboxed."""
         return runner_argv(
-            self.sandbox, self.plan.command, env, prepared, self.agent_program, channel
-        )
+            self.sandbox, self.plan.command, env, prepared, self.agent_program, channel,
+            self.package,
+        )  # fmt: skip
 
     def _sight(self, arm: Arm) -> Sight:
         """What of the skills an invocation of ``arm`` sees (runner_sandbox.py)."""

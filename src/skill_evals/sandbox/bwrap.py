@@ -100,6 +100,7 @@ class Sandbox:
         hidden: Sequence[str] = (),
         shared: Sequence[Path] = (),
         channel: Channel | None = None,
+        placed: Sequence[tuple[str, str]] = (),
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``cwd``. ``private``: the
         invocation's own writable places (W, its TMPDIR and HOME); ``readable``: read-only
@@ -108,7 +109,9 @@ class Sandbox:
         or a case's (they bind nothing); ``hidden``: directories that stand empty (the tested
         skill in the ``without`` and ``baseline`` arms); ``shared``: writable places of the
         caller (a transcript folder); ``channel``: the process's way out of a network
-        namespace of its own (None: the host's network). The command is started by the relay
+        namespace of its own (None: the host's network); ``placed``: (engine folder, place)
+        pairs, the folder read-only at a place inside ``private`` (an agent's unpacked
+        package in its HOME, copilot_package.py). The command is started by the relay
         under the sandbox's limits. BindRefused when a bound directory cannot be checked for
         ``.git`` directories."""
         binds, masks, gone = self._binds(
@@ -133,6 +136,7 @@ class Sandbox:
             *(arg for path in jobs for arg in ("--tmpfs", path)),
             *(arg for path in self.jobs.tools for arg in ("--ro-bind", path, path)),
             *_bind_args(binds, self.jobs.shared),
+            *(arg for source, place in placed for arg in ("--ro-bind", source, place)),
             *_empty_over(masks + gone),
             *(arg for path in nulled for arg in ("--ro-bind", os.devnull, path)),
             *way_out,

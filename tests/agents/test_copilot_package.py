@@ -1,0 +1,189 @@
+"""Copilot's package unpacked once per run (skill_evals/agents/copilot_package.py): the real
+pinned CLI unpacks itself into the run's folder, a copy without its marker is made again and
+never used, parallel invocations wait for one unpacking, a CLI that does not unpack that way
+leaves the runner as it was; end to end in real bubblewrap, the agent cannot write into the
+shared copy and the next invocation still starts from it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from skill_evals.agents.copilot_package import (
+    MARKER,
+    SharedPackage,
+    complete,
+    link_shared,
+    shared_package,
+    unpack,
+)
+from tests.agents.conftest import agent_binary, workspaces_in
+from tests.agents.e2e import caller_env, run_test_cli
+from tests.agents.fake_copilot_model import Behaviour, FakeCopilotModel, parse
+from tests.conftest import write_jsonl, write_skill
+
+# A stand-in CLI with the real one's extract-only mode: it logs each start, then writes the
+# package's layout (slowly, so a parallel caller would see it half made).
+STAND_IN = """#!/bin/sh
+echo start >> "{log}"
+[ "$COPILOT_SEA_EXTRACT_ONLY" = 1 ] || exit 0
+d="$COPILOT_PKG_CACHE_HOME/pkg/linux-x64/9.9.9"
+mkdir -p "$d/prebuilds/linux-x64"
+for f in index.js app.js cli-main.js prebuilds/linux-x64/runtime.node; do echo x > "$d/$f"; done
+sleep 0.5
+touch "$d/{marker}"
+"""
+
+
+def _stand_in(tmp_path: Path, body: str = STAND_IN) -> tuple[str, Path]:
+    log = tmp_path / "starts.log"
+    program = tmp_path / "bin" / "copilot"
+    program.parent.mkdir(parents=True, exist_ok=True)
+    program.write_text(body.format(log=log, marker=MARKER), encoding="utf-8")
+    program.chmod(0o755)
+    return str(program), log
+
+
+def _starts(log: Path) -> int:
+    return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
+
+
+def test_the_real_cli_unpacks_once_and_an_incomplete_copy_is_made_again(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    env = {"PATH": os.environ["PATH"]}
+    copy = unpack(agent_binary("copilot"), store, env)
+    assert copy is not None and complete(copy)
+    assert (copy.parent.name, copy.name) == ("linux-x64", "1.0.102")
+    assert [p.name for p in tmp_path.iterdir()] == ["store"]  # no temporary folder left
+    inode = copy.stat().st_ino
+    assert unpack(agent_binary("copilot"), store, env) == copy  # there: not unpacked again
+    assert copy.stat().st_ino == inode
+    (copy / MARKER).unlink()  # a copy cut short: never used, made again
+    (copy / "left-over").write_text("x", encoding="utf-8")
+    assert not complete(copy)
+    again = unpack(agent_binary("copilot"), store, env)
+    assert again == copy and complete(again) and not (again / "left-over").exists()
+
+
+def test_parallel_invocations_wait_for_one_unpacking(tmp_path: Path) -> None:
+    program, log = _stand_in(tmp_path)
+    package = shared_package("copilot", program, tmp_path / "run", {"PATH": os.environ["PATH"]})
+    assert package is not None
+    homes = [tmp_path / f"home{i}" for i in range(4)]
+    found: list[list[tuple[str, str]]] = []
+    threads = [threading.Thread(target=lambda h=h: found.append(package.binds(h))) for h in homes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert _starts(log) == 1
+    ((source, _),) = found[0]
+    assert complete(Path(source))
+    places = sorted(place for ((_, place),) in found)
+    assert places == [str(h / ".cache/copilot/pkg/linux-x64/9.9.9") for h in homes]
+    assert all(Path(place).is_dir() for place in places)  # the mount points, made here
+    (Path(source) / "app.js").unlink()  # damaged on the host: made again before next use
+    assert package.binds(homes[0]) == [(source, places[0])] and _starts(log) == 2
+    assert complete(Path(source))
+
+
+def test_a_cli_that_does_not_unpack_that_way_leaves_the_runner_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another release: it exits 0 and unpacks nothing (or fails): no bind, nothing said, and
+    the run does not ask it again."""
+    program, log = _stand_in(tmp_path, '#!/bin/sh\necho start >> "{log}"\nexit 0\n')
+    package = SharedPackage(program, tmp_path / "run", {"PATH": os.environ["PATH"]})
+    assert package.binds(tmp_path / "home") == [] and package.binds(tmp_path / "home") == []
+    assert _starts(log) == 1
+    assert capsys.readouterr() == ("", "")
+    failing, _ = _stand_in(tmp_path / "failing", '#!/bin/sh\necho "{log}" >&2\nexit 3\n')
+    assert SharedPackage(failing, tmp_path / "run2", {}).binds(tmp_path / "home") == []
+    assert not (tmp_path / "home" / ".cache").exists()
+    assert shared_package("codex", program, tmp_path, {}) is None
+    assert shared_package("copilot", "no-such-copilot", tmp_path, {"PATH": ""}) is None
+
+
+def test_a_writable_copy_is_never_linked_into_the_agents_home(tmp_path: Path) -> None:
+    """A user's own cache (writable) is not shared with an agent: only a read-only mount,
+    the engine's bind, is (end to end below)."""
+    program, _ = _stand_in(tmp_path)
+    copy = unpack(program, tmp_path / "store", {"PATH": os.environ["PATH"]})
+    assert copy is not None
+    home = tmp_path / "home"
+    shutil.copytree(copy, home / ".cache/copilot/pkg/linux-x64/9.9.9")
+    assert link_shared(str(home), tmp_path / "agent") == []
+    assert link_shared(None, tmp_path / "agent") == []
+
+
+# -------------------------------------------------------------- real bubblewrap, end to end
+
+FIND = 'P=$(readlink -f ~/.cache/copilot/pkg/*/*); echo "linked-to=$P"; stat -c "ino=%d:%i" "$P"; '
+ATTACK = FIND + (
+    'touch "$P/planted"; echo "touch=$?"; rm -f "$P/app.js"; echo "rm=$?"; '
+    'echo x >> "$P/index.js"; echo "append=$?"; chmod u+w "$P/cli-main.js"; echo "chmod=$?"'
+)
+CHECK = FIND + 'ls "$P/planted" || echo no-planted; test -f "$P/app.js" && echo app-intact'
+
+
+def _bash(command: str) -> tuple[tuple[str, dict[str, str]], ...]:
+    return (("bash", {"command": command, "description": "step"}),)
+
+
+@pytest.mark.agents
+def test_the_agent_cannot_write_into_the_shared_copy_and_the_next_run_starts_from_it(
+    tmp_path: Path,
+) -> None:
+    if shutil.which("bwrap") is None or not sys.platform.startswith("linux"):
+        pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
+    skill = write_skill(tmp_path / "skills")
+    rows = [{"id": "attack", "prompt": "Do the attack steps.", "expectTrigger": False}]
+    rows += [{"id": "check", "prompt": "Do the check steps.", "expectTrigger": False}]
+    rows += [
+        {"id": f"c{i}", "prompt": f"Hello number {i}", "expectTrigger": False} for i in range(8)
+    ]
+    cases = write_jsonl(tmp_path / "cases.jsonl", rows)
+    behaviour = Behaviour(
+        by_prompt=(
+            ("attack steps", Behaviour(script=(_bash(ATTACK),))),
+            ("check steps", Behaviour(script=(_bash(CHECK),))),
+        )
+    )
+    runner = (
+        f"{sys.executable} -m skill_evals runner copilot --bin {agent_binary('copilot')} "
+        "--model claude-sonnet-4"
+    )
+    with FakeCopilotModel(behaviour) as model:
+        settings = {
+            "COPILOT_PROVIDER_BASE_URL": model.url,
+            "COPILOT_PROVIDER_TYPE": "anthropic",
+            "COPILOT_PROVIDER_API_KEY": "sk-package-key",
+        }
+        done = run_test_cli(
+            skill, cases, runner,
+            "--arms", "with", "--trials", "1", "--jobs", "1", "--max-invocations", "2",
+            "--sandbox", "required", "--report", str(tmp_path / "report.json"),
+            env=caller_env(tmp_path, ("COPILOT_",), settings), timeout=300,
+        )  # fmt: skip
+        texts = "\n".join(t for body in model.requests for t in parse(body).texts)
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert report["runner"]["failures"] == [] and report["runner"]["invocations"] == 2, done.stderr
+    assert report["sandbox"]["mode"] == "bwrap"
+    linked = {line.split("=", 1)[1] for line in texts.splitlines() if line.startswith("linked-to=")}
+    # Each run's link leads out of the agent's own home to its sandbox's HOME, where one and
+    # the same folder (device and inode) stands: the engine's copy.
+    assert len(linked) == 2 and "skill-evals-runs-" not in "".join(linked), linked
+    assert all(t.endswith("/home/.cache/copilot/pkg/linux-x64/1.0.102") for t in linked)
+    inodes = [line for line in texts.splitlines() if line.startswith("ino=")]
+    assert len(inodes) == 2 and len(set(inodes)) == 1, inodes
+    for step in ("touch", "rm", "append", "chmod"):
+        assert f"{step}=1" in texts, step  # every write refused
+    assert "Read-only file system" in texts
+    assert "no-planted" in texts and "app-intact" in texts  # the next run: the copy unchanged
+    assert workspaces_in(tmp_path / "tmpdir") == []
