@@ -105,7 +105,7 @@ def run_test(
         check_runner_only(files, run, options.scope)
         skill = got.skill = load_skill(options.skill, options.profile)
         baseline = load_checked_baseline(skill, files, run, options.scope, held)
-        suite = got.suite = load_cases(options.cases, skill.name)
+        suite = got.suite = _case_suite(options, skill.name)
         judging = options.judging(suite)
         plan = plan_test(skill, baseline, suite, files, run, options.scope, options.gates())
         got.lint = _preflight(options, suite, skill.name, notice)
@@ -123,6 +123,15 @@ def run_test(
     finally:
         locks.release()
         gc_thaw()
+
+
+def _case_suite(options: TestOptions, name: str) -> CaseSuite:
+    """The run's cases: those ci's pre-check loaded for a skill of this name, else the file
+    read now."""
+    given = options.loaded_cases
+    if given is not None and given[0] == name and given[1].path == options.cases:
+        return given[1]
+    return load_cases(options.cases, name)
 
 
 def _preflight(

@@ -154,6 +154,9 @@ class TestOptions(_RunOptions):
     judge_timeout_ms: int = 120_000
     max_judge_calls: int | None = None
     judge_fallback: tuple[str, float] = ("absolute", 0.05)  # --judge-fallback and its margin
+    # ci: the case file as its judge pre-check loaded it, with the skill name it was loaded
+    # for; the run uses it when its skill has that name (each case file is read once).
+    loaded_cases: tuple[str, CaseSuite] | None = None
 
     def judging(self, suite: CaseSuite) -> Judging | None:
         """The run's judging (None without judge checks); exit 5 for an undefined judge."""

@@ -6,6 +6,7 @@ runner's log proves that nothing ran (unsandboxed: the log lies outside any sand
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,40 @@ def test_a_judge_without_its_key_stops_ci_before_any_skill_runs(
     assert f"skill beta: {where}: skill-evals judge anthropic needs ANTHROPIC_API_KEY" in (
         done.stderr
     )
+
+
+def test_a_judged_skills_case_file_is_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge pre-check loads beta's case file and hands it to beta's run: ci reads each
+    case file once (alpha, without a judge check, is read by its run only)."""
+    from click.testing import CliRunner
+
+    import skill_evals.suite.cases as cases_module
+    from skill_evals.cli.main import cli
+
+    log = tmp_path / "judge.log"
+    judge = f"{sys.executable} {REPO / 'tests' / 'runners' / 'judge.py'} --log={log}"
+    config = f"runner: skill-evals runner simulated\ntrials: 1\njudge: {judge}\n"
+    repo = make_repo(tmp_path / "repo", skills=("alpha", "beta"), config=config)
+    cases = repo / "skills" / "beta" / "evals" / "cases.jsonl"
+    rows = [json.loads(line) for line in cases.read_text().splitlines()]
+    rows[0]["task"] = {"check": "judge", "rubric": "Good notes."}
+    cases.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    commit_all(repo, "judged")
+    reads: list[str] = []
+    real = cases_module.read_regular_file
+
+    def counted(path: Path, what: str) -> bytes:
+        reads.append(Path(path).relative_to(repo).as_posix())
+        return real(path, what)
+
+    monkeypatch.setattr(cases_module, "read_regular_file", counted)
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("SKILL_EVALS_SANDBOX", "off")
+    out = tmp_path / "out"
+    done = CliRunner().invoke(cli, ["ci", "--all", "--out", str(out)])
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert [s["status"] for s in report["skills"]] == ["evaluated"] * 2, done.output
+    assert log.exists()  # beta's judge check was judged
+    assert sorted(reads) == ["skills/alpha/evals/cases.jsonl", "skills/beta/evals/cases.jsonl"]

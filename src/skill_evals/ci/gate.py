@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from ..codes import INTERRUPTED, combine
 from ..errors import EvidenceUnavailable, InvalidInput
 from ..report.answers import Answers
+from ..suite.cases import CaseSuite
 from . import workflow
 from .changes import ChangeSet
 from .console import Console, annotate
@@ -51,6 +52,7 @@ class _Selection:
     chosen: list[SkillState]
     routing: tuple[bool, str] | None
     listing: dict[str, Any] | None = None
+    loaded: dict[str, CaseSuite] | None = None  # case files the pre-check read, by path
 
 
 def run_ci(
@@ -63,7 +65,9 @@ def run_ci(
         return selection
     workspace, changes, chosen = selection.workspace, selection.changes, selection.chosen
     answers: dict[str, Answers] = {}  # skill path → answer texts, for include-outputs only
-    skills = evaluate_skills(workspace, changes, chosen, options, env, console, answers)
+    skills = evaluate_skills(
+        workspace, changes, chosen, options, env, console, answers, selection.loaded
+    )
     routed = routing_result(
         workspace.routing,
         selection.routing,
@@ -126,7 +130,7 @@ def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Se
             writable = False
             raise
         changes, chosen = select(workspace, options, env)
-        preflight_skills(chosen, env, workspace.config, workspace.root)
+        loaded = preflight_skills(chosen, env, workspace.config, workspace.root)
         listed = check_listing(workspace.config, options.root, workspace.states, console)
         routing = routing_decision(
             options.root, workspace.config, workspace.routing, changes, changes.base.get("only")
@@ -147,7 +151,7 @@ def _select(options: CiOptions, env: Mapping[str, str], console: Console) -> _Se
         if writable:
             _write_early(INTERRUPTED, message, options, env, console)
         return INTERRUPTED
-    return _Selection(workspace, changes, chosen, routing, listed)
+    return _Selection(workspace, changes, chosen, routing, listed, loaded)
 
 
 def refuse_cache_in_tree(config: CiConfig, root: Path) -> None:

@@ -10,24 +10,31 @@ from pathlib import Path
 from ..errors import InvalidInput
 from ..plan.judge_plan import split_judge
 from ..plan.ready import check_helper_key
-from ..suite.cases import load_cases
+from ..suite.cases import CaseSuite, load_cases
 from .fingerprint import SkillState
 from .settings import CiConfig
 
 
-def check_judges(
-    state: SkillState, root: Path, env: Mapping[str, str], config: CiConfig | None
-) -> None:
-    """Exit 7 (EvidenceUnavailable) for a judge of ``state`` whose program cannot start or
-    whose built-in provider's key is unset, when one of its cases would call a judge. A case
-    file that does not load is left to the skill's own run, which reports it."""
+def judged_suite(state: SkillState, root: Path) -> CaseSuite | None:
+    """The case file of ``state``, loaded (once: its run is handed the same suite) when the
+    skill has a judge to check; None without one, or when it does not load (the skill's own
+    run reads it again and reports why)."""
     settings = state.location.settings
     if state.location.cases is None or (settings.judge is None and not settings.judges):
-        return
+        return None
     try:
-        suite = load_cases(root / state.location.cases, state.name)
+        return load_cases(root / state.location.cases, state.name)
     except InvalidInput:
-        return
+        return None
+
+
+def check_judges(
+    state: SkillState, suite: CaseSuite, env: Mapping[str, str], config: CiConfig | None
+) -> None:
+    """Exit 7 (EvidenceUnavailable) for a judge of ``state`` whose program cannot start or
+    whose built-in provider's key is unset, when one of the cases of ``suite`` (its loaded
+    case file) would call a judge."""
+    settings = state.location.settings
     if not any(c.task is not None and (c.task.judged or c.task.pairwise is not None)
                for c in suite.cases):  # fmt: skip
         return

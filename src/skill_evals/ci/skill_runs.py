@@ -22,6 +22,7 @@ from ..plan.ready import check_runner
 from ..plan.scope import ArmOptions
 from ..report.answers import Answers
 from ..run.record_lock import RecordLocks
+from ..suite.cases import CaseSuite
 from .base_commit import event_base_sha
 from .base_skills import CompareBase, compare_ref
 from .budget import TotalBudget
@@ -30,7 +31,7 @@ from .console import Console
 from .draft_suggest import draft_suite, no_cases_hint
 from .entry_run import entry_group, run_fields, run_with_progress, runner_env, say_result
 from .fingerprint import SkillState
-from .judge_preflight import check_judges
+from .judge_preflight import check_judges, judged_suite
 from .outputs import fresh_record
 from .selection import CiOptions, Workspace
 from .settings import CiConfig, SkillSettings, runner_origin
@@ -80,11 +81,13 @@ def preflight_skills(
     env: Mapping[str, str],
     config: CiConfig | None = None,
     root: Path | None = None,
-) -> None:
+) -> dict[str, CaseSuite]:
     """Decide configuration errors before any runner starts, for every chosen skill before
     the first one runs: no runner (exit 5), a built-in runner that cannot start (exit 5 or
     7, naming where the command was given), a judge its cases need that cannot start or has
-    no key (exit 7; needs the repository's ``root`` to read the cases)."""
+    no key (exit 7; needs the repository's ``root`` to read the cases). Returns the case
+    files it loaded, by skill path, for the skills' runs (each file is read once)."""
+    loaded: dict[str, CaseSuite] = {}
     for state in chosen:
         settings = state.location.settings
         if state.location.cases is None or settings.missing_env(env):
@@ -96,8 +99,11 @@ def preflight_skills(
             )
         where = runner_origin(config, state.name)
         check_runner(settings.runner, env, os.getcwd(), f"skill {state.name}: {where}")
-        if root is not None:
-            check_judges(state, root, env, config)
+        suite = judged_suite(state, root) if root is not None else None
+        if suite is not None:
+            check_judges(state, suite, env, config)
+            loaded[state.path] = suite
+    return loaded
 
 
 def evaluate_skills(
@@ -108,10 +114,12 @@ def evaluate_skills(
     env: Mapping[str, str],
     console: Console,
     answers: dict[str, Answers] | None = None,
+    loaded: Mapping[str, CaseSuite] | None = None,
 ) -> list[dict[str, Any]]:
     """Evaluate each chosen skill with ``skill-evals test`` (its baseline, budget and cache)
     and return the report entries of every skill, unchanged ones included, in workspace
-    order. ``answers`` collects answer texts per skill path for ``include-outputs``."""
+    order. ``answers`` collects answer texts per skill path for ``include-outputs``;
+    ``loaded``: case files the pre-check loaded, by skill path (not read again)."""
     chosen_paths = {s.path for s in chosen}
     entries: dict[str, dict[str, Any]] = {}
     for state in workspace.states:
@@ -120,6 +128,7 @@ def evaluate_skills(
                 state, "unchanged", changes.unchanged.get(state.path, "unchanged"), 0
             )
     runs = _SkillRuns(workspace, changes, options, env, console)
+    runs.loaded = dict(loaded or {})
     interrupted = False
     for state in chosen:
         entry = _not_run(state, interrupted, options, env, console, workspace)
@@ -230,6 +239,7 @@ class _SkillRuns:
         ref = compare_ref(changes.base, options.choice.base, event_base_sha(env))
         self.bases = CompareBase(workspace.root, workspace.config, ref)
         self.cache = workspace.config.cache_settings(workspace.root)
+        self.loaded: dict[str, CaseSuite] = {}  # case files the pre-check loaded, by path
 
     def evaluate(self, state: SkillState, answers: dict[str, Answers] | None) -> dict[str, Any]:
         """Run ``skill-evals test`` for one skill and return its entry."""
@@ -332,7 +342,9 @@ class _SkillRuns:
         if baseline is not None:
             scope = dataclasses.replace(scope, baseline=baseline, compare=settings.gates.compare)
         assert state.location.cases is not None  # skills without cases are not run
+        suite = self.loaded.get(state.path)
         return TestOptions(
+            loaded_cases=(state.name, suite) if suite is not None else None,
             skill=self.workspace.root / state.path,
             cases=self.workspace.root / state.location.cases,
             bootstrap_samples=settings.bootstrap_samples,
