@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -216,6 +217,27 @@ def _write_step_outputs(
         console.warning(f"cannot write GITHUB_OUTPUT ({exc.strerror})")
 
 
+# The note saying which base version a skill was compared with (base_skills.py).
+_COMPARED = re.compile(r"compared with (?:its version|(?P<path>.+?)) at base (?P<sha>[0-9a-f]+)")
+
+
+def shown_paths(entry: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, str]:
+    """An evaluated entry's skill, case file and baseline as its JUnit properties name them:
+    from the repository's root, as the entry does; the baseline (a temporary copy of the base
+    commit's version, gone after the run) as ``<path> at base <sha>``."""
+    shown = {name: str(entry[key]) for name, key in (("skill.path", "path"), ("cases.path",
+             "cases")) if isinstance(entry.get(key), str)}  # fmt: skip
+    report = entry.get("report")
+    if isinstance(report, Mapping) and isinstance(report.get("baseline"), Mapping):
+        found = _COMPARED.search(str(entry.get("reason") or ""))
+        if found is not None:
+            where = found["path"] or entry.get("path")
+            shown["baseline.path"] = f"{where} at base {found['sha']}"
+        else:
+            shown["baseline.path"] = f"the base version at {str(base.get('sha') or '?')[:12]}"
+    return shown
+
+
 def render_ci_junit(ci_report: dict[str, Any]) -> str:
     """JUnit for the gate: evaluated skills with their reports, skipped skills <skipped>,
     a skill without cases as a <failure> (or <skipped> when allowed). Unchanged skills are
@@ -223,11 +245,13 @@ def render_ci_junit(ci_report: dict[str, Any]) -> str:
     from ..report.junit import SuiteInput, render_junit
 
     suites: list[SuiteInput] = []
+    base = ci_report.get("base") if isinstance(ci_report.get("base"), Mapping) else {}
     for skill in ci_report.get("skills", []):
         status = skill["status"]
         name = str(skill["name"])
         if status == "evaluated" and isinstance(skill.get("report"), dict):
-            suites.append(SuiteInput(name, report=skill["report"]))
+            paths = shown_paths(skill, base or {})
+            suites.append(SuiteInput(name, report=skill["report"], paths=paths))
         elif status == "skipped" or (status == "no-cases" and skill["exitCode"] == 0):
             suites.append(SuiteInput(name, skipped=skill.get("reason") or status))
         elif status == "no-cases":

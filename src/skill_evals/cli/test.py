@@ -226,14 +226,19 @@ def _write_outputs(
         return render_markdown(report, fallback)
 
     def junit() -> str:
-        from ..report.junit import render_junit
+        from ..report.junit import SuiteInput, render_junit
+        from ..report.shown_paths import working_paths
 
-        return render_junit([(name, report, None)])
+        return render_junit([SuiteInput(name, report=report, paths=working_paths(report))])
 
     def html() -> str:
         from ..report.html import render_test_html
+        from ..report.shown_paths import working_paths
 
-        return render_test_html(report, name, str(skill_dir), answers)
+        shown = working_paths(report)
+        given = (report.get("skill") or {}).get("path") or str(skill_dir)
+        path = shown.get("skill.path", given)
+        return render_test_html(report, name, path, answers, shown.get("cases.path"))
 
     renderers: dict[str, Callable[[], str]] = {
         "text": text,

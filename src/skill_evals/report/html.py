@@ -122,15 +122,19 @@ def _base_text(base: Mapping[str, Any]) -> str:
 
 
 def render_test_html(
-    report: dict[str, Any], name: str, path: str, answers: Answers | None = None
+    report: dict[str, Any],
+    name: str,
+    path: str,
+    answers: Answers | None = None,
+    cases_path: str | None = None,
 ) -> str:
     """One `skill-evals test` report as the same self-contained page (``answers`` only with
-    --include-outputs)."""
+    --include-outputs; ``cases_path``: how the case file is named, else as the report has it)."""
     cases = report.get("cases") or {}
     skill = {
         "name": name,
         "path": path,
-        "cases": cases.get("path") if isinstance(cases, Mapping) else None,
+        "cases": cases_path or (cases.get("path") if isinstance(cases, Mapping) else None),
         "status": "evaluated",
         "exitCode": report.get("exitCode"),
         "report": report,

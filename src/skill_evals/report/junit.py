@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import severities_of
@@ -60,9 +60,12 @@ class SuiteInput:
     skipped: str | None = None  # not evaluated: the reason, as a <skipped> testcase
     failed: str | None = None  # fails without a report (no cases file), as a <failure>
     failure_type: str = "no-cases"
+    # How the path properties name the skill, cases and baseline (shown_paths.py); a path
+    # not given here is shown as the report has it.
+    paths: Mapping[str, str] = field(default_factory=dict)
 
 
-def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
+def _properties(suite: Suite, report: Mapping[str, Any], paths: Mapping[str, str]) -> None:
     skill = mapping(report.get("skill"))
     gates = mapping(report.get("gates"))
     identity: list[tuple[str, object]] = [
@@ -76,6 +79,7 @@ def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
         props.append((label, mapping(gates.get(key)).get("threshold")))
     props += scope_properties(report)
     props += note_properties(report)
+    props = [(name, paths.get(name, value)) for name, value in props]
     suite.properties = [(name, str(value)) for name, value in props if value is not None]
 
 
@@ -271,9 +275,9 @@ def _loading_cases(suite: Suite, report: Mapping[str, Any]) -> None:
         suite.result(tc, "failure", "loading violation: " + " | ".join(parts))
 
 
-def _skill_suite(name: str, report: Mapping[str, Any]) -> Suite:
+def _skill_suite(name: str, report: Mapping[str, Any], paths: Mapping[str, str]) -> Suite:
     suite = Suite(name)
-    _properties(suite, report)
+    _properties(suite, report, paths)
     has_error = False
     case_results = report.get("caseResults")
     if isinstance(case_results, list):
@@ -329,7 +333,7 @@ def render_junit(
     built: list[tuple[Suite, Mapping[str, Any] | None]] = []
     for item in map(_as_input, suites):
         if item.report is not None:
-            suite = _skill_suite(item.name, item.report)
+            suite = _skill_suite(item.name, item.report, item.paths)
         else:
             suite = Suite(item.name)
             tc = suite.case("cases" if item.failed is not None else "skill")
