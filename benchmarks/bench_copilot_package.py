@@ -1,9 +1,9 @@
-"""What Copilot's package unpacked once per run saves per invocation.
+"""What Copilot's package unpacked once per command saves per invocation.
 
 ``skill-evals test`` drives the real pinned Copilot CLI (``.cache/agents``) sandboxed, one
 invocation at a time, against the scripted model of tests/agents/fake_copilot_model.py on
 127.0.0.1: once as before (the engine with the shared copy switched off, so each invocation's
-Copilot unpacks its ~235 MB package into its fresh home) and once as shipped (the run's one
+Copilot unpacks its ~235 MB package into its fresh home) and once as shipped (the command's one
 unpacked copy bound read-only in every sandbox). Two runs of each, N and 2N invocations: the
 difference is the cost of N more invocations, free of the run's fixed costs (start-up, the one
 unpacking). Prints per invocation the wall time, the CPU time (engine and children: less
@@ -107,7 +107,7 @@ def main() -> int:
         after = _per_invocation(root / "after", AFTER, count, model.url)
     print(
         f"per sandboxed Copilot invocation, unpacking in each home: {before[0]:.2f} s, "
-        f"{before[1]:.2f} s CPU, {before[2]:.0f} MB written; with the run's one copy: "
+        f"{before[1]:.2f} s CPU, {before[2]:.0f} MB written; with the command's one copy: "
         f"{after[0]:.2f} s, {after[1]:.2f} s CPU, {after[2]:.0f} MB written"
     )
     ok = verdict("per-invocation time, shared copy / per home", after[0], before[0], GOAL)

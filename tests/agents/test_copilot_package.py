@@ -73,8 +73,7 @@ def test_the_real_cli_unpacks_once_and_an_incomplete_copy_is_made_again(tmp_path
 
 def test_parallel_invocations_wait_for_one_unpacking(tmp_path: Path) -> None:
     program, log = _stand_in(tmp_path)
-    package = shared_package("copilot", program, tmp_path / "run", {"PATH": os.environ["PATH"]})
-    assert package is not None
+    package = SharedPackage(program, tmp_path / "run", {"PATH": os.environ["PATH"]})
     homes = [tmp_path / f"home{i}" for i in range(4)]
     found: list[list[tuple[str, str]]] = []
     threads = [threading.Thread(target=lambda h=h: found.append(package.binds(h))) for h in homes]
@@ -106,8 +105,20 @@ def test_a_cli_that_does_not_unpack_that_way_leaves_the_runner_as_it_was(
     failing, _ = _stand_in(tmp_path / "failing", '#!/bin/sh\necho "{log}" >&2\nexit 3\n')
     assert SharedPackage(failing, tmp_path / "run2", {}).binds(tmp_path / "home") == []
     assert not (tmp_path / "home" / ".cache").exists()
-    assert shared_package("codex", program, tmp_path, {}) is None
-    assert shared_package("copilot", "no-such-copilot", tmp_path, {"PATH": ""}) is None
+    assert shared_package("codex", program, {}) is None
+    assert shared_package("copilot", "no-such-copilot", {"PATH": ""}) is None
+
+
+def test_the_engine_process_keeps_one_copy_per_binary(tmp_path: Path) -> None:
+    """A ci job's skills and improve's rounds share it: one per binary per engine process,
+    in a folder a later run sweeps if this engine is killed."""
+    program, _ = _stand_in(tmp_path)
+    env = {"PATH": f"{Path(program).parent}{os.pathsep}{os.environ['PATH']}"}
+    first = shared_package("copilot", program, env)
+    assert first is not None and shared_package("copilot", "copilot", env) is first
+    assert first.store.parent.name.startswith(f"skill-evals-ws-{os.getpid()}-copilot-")
+    other, _ = _stand_in(tmp_path / "other")
+    assert shared_package("copilot", other, env) not in (None, first)
 
 
 def test_a_writable_copy_is_never_linked_into_the_agents_home(tmp_path: Path) -> None:
@@ -187,3 +198,4 @@ def test_the_agent_cannot_write_into_the_shared_copy_and_the_next_run_starts_fro
     assert "Read-only file system" in texts
     assert "no-planted" in texts and "app-intact" in texts  # the next run: the copy unchanged
     assert workspaces_in(tmp_path / "tmpdir") == []
+    assert list((tmp_path / "tmpdir").glob("skill-evals-ws-*")) == []  # the copy went too

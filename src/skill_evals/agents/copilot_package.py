@@ -1,5 +1,5 @@
-"""Copilot's own package, unpacked once per run instead of once per invocation
-(docs/agents/copilot.md, "Its package, unpacked once per run").
+"""Copilot's own package, unpacked once per command instead of once per invocation
+(docs/agents/copilot.md, "Its package, unpacked once per command").
 
 The Copilot CLI is one executable carrying a ~235 MB package. Before it starts, it looks for
 that package unpacked at ``$XDG_CACHE_HOME/copilot/pkg/<platform>/<version>/`` (a folder holding
@@ -7,10 +7,11 @@ that package unpacked at ``$XDG_CACHE_HOME/copilot/pkg/<platform>/<version>/`` (
 invocation's home is fresh, so without help it unpacks on every invocation (about a second and
 235 MB written each time).
 
-- Engine side (:class:`SharedPackage`): on the run's first sandboxed invocation, the engine has
-  the CLI unpack itself with its own extract-only mode, in a fresh empty home with none of the
-  caller's credentials, into a temporary folder of the run's private root; a copy that is
-  complete is renamed into place and bound **read-only** at
+- Engine side (:class:`SharedPackage`): on the first sandboxed invocation, the engine has the
+  CLI unpack itself with its own extract-only mode, in a fresh empty home with none of the
+  caller's credentials, into a temporary folder of the engine process (one copy per binary for
+  the whole command: a ci job's skills, improve's rounds); a copy that is complete is renamed
+  into place and bound **read-only** at
   ``~/.cache/copilot/pkg/<platform>/<version>`` in each invocation's sandbox home. An incomplete
   copy is never used: it is made again.
 - Runner side (:func:`link_shared`): a complete copy on a read-only mount under the runner's
@@ -22,6 +23,7 @@ runner as without it: Copilot unpacks into the invocation's home itself.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
@@ -34,6 +36,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from ..suite.fixtures import ROOT_PREFIX
 from ..suite.walks import remove_tree
 from .environment import agent_env
 
@@ -137,7 +140,7 @@ def unpack(binary: str, store: Path, env: Mapping[str, str]) -> Path | None:
 
 
 class SharedPackage:
-    """Engine side: the run's one unpacked copy of Copilot's package (made on first use, under
+    """Engine side: one unpacked copy of Copilot's package (made on first use, under
     a lock: a parallel invocation waits for it), bound read-only into each sandbox home."""
 
     def __init__(self, binary: str, root: Path, env: Mapping[str, str]) -> None:
@@ -171,17 +174,33 @@ class SharedPackage:
         return [(str(found), str(place))]
 
 
+# One copy per binary for the whole engine process (a ci job's skills, improve's rounds), in
+# a folder named like the runs' workspace roots, so a run after a killed engine sweeps it.
+_SHARED: dict[str, SharedPackage] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _process_root() -> Path:
+    root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-copilot-"))
+    atexit.register(remove_tree, root)
+    return root
+
+
 def shared_package(
-    agent: str | None, program: str | None, root: Path, env: Mapping[str, str]
+    agent: str | None, program: str | None, env: Mapping[str, str]
 ) -> SharedPackage | None:
-    """The run's :class:`SharedPackage` when its runner is the built-in Copilot runner whose
+    """The engine process's :class:`SharedPackage` for the built-in Copilot runner whose
     binary ``program`` (``--bin`` or a name on ``PATH`` of ``env``) is found; else None."""
     if agent != "copilot" or not program:
         return None
     found = program if os.sep in program else shutil.which(program, path=env.get("PATH"))
     if found is None or not os.path.isfile(found):
         return None
-    return SharedPackage(os.path.abspath(found), root, env)
+    binary = os.path.abspath(found)
+    with _SHARED_LOCK:
+        if binary not in _SHARED:
+            _SHARED[binary] = SharedPackage(binary, _process_root(), env)
+        return _SHARED[binary]
 
 
 def _read_only(folder: Path) -> bool:

@@ -98,10 +98,8 @@ class Scheduler:
         command = shlex.join(plan.command)
         start = builtin_runner_env(command, base)
         self.agent_program = agent_program(command)
-        # Copilot's package, unpacked once for the run and bound read-only in each sandbox.
-        self.package = shared_package(
-            builtin_agent(command), self.agent_program, workspaces.path, base
-        )
+        # Copilot's package, unpacked once and bound read-only in each sandbox.
+        self.package = shared_package(builtin_agent(command), self.agent_program, base)
         if start is None:  # a custom runner: the caller's, less a built-in runner's key
             start = without_foreign_keys(base, frozenset(c.env for c in plan.credentials))
         self.runner_base = without_job_secrets(start)
