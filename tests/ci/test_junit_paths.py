@@ -39,6 +39,11 @@ def test_ci_names_skills_cases_and_baselines_from_the_repository_root(tmp_path: 
         fh.write("\nKeep answers short.\n")
     shutil.move(repo / "skills" / "beta", repo / "moved" / "beta")
     (repo / "moved" / "beta" / "notes.md").write_text("moved and edited\n", encoding="utf-8")
+    routed = [
+        {"id": f"r{i}", "prompt": f"alpha question {i}", "expect": ["alpha"]} for i in range(10)
+    ]
+    write_jsonl(repo / "routing.jsonl", routed)
+    (repo / ".skill-evals.yml").write_text(config + "routing: {cases: routing.jsonl}\n")
     commit_all(repo, "head")
     tmp, out = tmp_path / "tmp", tmp_path / "out"
     tmp.mkdir()
@@ -52,6 +57,7 @@ def test_ci_names_skills_cases_and_baselines_from_the_repository_root(tmp_path: 
     assert props["beta"]["skill.path"] == "moved/beta"
     assert props["beta"]["cases.path"] == "moved/beta/evals/cases.jsonl"
     assert props["beta"]["baseline.path"] == f"skills/beta at base {short}"  # where it was
+    assert props["routing"]["cases.path"] == "routing.jsonl"
     for name in SHOWN:  # no folder of the runner machine: the checkout, the base copies
         text = (out / name).read_text(encoding="utf-8")
         assert str(tmp_path) not in text and "skill-evals-base-" not in text, name
@@ -93,6 +99,9 @@ def test_test_names_them_from_the_working_directory(tmp_path: Path) -> None:
             for i in range(10)]  # fmt: skip
     (work / "evals").mkdir()
     write_jsonl(work / "evals" / "cases.jsonl", rows)
+    routed = [{"id": f"r{i}", "prompt": f"refund question {i}", "expect": ["refund-policy"]}
+              for i in range(10)]  # fmt: skip
+    write_jsonl(work / "routing.jsonl", routed)
     done = subprocess.run(
         [sys.executable, "-m", "skill_evals", "test", "--skill", str(skill), "--cases",
          "evals/cases.jsonl", "--runner", "skill-evals runner simulated", "--trials", "1",
@@ -105,6 +114,14 @@ def test_test_names_them_from_the_working_directory(tmp_path: Path) -> None:
     assert props["skill.path"] == "skills/refund-policy"
     assert props["cases.path"] == "evals/cases.jsonl"
     assert props["baseline.path"] == str(baseline.resolve())
+    done = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "route", "--catalog", "skills/*",
+         "--cases", str(work / "routing.jsonl"), "--runner", "skill-evals runner simulated",
+         "--trials", "1", "--format", "junit"],
+        cwd=work, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    (work / "route.xml").write_text(done.stdout, encoding="utf-8")
+    assert _properties(work / "route.xml")["routing"]["cases.path"] == "routing.jsonl"
     html = (work / "report.html").read_text(encoding="utf-8")
     assert "<code>skills/refund-policy</code>" in html and str(work) not in html
     report = json.loads((work / "report.json").read_text(encoding="utf-8"))

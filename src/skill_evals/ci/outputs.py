@@ -271,7 +271,9 @@ def _routing_suites(routing: object) -> list[tuple[Any, Mapping[str, Any] | None
         return []
     report = routing.get("report")
     if isinstance(report, Mapping):
-        return [(routing_suite(report), report)]
+        cases = routing.get("cases")  # from the repository's root, as report.json names it
+        return [(routing_suite(report, {"cases.path": cases} if isinstance(cases, str) else {}),
+                 report)]  # fmt: skip
     suite = Suite(SUITE_NAME)
     suite.result(suite.case("routing"), "skipped", str(routing.get("reason") or "not evaluated"))
     return [(suite, None)]

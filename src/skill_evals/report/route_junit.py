@@ -32,9 +32,9 @@ from .values import mapping
 SUITE_NAME = "routing"
 
 
-def _properties(suite: Suite, report: Mapping[str, Any]) -> None:
+def _properties(suite: Suite, report: Mapping[str, Any], paths: Mapping[str, str]) -> None:
     gates = mapping(report.get("gates"))
-    props = report_properties(report, [])
+    props = [(name, paths.get(name, value)) for name, value in report_properties(report, [])]
     props += [
         ("min-accuracy", mapping(gates.get("minAccuracy")).get("threshold")),
         ("min-skill-f1", mapping(gates.get("minSkillF1")).get("threshold")),
@@ -132,10 +132,11 @@ def _gate_tests(suite: Suite, report: Mapping[str, Any]) -> bool:
     return has_error
 
 
-def routing_suite(report: Mapping[str, Any]) -> Suite:
-    """The ``routing`` testsuite of a route report (also the CI gate's junit.xml uses it)."""
+def routing_suite(report: Mapping[str, Any], paths: Mapping[str, str] | None = None) -> Suite:
+    """The ``routing`` testsuite of a route report (also the CI gate's junit.xml uses it);
+    ``paths``: how the case file is named (shown_paths.py), else as the report has it."""
     suite = Suite(SUITE_NAME)
-    _properties(suite, report)
+    _properties(suite, report, paths or {})
     has_error = _case_tests(suite, report)
     has_error = _gate_tests(suite, report) or has_error
     behaviour_case(suite, report)
@@ -145,5 +146,8 @@ def routing_suite(report: Mapping[str, Any]) -> Suite:
 
 
 def render_route_junit(report: Mapping[str, Any]) -> str:
-    """The whole JUnit document of one route report."""
-    return render_junit([], extra=[(routing_suite(report), report)])
+    """The whole JUnit document of one route report, its case file named from the working
+    directory when it lies inside it."""
+    from .shown_paths import working_paths
+
+    return render_junit([], extra=[(routing_suite(report, working_paths(report)), report)])
