@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -116,7 +117,11 @@ def test_the_engine_process_keeps_one_copy_per_binary(tmp_path: Path) -> None:
     env = {"PATH": f"{Path(program).parent}{os.pathsep}{os.environ['PATH']}"}
     first = shared_package("copilot", program, env)
     assert first is not None and shared_package("copilot", "copilot", env) is first
+    made = set(Path(tempfile.gettempdir()).glob(f"skill-evals-ws-{os.getpid()}-copilot-*"))
+    copy = first.copy()  # the folder is made on first use only (never for an unsandboxed run)
+    assert copy is not None and copy.is_relative_to(first.store)
     assert first.store.parent.name.startswith(f"skill-evals-ws-{os.getpid()}-copilot-")
+    assert first.store.parent not in made
     other, _ = _stand_in(tmp_path / "other")
     assert shared_package("copilot", other, env) not in (None, first)
 

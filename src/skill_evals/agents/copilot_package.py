@@ -139,18 +139,34 @@ def unpack(binary: str, store: Path, env: Mapping[str, str]) -> Path | None:
         remove_tree(temp)
 
 
+def _process_root() -> Path:
+    """A folder of this engine process, named like the runs' workspace roots (so a run after a
+    killed engine sweeps it), removed when the process ends."""
+    root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-copilot-"))
+    atexit.register(remove_tree, root)
+    return root
+
+
 class SharedPackage:
     """Engine side: one unpacked copy of Copilot's package (made on first use, under
-    a lock: a parallel invocation waits for it), bound read-only into each sandbox home."""
+    a lock: a parallel invocation waits for it), bound read-only into each sandbox home.
+    ``root``: where; None for a folder of the engine process, made on first use."""
 
-    def __init__(self, binary: str, root: Path, env: Mapping[str, str]) -> None:
-        key = hashlib.sha256(os.path.realpath(binary).encode()).hexdigest()[:16]
-        self.store = root / f"copilot-package-{key}"
+    def __init__(self, binary: str, root: Path | None, env: Mapping[str, str]) -> None:
+        self._key = hashlib.sha256(os.path.realpath(binary).encode()).hexdigest()[:16]
+        self._root = root
         self._binary = binary
         self._env = dict(env)
         self._lock = threading.Lock()
         self._found: Path | None = None
         self._unusable = False
+
+    @property
+    def store(self) -> Path:
+        """The folder holding the copy (``store/pkg/<platform>/<version>``)."""
+        if self._root is None:
+            self._root = _process_root()
+        return self._root / f"copilot-package-{self._key}"
 
     def copy(self) -> Path | None:
         """The complete copy (``…/pkg/<platform>/<version>``), unpacked now when missing or
@@ -174,16 +190,9 @@ class SharedPackage:
         return [(str(found), str(place))]
 
 
-# One copy per binary for the whole engine process (a ci job's skills, improve's rounds), in
-# a folder named like the runs' workspace roots, so a run after a killed engine sweeps it.
+# One copy per binary for the whole engine process (a ci job's skills, improve's rounds).
 _SHARED: dict[str, SharedPackage] = {}
 _SHARED_LOCK = threading.Lock()
-
-
-def _process_root() -> Path:
-    root = Path(tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-copilot-"))
-    atexit.register(remove_tree, root)
-    return root
 
 
 def shared_package(
@@ -199,7 +208,7 @@ def shared_package(
     binary = os.path.abspath(found)
     with _SHARED_LOCK:
         if binary not in _SHARED:
-            _SHARED[binary] = SharedPackage(binary, _process_root(), env)
+            _SHARED[binary] = SharedPackage(binary, None, env)
         return _SHARED[binary]
 
 
