@@ -3,7 +3,9 @@
 
 CONFIG (JSON) names a loopback service's port and an optional host to fetch through the proxy.
 The probe reports what it could reach — directly, through the sandbox's proxy variables, and in
-its /proc/net/tcp — into OUT_DIR/net-ROLE.json (the first invocation of each role writes it).
+its /proc/net/tcp — into OUT_DIR/net-ROLE.json (the first invocation of each role writes it;
+once it is there, later ones only answer: under ``--network host`` each probe of the outside
+address waits out its 3 s timeout).
 """
 
 from __future__ import annotations
@@ -91,6 +93,17 @@ def _connect_through_proxy(target: str) -> str:
 
 def main() -> None:
     role, config_path, out_dir = sys.argv[1:4]
+    path = os.path.join(out_dir, f"net-{role}.json")
+    if not os.path.exists(path):
+        _probe(role, config_path, path)
+    if role == "runner":
+        sys.stdin.read()
+        variant = os.environ["EVALGATE_SKILL_VARIANT"]
+        print(json.dumps({"variant": variant, "invokedSkills": [], "output": "ok", "exitCode": 0}))
+
+
+def _probe(role: str, config_path: str, path: str) -> None:
+    """Probe what ``role`` can reach; write it to ``path`` unless a concurrent probe did."""
     with open(config_path) as handle:
         config = json.load(handle)
     service = config["service"]
@@ -106,14 +119,9 @@ def main() -> None:
     model = os.environ.get("SKILL_EVALS_PROXY_PROBE_KEY")
     if model:
         found["model"] = _fetch(model + "/v1/ping")
-    path = os.path.join(out_dir, f"net-{role}.json")
     if not os.path.exists(path):
         with open(path, "w", encoding="utf-8") as handle:
             json.dump(found, handle)
-    if role == "runner":
-        sys.stdin.read()
-        variant = os.environ["EVALGATE_SKILL_VARIANT"]
-        print(json.dumps({"variant": variant, "invokedSkills": [], "output": "ok", "exitCode": 0}))
 
 
 if __name__ == "__main__":
