@@ -1,6 +1,6 @@
 """A scripted OpenAI Chat Completions server on 127.0.0.1 for driving the real OpenCode CLI in tests
 (streamed as server-sent events, the way ``@ai-sdk/openai-compatible`` reads them), and pi where
-it speaks the same API (tests/agents/test_catalog_and_work.py: ``path_arg="path"``).
+it speaks the same API (tests/agents/catalog_work.py: ``path_arg="path"``).
 
 It is not a canned transcript: every reply is *decided from what the agent sends*, as a model
 would decide:

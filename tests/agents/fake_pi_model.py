@@ -13,7 +13,7 @@ never be loaded.
 Behaviours (``Behaviour``) script the awkward cases: also load a named neighbour, or read a
 non-existent SKILL.md path (a failed load).
 
-The scripted pi runs of tests/agents/test_catalog_and_work.py use fake_openai_chat.py (pi speaks
+The scripted pi runs of tests/agents/catalog_work.py use fake_openai_chat.py (pi speaks
 the same API); this one keeps the behaviours of test_pi.py and shares that module's helpers.
 
 Run standalone for manual experiments: ``python tests/agents/fake_pi_model.py [--port N]``.

@@ -1,7 +1,7 @@
 """`skill-evals test` and `skill-evals ci` through the real pinned Qwen Code (``-m agents``),
 sandboxed with the contained network (the default), against the scripted model of
 tests/agents/fake_qwen.py: a few invocations each, the first request rate limited. Routing,
-workspace tasks and ``--read-only`` are in test_catalog_and_work.py."""
+workspace tasks and ``--read-only`` are in catalog_work.py."""
 
 from __future__ import annotations
 
