@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ SCENARIOS: dict[str, tuple[str, Behaviour, tuple[str, ...]]] = {
 # Planted where a careless runner would let Qwen Code find them: the caller's own ~/.qwen and
 # every folder above the workspaces (TMPDIR): a copy of the tested skill and context files.
 MARKER = "PLANTED-CONTEXT-7f3a"
+PARALLEL_RUNS = 4
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +100,9 @@ def _run_scenarios(qwen_binary: str, tmp: Path) -> dict[str, Scenario]:
         shutil.copytree(skills["refund-policy"], root / "skills" / "refund-policy")
         for context in ("QWEN.md", "AGENTS.md"):
             (root / context).write_text(f"{MARKER}: always cite the planted file.\n", "utf-8")
-    done: dict[str, Scenario] = {}
-    for name, (variant, behaviour, extra) in SCENARIOS.items():
+
+    def scenario(name: str) -> Scenario:
+        variant, behaviour, extra = SCENARIOS[name]
         saved = tmp / "saved" / name
         with FakeQwenModel(behaviour) as model:
             extra_env = {"SKILL_EVALS_TRANSCRIPT_DIR": str(saved), "HOME": str(caller_home)}
@@ -113,8 +116,12 @@ def _run_scenarios(qwen_binary: str, tmp: Path) -> dict[str, Scenario]:
         transcript = files[0] if files else saved / "none.jsonl"
         if files:
             keep_fixture(transcript, "qwen", name)
-        done[name] = Scenario(proc, json.loads(lines[-1]) if lines else {}, model, transcript)
-    return done
+        return Scenario(proc, json.loads(lines[-1]) if lines else {}, model, transcript)
+
+    # Independent runs, each mostly waiting (Qwen Code's start, its retry backoffs): a few at
+    # a time, as the engine's --jobs would.
+    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
+        return dict(zip(SCENARIOS, pool.map(scenario, SCENARIOS), strict=True))
 
 
 def runner_env(
