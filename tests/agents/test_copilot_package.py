@@ -24,6 +24,7 @@ from skill_evals.agents.copilot_package import (
     shared_package,
     unpack,
 )
+from skill_evals.sandbox.bwrap import Sandbox
 from tests.agents.conftest import agent_binary, workspaces_in
 from tests.agents.e2e import caller_env, run_test_cli
 from tests.agents.fake_copilot_model import Behaviour, FakeCopilotModel, parse
@@ -51,24 +52,34 @@ def _stand_in(tmp_path: Path, body: str = STAND_IN) -> tuple[str, Path]:
     return str(program), log
 
 
+def _bwrap() -> Sandbox:
+    """The sandbox of a sandboxed run (skipped where bubblewrap cannot run)."""
+    program = shutil.which("bwrap")
+    if program is None or not sys.platform.startswith("linux"):
+        pytest.skip("bubblewrap is not installed here (apt-get install -y bubblewrap)")
+    return Sandbox(program)
+
+
 def _starts(log: Path) -> int:
     return len(log.read_text(encoding="utf-8").splitlines()) if log.exists() else 0
 
 
 def test_the_real_cli_unpacks_once_and_an_incomplete_copy_is_made_again(tmp_path: Path) -> None:
+    """In real bubblewrap, as the engine of a sandboxed run has it unpack."""
     store = tmp_path / "store"
     env = {"PATH": os.environ["PATH"]}
-    copy = unpack(agent_binary("copilot"), store, env)
+    sandbox = _bwrap()
+    copy = unpack(agent_binary("copilot"), store, env, sandbox)
     assert copy is not None and complete(copy)
     assert (copy.parent.name, copy.name) == ("linux-x64", "1.0.102")
     assert [p.name for p in tmp_path.iterdir()] == ["store"]  # no temporary folder left
     inode = copy.stat().st_ino
-    assert unpack(agent_binary("copilot"), store, env) == copy  # there: not unpacked again
+    assert unpack(agent_binary("copilot"), store, env, sandbox) == copy  # there: not again
     assert copy.stat().st_ino == inode
     (copy / MARKER).unlink()  # a copy cut short: never used, made again
     (copy / "left-over").write_text("x", encoding="utf-8")
     assert not complete(copy)
-    again = unpack(agent_binary("copilot"), store, env)
+    again = unpack(agent_binary("copilot"), store, env, sandbox)
     assert again == copy and complete(again) and not (again / "left-over").exists()
 
 
@@ -77,7 +88,9 @@ def test_parallel_invocations_wait_for_one_unpacking(tmp_path: Path) -> None:
     package = SharedPackage(program, tmp_path / "run", {"PATH": os.environ["PATH"]})
     homes = [tmp_path / f"home{i}" for i in range(4)]
     found: list[list[tuple[str, str]]] = []
-    threads = [threading.Thread(target=lambda h=h: found.append(package.binds(h))) for h in homes]
+    threads = [
+        threading.Thread(target=lambda h=h: found.append(package.binds(h, None))) for h in homes
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -89,7 +102,7 @@ def test_parallel_invocations_wait_for_one_unpacking(tmp_path: Path) -> None:
     assert places == [str(h / ".cache/copilot/pkg/linux-x64/9.9.9") for h in homes]
     assert all(Path(place).is_dir() for place in places)  # the mount points, made here
     (Path(source) / "app.js").unlink()  # damaged on the host: made again before next use
-    assert package.binds(homes[0]) == [(source, places[0])] and _starts(log) == 2
+    assert package.binds(homes[0], None) == [(source, places[0])] and _starts(log) == 2
     assert complete(Path(source))
 
 
@@ -100,11 +113,12 @@ def test_a_cli_that_does_not_unpack_that_way_leaves_the_runner_as_it_was(
     the run does not ask it again."""
     program, log = _stand_in(tmp_path, '#!/bin/sh\necho start >> "{log}"\nexit 0\n')
     package = SharedPackage(program, tmp_path / "run", {"PATH": os.environ["PATH"]})
-    assert package.binds(tmp_path / "home") == [] and package.binds(tmp_path / "home") == []
+    home = tmp_path / "home"
+    assert package.binds(home, None) == [] and package.binds(home, None) == []
     assert _starts(log) == 1
     assert capsys.readouterr() == ("", "")
     failing, _ = _stand_in(tmp_path / "failing", '#!/bin/sh\necho "{log}" >&2\nexit 3\n')
-    assert SharedPackage(failing, tmp_path / "run2", {}).binds(tmp_path / "home") == []
+    assert SharedPackage(failing, tmp_path / "run2", {}).binds(home, None) == []
     assert not (tmp_path / "home" / ".cache").exists()
     assert shared_package("codex", program, {}) is None
     assert shared_package("copilot", "no-such-copilot", {"PATH": ""}) is None
@@ -118,7 +132,7 @@ def test_the_engine_process_keeps_one_copy_per_binary(tmp_path: Path) -> None:
     first = shared_package("copilot", program, env)
     assert first is not None and shared_package("copilot", "copilot", env) is first
     made = set(Path(tempfile.gettempdir()).glob(f"skill-evals-ws-{os.getpid()}-copilot-*"))
-    copy = first.copy()  # the folder is made on first use only (never for an unsandboxed run)
+    copy = first.copy(None)  # the folder is made on first use only (never for an unsandboxed run)
     assert copy is not None and copy.is_relative_to(first.store)
     assert first.store.parent.name.startswith(f"skill-evals-ws-{os.getpid()}-copilot-")
     assert first.store.parent not in made
@@ -130,7 +144,7 @@ def test_a_writable_copy_is_never_linked_into_the_agents_home(tmp_path: Path) ->
     """A user's own cache (writable) is not shared with an agent: only a read-only mount,
     the engine's bind, is (end to end below)."""
     program, _ = _stand_in(tmp_path)
-    copy = unpack(program, tmp_path / "store", {"PATH": os.environ["PATH"]})
+    copy = unpack(program, tmp_path / "store", {"PATH": os.environ["PATH"]}, None)
     assert copy is not None
     home = tmp_path / "home"
     shutil.copytree(copy, home / ".cache/copilot/pkg/linux-x64/9.9.9")

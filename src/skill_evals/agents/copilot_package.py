@@ -8,8 +8,9 @@ invocation's home is fresh, so without help it unpacks on every invocation (abou
 235 MB written each time).
 
 - Engine side (:class:`SharedPackage`): on the first sandboxed invocation, the engine has the
-  CLI unpack itself with its own extract-only mode, in a fresh empty home with none of the
-  caller's credentials, into a temporary folder of the engine process (one copy per binary for
+  CLI unpack itself with its own extract-only mode, in a sandbox of its own (no network, a
+  fresh empty home, none of the caller's credentials, the folder it unpacks into its only
+  writable place), into a temporary folder of the engine process (one copy per binary for
   the whole command: a ci job's skills, improve's rounds); a copy that is complete is renamed
   into place and bound **read-only** at
   ``~/.cache/copilot/pkg/<platform>/<version>`` in each invocation's sandbox home. An incomplete
@@ -35,10 +36,15 @@ import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
+from ..sandbox.binds import BindRefused
 from ..suite.fixtures import ROOT_PREFIX
 from ..suite.walks import remove_tree
 from .environment import agent_env
+
+if TYPE_CHECKING:
+    from ..sandbox.bwrap import Sandbox
 
 PACKAGE_DIR = PurePosixPath(".cache", "copilot", "pkg")  # below a HOME: <platform>/<version>
 MARKER = ".extraction-complete"
@@ -94,16 +100,23 @@ def unpacked(store: Path) -> Path | None:
     return found[0]
 
 
-def _run_extract_only(program: str, out: Path, home: Path, env: Mapping[str, str]) -> bool:
-    """The CLI unpacks itself into ``out``; True when it exits 0 in time. A fresh empty
-    ``home``, only the base variables of ``env`` (never a credential), no input."""
+def _run_extract_only(
+    program: str, temp: Path, env: Mapping[str, str], sandbox: Sandbox | None
+) -> bool:
+    """The CLI unpacks itself into ``temp/out``; True when it exits 0 in time. A fresh empty
+    home ``temp/home``, only the base variables of ``env`` (never a credential), no input; in
+    ``sandbox`` unless None, ``temp`` its only writable place and no network."""
+    home, out = temp / "home", temp / "out"
     child = {**agent_env(env, home), **EXTRACT_ONLY, "COPILOT_PKG_CACHE_HOME": str(out)}
+    argv = [program, "--binary-version"]
     try:
+        if sandbox is not None:
+            argv = sandbox.trusted_command(argv, child, temp, cwd=home)
         proc = subprocess.Popen(
-            [program, "--binary-version"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, env=child, cwd=home, start_new_session=True,
         )  # fmt: skip
-    except OSError:
+    except (OSError, BindRefused):
         return False
     try:
         return proc.wait(UNPACK_SECONDS) == 0
@@ -114,10 +127,13 @@ def _run_extract_only(program: str, out: Path, home: Path, env: Mapping[str, str
         return False
 
 
-def unpack(binary: str, store: Path, env: Mapping[str, str]) -> Path | None:
+def unpack(
+    binary: str, store: Path, env: Mapping[str, str], sandbox: Sandbox | None
+) -> Path | None:
     """The complete copy of ``binary``'s package in ``store``: the one there, else unpacked
-    now into a temporary folder beside it and renamed into place once complete (an incomplete
-    one is removed first). None when the CLI does not unpack that way."""
+    now (in ``sandbox`` unless None) into a temporary folder beside it and renamed into place
+    once complete (an incomplete one is removed first). None when the CLI does not unpack
+    that way."""
     found = unpacked(store)
     if found is not None:
         return found
@@ -128,7 +144,7 @@ def unpack(binary: str, store: Path, env: Mapping[str, str]) -> Path | None:
     try:
         (temp / "home").mkdir()
         out = temp / "out"
-        if not _run_extract_only(native_binary(binary), out, temp / "home", env):
+        if not _run_extract_only(native_binary(binary), temp, env, sandbox):
             return None
         if unpacked(out) is None:
             return None  # another layout: Copilot unpacks by itself, as without this
@@ -168,21 +184,23 @@ class SharedPackage:
             self._root = _process_root()
         return self._root / f"copilot-package-{self._key}"
 
-    def copy(self) -> Path | None:
-        """The complete copy (``…/pkg/<platform>/<version>``), unpacked now when missing or
-        incomplete; None when this CLI cannot be unpacked ahead (then for the whole run)."""
+    def copy(self, sandbox: Sandbox | None) -> Path | None:
+        """The complete copy (``…/pkg/<platform>/<version>``), unpacked now (in ``sandbox``
+        unless None) when missing or incomplete; None when this CLI cannot be unpacked ahead
+        (then for the whole run)."""
         with self._lock:
             if self._unusable:
                 return None
             if self._found is None or not complete(self._found):
-                self._found = unpack(self._binary, self.store, self._env)
+                self._found = unpack(self._binary, self.store, self._env, sandbox)
                 self._unusable = self._found is None
             return self._found
 
-    def binds(self, home: Path) -> list[tuple[str, str]]:
+    def binds(self, home: Path, sandbox: Sandbox | None) -> list[tuple[str, str]]:
         """``(copy, place)``: where the copy stands read-only in a sandbox whose HOME is
-        ``home`` (its mount point made here); none without a copy."""
-        found = self.copy()
+        ``home`` (its mount point made here); none without a copy. It is unpacked in
+        ``sandbox`` (the run's) unless None."""
+        found = self.copy(sandbox)
         if found is None:
             return []
         place = home / PACKAGE_DIR / found.parent.name / found.name

@@ -2,8 +2,9 @@
 one line that says a run uses another (or an agent whose version cannot be read).
 
 The check runs ``<bin> --version`` once (10 s, 64 KiB of output, a fresh empty home, none of
-the caller's credentials) and takes the first ``N.N.N`` of its answer. It only ever warns: no
-exit code changes because of a version.
+the caller's credentials; in the engine of a sandboxed run, in a sandbox of its own without
+network, that home its only writable place) and takes the first ``N.N.N`` of its answer. It
+only ever warns: no exit code changes because of a version.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..messages import UNTESTED_VERSION
+from ..sandbox.binds import BindRefused
 from .environment import agent_env
 
 if TYPE_CHECKING:
+    from ..sandbox.bwrap import Sandbox
     from .registry import Entry
 
 # Set by the engine on the runner's environment once it has checked the agent's version, so
@@ -114,24 +117,30 @@ def _bounded_output(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> tu
     return status, b"".join(chunks)
 
 
-def read_version(argv: Sequence[str], caller_env: Mapping[str, str]) -> Version | None:
+def read_version(
+    argv: Sequence[str], caller_env: Mapping[str, str], sandbox: Sandbox | None
+) -> Version | None:
     """The version ``argv`` (``<bin> --version`` or ``node --version``) prints, or None when it
-    fails, times out or prints none. Run in a fresh empty home without credentials."""
+    fails, times out or prints none. Run in a fresh empty home without credentials: in
+    ``sandbox`` (that home its only writable place, no network) unless None."""
     with tempfile.TemporaryDirectory(prefix="skill-evals-version-") as home:
         env = agent_env(caller_env, Path(home))
         try:
-            status, output = _bounded_output(argv, env, home)
-        except OSError:
+            command = list(argv)
+            if sandbox is not None:
+                command = sandbox.trusted_command(command, env, Path(home))
+            status, output = _bounded_output(command, env, home)
+        except (OSError, BindRefused):
             return None
     return parse_version(output) if status == 0 else None
 
 
-def _node_clause(entry: Entry, caller_env: Mapping[str, str]) -> str:
+def _node_clause(entry: Entry, caller_env: Mapping[str, str], sandbox: Sandbox | None) -> str:
     """``; Node v20.11.0 is on PATH; … needs Node ≥ 22 …`` when the ``node`` on PATH is older
     than the tested release needs to install; empty otherwise."""
     minimum = node_minimum(entry.node)
     node = shutil.which("node", path=caller_env.get("PATH")) if minimum else None
-    found = read_version([node, "--version"], caller_env) if node else None
+    found = read_version([node, "--version"], caller_env, sandbox) if node else None
     if minimum is None or found is None or found >= minimum:
         return ""
     label = entry.node_label
@@ -141,10 +150,14 @@ def _node_clause(entry: Entry, caller_env: Mapping[str, str]) -> str:
     )
 
 
-def version_warning(entry: Entry, binary: str, caller_env: Mapping[str, str]) -> str | None:
+def version_warning(
+    entry: Entry, binary: str, caller_env: Mapping[str, str], sandbox: Sandbox | None = None
+) -> str | None:
     """The one line saying ``binary`` is not a tested release of the agent (or its version
-    cannot be read), with the pinned install line; None for a tested release."""
-    found = read_version([binary, "--version"], caller_env)
+    cannot be read), with the pinned install line; None for a tested release. Each version is
+    read in ``sandbox`` (the engine's, :func:`engine_check`), else without one (a runner's
+    own check, :func:`runner_check`)."""
+    found = read_version([binary, "--version"], caller_env, sandbox)
     if found is not None and in_tested_range(entry, found):
         return None
     if found is None:
@@ -153,13 +166,15 @@ def version_warning(entry: Entry, binary: str, caller_env: Mapping[str, str]) ->
         what = f"found {os.path.basename(binary)} {show(found)} ({binary})"
     return (
         f"{entry.name}: {what}; tested with {entry.tested}{UNTESTED_VERSION}"
-        f"{install_line(entry)}{_node_clause(entry, caller_env)}"
+        f"{install_line(entry)}{_node_clause(entry, caller_env, sandbox)}"
     )
 
 
 def runner_check(name: str, binary: str, caller_env: Mapping[str, str]) -> str | None:
     """In ``skill-evals runner <name>``: the version warning for ``binary``, unless the engine
-    that started the runner checked already (:data:`VERSION_CHECKED_VAR`)."""
+    that started the runner checked already (:data:`VERSION_CHECKED_VAR`). Read here without
+    a sandbox of its own: a runner the engine started is in its sandbox already, and one
+    started by hand starts its agent unsandboxed too."""
     if VERSION_CHECKED_VAR in caller_env:
         return None
     from .registry import entry
@@ -187,10 +202,13 @@ def is_agent_runner(argv: Sequence[str]) -> bool:
     return builtin_agent(shlex.join(argv)) is not None
 
 
-def engine_check(argv: Sequence[str], caller_env: Mapping[str, str]) -> str | None:
+def engine_check(
+    argv: Sequence[str], caller_env: Mapping[str, str], sandbox: Sandbox | None
+) -> str | None:
     """Before the first invocation of a run whose runner is exactly ``skill-evals runner
     <agent>``: the version warning for its binary (``--bin``, else the agent's name on PATH),
-    or None (another runner, a tested release, or no binary: the runner itself says that)."""
+    or None (another runner, a tested release, or no binary: the runner itself says that).
+    ``sandbox``: the run's for the engine's own programs (None: the run is unsandboxed)."""
     import shlex
 
     from .registry import builtin_agent, entry
@@ -207,4 +225,4 @@ def engine_check(argv: Sequence[str], caller_env: Mapping[str, str]) -> str | No
             return None
     else:
         binary = shutil.which(program or registered.load().binary, path=caller_env.get("PATH"))
-    return None if binary is None else version_warning(registered, binary, caller_env)
+    return None if binary is None else version_warning(registered, binary, caller_env, sandbox)

@@ -15,8 +15,9 @@ from ..agents.exposed import exposure_warnings
 from ..agents.versions import VERSION_CHECKED_VAR, engine_check, is_agent_runner
 from ..cache.run import finish_cache, open_cache
 from ..cache.settings import CacheSettings
-from ..sandbox.probe import warning_text
+from ..sandbox.probe import SandboxChoice, SandboxUnusable, warning_text
 from .execute import ExecutionPlan, ExecutionResult, Progress, execute
+from .helper_commands import probe_environment
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,19 @@ _checked: dict[tuple[tuple[str, ...], str | None], str | None] = {}
 
 def _version_lines(plan: ExecutionPlan) -> list[str]:
     """The agent version warning of a built-in agent runner, checked once per runner command
-    and PATH in this process (``ci`` runs many skills with one runner)."""
+    and PATH in this process (``ci`` runs many skills with one runner), sandboxed as the run
+    is (the run's sandbox decision is taken now)."""
     env = plan.base_env if plan.base_env is not None else os.environ
     key = (tuple(plan.command), env.get("PATH"))
     if key not in _checked:
-        _checked[key] = engine_check(plan.command, env)
+        if not is_agent_runner(plan.command):
+            return []
+        assert plan.sandbox is not None  # run_plan gives every plan its choice
+        try:
+            sandbox = plan.sandbox.trusted(env, probe_environment(env))
+        except SandboxUnusable:
+            return []  # required and unusable: nothing starts, the run says why (exit 7)
+        _checked[key] = engine_check(plan.command, env, sandbox)
     line = _checked[key]
     return [] if line is None else [line]
 
@@ -71,6 +80,8 @@ def run_plan(
 ) -> Ran:
     """Run ``plan`` with the cache (when given); ``watched``: the skill folders the agent may
     see, checked for skills no content can prove loaded (agents.exposed)."""
+    if plan.sandbox is None:  # one decision for the version check and the run
+        plan = dataclasses.replace(plan, sandbox=SandboxChoice())
     store = None
     if cache is not None:
         store = open_cache(cache.settings, cache.builtin, plan.command, cache.scope, cache.excluded)

@@ -74,7 +74,7 @@ def runner_argv(
     readable = [*prepared.sight.readable]
     if agent_program is not None:  # the agent binary, bound like a program
         readable += program_paths(agent_program, cwd, env)
-    placed = package.binds(prepared.home) if package is not None else []
+    placed = package.binds(prepared.home, sandbox) if package is not None else []
     bwrap = sandbox.command(
         argv, env, cwd, private, readable,
         hidden=prepared.sight.hidden, shared=_transcripts(env), channel=channel, placed=placed,

@@ -10,6 +10,7 @@ helper_commands.py) with its own environment, which bubblewrap passes on unchang
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -101,6 +102,7 @@ class Sandbox:
         shared: Sequence[Path] = (),
         channel: Channel | None = None,
         placed: Sequence[tuple[str, str]] = (),
+        offline: bool = False,
     ) -> list[str]:
         """The bwrap command line that runs ``argv`` in ``cwd``. ``private``: the
         invocation's own writable places (W, its TMPDIR and HOME); ``readable``: read-only
@@ -111,9 +113,10 @@ class Sandbox:
         caller (a transcript folder); ``channel``: the process's way out of a network
         namespace of its own (None: the host's network); ``placed``: (engine folder, place)
         pairs, the folder read-only at a place inside ``private`` (an agent's unpacked
-        package in its HOME, copilot_package.py). The command is started by the relay
-        under the sandbox's limits. BindRefused when a bound directory cannot be checked for
-        ``.git`` directories."""
+        package in its HOME, copilot_package.py); ``offline``: without a ``channel``, a
+        network namespace of its own with no way out at all (instead of the host's network).
+        The command is started by the relay under the sandbox's limits. BindRefused when a
+        bound directory cannot be checked for ``.git`` directories."""
         binds, masks, gone = self._binds(
             argv, env, cwd, private, readable, trusted=trusted, hidden=hidden, shared=shared
         )
@@ -128,6 +131,8 @@ class Sandbox:
         unshare, way_out = [], []
         if channel is not None:  # after the other binds: nothing lies on top of it
             unshare, way_out = ["--unshare-net"], ["--ro-bind", channel.directory, INSIDE_DIR]
+        elif offline:
+            unshare = ["--unshare-net"]
         return [
             self.program,
             *NAMESPACES,
@@ -148,6 +153,21 @@ class Sandbox:
             "--",
             *relay_argv(list(argv), self.limits, channel is not None),
         ]
+
+    def trusted_command(
+        self, argv: Sequence[str], env: Mapping[str, str], folder: Path, cwd: Path | None = None
+    ) -> list[str]:
+        """The bwrap command line of a trusted one-shot program the engine starts for itself
+        (an agent's ``--version``, Copilot's unpacking; docs/sandbox.md): run in ``cwd``
+        (default ``folder``); ``folder`` (its fresh HOME, its output) the only writable place;
+        the system directories, the program and the ``--sandbox-path`` paths read-only; no
+        network at all; under the sandbox's limits. ``env`` passes unchanged: give it no
+        credential. BindRefused as :meth:`command`."""
+        own = dataclasses.replace(  # nothing else writable; its .git masks not the run's
+            self, paths=tuple((path, False) for path, _ in self.paths), masks=GitMasks()
+        )
+        where = str(cwd if cwd is not None else folder)
+        return own.command(argv, env, where, [folder], offline=True)
 
     def _binds(
         self,

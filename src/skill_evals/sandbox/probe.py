@@ -13,12 +13,15 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EvidenceUnavailable, InvalidInput
 from .limits import Limits
 from .network_policy import MODES as NETWORK_MODES
 from .network_policy import NetworkError, NetworkPolicy, parse_allow
+
+if TYPE_CHECKING:
+    from .bwrap import Sandbox
 
 MODES = ("auto", "required", "off")
 MODE_VAR = "SKILL_EVALS_SANDBOX"
@@ -254,6 +257,22 @@ class SandboxChoice:
                     print(f"skill-evals: warning: {self._state.warning}", file=sys.stderr,
                           flush=True)  # fmt: skip
             return self._state
+
+    def trusted(self, environ: Mapping[str, str], probe_env: Mapping[str, str]) -> Sandbox | None:
+        """Where the engine's own trusted one-shot programs of this run go
+        (:meth:`Sandbox.trusted_command`): None when the run is unsandboxed (``off``, or
+        ``auto`` without a usable bubblewrap: they run as the run's programs do, unsandboxed);
+        SandboxUnusable as :meth:`state`."""
+        if self.requested == "off":  # known without deciding (nor warning) yet
+            return None
+        state = self.state(environ, probe_env)
+        if state.program is None:
+            return None
+        from .bwrap import Sandbox, sizes_tmpfs
+
+        return Sandbox(
+            state.program, self.paths, limits=self.limits, sized_root=sizes_tmpfs(state.version)
+        )
 
     def network_warning(self) -> str | None:
         """For a sandboxed run on the host's network: the warning (printed on stderr once)."""
