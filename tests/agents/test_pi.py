@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -836,22 +837,33 @@ def test_api_failures_are_reasons_by_status_and_a_429_is_retried(
     Codex), by the status pi reports; pi retries once at most, so one 429 is retried."""
     expected = {401: ("auth refused", False), 429: ("rate limited", True),
                 529: ("overloaded", True), 500: ("server error", True)}  # fmt: skip
-    for status, (words, retryable) in expected.items():
+
+    def fails(status: int) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], int]:
         with FakePiModel(Behaviour(fail_status=status)) as model:
             proc, line = run_runner(
                 pi_binary, "with", skills["refund-policy"], runner_env(model, tmp_path),
                 prompt="SECRET-PROMPT-TEXT about refunds for store purchases",
             )  # fmt: skip
-            assert 1 <= len(model.requests) <= 2  # the first request and one retry at most
+            return proc, line, len(model.requests)
+
+    def retried() -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+        with FakePiModel(Behaviour(fail_first=[429])) as model:
+            return run_runner(pi_binary, "with", skills["refund-policy"],
+                              runner_env(model, tmp_path))  # fmt: skip
+
+    # Independent runs that mostly wait on pi's retry backoff: all at once.
+    with ThreadPoolExecutor(max_workers=len(expected) + 1) as pool:
+        failed = dict(zip(expected, pool.map(fails, expected), strict=True))
+        proc, line = pool.submit(retried).result()
+    assert proc.returncode == 0 and line["invokedSkills"] == ["refund-policy"]
+    for status, (words, retryable) in expected.items():
+        proc, line, requests = failed[status]
+        assert 1 <= requests <= 2  # the first request and one retry at most
         assert proc.returncode == 0 and set(line) == {"runnerError", "retryable"}
         assert words in line["runnerError"] and f"HTTP {status}" in line["runnerError"], line
         assert line["retryable"] is retryable
         assert "SECRET-PROMPT-TEXT" not in proc.stderr + proc.stdout
         assert "scripted failure" not in proc.stderr + proc.stdout
-    with FakePiModel(Behaviour(fail_first=[429])) as model:
-        proc, line = run_runner(pi_binary, "with", skills["refund-policy"],
-                                runner_env(model, tmp_path))  # fmt: skip
-    assert proc.returncode == 0 and line["invokedSkills"] == ["refund-policy"]
 
 
 @pytest.mark.agents
