@@ -110,7 +110,8 @@ def draft(fmt: str, catalog: tuple[str, ...], sandbox_path: tuple[str, ...], **g
     implicit, contextual) and should-not ones (near-misses of its neighbours, unrelated);
     each is checked (duplicates, empty or over-long prompts, prompts naming the skill, invalid
     checks are dropped), written with "source": "drafted" and linted. Exit 0 written; 5 bad
-    options or --out exists; 6 fewer than 10 independent cases; 7 the drafter failed."""
+    options or --out exists; 6 fewer than 10 independent cases or 5 of a label; 7 the drafter
+    failed."""
     from ..draft.run import DraftOptions, run_draft
     from ..escaping.terminal import terminal_safe
 

@@ -12,8 +12,30 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InsufficientUnits, InvalidInput
+from ..plan.lint import MIN_LABEL_UNITS
 from ..suite.cases import CaseSuite, load_cases
 from .accept import jsonl
+
+
+def _require_units(out: Path, suite: CaseSuite, min_units: int) -> None:
+    """Exit 6 unless the file holds ``min_units`` independent cases and lint's minimum of each
+    label: a suite without should-not cases (or should-trigger ones) gates nothing."""
+    if suite.unit_count < min_units:
+        raise InsufficientUnits(
+            f"{out}: only {suite.unit_count} independent case(s) were drafted, at least "
+            f"{min_units} are needed; nothing was written: raise --count, or draft again"
+        )
+    labels: dict[int, bool] = {}
+    for case in suite.cases:
+        labels.setdefault(case.unit, case.expect_trigger)
+    for label, word in ((True, "true"), (False, "false")):
+        count = sum(1 for value in labels.values() if value is label)
+        if count < MIN_LABEL_UNITS:
+            raise InsufficientUnits(
+                f"{out}: only {count} independent case(s) with expectTrigger {word} were "
+                f"drafted, at least {MIN_LABEL_UNITS} are needed; nothing was written: draft "
+                "again (see dropped), or with another drafter"
+            )
 
 
 def write_suite(
@@ -27,7 +49,8 @@ def write_suite(
 ) -> CaseSuite:
     """Write ``before`` + ``cases`` to ``out`` (``replace``: the ``--append`` file read into
     ``before``) and return the suite read back. Exit 6 (nothing
-    written) when no case was kept or the file would hold fewer than ``min_units`` units."""
+    written) when no case was kept, the file would hold fewer than ``min_units`` units, or
+    fewer than lint's minimum of either label."""
     if not cases:
         raise InsufficientUnits(
             f"{out}: the drafter gave no usable case; nothing was written (see dropped)"
@@ -43,12 +66,7 @@ def write_suite(
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(before + jsonl(cases))
-        units = load_cases(temporary, skill_name).unit_count
-        if units < min_units:
-            raise InsufficientUnits(
-                f"{out}: only {units} independent case(s) were drafted, at least {min_units} "
-                "are needed; nothing was written: raise --count, or draft again"
-            )
+        _require_units(out, load_cases(temporary, skill_name), min_units)
         if replace:
             os.replace(temporary, out)  # --append: the file was read and is kept as it was
         else:

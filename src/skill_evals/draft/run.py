@@ -135,7 +135,7 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         "reason": None,
     }
     try:
-        argv = tuple(split_command(options.drafter))
+        argv = tuple(split_command(options.drafter, "--drafter"))
         unset = missing_key(argv, environ)
         if unset is not None:  # decided before anything starts
             provider, variable = unset

@@ -152,21 +152,11 @@ def _near_duplicates(units: list[list[Case]]) -> list[LintProblem]:
 
 
 def names_skill(prompt: str, name: str) -> bool:
-    """Whether ``prompt`` holds the skill's name (or it with ``-`` as a space), in any case,
-    with no letter or digit beside it."""
-    lowered = prompt.casefold()
-    for form in {name.casefold(), name.replace("-", " ").casefold()}:
-        if not form:
-            continue
-        start = lowered.find(form)
-        while start != -1:
-            end = start + len(form)
-            before = lowered[start - 1] if start else " "
-            after = lowered[end] if end < len(lowered) else " "
-            if not before.isalnum() and not after.isalnum():
-                return True
-            start = lowered.find(form, start + 1)
-    return False
+    """Whether ``prompt`` holds the skill's name as whole words, both compared loosely (NFKC,
+    case, every non-letter/digit a space): ``invoice_audit``, ``Invoice  Audit`` and a
+    full-width or non-breaking-hyphen spelling all name ``invoice-audit``."""
+    form = loose_form(name)
+    return bool(form) and f" {form} " in f" {loose_form(prompt)} "
 
 
 def _prompt_names_skill(suite: CaseSuite, name: str) -> list[LintProblem]:

@@ -324,14 +324,14 @@ def invocation_env(
     return env
 
 
-def split_command(command: str) -> Sequence[str]:
-    """shlex.split the --runner string; InvalidInput (exit 5) when empty or unbalanced quotes."""
+def split_command(command: str, option: str = "--runner") -> Sequence[str]:
+    """shlex.split a command option's string; InvalidInput (exit 5) naming ``option`` when it
+    is empty or its quotes are unbalanced."""
     try:
         argv = shlex.split(command)
     except ValueError as exc:
-        raise InvalidInput(
-            f"--runner: cannot split the command ({exc}); check its quotes"
-        ) from None
+        why = f"cannot split the command ({exc}); check its quotes"
+        raise InvalidInput(f"{option}: {why}") from None
     if not argv:
-        raise InvalidInput("--runner: the command is empty; give a program and its arguments")
+        raise InvalidInput(f"{option}: the command is empty; give a program and its arguments")
     return tuple(argv)
