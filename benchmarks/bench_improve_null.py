@@ -5,7 +5,9 @@ A simulation of the held-out step with its own statistics (skill_evals.improve.f
 whose chance to load the skill on each case is the original's (a null: no gain), each case's
 chance drawn per run (0.2–0.9 for the positives, 0–0.4 for the negatives), 3 trials a look,
 looks planned up to 9 trials as `improve` plans them, the decision as `improve` takes it
-(difference ≥ --min-gain 0.05 and the lower bound above 0). Printed: the share of runs
+(difference ≥ --min-gain 0.05 and the lower bound above 0; more trials while the interval
+still reaches from 0 to --min-gain; an accepted finalist runs the rest of the planned trials
+and must pass again over all of them). Printed: the share of runs
 accepted at one look only and with the adaptive looks (goal: at most the nominal 5 %), the same
 with a real gain (each positive's chance raised by up to 0.5) for the power, and a finalist
 that is no better *on average* — each positive's chance moved by up to ±0.3 — to show what a
@@ -54,19 +56,32 @@ def one_run(rng: random.Random, gain: float, adaptive: bool, spread: float = 0.0
     stride = max(TRIALS, -(-(most - TRIALS) // 2))
     looks = 1 + -(-(most - TRIALS) // stride)
     trials, look, step = 0, 0, TRIALS
-    while trials < most:
+
+    def grow(count: int) -> None:
         for side, p in ((old, chance), (new, better)):
             for c in CASES:
-                side[c.id].extend((rng.random() < p[c.id], ()) for _ in range(step))
-        trials, look = trials + step, look + 1
-        alpha = look_alpha(look - 1, look, looks, 0.05)
-        level = Fraction(repr(alpha))
+                side[c.id].extend((rng.random() < p[c.id], ()) for _ in range(count))
+
+    def passes(level: Fraction) -> tuple[bool, bool]:
+        """(passes, still open: more trials may still decide)."""
         interval = PermutationTest(CASES, new, old, SAMPLES, rng.randrange(2**31)).interval(level)
         difference = _difference(new, old)
-        if difference is None or difference < Fraction(1, 20):
-            return False
-        if interval.lower is not None and interval.lower > 0:
+        lower, upper = interval.lower or 0, interval.upper or 0
+        ok = difference is not None and difference >= Fraction(1, 20) and lower > 0
+        return ok, lower <= 0 and upper >= 0.05
+
+    while trials < most:
+        grow(step)
+        trials, look = trials + step, look + 1
+        level = Fraction(repr(look_alpha(look - 1, look, looks, 0.05)))
+        accepted, still_open = passes(level)
+        if accepted and trials < most:  # it runs the rest of the planned trials, checked again
+            grow(most - trials)
+            return passes(level)[0]
+        if accepted:
             return True
+        if not still_open:
+            return False
         step = min(most - trials, stride)
     return False
 

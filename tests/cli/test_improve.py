@@ -241,17 +241,24 @@ def test_a_generalising_candidate_is_accepted_on_held_out(setup: dict[str, Path]
     assert report["rounds"][0]["train"]["f1"] == pytest.approx(_f1(*_counts(ranked, new)))
     # At 1 trial a case's two runs (one per description) could as well have been dealt the
     # other way round, so 8 held-out cases cannot prove the gain at the first look's share of
-    # 5 %; this runner answers every trial alike, and at 5 trials they do.
-    assert report["heldOut"]["trials"] == 5
-    assert report["runner"]["invocations"] == len(train) + len(ranked) + 2 * 5 * len(held)
+    # 5 %; this runner answers every trial alike, and at 5 trials they do. The accepted one and
+    # the original then run the rest of the planned trials (9) to steady the reported figure.
+    assert report["heldOut"]["trials"] == 9
+    assert report["runner"]["invocations"] == len(train) + len(ranked) + 2 * 9 * len(held)
     assert (setup["skill"] / "SKILL.md").read_bytes() == before  # no --apply
     # Train, held-out and the pre-flight power are kept apart; the reported gain is held-out's.
     mde = _mde(len(held), 0.05)
     assert report["heldOut"]["mde"] == pytest.approx(mde) and report["heldOut"]["units"] == 8
     assert f"can prove an F1 gain of {mde:.2f} or more" in proc.stderr
     (finalist,) = report["heldOut"]["finalists"]
-    # Each of the 3 planned looks (trials 1, 5, 9) gets a third of 5 %.
-    assert finalist["accepted"] is True and finalist["level"] == pytest.approx(1 - 0.05 / 3)
+    # The 3 planned looks (trials 1, 5, 9) get 1/6, 2/6 and 3/6 of 5 %: it passed at the second.
+    assert finalist["accepted"] is True and finalist["level"] == pytest.approx(1 - 0.05 * 2 / 6)
+    assert finalist["trials"] == 9
+    assert finalist["decidedAt"] == {
+        "trials": 5, "f1Difference": pytest.approx(new_held - old_held),
+        "pValue": pytest.approx(finalist["decidedAt"]["pValue"]),
+    }  # fmt: skip
+    assert finalist["decidedAt"]["pValue"] <= 0.05 * 2 / 6 and finalist["interval"]["lower"] > 0
     assert finalist["f1Difference"] == pytest.approx(new_held - old_held)
     assert report["heldOut"]["reportedGain"] == pytest.approx(new_held - old_held)
     assert report["trainF1"] == {"original": pytest.approx(_f1(*_counts(train, ORIGINAL))),
@@ -322,11 +329,17 @@ def test_a_memorising_candidate_is_ranked_on_the_other_half(setup: dict[str, Pat
         assert entry["ranking"]["score"] == pytest.approx(gain - 0.03 * len(copied))
         if gain > best_gain:
             parent, best_gain = new, gain
-    # Round 1 pasted the first half's nonces: no gain where it was ranked, so it never runs on
-    # held-out; whatever did is rejected there.
+    # Round 1 pasted the first half's nonces: no gain where it was ranked, and a penalty. The
+    # finalists are the two best ranked whatever their score (a half of train ranks noisily;
+    # held-out decides), and held-out, whose nonces no proposal saw, rejects every paste.
     assert report["rounds"][0]["ranking"]["score"] < 0
-    assert report["rounds"][0]["round"] not in [f["round"] for f in report["heldOut"]["finalists"]]
-    assert all(f["f1Difference"] == 0.0 for f in report["heldOut"]["finalists"])
+    ranked_rounds = sorted(
+        (r for r in report["rounds"] if r["ranking"] is not None),
+        key=lambda r: (-r["ranking"]["score"], r["round"]),
+    )
+    finalists = report["heldOut"]["finalists"]
+    assert sorted(f["round"] for f in finalists) == sorted(r["round"] for r in ranked_rounds[:2])
+    assert all(f["f1Difference"] == 0.0 and not f["accepted"] for f in finalists)
     assert report["diff"] is None and not (setup["tmp"] / "d").exists()
     assert (setup["skill"] / "SKILL.md").read_bytes() == before
     for line in (setup["tmp"] / "log-memorise.jsonl").read_text().splitlines():
@@ -346,8 +359,9 @@ def test_two_finalists_are_decided_with_holm(setup: dict[str, Path]) -> None:
         (f["trainScore"] for f in finalists), reverse=True
     )
     # Holm at the last look's share of 5 %: the smaller one-sided p is tested at α/2, the other
-    # at α. Looks are planned at 1, 5 and 9 trials, each with a third of 5 %.
-    alpha = 0.05 / 3
+    # at α. Looks are planned at 1, 5 and 9 trials, with 1/6, 2/6 and 3/6 of 5 %; it passes at
+    # the second.
+    alpha = 0.05 * 2 / 6
     first, second = sorted(finalists, key=lambda f: (f["pValue"], f["round"]))
     assert first["level"] == pytest.approx(1 - alpha / 2)
     assert second["level"] == pytest.approx(1 - alpha)
@@ -355,15 +369,17 @@ def test_two_finalists_are_decided_with_holm(setup: dict[str, Path]) -> None:
         new = _f1(*_counts(held, finalist["description"]))
         assert finalist["f1Difference"] == pytest.approx(new - _f1(*_counts(held, ORIGINAL)))
     # Held-out trials grow (finalists and the original only) while nothing is accepted and an
-    # interval that reaches --min-gain straddles 0: at 1 trial these 8 cases cannot tell the
+    # interval still reaches from 0 to --min-gain: at 1 trial these 8 cases cannot tell the
     # gain from luck; this runner answers every trial alike, and the next look (5) decides.
-    trials = report["heldOut"]["trials"]
-    assert trials == 5 and report["status"] == "accepted"
-    # Only a finalist whose difference reaches --min-gain grows (this runner's figures do not
-    # move with trials, so the set stays the same at every look).
-    grown = sum(1 for f in finalists if f["f1Difference"] >= 0.05)
-    runs = len(held) * (trials + grown * trials + (2 - grown))
+    # The accepted one and the original then run on to the planned 9; the other finalist
+    # keeps the trials it had.
+    assert report["heldOut"]["trials"] == 9 and report["status"] == "accepted"
+    (chosen,) = [f for f in finalists if f["accepted"]]
+    (other,) = [f for f in finalists if not f["accepted"]]
+    assert chosen["trials"] == 9 and chosen["decidedAt"]["trials"] == 5
+    assert other["trials"] in (1, 5) and other["decidedAt"] is None
     # Train: the original on all of it, each candidate on the half it is ranked on.
+    runs = len(held) * (9 + 9 + other["trials"])
     assert report["runner"]["invocations"] == 2 * len(train) + runs
     _, once = _improve(setup, "two", "--rounds", "2", "--max-heldout-trials", "1")
     assert once["heldOut"]["trials"] == 1 and once["status"] == "unchanged"
@@ -384,7 +400,7 @@ def test_invalid_and_duplicate_candidates_are_not_run(setup: dict[str, Path]) ->
     assert [r["status"] for r in report["rounds"]] == ["invalid", "invalid"]
     assert report["rounds"][0]["problems"] == ["the description holds '<' or '>'"]
     assert report["decision"]["reason"] == (
-        "no candidate improved train F1 on the half it was not proposed from"
+        "no candidate was ranked: every proposal was invalid or a duplicate"
     )
     train, _ = _expected_split(42, "0.4")
     assert report["runner"]["invocations"] == len(train)  # round 0 only
@@ -486,3 +502,42 @@ def test_a_retryable_proposer_error_is_retried_then_exit_7(setup: dict[str, Path
                           text=True, timeout=300)  # fmt: skip
     assert done.returncode == 7
     assert json.loads(done.stdout)["decision"]["reason"] == "proposer: overloaded (529)"
+
+
+# After trial 11 the candidate loads nothing and the original loads the skill for every
+# positive: what passed at the second look must pass again over all the trials.
+FADING_RUNNER = RUNNER.replace(
+    "hit = bool(words(prompt) & words(description))",
+    "late = int(os.environ['EVALGATE_SKILL_TRIAL']) > 11\n"
+    "positive = bool(words(prompt) & {'invoice', 'receipt', 'billing'})\n"
+    "hit = (positive if 'receipt' not in description else False) if late else "
+    "bool(words(prompt) & words(description))",
+)
+
+
+def test_an_accepted_finalist_must_pass_again_over_all_its_trials(
+    setup: dict[str, Path],
+) -> None:
+    (setup["tmp"] / "runner.py").write_text(FADING_RUNNER, encoding="utf-8")
+    proc, report = _improve(setup, "generalise", "--max-heldout-trials", "21")
+    _, held = _expected_split(42, "0.4")
+    cases = {c["id"]: c for c in _cases()}
+    new = "Audit invoice, receipt and billing totals and tax lines."
+    # Looks planned at 1, 11 and 21 trials: it passes at 11, then both run trials 12 to 21.
+    (finalist,) = report["heldOut"]["finalists"]
+    assert finalist["decidedAt"]["trials"] == 11 and finalist["trials"] == 21
+    early = _f1(*_counts(held, new)) - _f1(*_counts(held, ORIGINAL))
+    assert finalist["decidedAt"]["f1Difference"] == pytest.approx(early)
+    assert finalist["decidedAt"]["pValue"] <= 0.05 * 2 / 6
+    # Over all 21: the candidate hit its positives 11 times, the original every positive
+    # holding invoice 21 times and the others 10 times; no negative ever loaded it.
+    positives = [cases[i] for i in held if cases[i]["expectTrigger"]]
+    invoice = sum(1 for c in positives if "invoice" in c["prompt"])
+    tp_new, fn_new = 11 * len(positives), 10 * len(positives)
+    tp_old = 21 * invoice + 10 * (len(positives) - invoice)
+    fn_old = 21 * len(positives) - tp_old
+    pooled = _f1(tp_new, 0, fn_new) - _f1(tp_old, 0, fn_old)
+    assert pooled < 0 and finalist["f1Difference"] == pytest.approx(pooled)
+    assert report["heldOut"]["reportedGain"] is None and finalist["accepted"] is False
+    assert report["status"] == "unchanged" and proc.returncode == 1
+    assert report["decision"]["reason"].startswith("passed at 11 held-out trials, but over all 21")

@@ -1,6 +1,6 @@
 """The held-out decision's statistics checked against values computed here independently: the
 permutation test of the F1 difference (its own mulberry32, relabelling of each case's trials,
-p-value and bounds), its level kept for a non-gain, the looks' equal shares of 5 %; and the
+p-value and bounds), its level kept for a non-gain, the looks' shares of 5 %; and the
 rule that keeps near-copies out of the finalists."""
 
 from __future__ import annotations
@@ -141,12 +141,14 @@ def test_too_few_relabellings_for_the_level_claim_no_bound() -> None:
     assert got.lower is None and got.upper is None
 
 
-def test_each_planned_look_gets_an_equal_share_of_five_percent() -> None:
+def test_the_planned_looks_share_five_percent_growing_with_the_look() -> None:
+    # Look k of L gets α·k / (1 + 2 + … + L): 1/6, 2/6 and 3/6 of 5 % for three looks.
     levels = [look_alpha(k - 1, k, 3, 0.05) for k in (1, 2, 3)]
-    assert levels == pytest.approx([0.05 / 3] * 3)
+    assert levels == pytest.approx([0.05 / 6, 0.05 * 2 / 6, 0.05 * 3 / 6])
     assert sum(levels) == pytest.approx(0.05)
+    assert [look_alpha(k - 1, k, 2, 0.05) for k in (1, 2)] == pytest.approx([0.05 / 3, 0.1 / 3])
     assert look_alpha(0, 1, 1, 0.05) == pytest.approx(0.05)  # one planned look: all of it
-    assert look_alpha(1, 3, 3, 0.05) == pytest.approx(0.05 * 2 / 3)  # a skipped look's share
+    assert look_alpha(1, 3, 3, 0.05) == pytest.approx(0.05 * 5 / 6)  # a skipped look's shares
     with pytest.raises(ValueError):
         look_alpha(2, 2, 3, 0.05)
 

@@ -133,7 +133,9 @@ skill-evals improve --skill examples/improve/invoice-audit \\
     show_default=True,
     metavar="N",
     help="While a finalist's held-out interval straddles 0, run more trials (the finalists and "
-    "the original only) up to N, in at most three looks that share the 5 % level.",
+    "the original only) up to N, in at most three looks that share the 5 % level; an accepted "
+    "finalist and the original run the rest up to N (as --max-invocations allows) so that the "
+    "reported gain is steadier, and it must pass again over all of them.",
 )
 @show_runner_stderr_option
 def improve(fmt: str, apply_: bool, **given: Any) -> None:  # fmt: skip

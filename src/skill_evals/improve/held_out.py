@@ -33,10 +33,11 @@ def _f1(results: Mapping[str, Trials], cases: tuple[Case, ...]) -> Fraction | No
 
 
 def finalists_of(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
-    """The ``k`` best ranked candidates with a ranking score above 0 (ties: the earlier
-    round first), skipping a near-copy of a better ranked finalist (select.near_copy): it
+    """The ``k`` best ranked candidates, whatever their score (ties: the earlier round first):
+    a half of train ranks noisily — a real gain can score below 0 there — and held-out, not
+    the ranking, decides. Skipping a near-copy of a better ranked finalist (select.near_copy): it
     would take a share of the Holm level for a second look at the same description."""
-    ranked = [c for c in candidates if c.score is not None and c.score > 0]
+    ranked = [c for c in candidates if c.score is not None]
     ranked.sort(key=lambda c: (-(c.score or 0), c.round))
     chosen: list[Candidate] = []
     for candidate in ranked:
@@ -51,7 +52,7 @@ def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[C
     outcome, settings = loop.outcome, loop.settings
     finalists = finalists_of(candidates, settings.finalists)
     if not finalists:
-        outcome.reason = "no candidate improved train F1 on the half it was not proposed from"
+        outcome.reason = "no candidate was ranked: every proposal was invalid or a duplicate"
         return
     cap = settings.max_cost_usd
     if cap is not None and outcome.cost_usd >= cap:
@@ -77,9 +78,9 @@ def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[C
     looks, look = 1 + -(-(most - trials) // stride), 1
     _decide(loop, finalists, results, look_alpha(0, look, looks, ALPHA))
     while _undecided(loop) and trials < most:
-        # Only finalists whose difference reaches --min-gain can still be accepted: the others
-        # keep the trials they had, so the budget goes where it can decide something.
-        rounds = {f["round"] for f in outcome.finalists if (f["f1Difference"] or 0) >= gain}
+        # Only finalists whose interval still reaches from 0 to --min-gain can still be decided
+        # by more trials: the others keep the trials they had, so the budget goes where it can.
+        rounds = {f["round"] for f in outcome.finalists if _open(f, gain)}
         growing = [(f, r) for f, r in zip(finalists, results, strict=True) if f.round in rounds]
         step = min(most - trials, stride)
         limit = settings.max_invocations
@@ -97,6 +98,59 @@ def held_out_step(loop: ImproveLoop, original: Candidate, candidates: Sequence[C
         _decide(loop, finalists, results, look_alpha(look - 1, look, looks, ALPHA))
         trials = max(more)
     outcome.held_out_trials = trials
+    if outcome.accepted:
+        _confirm(loop, finalists, results, most, scratch)
+
+
+def _confirm(loop: ImproveLoop, finalists: Sequence[Candidate],
+             results: Sequence[dict[str, Trials]], most: int, scratch: Path) -> None:  # fmt: skip
+    """Steady the accepted finalist's figure: an estimate taken where it first passed is
+    inflated (it was accepted *because* it looked good), so the original and it run the
+    planned trials they have not run yet, as far as --max-invocations allows, and its
+    difference, interval and the reported gain are taken over all their trials. The
+    acceptance stands only if the lower bound over all trials is still above 0 (and the
+    difference at least --min-gain) at the level it passed at: a second check can only lower
+    the chance of accepting a non-gain."""
+    outcome, settings, held = loop.outcome, loop.settings, loop.split.held_out
+    index = next(i for i, f in enumerate(outcome.finalists) if f["accepted"])
+    block, result, original = outcome.finalists[index], results[index], outcome.held_out["original"]
+    ran_new, ran_old = (len(next(iter(r.values()))) for r in (result, original))
+    target = most
+    limit = settings.max_invocations
+    while limit is not None and (2 * target - ran_new - ran_old) * len(held) > (
+        limit - outcome.invocations
+    ):
+        target -= 1
+    if target <= max(ran_new, ran_old):
+        return
+    _grow(original, loop._evaluate(loop.skill.path, held, range(ran_old + 1, target + 1)))
+    with candidate_copy(loop.skill.path, finalists[index].text, scratch) as copy:
+        _grow(result, loop._evaluate(copy, held, range(ran_new + 1, target + 1)))
+    alpha = Fraction(repr(outcome.accepted_alpha))
+    test = PermutationTest(held, result, original, settings.bootstrap_samples, settings.seed)
+    interval = test.interval(alpha)
+    new, old = _f1(result, held), _f1(original, held)
+    difference = None if new is None or old is None else new - old
+    block["decidedAt"] = {
+        "trials": ran_new,
+        "f1Difference": block["f1Difference"],
+        "pValue": block["pValue"],
+    }
+    block.update(
+        trials=target,
+        f1Difference=None if difference is None else float(difference),
+        interval=interval.to_json(),
+        pValue=interval.p_value,
+    )
+    outcome.interval, outcome.held_out_trials = interval, target
+    if not _passes(difference, interval, settings.min_gain):
+        block["accepted"] = outcome.accepted = False
+        outcome.status = "unchanged"
+        shown = "undefined" if interval.lower is None else f"{interval.lower:+.2f}"
+        outcome.reason = (
+            f"passed at {ran_new} held-out trials, but over all {target} its lower bound "
+            f"{shown} is not above 0 or its gain is below --min-gain {settings.min_gain:g}"
+        )
 
 
 def _most_trials(loop: ImproveLoop) -> int:
@@ -122,11 +176,14 @@ def _undecided(loop: ImproveLoop) -> bool:
     """Not accepted, and some finalist's interval straddles 0 (more trials may decide it)."""
     if loop.outcome.accepted:
         return False
-    return any(
-        (f["interval"]["lower"] or 0) <= 0 < (f["interval"]["upper"] or 0)
-        and (f["f1Difference"] or 0) >= loop.settings.min_gain
-        for f in loop.outcome.finalists
-    )
+    return any(_open(f, loop.settings.min_gain) for f in loop.outcome.finalists)
+
+
+def _open(finalist: Mapping[str, Any], gain: float) -> bool:
+    """Whether more trials may still decide for this finalist: its lower bound is not above
+    0 while its upper bound reaches --min-gain."""
+    interval = finalist["interval"]
+    return (interval["lower"] or 0) <= 0 and (interval["upper"] or 0) >= gain
 
 
 def _decide(loop: ImproveLoop, finalists: list[Candidate],
@@ -148,29 +205,36 @@ def _decide(loop: ImproveLoop, finalists: list[Candidate],
         interval = tests[index].interval(Fraction(repr(alpha)))
         new = _f1(results[index], held)
         difference = None if new is None or old is None else new - old
-        ok = (
-            len(passed) == len(blocks)  # Holm stops at the first finalist not rejected
-            and difference is not None
-            and difference >= Fraction(repr(settings.min_gain))
-            and interval.lower is not None
-            and interval.lower > 0
-        )
+        # Holm stops at the first finalist not rejected.
+        ok = len(passed) == len(blocks) and _passes(difference, interval, settings.min_gain)
         if ok:
             passed.append(index)
         intervals[index] = interval
-        blocks[index] = _block(finalists[index], difference, interval, alpha)
+        ran = len(next(iter(results[index].values()), ()))
+        blocks[index] = _block(finalists[index], difference, interval, alpha, ran)
     chosen = max(passed, key=lambda i: (blocks[i]["f1Difference"], -i)) if passed else 0
     for index, block in sorted(blocks.items()):
         block["accepted"] = bool(passed) and index == chosen
         outcome.finalists.append(block)
     outcome.selected = finalists[chosen]
+    outcome.accepted_alpha = dict(levels)[chosen]
     outcome.held_out["candidate"] = dict(results[chosen])
     outcome.interval = intervals[chosen]
     _verdict(loop, bool(passed), blocks[chosen], len(finalists))
 
 
+def _passes(difference: Fraction | None, interval: Any, min_gain: float) -> bool:
+    """A difference of at least --min-gain whose lower bound is above 0."""
+    return (
+        difference is not None
+        and difference >= Fraction(repr(min_gain))
+        and interval.lower is not None
+        and interval.lower > 0
+    )
+
+
 def _block(
-    candidate: Candidate, difference: Fraction | None, interval: Any, alpha: float
+    candidate: Candidate, difference: Fraction | None, interval: Any, alpha: float, trials: int
 ) -> dict[str, Any]:
     return {
         "round": candidate.round,
@@ -180,6 +244,8 @@ def _block(
         "interval": interval.to_json(),
         "level": 1 - alpha,
         "pValue": interval.p_value,
+        "trials": trials,
+        "decidedAt": None,
     }
 
 

@@ -56,6 +56,7 @@ class Outcome:
     finalists: list[dict[str, Any]] = field(default_factory=list)  # held-out per finalist
     mde: float | None = None
     held_out_trials: int | None = None  # the trials held-out ran at last (adaptive)
+    accepted_alpha: float = 0.05  # the Holm level the chosen finalist was tested at
     invocations: int = 0
     proposer_calls: int = 0
     cost_usd: float = 0.0
