@@ -504,11 +504,11 @@ def test_a_retryable_proposer_error_is_retried_then_exit_7(setup: dict[str, Path
     assert json.loads(done.stdout)["decision"]["reason"] == "proposer: overloaded (529)"
 
 
-# After trial 11 the candidate loads nothing and the original loads the skill for every
+# After trial 5 the candidate loads nothing and the original loads the skill for every
 # positive: what passed at the second look must pass again over all the trials.
 FADING_RUNNER = RUNNER.replace(
     "hit = bool(words(prompt) & words(description))",
-    "late = int(os.environ['EVALGATE_SKILL_TRIAL']) > 11\n"
+    "late = int(os.environ['EVALGATE_SKILL_TRIAL']) > 5\n"
     "positive = bool(words(prompt) & {'invoice', 'receipt', 'billing'})\n"
     "hit = (positive if 'receipt' not in description else False) if late else "
     "bool(words(prompt) & words(description))",
@@ -519,25 +519,25 @@ def test_an_accepted_finalist_must_pass_again_over_all_its_trials(
     setup: dict[str, Path],
 ) -> None:
     (setup["tmp"] / "runner.py").write_text(FADING_RUNNER, encoding="utf-8")
-    proc, report = _improve(setup, "generalise", "--max-heldout-trials", "21")
+    proc, report = _improve(setup, "generalise")
     _, held = _expected_split(42, "0.4")
     cases = {c["id"]: c for c in _cases()}
     new = "Audit invoice, receipt and billing totals and tax lines."
-    # Looks planned at 1, 11 and 21 trials: it passes at 11, then both run trials 12 to 21.
+    # Looks planned at 1, 5 and 9 trials: it passes at 5, then both run trials 6 to 9.
     (finalist,) = report["heldOut"]["finalists"]
-    assert finalist["decidedAt"]["trials"] == 11 and finalist["trials"] == 21
+    assert finalist["decidedAt"]["trials"] == 5 and finalist["trials"] == 9
     early = _f1(*_counts(held, new)) - _f1(*_counts(held, ORIGINAL))
     assert finalist["decidedAt"]["f1Difference"] == pytest.approx(early)
     assert finalist["decidedAt"]["pValue"] <= 0.05 * 2 / 6
-    # Over all 21: the candidate hit its positives 11 times, the original every positive
-    # holding invoice 21 times and the others 10 times; no negative ever loaded it.
+    # Over all 9: the candidate hit its positives 5 times, the original every positive
+    # holding invoice 9 times and the others 4 times; no negative ever loaded it.
     positives = [cases[i] for i in held if cases[i]["expectTrigger"]]
     invoice = sum(1 for c in positives if "invoice" in c["prompt"])
-    tp_new, fn_new = 11 * len(positives), 10 * len(positives)
-    tp_old = 21 * invoice + 10 * (len(positives) - invoice)
-    fn_old = 21 * len(positives) - tp_old
+    tp_new, fn_new = 5 * len(positives), 4 * len(positives)
+    tp_old = 9 * invoice + 4 * (len(positives) - invoice)
+    fn_old = 9 * len(positives) - tp_old
     pooled = _f1(tp_new, 0, fn_new) - _f1(tp_old, 0, fn_old)
     assert pooled < 0 and finalist["f1Difference"] == pytest.approx(pooled)
     assert report["heldOut"]["reportedGain"] is None and finalist["accepted"] is False
     assert report["status"] == "unchanged" and proc.returncode == 1
-    assert report["decision"]["reason"].startswith("passed at 11 held-out trials, but over all 21")
+    assert report["decision"]["reason"].startswith("passed at 5 held-out trials, but over all 9")
