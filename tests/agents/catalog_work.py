@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from skill_evals.agents.versions import VERSION_CHECKED_VAR
 from tests.agents import (
     fake_anthropic,
     fake_copilot_model,
@@ -411,6 +412,7 @@ def read_only_refuses_edits_and_commands(agent: Scripted, tmp_path: Path) -> Non
     with agent.serve(tmp_path, False, ANSWER_FILE, True) as (runner, env, model):
         env.update(EVALGATE_SKILL_VARIANT="with", EVALGATE_SKILL_DIR=str(skill),
                    SKILL_EVALS_WORKSPACE=str(work))  # fmt: skip
+        env[VERSION_CHECKED_VAR] = "1"  # as under the engine (see e2e.run_runner_cli)
         proc = subprocess.run(
             [*runner.split(), "--read-only"], input=REFUND_PROMPT, capture_output=True,
             text=True, timeout=180, env=env,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from skill_evals.agents.content import SkillText
+from skill_evals.agents.versions import VERSION_CHECKED_VAR
 from tests.conftest import skill_md, write_jsonl, write_skill
 
 REFUND_DESCRIPTION = "Answer questions about refunds, returns and receipts for store purchases."
@@ -74,11 +75,16 @@ def run_runner_cli(
     prompt: str,
     timeout: float,
 ) -> subprocess.CompletedProcess[str]:
-    """``skill-evals runner ARGV…`` for one ``variant`` of ``skill``, ``prompt`` on stdin."""
+    """``skill-evals runner ARGV…`` for one ``variant`` of ``skill``, ``prompt`` on stdin.
+
+    As under the engine, the runner skips its own ``<bin> --version`` check (Gemini CLI's takes
+    ~3 s): the agents here are the tested releases, and test_versions.py proves the check of a
+    runner run by hand."""
     return subprocess.run(
         [sys.executable, "-m", "skill_evals", "runner", *argv],
         input=prompt, capture_output=True, text=True, timeout=timeout,
-        env={**env, "EVALGATE_SKILL_VARIANT": variant, "EVALGATE_SKILL_DIR": str(skill)},
+        env={VERSION_CHECKED_VAR: "1", **env, "EVALGATE_SKILL_VARIANT": variant,
+             "EVALGATE_SKILL_DIR": str(skill)},
     )  # fmt: skip
 
 
