@@ -88,6 +88,7 @@ def _expected(arm: str) -> dict[str, Any]:
             "otherPreferred": other_n,
             "ties": len(prefs) - with_n - other_n,
             "inconsistent": sum(1 for *_, c in prefs if c is False),
+            "decidedByGrades": sum(1 for *_, p, c in prefs if c is False and p != 0),
             "preferenceShare": with_n / (with_n + other_n),
         },
         "asked": sum(1 for *_, c in prefs if c is not None),

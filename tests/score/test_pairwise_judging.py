@@ -88,6 +88,7 @@ def test_the_figures_are_exact_on_the_constructed_table(run: dict[str, Any]) -> 
         "otherPreferred": 2 * negative,
         "ties": 2 * prefs.count(0),
         "inconsistent": 0,
+        "decidedByGrades": 0,
         "preferenceShare": positive / (positive + negative),
     }
     results = {c["id"]: c for c in report["caseResults"]}
@@ -128,7 +129,8 @@ def test_rescoring_the_record_asks_nothing(run: dict[str, Any]) -> None:
 
 def test_the_outputs_show_the_preference(run: dict[str, Any]) -> None:
     text = run["done"].stdout
-    assert "pairs  with preferred  without preferred  ties  inconsistent  share" in text
+    header = "pairs  with preferred  without preferred  ties  inconsistent  decided by grades"
+    assert header in text
     assert "swap consistency 1.000" in text
     assert "None" not in (run["root"] / "r.md").read_text("utf-8")
 

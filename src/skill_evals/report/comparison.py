@@ -114,6 +114,23 @@ def comparison_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def pairs_text(task: Mapping[str, Any], other: str) -> str:
+    """``12 pairs: with preferred 7, baseline preferred 2, 3 ties (4 inconsistent, 3 decided by
+    grades), share 77.8%`` — ``other`` names the compared arm."""
+    counts = task.get("pairwise") if isinstance(task.get("pairwise"), Mapping) else {}
+    assert isinstance(counts, Mapping)
+    share = counts.get("preferenceShare")
+    inconsistent = f"{counts.get('inconsistent', 0)} inconsistent"
+    if counts.get("decidedByGrades"):  # the absolute fallback named these winners
+        inconsistent += f", {counts['decidedByGrades']} decided by grades"
+    return (
+        f"{counts.get('pairs', 0)} pairs: with preferred {counts.get('withPreferred', 0)}, "
+        f"{other} preferred {counts.get('otherPreferred', 0)}, {counts.get('ties', 0)} ties "
+        f"({inconsistent}), share "
+        + (f"{float(share) * 100:.1f}%" if isinstance(share, (int, float)) else "n/a")
+    )
+
+
 def preference_line(task: Mapping[str, Any]) -> str:
     """``preference over the baseline +0.40 [+0.10, +0.70] ▲ better, sign test p = 0.03906;
     12 pairs: with preferred 7, baseline preferred 2, 3 ties (1 inconsistent), share 77.8%``."""
@@ -127,15 +144,7 @@ def preference_line(task: Mapping[str, Any]) -> str:
     p_value = (task.get("signTest") or {}).get("pValue")
     if _is_number(p_value):
         line += f", sign test p = {format(p_value, '.4g')}"
-    counts = task.get("pairwise") if isinstance(task.get("pairwise"), Mapping) else {}
-    assert isinstance(counts, Mapping)
-    share = counts.get("preferenceShare")
-    line += (
-        f"; {counts.get('pairs', 0)} pairs: with preferred {counts.get('withPreferred', 0)}, "
-        f"baseline preferred {counts.get('otherPreferred', 0)}, {counts.get('ties', 0)} ties "
-        f"({counts.get('inconsistent', 0)} inconsistent), share "
-        + (f"{float(share) * 100:.1f}%" if isinstance(share, (int, float)) else "n/a")
-    )
+    line += "; " + pairs_text(task, "baseline")
     if task.get("insufficient"):
         line += " (insufficient: fewer than 10 units)"
     return line

@@ -7,7 +7,7 @@ from typing import Any
 
 from .answers import AnswerBudget, Answers, case_answers
 from .cells import fmt_num, skill_status
-from .comparison import comparison_lines, gate_labels
+from .comparison import comparison_lines, gate_labels, pairs_text
 from .diagnosis import gate_partial, partial_note, sections, settled_stop
 from .html_base import anchor, badge, escape_html
 from .judge_lines import run_notes
@@ -98,6 +98,11 @@ def skill_section(
     parts.append(_gate_list(report))
     parts.append(_list("Compared with the baseline", [_e(x) for x in comparison_lines(report)]))
     parts += [f"<p>{_e(note[0].upper() + note[1:])}</p>" for note in run_notes(report)]
+    task = report.get("task")
+    if isinstance(task, dict) and task.get("mode") == "pairwise":  # the uplift's pairs
+        parts.append(
+            f"<p>Preference over the without answers: {_e(pairs_text(task, 'without'))}</p>"
+        )
     parts += _trigger_parts(report)
     parts += _loading_parts(report)
     parts += _case_parts(report, answers, budget or AnswerBudget())

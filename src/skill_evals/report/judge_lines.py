@@ -48,13 +48,22 @@ def pairwise_rows(task: Mapping[str, Any]) -> list[list[str]] | None:
         return None
     share = counts.get("preferenceShare")
     return [
-        ["pairs", "with preferred", "without preferred", "ties", "inconsistent", "share"],
+        [
+            "pairs",
+            "with preferred",
+            "without preferred",
+            "ties",
+            "inconsistent",
+            "decided by grades",
+            "share",
+        ],
         [
             str(counts.get("pairs")),
             str(counts.get("withPreferred")),
             str(counts.get("otherPreferred")),
             str(counts.get("ties")),
             str(counts.get("inconsistent")),
+            str(counts.get("decidedByGrades", 0)),
             f"{float(share) * 100:.1f}%" if isinstance(share, (int, float)) else "n/a",
         ],
     ]

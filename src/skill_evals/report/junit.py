@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import severities_of
+from .comparison import pairs_text
 from .diagnosis import gate_partial
 from .junit_comparison import comparison_case, scope_properties
 from .junit_task import task_cases
@@ -198,6 +199,8 @@ def _uplift_case(suite: Suite, report: Mapping[str, Any]) -> bool:
             f"sign test p = {fmt_p(mapping(task.get('signTest')).get('pValue'))}, "
             f"{task.get('units')} unit(s)"
         )
+        if task.get("mode") == "pairwise":
+            figures += "\n" + pairs_text(task, "without")
         failed = task_failures(report)
         for item in failed[:LIST_LIMIT]:
             figures += (

@@ -66,7 +66,7 @@ def case_results(suite: CaseSuite, skill_name: str, figures: Figures) -> list[di
         | (
             {
                 "preference": {
-                    arm: [pref for pref, _ in row] for arm, row in figures.pairs[case.id].items()
+                    arm: [pair[0] for pair in row] for arm, row in figures.pairs[case.id].items()
                 }
             }
             if case.id in figures.pairs

@@ -16,9 +16,10 @@ from ..suite.cases import MIN_UNITS, CaseSuite
 from .scoring import interval_block, sign_test_block, task_unit_count
 from .stats import bootstrap_interval, sign_test
 
-# One pair's (pref, whether its two asks agreed): (None, None) when not judged, and agreement
-# None when nothing was asked (decided by the exit codes).
-PairResult = tuple[int | None, bool | None]
+# One pair's (pref, whether its two asks agreed, whether the absolute grades named its winner):
+# (None, None, False) when not judged, and agreement None when nothing was asked (decided by the
+# exit codes).
+PairResult = tuple[int | None, bool | None, bool]
 # case id → compared arm → its pairs' results per trial.
 Preferences = dict[str, dict[str, list[PairResult]]]
 
@@ -31,21 +32,24 @@ def is_pairwise(suite: CaseSuite) -> bool:
 def pair_preference(
     with_obs: Observation | None, other: Observation | None, index: int, arm: str
 ) -> PairResult:
-    """One pair's pref (None when not judged) and whether its asks agreed (None: not asked)."""
+    """One pair's pref (None when not judged), whether its asks agreed (None: not asked) and
+    whether the absolute grades of the fallback named its winner."""
     if with_obs is None or other is None:
-        return None, None
+        return None, None, False
     if with_obs.exit_code != 0 or other.exit_code != 0:
         if with_obs.exit_code != 0 and other.exit_code != 0:
-            return 0, None
-        return (1 if other.exit_code != 0 else -1), None
+            return 0, None, False
+        return (1 if other.exit_code != 0 else -1), None, False
     entry = pair_entry(with_obs, index, arm)
     if entry is None:
-        return None, None
+        return None, None, False
     named = [
         0 if ask["winner"] == "tie" else (1 if ask["winner"] == ask["withAs"] else -1)
         for ask in entry["asks"]
     ]
-    return int(entry["preference"]), len(set(named)) == 1
+    consistent = len(set(named)) == 1
+    pref = int(entry["preference"])
+    return pref, consistent, not consistent and pref != 0 and bool(entry.get("grades"))
 
 
 def preferences(
@@ -82,15 +86,16 @@ def preference_figures(
     """The preference of the with answers over ``arm``'s: units, difference with its interval
     and sign test, and the pairs' counts (``pairwise``)."""
     units: dict[int, list[int]] = {}
-    counts = {"pairs": 0, "with": 0, "other": 0, "ties": 0, "inconsistent": 0}
+    counts = {"pairs": 0, "with": 0, "other": 0, "ties": 0, "inconsistent": 0, "graded": 0}
     for case in suite.cases:
-        for pref, consistent in pairs.get(case.id, {}).get(arm, ()):
+        for pref, consistent, graded in pairs.get(case.id, {}).get(arm, ()):
             if pref is None:
                 continue
             units.setdefault(case.unit, []).append(pref)
             counts["pairs"] += 1
             counts["with" if pref > 0 else "other" if pref < 0 else "ties"] += 1
             counts["inconsistent"] += consistent is False
+            counts["graded"] += graded
     values = [Fraction(sum(units[u]), len(units[u])) for u in sorted(units)]
     difference = float(sum(values, Fraction(0)) / len(values)) if values else None
     lower = upper = None
@@ -111,6 +116,7 @@ def preference_figures(
             "otherPreferred": counts["other"],
             "ties": counts["ties"],
             "inconsistent": counts["inconsistent"],
+            "decidedByGrades": counts["graded"],
             "preferenceShare": counts["with"] / decided if decided else None,
         },
     }
@@ -140,7 +146,7 @@ def swap_consistency(pairs: Preferences) -> float | None:
         consistent
         for arms in pairs.values()
         for row in arms.values()
-        for _, consistent in row
+        for _, consistent, _ in row
         if consistent is not None
     ]
     return sum(asked) / len(asked) if asked else None

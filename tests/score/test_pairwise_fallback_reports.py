@@ -1,0 +1,59 @@
+"""What every output says about pairs the absolute fallback decided: the JSON report's
+``pairwise.decidedByGrades``, the text and Markdown tables, the HTML report and the JUnit uplift
+case name how many inconsistent pairs the grades decided — and none under --judge-fallback tie,
+also when the recorded observations are re-scored with the other rule."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+
+from tests._judge_helpers import cli_args, judge_cmd, run_cli
+from tests.conftest import assert_valid_report
+from tests.score.test_pairwise_fallback import GRADES, _expected, _run, _suite
+
+DECIDED = sum(1 for pref in _expected(0.05) if pref != 0)  # every pair is inconsistent
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("fallback-reports")
+    _suite(root)
+    _, report = _run(root, "--junit", "r.xml", "--html", "r.html", "--markdown", "r.md")
+    return {"root": root, "report": report}
+
+
+def test_the_json_report_counts_the_pairs_the_grades_decided(run: dict[str, Any]) -> None:
+    counts = run["report"]["task"]["pairwise"]
+    assert counts["inconsistent"] == len(GRADES) and counts["decidedByGrades"] == DECIDED
+    assert counts["ties"] == len(GRADES) - DECIDED
+
+
+def test_markdown_html_and_junit_name_them(run: dict[str, Any]) -> None:
+    root = run["root"]
+    wanted = f"({len(GRADES)} inconsistent, {DECIDED} decided by grades)"
+    page = re.sub(r"<[^>]+>", " ", (root / "r.html").read_text("utf-8"))
+    assert wanted in page
+    uplift = [c for c in ET.parse(root / "r.xml").iter("testcase") if c.get("name") == "uplift"]
+    assert wanted in (uplift[0].findtext("system-out") or "")
+    table = (root / "r.md").read_text("utf-8")
+    assert "| inconsistent | decided by grades |" in table
+    assert f"| {len(GRADES)} | {DECIDED} |" in table
+
+
+def test_a_rescore_with_the_tie_rule_counts_none(run: dict[str, Any]) -> None:
+    root = run["root"]
+    args = cli_args(root, "--observations", "rec.jsonl", "--judge", judge_cmd(root),
+                    "--judge-fallback", "tie", runner=False)  # fmt: skip
+    report = json.loads(run_cli(root, *args, "--format", "json").stdout)
+    assert_valid_report(report)
+    assert report["task"]["pairwise"]["decidedByGrades"] == 0
+    text = run_cli(root, *args, "--format", "text").stdout
+    lines = text.splitlines()
+    header = next(n for n, line in enumerate(lines) if "decided by grades" in line)
+    assert lines[header + 1].split() == [str(len(GRADES)), "0", "0", str(len(GRADES)),
+                                         str(len(GRADES)), "0", "n/a"]  # fmt: skip
