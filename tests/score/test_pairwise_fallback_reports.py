@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -57,3 +58,12 @@ def test_a_rescore_with_the_tie_rule_counts_none(run: dict[str, Any]) -> None:
     header = next(n for n, line in enumerate(lines) if "decided by grades" in line)
     assert lines[header + 1].split() == [str(len(GRADES)), "0", "0", str(len(GRADES)),
                                          str(len(GRADES)), "0", "n/a"]  # fmt: skip
+
+
+def test_equal_grades_are_a_tie_even_with_no_margin(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    _, report = _run(tmp_path, "--judge-fallback-margin", "0")
+    prefs = [c["preference"]["without"][0] for c in report["caseResults"]]
+    want = [0 if w == o else 1 if w > o else -1 for w, o in GRADES]
+    assert prefs == want and want.count(0) == 1  # (0.55, 0.55): neither answer graded higher
+    assert report["task"]["pairwise"]["decidedByGrades"] == len(GRADES) - 1

@@ -114,10 +114,11 @@ def _graded(
 
 def graded_preference(grades: Sequence[Mapping[str, Any]], margin: float) -> int:
     """+1 when the with answer's grade beats the other's by at least ``margin``, −1 the
-    reverse, else 0 (a tie)."""
+    reverse, else 0 (a tie): equal grades are a tie whatever the margin, 0 included."""
     with_score = float(grades[0]["score"])
     other_score = float(grades[1]["score"])
-    if abs(with_score - other_score) < margin - 1e-12:
+    gap = abs(with_score - other_score)
+    if gap <= 1e-12 or gap < margin - 1e-12:  # 1e-12: "at least the margin" despite rounding
         return 0
     return 1 if with_score > other_score else -1
 
