@@ -52,6 +52,8 @@ def draft_suite(
             sandbox_config=settings.sandbox,
             sandbox_path=settings.sandbox_paths,
             cwd=root,
+            drafter_where=f"drafter in {config.path.name}" if config.path else "drafter",
+            out_shown=f"{DRAFTS}/{file_stem}.jsonl",  # as report.json names it, no machine path
         )
     )
     problems = (result.get("lint") or {}).get("problems") or []

@@ -17,12 +17,12 @@ from ..suite.cases import CaseSuite, load_cases
 from .accept import jsonl
 
 
-def _require_units(out: Path, suite: CaseSuite, min_units: int) -> None:
+def _require_units(shown: str, suite: CaseSuite, min_units: int) -> None:
     """Exit 6 unless the file holds ``min_units`` independent cases and lint's minimum of each
     label: a suite without should-not cases (or should-trigger ones) gates nothing."""
     if suite.unit_count < min_units:
         raise InsufficientUnits(
-            f"{out}: only {suite.unit_count} independent case(s) were drafted, at least "
+            f"{shown}: only {suite.unit_count} independent case(s) were drafted, at least "
             f"{min_units} are needed; nothing was written: raise --count, or draft again"
         )
     labels: dict[int, bool] = {}
@@ -32,7 +32,7 @@ def _require_units(out: Path, suite: CaseSuite, min_units: int) -> None:
         count = sum(1 for value in labels.values() if value is label)
         if count < MIN_LABEL_UNITS:
             raise InsufficientUnits(
-                f"{out}: only {count} independent case(s) with expectTrigger {word} were "
+                f"{shown}: only {count} independent case(s) with expectTrigger {word} were "
                 f"drafted, at least {MIN_LABEL_UNITS} are needed; nothing was written: draft "
                 "again (see dropped), or with another drafter"
             )
@@ -46,14 +46,17 @@ def write_suite(
     min_units: int,
     *,
     replace: bool,
+    shown: str | None = None,
 ) -> CaseSuite:
     """Write ``before`` + ``cases`` to ``out`` (``replace``: the ``--append`` file read into
     ``before``) and return the suite read back. Exit 6 (nothing
     written) when no case was kept, the file would hold fewer than ``min_units`` units, or
-    fewer than lint's minimum of either label."""
+    fewer than lint's minimum of either label. ``shown``: how messages name ``out`` (default:
+    as given)."""
+    shown = str(out) if shown is None else shown
     if not cases:
         raise InsufficientUnits(
-            f"{out}: the drafter gave no usable case; nothing was written (see dropped)"
+            f"{shown}: the drafter gave no usable case; nothing was written (see dropped)"
         )
     if before and not before.endswith(b"\n"):
         before += b"\n"
@@ -61,12 +64,12 @@ def write_suite(
         out.parent.mkdir(parents=True, exist_ok=True)
         handle, name = tempfile.mkstemp(prefix=".draft-", suffix=".jsonl", dir=out.parent)
     except OSError as exc:
-        raise InvalidInput(f"--out {out}: cannot write there ({exc.strerror})") from None
+        raise InvalidInput(f"--out {shown}: cannot write there ({exc.strerror})") from None
     temporary = Path(name)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(before + jsonl(cases))
-        _require_units(out, load_cases(temporary, skill_name), min_units)
+        _require_units(shown, load_cases(temporary, skill_name), min_units)
         if replace:
             os.replace(temporary, out)  # --append: the file was read and is kept as it was
         else:
@@ -74,7 +77,7 @@ def write_suite(
                 os.link(temporary, out)  # fails when out appeared meanwhile: never overwritten
             except FileExistsError:
                 raise InvalidInput(
-                    f"--out {out}: the file exists and is never overwritten; pass --append"
+                    f"--out {shown}: the file exists and is never overwritten; pass --append"
                 ) from None
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -51,6 +51,8 @@ class DraftOptions:
     sandbox_config: str | None = None  # ci's config sandbox:
     sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
     cwd: Path | None = None  # where --catalog globs start (default: the working directory)
+    drafter_where: str = "--drafter"  # where the drafter command was given, for messages
+    out_shown: str | None = None  # how messages name the file written (default: as given)
 
 
 def _neighbours(options: DraftOptions, skill: Skill) -> list[dict[str, str]]:
@@ -65,16 +67,16 @@ def _neighbours(options: DraftOptions, skill: Skill) -> list[dict[str, str]]:
     return list(found.values())
 
 
-def _existing(out: Path, append: bool, skill_name: str, accepted: Accepted) -> bytes:
-    """The bytes already in ``out`` (``--append``), noted in ``accepted``; exit 5 when it
-    exists without ``--append``."""
+def _existing(out: Path, shown: str, append: bool, skill_name: str, accepted: Accepted) -> bytes:
+    """The bytes already in ``out`` (``--append``; ``shown`` in messages), noted in
+    ``accepted``; exit 5 when it exists without ``--append``."""
     if out.suffix.lower() != ".jsonl":
-        raise InvalidInput(f"--out {out}: drafted cases are written as JSONL; name a .jsonl file")
+        raise InvalidInput(f"--out {shown}: drafted cases are written as JSONL; name a .jsonl file")
     if not os.path.lexists(out):
         return b""
     if not append:
         raise InvalidInput(
-            f"--out {out}: the file exists and is never overwritten; pass --append to add new "
+            f"--out {shown}: the file exists and is never overwritten; pass --append to add new "
             "cases to it, or name another --out"
         )
     suite = load_cases(out, skill_name)
@@ -135,23 +137,24 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         "reason": None,
     }
     try:
-        argv = tuple(split_command(options.drafter, "--drafter"))
+        argv = tuple(split_command(options.drafter, options.drafter_where))
         unset = missing_key(argv, environ)
         if unset is not None:  # decided before anything starts
             provider, variable = unset
             raise DrafterFailed(  # worded as for a judge or a proposer without its key
-                f"--drafter: skill-evals draft {provider} needs {variable}, which is not set: set "
-                "it (it reaches the drafter only through the credential proxy), or give another "
-                "drafter command"
+                f"{options.drafter_where}: skill-evals draft {provider} needs {variable}, which "
+                "is not set: set it (it reaches the drafter only through the credential proxy), "
+                "or give another drafter command"
             )
         if argv:
-            check_program(argv[0], environ, os.getcwd(), "--drafter")
+            check_program(argv[0], environ, os.getcwd(), options.drafter_where)
         skill = load_skill(options.skill)
         result["skill"] = skill.name
         out = options.out or skill.path / "evals" / "cases.jsonl"
         result["out"] = str(out)
         accepted = Accepted(skill.name)
-        before = _existing(out, options.append, skill.name, accepted)
+        shown = str(out) if options.out_shown is None else options.out_shown
+        before = _existing(out, shown, options.append, skill.name, accepted)
         try:
             task_units = task_units_needed(options.min_uplift) if options.min_uplift else 0
         except ValueError as exc:
@@ -160,18 +163,19 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         asked = plan_buckets(options.count, task_units)
         result["asked"] = asked
         spec = _drafter_spec(options, argv, environ)
-        shown = {
+        visible = {
             "name": skill.name,
             "description": skill.description,
             "body": skill.body[: options.body_chars],
         }
-        base = request(shown, _neighbours(options, skill), asked, with_tasks)
+        base = request(visible, _neighbours(options, skill), asked, with_tasks)
         result["drafter"]["calls"] = _ask(spec, base, accepted, asked)
         result["written"], result["dropped"] = accepted.counts(), dict(accepted.dropped)
         result["ids"] = [c["id"] for c in accepted.cases]
         suite = write_suite(
-            out, before, accepted.cases, skill.name, MIN_UNITS, replace=os.path.lexists(out)
-        )
+            out, before, accepted.cases, skill.name, MIN_UNITS,
+            replace=os.path.lexists(out), shown=shown,
+        )  # fmt: skip
         lint = lint_suite(suite, skill.name, min_uplift=options.min_uplift)
         result["lint"] = _lint_json(lint)
         return {**result, "status": "drafted", "exitCode": 0}
