@@ -2,7 +2,8 @@
 an unparseable or empty --drafter is named as --drafter; a prompt naming the skill in any
 spelling (underscores, full-width letters, other hyphens, spacing, line breaks) is dropped, as
 lint flags it; a reply that leaves either label short of five independent cases writes
-nothing (exit 6)."""
+nothing (exit 6). Every --format json result, written or not, validates against
+draft.schema.json."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from skill_evals.schemas import load_schema
 from tests.draft.test_cases_draft import _c, _skill, draft
 
 POSITIVES = [
@@ -64,9 +67,11 @@ def test_a_drafter_command_that_cannot_be_split_is_named_as_drafter(
     tmp: Path, command: str
 ) -> None:
     args = [sys.executable, "-m", "skill_evals", "cases", "draft", "--skill",
-            "skills/invoice-audit", "--drafter", command, "--out", "x.jsonl"]  # fmt: skip
+            "skills/invoice-audit", "--drafter", command, "--out", "x.jsonl",
+            "--format", "json"]  # fmt: skip
     done = subprocess.run(args, capture_output=True, text=True, cwd=tmp, timeout=120, check=False)
     assert done.returncode == 5
+    jsonschema.validate(json.loads(done.stdout), load_schema("draft.schema.json"))
     assert "--drafter:" in done.stderr and "--runner" not in done.stderr
     assert not (tmp / "x.jsonl").exists()
 
@@ -78,6 +83,7 @@ def test_a_prompt_naming_the_skill_in_any_spelling_is_dropped(tmp: Path) -> None
                     "--format", "json", name="naming")  # fmt: skip
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
+    jsonschema.validate(result, load_schema("draft.schema.json"))
     assert result["dropped"].get("prompt-names-skill") == len(NAMING)
     written = [json.loads(line)["prompt"] for line in out.read_text("utf-8").splitlines()]
     assert not set(NAMING) & set(written)
@@ -104,8 +110,12 @@ def test_a_label_short_of_five_writes_nothing(
     tmp: Path, kept: list[dict[str, Any]], label: str
 ) -> None:
     out = tmp / f"short-{label}" / "cases.jsonl"
-    done, seen = draft(tmp, [{"cases": kept}], "--out", str(out), name=f"short-{label}")
+    done, seen = draft(tmp, [{"cases": kept}], "--out", str(out), "--format", "json",
+                       name=f"short-{label}")  # fmt: skip
     assert done.returncode == 6, done.stderr
+    result = json.loads(done.stdout)
+    jsonschema.validate(result, load_schema("draft.schema.json"))
+    assert result["status"] == "insufficient" and result["lint"] is None
     assert f"expectTrigger {label}" in done.stderr and "nothing was written" in done.stderr
     assert len(seen) == 2  # asked once more for the missing ones, which added nothing
     assert not out.exists() and not list(out.parent.iterdir())

@@ -1,5 +1,6 @@
 """Shipped JSON Schemas: report.schema.json, route-report.schema.json, ci-report.schema.json,
-config.schema.json, judge-check.schema.json."""
+config.schema.json, judge-check.schema.json, lint.schema.json, draft.schema.json (and the
+others beside them)."""
 
 from __future__ import annotations
 
