@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from skill_evals.schemas import load_schema
-from tests.draft.test_cases_draft import _c, _skill, draft
+from tests.draft.test_cases_draft import DRAFTER, _c, _skill, draft
 
 POSITIVES = [
     _c("explicit", "Check the tax lines and totals on these supplier invoices.", True),
@@ -119,3 +119,32 @@ def test_a_label_short_of_five_writes_nothing(
     assert f"expectTrigger {label}" in done.stderr and "nothing was written" in done.stderr
     assert len(seen) == 2  # asked once more for the missing ones, which added nothing
     assert not out.exists() and not list(out.parent.iterdir())
+
+
+@pytest.mark.parametrize(
+    "front",
+    [
+        "---\nname: odd\ndescription: [unclosed SECRET-FRONT\n---\n",  # invalid YAML
+        "",  # no frontmatter
+        "---\nname: odd\n---\n",  # no description
+        "---\nname: odd\ndescription: '   '\n---\n",  # a blank one
+    ],
+    ids=["invalid-yaml", "no-frontmatter", "no-description", "blank-description"],
+)
+def test_a_skill_without_a_readable_description_is_refused(tmp: Path, front: str) -> None:
+    skill = tmp / "skills" / "odd"
+    skill.mkdir(parents=True, exist_ok=True)
+    (skill / "SKILL.md").write_text(front + "# Odd\n\nSECRET-BODY\n", "utf-8")
+    log, replies = tmp / "odd.log", tmp / "odd-replies.json"
+    replies.write_text(json.dumps([{"cases": POSITIVES + NEGATIVES}]), "utf-8")
+    drafter = f"{sys.executable} {DRAFTER} --log={log} --replies={replies}"
+    done = subprocess.run(
+        [sys.executable, "-m", "skill_evals", "cases", "draft", "--skill", "skills/odd",
+         "--drafter", drafter, "--out", "odd.jsonl", "--format", "json"],
+        capture_output=True, text=True, cwd=tmp, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 5, done.stderr
+    jsonschema.validate(json.loads(done.stdout), load_schema("draft.schema.json"))
+    assert "skills/odd/SKILL.md" in done.stderr and "skill-evals validate skills/odd" in done.stderr
+    assert "SECRET" not in done.stderr + done.stdout
+    assert not log.exists() and not (tmp / "odd.jsonl").exists()  # the drafter never ran

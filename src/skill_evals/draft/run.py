@@ -67,6 +67,22 @@ def _neighbours(options: DraftOptions, skill: Skill) -> list[dict[str, str]]:
     return list(found.values())
 
 
+def _described(directory: Path, cwd: Path | None) -> Skill:
+    """The skill at ``directory``; exit 5 when no description can be read from its SKILL.md
+    (no frontmatter, invalid YAML, none or blank): drafts from it would be about nothing.
+    The message names it from ``cwd`` (ci: the repository's root) when it lies below."""
+    skill = load_skill(directory)
+    if not skill.description.strip():
+        if cwd is not None and directory.is_relative_to(cwd):
+            directory = directory.relative_to(cwd)
+        raise InvalidInput(
+            f"{directory / 'SKILL.md'}: no description could be read (the frontmatter is "
+            "missing, is not valid YAML, or has no description), and the drafter drafts from "
+            f"it: fix SKILL.md (skill-evals validate {directory} says what is wrong)"
+        )
+    return skill
+
+
 def _existing(out: Path, shown: str, append: bool, skill_name: str, accepted: Accepted) -> bytes:
     """The bytes already in ``out`` (``--append``; ``shown`` in messages), noted in
     ``accepted``; exit 5 when it exists without ``--append``."""
@@ -148,7 +164,7 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
             )
         if argv:
             check_program(argv[0], environ, os.getcwd(), options.drafter_where)
-        skill = load_skill(options.skill)
+        skill = _described(options.skill, options.cwd)
         result["skill"] = skill.name
         out = options.out or skill.path / "evals" / "cases.jsonl"
         result["out"] = str(out)
