@@ -148,3 +148,17 @@ def test_a_skill_without_a_readable_description_is_refused(tmp: Path, front: str
     assert "skills/odd/SKILL.md" in done.stderr and "skill-evals validate skills/odd" in done.stderr
     assert "SECRET" not in done.stderr + done.stdout
     assert not log.exists() and not (tmp / "odd.jsonl").exists()  # the drafter never ran
+
+
+def test_a_reply_with_a_lone_surrogate_is_refused_not_a_crash(tmp: Path) -> None:
+    # json.loads accepts "\ud800"; such a string can never be written as UTF-8.
+    bad = [_c("explicit", "Check the totals on this supplier bill \ud800 now.", True)]
+    out = tmp / "surrogate" / "cases.jsonl"
+    done, _ = draft(tmp, [{"cases": bad + POSITIVES + NEGATIVES}], "--out", str(out),
+                    "--retries", "0", "--format", "json", name="surrogate")  # fmt: skip
+    assert done.returncode == 7, done.stderr
+    result = json.loads(done.stdout)
+    jsonschema.validate(result, load_schema("draft.schema.json"))
+    assert result["reason"].startswith("drafter: the reply is not one JSON object")
+    assert "surrogate" in result["reason"] and "internal error" not in done.stderr
+    assert not out.exists()

@@ -4,10 +4,10 @@ errors told apart from a broken reply. Reasons never quote what it printed."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ..suite.jsonl import loads_strict
 from .helper_cell import HelperCell
 from .helper_process import HelperSpec, run_confined, signal_name
 from .processes import ProcessSweeper
@@ -28,9 +28,11 @@ def reply_object(
             return "the reply is not exactly one line", False
         text = lines[0]
     try:
-        reply = json.loads(text)
-    except ValueError:
-        return "the reply is not JSON" if one_line else "the reply is not one JSON object", False
+        # Strict: no NaN, duplicate keys or lone surrogates (which can never be written out).
+        reply = loads_strict(text)
+    except ValueError as exc:  # its reason names a column, never the text
+        what = "the reply is not JSON" if one_line else "the reply is not one JSON object"
+        return f"{what} ({str(exc).removeprefix('invalid JSON: ')})", False
     if not isinstance(reply, dict):
         return "the reply is not a JSON object", False
     if error_key in reply:
