@@ -162,3 +162,23 @@ def test_a_reply_with_a_lone_surrogate_is_refused_not_a_crash(tmp: Path) -> None
     assert result["reason"].startswith("drafter: the reply is not one JSON object")
     assert "surrogate" in result["reason"] and "internal error" not in done.stderr
     assert not out.exists()
+
+
+def test_a_gate_from_the_config_is_named_as_the_config_key(tmp: Path) -> None:
+    root = tmp / "configured"
+    (root / "home").mkdir(parents=True)
+    _skill(root, "invoice-audit", "Audit supplier invoices: totals, tax lines and vendor "
+           "details.", "# Invoice audit\n\nCheck the totals.\n", "OWN-EVAL-MARKER")  # fmt: skip
+    (root / ".skill-evals.yml").write_text("gates:\n  min-uplift: 0.6\n", "utf-8")
+    done, seen = draft(root, [], "--out", "x.jsonl", "--format", "json", name="high")
+    assert done.returncode == 5 and seen == []
+    assert "gates.min-uplift 0.6 in .skill-evals.yml: no suite size" in done.stderr
+    assert "--min-uplift" not in done.stderr
+    jsonschema.validate(json.loads(done.stdout), load_schema("draft.schema.json"))
+    # a config that cannot be read: still one JSON result on stdout
+    (root / ".skill-evals.yml").write_text("gates:\n  min-uplift: lots\n", "utf-8")
+    done, seen = draft(root, [], "--out", "x.jsonl", "--format", "json", name="bad")
+    assert done.returncode == 5 and seen == [] and ".skill-evals.yml:2:" in done.stderr
+    result = json.loads(done.stdout)
+    jsonschema.validate(result, load_schema("draft.schema.json"))
+    assert result["status"] == "invalid" and "lots" not in done.stderr + done.stdout

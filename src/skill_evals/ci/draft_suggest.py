@@ -45,6 +45,8 @@ def draft_suite(
             catalog=catalog,
             out=target,
             min_uplift=gate if gate is not None and gate > 0 else None,
+            min_uplift_from="gates.min-uplift {} in "
+            + (config.path.name if config.path else "the config"),
             seed=settings.seed,
             retries=settings.retries,
             env=env,

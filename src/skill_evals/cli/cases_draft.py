@@ -112,14 +112,18 @@ def draft(fmt: str, catalog: tuple[str, ...], sandbox_path: tuple[str, ...], **g
     checks are dropped), written with "source": "drafted" and linted. Exit 0 written; 5 bad
     options or --out exists; 6 fewer than 10 independent cases or 5 of a label; 7 the drafter
     failed."""
-    from ..draft.run import DraftOptions, run_draft
+    from ..draft.run import DraftOptions, failed, run_draft
+    from ..errors import EvalError
     from ..escaping.terminal import terminal_safe
 
-    if given["min_uplift"] is None:
-        given["min_uplift"] = _config_gate(given["skill"])
-    result = run_draft(
-        DraftOptions(catalog=tuple(catalog), sandbox_path=tuple(sandbox_path), **given)
-    )
+    try:
+        if given["min_uplift"] is None:
+            given["min_uplift"], given["min_uplift_from"] = _config_gate(given["skill"])
+        result = run_draft(
+            DraftOptions(catalog=tuple(catalog), sandbox_path=tuple(sandbox_path), **given)
+        )
+    except EvalError as exc:  # a config that cannot be read: the same result, every format
+        result = failed(exc)
     if result["reason"] is not None:
         click.echo(f"skill-evals: error: {terminal_safe(result['reason'])}", err=True)
     if fmt == "json":
@@ -130,19 +134,20 @@ def draft(fmt: str, catalog: tuple[str, ...], sandbox_path: tuple[str, ...], **g
     sys.exit(int(result["exitCode"]))
 
 
-def _config_gate(skill: Path) -> float | None:
-    """The skill's ``min-uplift`` gate in the working directory's .skill-evals.yml, if any."""
+def _config_gate(skill: Path) -> tuple[float | None, str]:
+    """The skill's ``min-uplift`` gate in the working directory's .skill-evals.yml, if any,
+    and how messages name it."""
     from ..ci.config import find_config, load_config
     from ..suite.skill import load_skill
 
     found = find_config(Path.cwd())
     if found is None:
-        return None
+        return None, "--min-uplift {}"
     gate = load_config(found).for_skill(load_skill(skill).name).gates.min_uplift
     if gate is None or gate <= 0:
-        return None
+        return None, "--min-uplift {}"
     click.echo(f"skill-evals: note: sizing for min-uplift {gate:g} from {found.name}", err=True)
-    return gate
+    return gate, "gates.min-uplift {} in " + found.name
 
 
 def render_text(result: dict[str, Any]) -> list[str]:

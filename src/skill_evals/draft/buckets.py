@@ -34,18 +34,20 @@ def scaled(count: int) -> dict[str, int]:
     return counts
 
 
-def task_units_needed(min_uplift: float) -> int:
+def task_units_needed(min_uplift: float, where: str = "--min-uplift {}") -> int:
     """The fewest task units (at least lint's minimum) whose minimum detectable uplift under
-    ``min_uplift`` is below lint's warning level; ValueError when none up to MAX_TASK_UNITS."""
+    ``min_uplift`` is below lint's warning level; ValueError (naming the gate as ``where``,
+    ``{}`` its value) when none up to MAX_TASK_UNITS."""
+    where = where.format(f"{min_uplift:g}")
     if min_uplift >= MDE_WARNING:
         raise ValueError(
-            f"--min-uplift {min_uplift:g}: no suite size brings the minimum "
+            f"{where}: no suite size brings the minimum "
             f"detectable uplift below {MDE_WARNING:g}; use a gate below {MDE_WARNING:g}"
         )
     for units in range(MIN_TASK_UNITS, MAX_TASK_UNITS + 1):
         if minimum_detectable_uplift(units, min_uplift).value < MDE_WARNING:
             return units
-    raise ValueError(f"--min-uplift {min_uplift:g} needs more than {MAX_TASK_UNITS} task cases")
+    raise ValueError(f"{where} needs more than {MAX_TASK_UNITS} task cases")
 
 
 def plan_buckets(count: int, task_units: int) -> dict[str, int]:

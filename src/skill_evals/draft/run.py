@@ -41,6 +41,7 @@ class DraftOptions:
     append: bool = False
     count: int = 20
     min_uplift: float | None = None
+    min_uplift_from: str = "--min-uplift {}"  # where the gate came from ({}: its value)
     with_tasks: bool = False
     body_chars: int = 2000
     drafter_timeout_ms: int = 120_000
@@ -137,10 +138,9 @@ def _drafter_spec(
     )
 
 
-def run_draft(options: DraftOptions) -> dict[str, Any]:
-    """Run `cases draft` and return its result (``exitCode`` is the exit)."""
-    environ = os.environ if options.env is None else options.env
-    result: dict[str, Any] = {
+def _blank() -> dict[str, Any]:
+    """The result before anything is known."""
+    return {
         "schemaVersion": 1,
         "skill": None,
         "out": None,
@@ -152,6 +152,17 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         "lint": None,
         "reason": None,
     }
+
+
+def failed(exc: EvalError) -> dict[str, Any]:
+    """The result of a run refused before it started (``exc`` says why)."""
+    return {**_blank(), "status": exc.status, "exitCode": exc.exit_code, "reason": str(exc)}
+
+
+def run_draft(options: DraftOptions) -> dict[str, Any]:
+    """Run `cases draft` and return its result (``exitCode`` is the exit)."""
+    environ = os.environ if options.env is None else options.env
+    result = _blank()
     try:
         argv = tuple(split_command(options.drafter, options.drafter_where))
         unset = missing_key(argv, environ)
@@ -172,7 +183,11 @@ def run_draft(options: DraftOptions) -> dict[str, Any]:
         shown = str(out) if options.out_shown is None else options.out_shown
         before = _existing(out, shown, options.append, skill.name, accepted)
         try:
-            task_units = task_units_needed(options.min_uplift) if options.min_uplift else 0
+            task_units = (
+                task_units_needed(options.min_uplift, options.min_uplift_from)
+                if options.min_uplift
+                else 0
+            )
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
         with_tasks = options.with_tasks or task_units > 0
