@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests._judge_helpers import cli_args, judge_cmd, run_cli
+from tests._judge_helpers import cli_args, judge_cmd, judge_log, make_suite, run_cli
 from tests.conftest import assert_valid_report
-from tests.score.test_pairwise_fallback import GRADES, _expected, _run, _suite
+from tests.score.test_pairwise_fallback import GRADES, TASK, _expected, _run, _suite
 
 DECIDED = sum(1 for pref in _expected(0.05) if pref != 0)  # every pair is inconsistent
 
@@ -67,3 +67,32 @@ def test_equal_grades_are_a_tie_even_with_no_margin(tmp_path: Path) -> None:
     want = [0 if w == o else 1 if w > o else -1 for w, o in GRADES]
     assert prefs == want and want.count(0) == 1  # (0.55, 0.55): neither answer graded higher
     assert report["task"]["pairwise"]["decidedByGrades"] == len(GRADES) - 1
+
+
+def test_a_failed_grade_keeps_the_answered_asks_for_a_rescore(tmp_path: Path) -> None:
+    # c0's without answer makes the judge exit 3 when it is graded alone: its pair fails after
+    # both asks and the with answer's grade were answered; a re-score of the recorded
+    # observations asks only what is still missing (the failing grade), nothing twice.
+    rows = {
+        f"c{i}": {
+            "with": {"output": f"w{i} FIRSTWINS [[score=0.9]]"},
+            "without": {"output": f"o{i} FIRSTWINS [[score=0.1]]"
+                        + (" [[judge-exit]]" if i == 0 else "")},
+        }
+        for i in range(10)
+    }  # fmt: skip
+    make_suite(tmp_path, rows, TASK)
+    args = cli_args(tmp_path, "--judge", judge_cmd(tmp_path), "--jobs", "1", "--record",
+                    "rec.jsonl")  # fmt: skip
+    first = run_cli(tmp_path, *args, "--format", "json")
+    assert first.returncode == 7 and json.loads(first.stdout)["judge"]["failures"] == 1
+    before = len(judge_log(tmp_path))
+    assert before == 4 * 10  # two asks and two grades per pair, the failing grade included
+    args = cli_args(tmp_path, "--observations", "rec.jsonl", "--judge", judge_cmd(tmp_path),
+                    runner=False)  # fmt: skip
+    again = run_cli(tmp_path, *args, "--format", "json")
+    report = json.loads(again.stdout)
+    assert_valid_report(report)
+    asked = judge_log(tmp_path)[before:]
+    assert [r["kind"] for r in asked] == ["absolute"]  # only the grade that failed
+    assert report["judge"]["calls"] == 1 and report["judge"]["resumed"] == 4 * 10 - 1

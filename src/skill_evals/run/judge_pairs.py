@@ -93,9 +93,9 @@ def _graded(
     check: JudgePairwise,
     answers: Sequence[tuple[str, Observation]],
     old: Sequence[Mapping[str, Any]],
-) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """Each (arm, answer) graded alone (a grade reused when its key matches): the grades, or
-    None and the judge failure."""
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Each (arm, answer) graded alone (a grade reused when its key matches): the grades and
+    None, or the grades answered before a judge failure and that failure."""
     argv = judging.argv(check)
     known = {g.get("key"): g for g in old}
     grades: list[dict[str, Any]] = []
@@ -107,7 +107,7 @@ def _graded(
             continue
         answer = judging.call(argv, _grade_request(case, check, obs))
         if answer.verdict is None:
-            return None, answer.failure
+            return grades, answer.failure
         grades.append({"key": key, "arm": arm, "score": answer.verdict.score})
     return grades, None
 
@@ -144,6 +144,14 @@ def _with_entry(obs: Observation, entry: dict[str, Any]) -> Observation:
     return dataclasses.replace(obs, judged=tuple(entries))
 
 
+def _unfinished(obs: Observation, entry: dict[str, Any]) -> Observation:
+    """``obs`` holding a pair's answered asks and grades, with no preference yet (scored as not
+    judged), so that re-judging it reuses them; ``obs`` itself when nothing was answered."""
+    if not entry["asks"]:
+        return obs
+    return _with_entry(obs, {**entry, "preference": None})
+
+
 def judge_pair(
     judging: Judging,
     case: Case,
@@ -177,8 +185,10 @@ def judge_pair(
             asks.append(dict(old))
             continue
         answer = judging.call(argv, request)
-        if answer.verdict is None:
-            return with_obs, answer.failure
+        if answer.verdict is None:  # what was answered is kept: a re-run asks the rest only
+            return _unfinished(with_obs, {"check": index, "against": arm, "asks": asks}), (
+                answer.failure
+            )
         verdict = answer.verdict
         asks.append(
             {"key": key, "withAs": with_as, "winner": verdict.winner, "reason": verdict.reason}
@@ -189,9 +199,9 @@ def judge_pair(
         old_grades = (pair_entry(with_obs, index, arm) or {}).get("grades", [])
         answers = [("with", with_obs), (arm, other)]
         grades, failure = _graded(judging, case, check, answers, old_grades)
-        if grades is None:
-            return with_obs, failure
         entry["grades"] = grades
+        if failure is not None:
+            return _unfinished(with_obs, entry), failure
         preference = graded_preference(grades, judging.settings.fallback_margin)
     entry["preference"] = preference
     return _with_entry(with_obs, entry), None

@@ -59,15 +59,17 @@ def _pairwise(item: dict[str, Any], where: str) -> dict[str, Any]:
             f"wrong-typed key '{where}': an object of {', '.join(_PAIRWISE)}, grades?"
         )
     if "grades" in item:
-        _grades(item["grades"], item["against"], where)
+        _grades(item["grades"], item["against"], where, whole=item["preference"] is not None)
     check, asks = item["check"], item["asks"]
     if type(check) is not int or not 0 <= check < MAX_ENTRIES:
         raise ContractError(f"wrong-typed key '{where}.check': must be a check index")
     if item["against"] not in ("without", "baseline"):
         raise ContractError(f"wrong-typed key '{where}.against': must be without or baseline")
-    if item["preference"] not in (-1, 0, 1) or isinstance(item["preference"], bool):
-        raise ContractError(f"wrong-typed key '{where}.preference': must be -1, 0 or 1")
-    if not isinstance(asks, list) or len(asks) != 2:
+    # preference null: a pair whose judging failed part-way keeps what was answered.
+    finished = item["preference"] is not None
+    if finished and (item["preference"] not in (-1, 0, 1) or isinstance(item["preference"], bool)):
+        raise ContractError(f"wrong-typed key '{where}.preference': must be -1, 0, 1 or null")
+    if not isinstance(asks, list) or not (len(asks) == 2 if finished else 1 <= len(asks) <= 2):
         raise ContractError(f"wrong-typed key '{where}.asks': must hold the two asks")
     for ask in asks:
         ok = (
@@ -85,12 +87,13 @@ def _pairwise(item: dict[str, Any], where: str) -> dict[str, Any]:
     return dict(item)
 
 
-def _grades(grades: object, against: object, where: str) -> None:
-    """The two absolute grades of a disagreeing pair: the with answer's, then the other's."""
-    if not isinstance(grades, list) or len(grades) != 2:
+def _grades(grades: object, against: object, where: str, *, whole: bool) -> None:
+    """The two absolute grades of a disagreeing pair: the with answer's, then the other's
+    (not ``whole``: those answered before its judging failed, perhaps none)."""
+    if not isinstance(grades, list) or not (len(grades) == 2 if whole else len(grades) <= 2):
         raise ContractError(f"wrong-typed key '{where}.grades': two {{key, arm, score}}")
     ok = True
-    for grade, arm in zip(grades, ("with", against), strict=True):
+    for grade, arm in zip(grades, ("with", against), strict=False):
         ok = ok and (
             isinstance(grade, dict)
             and set(grade) == {"key", "arm", "score"}

@@ -41,7 +41,7 @@ def pair_preference(
             return 0, None, False
         return (1 if other.exit_code != 0 else -1), None, False
     entry = pair_entry(with_obs, index, arm)
-    if entry is None:
+    if entry is None or entry.get("preference") is None:  # not judged, or not to the end
         return None, None, False
     named = [
         0 if ask["winner"] == "tie" else (1 if ask["winner"] == ask["withAs"] else -1)
