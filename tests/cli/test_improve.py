@@ -441,6 +441,9 @@ def test_bad_inputs_exit_before_anything_runs(setup: dict[str, Path]) -> None:
 
     assert run("--holdout", "0.95").returncode == 5
     assert run("--rounds", "0").returncode == 5
+    for command, why in (("'unbalanced", "cannot split the command"), ("", "the command is empty")):
+        refused = run("--proposer", command)  # named as the proposer's, never as --runner's
+        assert refused.returncode == 5 and f"--proposer: {why}" in refused.stderr
     inside = run("--report", str(setup["skill"] / "r.json"))
     assert inside.returncode == 5 and "inside the skill directory" in inside.stderr
     train, held = _expected_split(42, "0.4")

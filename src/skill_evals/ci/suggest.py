@@ -40,6 +40,9 @@ def _options(
         cases=root / state.location.cases,
         runner=settings.runner,
         proposer=config.proposer or "",
+        proposer_where=f"proposer (--proposer, or proposer: in {config.path.name})"
+        if config.path
+        else "--proposer",
         holdout=given.get("holdout", 0.4),
         rounds=given.get("rounds", 3),
         min_gain=given.get("min-gain", 0.05),

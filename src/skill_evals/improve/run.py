@@ -58,6 +58,7 @@ class ImproveOptions:
     sandbox_path: tuple[str, ...] = ()  # --sandbox-path PATH[:rw]
     display_root: Path | None = None  # the diff names SKILL.md relative to this (default: cwd)
     finalists: int = 2  # --finalists: candidates run on held-out at most
+    proposer_where: str = "--proposer"  # where the proposer command was given, for messages
     max_heldout_trials: int = 9  # --max-heldout-trials: adaptive held-out trials stop here
     notice: Callable[[str], None] | None = None  # the pre-flight power line (stderr)
 
@@ -111,7 +112,7 @@ def run_improve(options: ImproveOptions) -> dict[str, Any]:
     try:
         _check_outputs(options)
         command = tuple(split_command(options.runner))
-        proposer_argv = tuple(split_command(options.proposer))
+        proposer_argv = tuple(split_command(options.proposer, options.proposer_where))
         skill = load_skill(options.skill, options.agent)
         skill_name = skill.name
         suite = load_cases(options.cases, skill.name)
