@@ -120,19 +120,9 @@ class Sandbox:
         binds, masks, gone = self._binds(
             argv, env, cwd, private, readable, trusted=trusted, hidden=hidden, shared=shared
         )
-        # Each job folder in a system directory: an empty directory, read-only once the
-        # binds inside it are made (non-recursive: a writable bind there stays writable).
-        # One that a bind covers whole needs neither (nor may a writable bind turn read-only).
-        covers = {f for b in binds for f in (b, os.path.realpath(b))}
-        jobs = [j for j in self.jobs.hidden if not any(_within(j, b) for b in covers)]
-        secret = self.jobs.secrets_below(binds)  # the runner's own, in a bound directory
-        nulled = [f for f in secret if not os.path.isdir(f)]
-        masks += [f for f in secret if os.path.isdir(f)]
-        unshare, way_out = [], []
-        if channel is not None:  # after the other binds: nothing lies on top of it
-            unshare, way_out = ["--unshare-net"], ["--ro-bind", channel.directory, INSIDE_DIR]
-        elif offline:
-            unshare = ["--unshare-net"]
+        jobs, nulled, secret_dirs = self._job_places(binds)
+        masks += secret_dirs
+        unshare, way_out = _network(channel, offline)
         return [
             self.program,
             *NAMESPACES,
@@ -153,6 +143,18 @@ class Sandbox:
             "--",
             *relay_argv(list(argv), self.limits, channel is not None),
         ]
+
+    def _job_places(self, binds: Mapping[str, bool]) -> tuple[list[str], list[str], list[str]]:
+        """(the job folders to hide, the runner's secret files to read empty, its secret
+        directories to mask) for these binds. Each job folder in a system directory: an empty
+        directory, read-only once the binds inside it are made (non-recursive: a writable bind
+        there stays writable). One that a bind covers whole needs neither (nor may a writable
+        bind turn read-only)."""
+        covers = {f for b in binds for f in (b, os.path.realpath(b))}
+        jobs = [j for j in self.jobs.hidden if not any(_within(j, b) for b in covers)]
+        secret = self.jobs.secrets_below(binds)  # the runner's own, in a bound directory
+        nulled = [f for f in secret if not os.path.isdir(f)]
+        return jobs, nulled, [f for f in secret if os.path.isdir(f)]
 
     def trusted_command(
         self, argv: Sequence[str], env: Mapping[str, str], folder: Path, cwd: Path | None = None
@@ -256,6 +258,15 @@ def _empty_over(paths: Sequence[str]) -> list[str]:
     for path in dict.fromkeys(paths):
         args += ["--tmpfs", path, "--remount-ro", path]
     return args
+
+
+def _network(channel: Channel | None, offline: bool) -> tuple[list[str], list[str]]:
+    """(the namespace arguments, the way out): the host's network, a namespace of its own
+    whose only way out is ``channel`` (bound last: nothing lies on top of it), or with
+    ``offline`` one with no way out at all."""
+    if channel is not None:
+        return ["--unshare-net"], ["--ro-bind", channel.directory, INSIDE_DIR]
+    return (["--unshare-net"] if offline else []), []
 
 
 def _bind_args(binds: Mapping[str, bool], shared: Callable[[str], bool]) -> list[str]:
